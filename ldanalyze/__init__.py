@@ -1,0 +1,1 @@
+"""ldanalyze: offline, trace-driven analysis of end-to-end loss differentiation algorithms."""

@@ -1,0 +1,41 @@
+"""Errors raised on bad input: each one names the file and the line (or byte offset)."""
+
+from __future__ import annotations
+
+import os
+
+
+class TraceError(ValueError):
+    """A trace file could not be read as asked.
+
+    Formats like a compiler diagnostic, ``path:line: message``, followed by the offending
+    text, so that a user can open the file at the right place.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike | None,
+        message: str,
+        *,
+        line: int | None = None,
+        offset: int | None = None,
+        text: str | None = None,
+    ) -> None:
+        self.path = os.fspath(path) if path is not None else None
+        self.message = message
+        self.line = line
+        self.offset = offset
+        self.text = text
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = self.path or "<input>"
+        if self.line is not None:
+            where += f":{self.line}"
+        elif self.offset is not None:
+            where += f": byte {self.offset}"
+        out = f"{where}: {self.message}"
+        if self.text is not None:
+            shown = self.text if len(self.text) <= 200 else self.text[:200] + "..."
+            out += f"\n    {shown}"
+        return out

@@ -1,0 +1,510 @@
+"""ns-2 wired traces (``$ns trace-all``), plain or gzip, with ground truth for every drop.
+
+Line format (ns-2 manual, "Trace and Monitoring Support")::
+
+    ev time from to ptype size flags fid src.port dst.port seqno uid
+
+``ev`` is ``+`` (enqueued at link from→to), ``-`` (dequeued), ``r`` (received at ``to``) or
+``d`` (dropped). One data packet is one ``uid``; a TCP retransmission keeps its seqno and gets
+a new uid, so every transmission is its own row in the PacketTable.
+
+Ground truth, for a ``d`` of a packet on link L (checked on real ns-2.35 runs, see
+``traces/README.md``): the packet's previous event on the same link L decides.
+
+* ``+`` (enqueued, never dequeued) → **congestion**: the queue dropped it (``reason=queue``).
+* ``-`` (dequeued, i.e. transmitted) → **wireless**: an error model after the queue, as
+  ``$ns link-lossmodel`` installs it, lost it (``reason=link-error``).
+* no earlier event on L → **wireless**: an error model before the queue, as ``$ns lossmodel``
+  installs it (``reason=ingress-error``).
+* an explicit error-drop letter (``error_events``, default ``e``) → **wireless**.
+* ``r`` on L → **lost**, cause unknown (``reason=after-receive``): no ns-2 component does this.
+
+A packet neither received nor dropped is **lost** (``reason=vanished``: e.g. dropped by an
+untraced error model) when a later packet of its flow was delivered, and **unobserved** (in
+flight when the trace ends) otherwise.
+
+Send time is the packet's first event on a link leaving its source node; receive time is its
+``r`` at the destination node. Nodes are taken from the flat ``node.port`` addresses.
+
+Parsing uses pyarrow's CSV reader with an explicit schema (``src.port``/``dst.port`` read as
+strings: inference would turn "1.10" into the float 1.1), one bounded block at a time; one
+numba kernel walks the data-packet events and keeps per-uid state.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+from numba import njit
+
+from ..errors import TraceError
+from ..packets import (
+    CONGESTION,
+    DELIVERED,
+    LOST,
+    UNOBSERVED,
+    WIRELESS,
+    Trace,
+    empty_rtt,
+    make_packet_table,
+)
+from .text import DEFAULT_BLOCK_BYTES, iter_blocks, line_of_row
+
+DATA_TYPES = ("tcpFriend", "cbr", "udp", "tcp", "exp", "pareto", "rtp", "Traffic", "data")
+FEEDBACK_TYPES = ("tcpFriendCtl", "ack", "rtcp")
+FLOW_BY = ("auto", "fid", "addr")
+
+COLUMN_NAMES = ["ev", "time", "frm", "to", "ptype", "size", "flags", "fid", "src", "dst", "seq", "uid"]
+_DICT = pa.dictionary(pa.int32(), pa.string())
+_SCHEMA = {
+    "ev": _DICT,
+    "time": pa.float64(),
+    "frm": pa.int32(),
+    "to": pa.int32(),
+    "ptype": _DICT,
+    "size": pa.int64(),
+    "fid": pa.int64(),
+    "src": _DICT,
+    "dst": _DICT,
+    "seq": pa.int64(),
+    "uid": pa.int64(),
+}
+_FIELD_CHECKS = {
+    "time": float,
+    "frm": int,
+    "to": int,
+    "size": int,
+    "fid": int,
+    "seq": int,
+    "uid": int,
+}
+
+# Event codes used by the kernel.
+EV_ENQ, EV_DEQ, EV_RECV, EV_DROP, EV_ERROR = 0, 1, 2, 3, 4
+_EVENT_LETTERS = {"+": EV_ENQ, "-": EV_DEQ, "r": EV_RECV, "d": EV_DROP}
+
+# Cause codes written by the kernel.
+C_NONE, C_QUEUE, C_LINK, C_INGRESS, C_EXPLICIT, C_AFTER_RECV = 0, 1, 2, 3, 4, 5
+_CAUSES = {
+    C_QUEUE: (CONGESTION, "queue"),
+    C_LINK: (WIRELESS, "link-error"),
+    C_INGRESS: (WIRELESS, "ingress-error"),
+    C_EXPLICIT: (WIRELESS, "error-event"),
+    C_AFTER_RECV: (LOST, "after-receive"),
+}
+
+# Columns of the per-uid integer state.
+(S_SEEN, S_SEQ, S_SIZE, S_FID, S_SRC, S_DST, S_SRC_NODE, S_DST_NODE, S_LAST_EV, S_LAST_FROM,
+ S_LAST_TO, S_CAUSE, S_DROP_FROM, S_DROP_TO) = range(14)
+N_INT_STATE = 14
+# Columns of the per-uid time state.
+T_SEND, T_RECV, T_DROP = range(3)
+
+# Kernel error codes.
+E_UID_REUSED, E_AFTER_DROP = 1, 2
+
+
+@njit(cache=True)
+def walk_events(ev, t, frm, to, uid, seq, size, fid, src, dst, src_node, dst_node, ints, times):
+    """Fold one block of data-packet events into the per-uid state.
+
+    Returns ``(row, code)`` of the first inconsistent event, or ``(-1, 0)``.
+    """
+    for i in range(ev.shape[0]):
+        u = uid[i]
+        if ints[u, S_SEEN] == 0:
+            ints[u, S_SEEN] = 1
+            ints[u, S_SEQ] = seq[i]
+            ints[u, S_SIZE] = size[i]
+            ints[u, S_FID] = fid[i]
+            ints[u, S_SRC] = src[i]
+            ints[u, S_DST] = dst[i]
+            ints[u, S_SRC_NODE] = src_node[i]
+            ints[u, S_DST_NODE] = dst_node[i]
+            ints[u, S_LAST_EV] = -1
+        elif ints[u, S_SEQ] != seq[i] or ints[u, S_SRC] != src[i] or ints[u, S_DST] != dst[i]:
+            return i, E_UID_REUSED
+        elif ints[u, S_CAUSE] != C_NONE:
+            return i, E_AFTER_DROP
+        e = ev[i]
+        if np.isnan(times[u, T_SEND]) and frm[i] == ints[u, S_SRC_NODE]:
+            times[u, T_SEND] = t[i]
+        if e == EV_RECV:
+            if to[i] == ints[u, S_DST_NODE] and np.isnan(times[u, T_RECV]):
+                times[u, T_RECV] = t[i]
+        elif e == EV_DROP or e == EV_ERROR:
+            same_link = ints[u, S_LAST_FROM] == frm[i] and ints[u, S_LAST_TO] == to[i]
+            if e == EV_ERROR:
+                cause = C_EXPLICIT
+            elif not same_link or ints[u, S_LAST_EV] < 0:
+                cause = C_INGRESS
+            elif ints[u, S_LAST_EV] == EV_ENQ:
+                cause = C_QUEUE
+            elif ints[u, S_LAST_EV] == EV_DEQ:
+                cause = C_LINK
+            else:
+                cause = C_AFTER_RECV
+            ints[u, S_CAUSE] = cause
+            ints[u, S_DROP_FROM] = frm[i]
+            ints[u, S_DROP_TO] = to[i]
+            times[u, T_DROP] = t[i]
+        ints[u, S_LAST_EV] = e
+        ints[u, S_LAST_FROM] = frm[i]
+        ints[u, S_LAST_TO] = to[i]
+    return -1, 0
+
+
+class _Interner:
+    """Maps strings seen in any block to stable small integers."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.values: list[str] = []
+
+    def codes(self, values: Iterable[str]) -> np.ndarray:
+        out = []
+        for v in values:
+            code = self.ids.get(v)
+            if code is None:
+                code = self.ids[v] = len(self.values)
+                self.values.append(v)
+            out.append(code)
+        return np.asarray(out, dtype=np.int64)
+
+
+class _State:
+    """Per-uid state arrays, grown geometrically as larger uids appear."""
+
+    def __init__(self, capacity: int = 1 << 16) -> None:
+        self.ints = np.zeros((capacity, N_INT_STATE), np.int64)
+        self.times = np.full((capacity, 3), np.nan)
+
+    def ensure(self, max_uid: int) -> None:
+        cap = self.ints.shape[0]
+        if max_uid < cap:
+            return
+        new = max(cap * 2, max_uid + 1)
+        ints = np.zeros((new, N_INT_STATE), np.int64)
+        ints[:cap] = self.ints
+        times = np.full((new, 3), np.nan)
+        times[:cap] = self.times
+        self.ints, self.times = ints, times
+
+
+def read_ns2_wired(
+    path: str | os.PathLike,
+    *,
+    data_types: Iterable[str] = DATA_TYPES,
+    feedback_types: Iterable[str] = FEEDBACK_TYPES,
+    flow_by: str = "auto",
+    error_events: Iterable[str] = ("e",),
+    block_bytes: int = DEFAULT_BLOCK_BYTES,
+) -> Trace:
+    """Read an ns-2 wired trace into a :class:`~ldanalyze.packets.Trace`.
+
+    ``data_types``/``feedback_types`` select packets by type; other types (routing, warm-up
+    traffic you did not name) are counted in ``meta['ignored_types']``. ``flow_by`` is
+    ``fid``, ``addr`` (source and destination address) or ``auto`` (fid unless one fid
+    carries several address pairs). ``error_events`` are extra event letters that a script
+    writes for error-model drops.
+    """
+    if flow_by not in FLOW_BY:
+        raise ValueError(f"flow_by must be one of {FLOW_BY}, not {flow_by!r}")
+    data_types, feedback_types = set(data_types), set(feedback_types)
+    letters = dict(_EVENT_LETTERS)
+    letters.update({e: EV_ERROR for e in error_events})
+    reader = _WiredReader(path, data_types, feedback_types, letters)
+    for block, first_line in iter_blocks(path, block_bytes):
+        reader.add_block(block, first_line)
+    return reader.finish(flow_by)
+
+
+class _WiredReader:
+    def __init__(self, path, data_types, feedback_types, letters) -> None:
+        self.path = os.fspath(path)
+        self.data_types = data_types
+        self.feedback_types = feedback_types
+        self.letters = letters
+        self.state = _State()
+        self.addresses = _Interner()
+        self.address_node: list[int] = []
+        self.ptypes = _Interner()
+        self.type_counts: dict[str, int] = {}
+        self.feedback: list[dict[str, np.ndarray]] = []
+        self.lines = 0
+        self.last_time = -np.inf
+
+    # -- one block ---------------------------------------------------------------------
+    def add_block(self, block: bytes, first_line: int) -> None:
+        table = self._parse(block, first_line)
+        n = table.num_rows
+        if n == 0:
+            return
+        self.lines += n
+
+        ev_idx, ev_dict = _dict_column(table, "ev")
+        ev_map = np.array([self.letters.get(v, -1) for v in ev_dict], dtype=np.int8)
+        ev = ev_map[ev_idx]
+        if (ev < 0).any():
+            self._fail(block, first_line, int(np.argmax(ev < 0)), "unknown event letter "
+                       f"{ev_dict[int(ev_idx[np.argmax(ev < 0)])]!r} (expected one of "
+                       f"{', '.join(sorted(self.letters))})")
+
+        t = table.column("time").to_numpy()
+        bad = ~np.isfinite(t) | (t < 0)
+        if bad.any():
+            self._fail(block, first_line, int(np.argmax(bad)), "time is not a finite, non-negative number")
+        back = np.flatnonzero(np.diff(t, prepend=self.last_time) < 0)
+        if back.size:
+            self._fail(block, first_line, int(back[0]), "time goes backwards (an ns-2 trace is in time order)")
+        self.last_time = t[-1]
+
+        pt_idx, pt_dict = _dict_column(table, "ptype")
+        counts = np.bincount(pt_idx, minlength=len(pt_dict))
+        for name, c in zip(pt_dict, counts):
+            self.type_counts[name] = self.type_counts.get(name, 0) + int(c)
+        is_data = np.array([v in self.data_types for v in pt_dict], dtype=bool)[pt_idx]
+        is_fb = np.array([v in self.feedback_types for v in pt_dict], dtype=bool)[pt_idx]
+        if not (is_data.any() or is_fb.any()):
+            return
+
+        src, src_node = self._addresses(table, "src", block, first_line)
+        dst, dst_node = self._addresses(table, "dst", block, first_line)
+        frm = table.column("frm").to_numpy()
+        to = table.column("to").to_numpy()
+        seq = table.column("seq").to_numpy()
+        uid = table.column("uid").to_numpy()
+        size = table.column("size").to_numpy()
+        fid = table.column("fid").to_numpy()
+
+        rows = np.flatnonzero(is_data)
+        if rows.size:
+            if uid[rows].min() < 0:
+                self._fail(block, first_line, int(rows[np.argmax(uid[rows] < 0)]), "negative uid")
+            self.state.ensure(int(uid[rows].max()))
+            bad_row, code = walk_events(
+                ev[rows], t[rows], frm[rows], to[rows], uid[rows], seq[rows], size[rows],
+                fid[rows], src[rows], dst[rows], src_node[rows], dst_node[rows],
+                self.state.ints, self.state.times,
+            )
+            if bad_row >= 0:
+                what = {
+                    E_UID_REUSED: "uid reappears with a different seqno or address "
+                    "(uids must be unique per packet)",
+                    E_AFTER_DROP: "event for a packet after it was dropped",
+                }[code]
+                self._fail(block, first_line, int(rows[bad_row]), what)
+
+        fb = np.flatnonzero(is_fb & (ev == EV_RECV) & (to == dst_node))
+        if fb.size:
+            self.feedback.append(
+                {
+                    "t": t[fb],
+                    "src": src[fb],
+                    "dst": dst[fb],
+                    "seq": seq[fb],
+                    "ptype": self.ptypes.codes(pt_dict)[pt_idx[fb]],
+                }
+            )
+
+    def _parse(self, block: bytes, first_line: int) -> pa.Table:
+        try:
+            table = pacsv.read_csv(
+                pa.py_buffer(block),
+                read_options=pacsv.ReadOptions(column_names=COLUMN_NAMES, block_size=1 << 22),
+                parse_options=pacsv.ParseOptions(delimiter=" "),
+                convert_options=pacsv.ConvertOptions(
+                    column_types=_SCHEMA,
+                    include_columns=[c for c in COLUMN_NAMES if c != "flags"],
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
+        except pa.ArrowInvalid as exc:
+            self._explain_parse_error(block, first_line, exc)
+            raise  # unreachable: _explain_parse_error always raises
+        return table.unify_dictionaries()
+
+    def _explain_parse_error(self, block: bytes, first_line: int, exc: Exception) -> None:
+        """Find the offending line with a plain scan (only on the error path)."""
+        for i, raw in enumerate(block.split(b"\n")):
+            if raw in (b"", b"\r"):
+                continue
+            text = raw.decode("utf-8", "replace")
+            fields = text.split(" ")
+            problem = None
+            if len(fields) != len(COLUMN_NAMES):
+                problem = (
+                    f"expected {len(COLUMN_NAMES)} space-separated fields "
+                    "(ev time from to type size flags fid src.port dst.port seqno uid), "
+                    f"got {len(fields)}"
+                )
+                if _looks_wireless(text):
+                    problem += "; this looks like an ns-2 wireless trace, not the wired format"
+            else:
+                for name, kind in _FIELD_CHECKS.items():
+                    value = fields[COLUMN_NAMES.index(name)]
+                    try:
+                        kind(value)
+                    except ValueError:
+                        problem = f"field '{name}' is not a valid {kind.__name__}: {value!r}"
+                        break
+            if problem:
+                raise TraceError(self.path, problem, line=first_line + i, text=text)
+        raise TraceError(self.path, f"cannot parse as an ns-2 wired trace: {exc}", line=first_line)
+
+    def _addresses(self, table: pa.Table, column: str, block: bytes, first_line: int):
+        idx, values = _dict_column(table, column)
+        codes = self.addresses.codes(values)
+        while len(self.address_node) < len(self.addresses.values):
+            addr = self.addresses.values[len(self.address_node)]
+            node, _, port = addr.partition(".")
+            if not (node.isdigit() and port.isdigit()):
+                row = int(np.argmax(codes[idx] == len(self.address_node)))
+                self._fail(block, first_line, row, f"address {addr!r} is not a flat "
+                           "'node.port' address (hierarchical addressing is not supported)")
+            self.address_node.append(int(node))
+        nodes = np.asarray(self.address_node, dtype=np.int64)
+        return codes[idx], nodes[codes[idx]]
+
+    def _fail(self, block: bytes, first_line: int, row: int, message: str):
+        line, text = line_of_row(block, first_line, row)
+        raise TraceError(self.path, message, line=line, text=text)
+
+    # -- after the last block ------------------------------------------------------------
+    def finish(self, flow_by: str) -> Trace:
+        if self.lines == 0:
+            raise TraceError(self.path, "the trace is empty")
+        ints, times = self.state.ints, self.state.times
+        uids = np.flatnonzero(ints[:, S_SEEN] == 1)
+        if uids.size == 0:
+            seen = ", ".join(f"{k} ({v})" for k, v in sorted(self.type_counts.items()))
+            raise TraceError(
+                self.path,
+                f"no data packets: none of the packet types {sorted(self.data_types)} occurs "
+                f"(types seen: {seen}); name the data types to use",
+            )
+        st, tm = ints[uids], times[uids]
+        addr = np.asarray(self.addresses.values, dtype=object)
+        src, dst, fid = addr[st[:, S_SRC]], addr[st[:, S_DST]], st[:, S_FID]
+        flow = _flow_labels(fid, src, dst, flow_by)
+
+        fate = np.full(uids.size, UNOBSERVED, dtype=object)
+        reason = np.full(uids.size, "", dtype=object)
+        for code, (cause, why) in _CAUSES.items():
+            hit = st[:, S_CAUSE] == code
+            fate[hit], reason[hit] = cause, why
+        delivered = np.isfinite(tm[:, T_RECV])
+        fate[delivered], reason[delivered] = DELIVERED, ""
+        t_send = tm[:, T_SEND]
+        # a packet dropped before it left its source node has no send event on its own link
+        t_send = np.where(np.isnan(t_send), tm[:, T_DROP], t_send)
+
+        packets = make_packet_table(
+            flow=flow, seq=st[:, S_SEQ], uid=uids, size=st[:, S_SIZE], t_send=t_send,
+            t_recv=tm[:, T_RECV], t_drop=tm[:, T_DROP], fate=fate, reason=reason,
+        )
+        packets = _finish_fates(packets)
+        packets["tx"] = (
+            packets.sort_values(["t_send", "uid"], kind="stable").groupby(["flow", "seq"]).cumcount()
+        )
+        pairs = pd.DataFrame({"src": src, "dst": dst, "flow": flow}).drop_duplicates(["src", "dst"])
+        rtt = self._rtt_samples(packets, pairs)
+        meta = {
+            "lines": self.lines,
+            "data_types": sorted(t for t in self.type_counts if t in self.data_types),
+            "feedback_types": sorted(t for t in self.type_counts if t in self.feedback_types),
+            "ignored_types": {
+                k: v for k, v in sorted(self.type_counts.items())
+                if k not in self.data_types and k not in self.feedback_types
+            },
+            "flow_by": flow_by,
+            "clock": "common",
+        }
+        return Trace(packets=packets, rtt=rtt, path=self.path, format="ns2-wired", meta=meta)
+
+    def _rtt_samples(self, packets: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+        """RTT samples from feedback: see :func:`rtt_from_feedback`."""
+        if not self.feedback:
+            return empty_rtt()
+        addr = np.asarray(self.addresses.values, dtype=object)
+        fb = {k: np.concatenate([f[k] for f in self.feedback]) for k in self.feedback[0]}
+        # feedback runs from the data receiver back to the data sender
+        feedback = pd.DataFrame({"src": addr[fb["dst"]], "dst": addr[fb["src"]], "t": fb["t"], "seq": fb["seq"]})
+        feedback = feedback.merge(pairs, on=["src", "dst"], how="inner")
+        return rtt_from_feedback(packets, feedback[["flow", "t", "seq"]])
+
+
+def rtt_from_feedback(packets: pd.DataFrame, feedback: pd.DataFrame) -> pd.DataFrame:
+    """RTT samples: feedback time minus the send time of the data packet it names.
+
+    ``feedback`` has ``flow, t, seq`` (arrival time at the data sender and the data seqno it
+    acknowledges: TFRC feedback names the packet that triggered it; an ns-2 TCP ACK names the
+    highest in-order packet). A sample is taken from the first feedback naming a seqno
+    higher than any named before, and only when that seqno was transmitted once before the
+    feedback arrived (Karn's rule: a retransmitted packet gives an ambiguous sample).
+    """
+    if feedback.empty:
+        return empty_rtt()
+    fb = feedback.sort_values(["flow", "t"], kind="stable")
+    prev_max = fb.groupby("flow")["seq"].cummax().groupby(fb["flow"]).shift(1)
+    fb = fb[prev_max.isna() | (fb["seq"] > prev_max)]
+    sent = packets.groupby(["flow", "seq"]).agg(t_send=("t_send", "first"), n_tx=("t_send", "size"))
+    fb = fb.join(sent, on=["flow", "seq"], how="inner")
+    fb = fb[(fb["n_tx"] == 1) & (fb["t_send"] <= fb["t"])]
+    out = pd.DataFrame(
+        {
+            "flow": fb["flow"].astype(object).to_numpy(),
+            "t": fb["t"].to_numpy(np.float64),
+            "seq": fb["seq"].to_numpy(np.int64),
+            "rtt": (fb["t"] - fb["t_send"]).to_numpy(np.float64),
+        }
+    )
+    return out.reset_index(drop=True)
+
+
+def _finish_fates(packets: pd.DataFrame) -> pd.DataFrame:
+    """Neither received nor dropped: lost if a later packet of the flow was delivered."""
+    undecided = (packets["fate"] == UNOBSERVED).to_numpy()
+    if not undecided.any():
+        return packets
+    # rows are sorted by (flow, t_send, uid): look for any delivered row later in the flow
+    delivered = (packets["fate"] == DELIVERED).astype(np.int64)
+    later = delivered[::-1].groupby(packets["flow"][::-1]).cumsum()[::-1] - delivered
+    vanished = undecided & (later.to_numpy() > 0)
+    packets.loc[vanished, "fate"] = LOST
+    packets.loc[vanished, "reason"] = "vanished"
+    return packets
+
+
+def _flow_labels(fid: np.ndarray, src: np.ndarray, dst: np.ndarray, flow_by: str) -> np.ndarray:
+    pair = np.char.add(np.char.add(src.astype(str), ">"), dst.astype(str)).astype(object)
+    fid_label = fid.astype(str).astype(object)
+    if flow_by == "fid":
+        return fid_label
+    if flow_by == "addr":
+        return pair
+    pairs_per_fid = pd.Series(pair).groupby(fid).nunique()
+    if (pairs_per_fid <= 1).all():
+        return fid_label
+    return (fid_label + ":" + pair).astype(object)
+
+
+def _dict_column(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
+    """Indices and dictionary of a dictionary-encoded column (chunks share one dictionary
+    after ``unify_dictionaries``, which ``_parse`` applies)."""
+    chunks = table.column(name).chunks
+    combined = chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)
+    return combined.indices.to_numpy(zero_copy_only=False), combined.dictionary.to_pylist()
+
+
+def _looks_wireless(text: str) -> bool:
+    fields = text.split()
+    return len(fields) > 2 and (
+        fields[1] == "-t" or (fields[2].startswith("_") and fields[2].endswith("_"))
+    )

@@ -1,0 +1,147 @@
+"""The PacketTable: one row per transmitted data packet, and the fate vocabulary.
+
+Every reader (ns-2 wired, ns-2 wireless, captures) produces the same table, so that nothing
+downstream knows where a trace came from.
+
+Columns (see ``COLUMNS``):
+
+========  =======  ===========================================================================
+flow      str      flow label (ns-2: the flow id ``fid``, or ``src>dst`` addresses)
+seq       int64    the sequence number the receiver sees (TCP retransmissions repeat it)
+tx        int64    transmission index of this ``(flow, seq)``: 0 first, 1 first retransmission ...
+uid       int64    the reader's unique packet id (ns-2 uid; capture record index)
+size      int64    bytes on the wire
+t_send    float64  seconds on the sender's clock (first enqueue at the source)
+t_recv    float64  seconds on the receiver's clock; NaN when never received
+t_drop    float64  time of the drop record when the trace has one; else NaN
+fate      category delivered | congestion | wireless | lost | unobserved
+reason    str      what the fate was derived from (e.g. ``queue``, ``link-error``, ``IFQ``)
+========  =======  ===========================================================================
+
+``lost`` is a loss whose cause is unknown; ``unobserved`` is a packet still in flight when the
+trace ends: it is never counted as a loss.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+DELIVERED = "delivered"
+CONGESTION = "congestion"
+WIRELESS = "wireless"
+LOST = "lost"
+UNOBSERVED = "unobserved"
+
+FATES = (DELIVERED, CONGESTION, WIRELESS, LOST, UNOBSERVED)
+LOSS_FATES = (CONGESTION, WIRELESS, LOST)
+FATE_DTYPE = pd.CategoricalDtype(list(FATES))
+
+COLUMNS = {
+    "flow": object,
+    "seq": np.int64,
+    "tx": np.int64,
+    "uid": np.int64,
+    "size": np.int64,
+    "t_send": np.float64,
+    "t_recv": np.float64,
+    "t_drop": np.float64,
+    "fate": FATE_DTYPE,
+    "reason": object,
+}
+
+
+@dataclasses.dataclass
+class Trace:
+    """What a reader returns: the PacketTable plus what else the file told.
+
+    ``rtt`` holds round-trip samples derived from feedback packets (columns ``flow, t, seq,
+    rtt``; empty when the trace has no feedback). ``meta`` records how the file was read
+    (format, packet types taken as data, counts of what was ignored).
+    """
+
+    packets: pd.DataFrame
+    rtt: pd.DataFrame
+    path: str
+    format: str
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def flows(self) -> list[str]:
+        return sorted(self.packets["flow"].unique().tolist(), key=_natural_key)
+
+
+def _natural_key(label: str) -> tuple:
+    """Sort "2" before "10": digit runs compare as numbers."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", str(label)))
+
+
+def empty_rtt() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "flow": pd.Series([], dtype=object),
+            "t": pd.Series([], dtype=np.float64),
+            "seq": pd.Series([], dtype=np.int64),
+            "rtt": pd.Series([], dtype=np.float64),
+        }
+    )
+
+
+def make_packet_table(**columns: Any) -> pd.DataFrame:
+    """Build a PacketTable with the canonical column order and dtypes.
+
+    Missing optional columns get defaults (``tx`` = 0, ``uid`` = row number, ``t_drop`` =
+    NaN, ``reason`` = ""). Rows are sorted by flow, then send time, then uid.
+    """
+    n = len(columns["seq"])
+    defaults = {
+        "tx": np.zeros(n, np.int64),
+        "uid": np.arange(n, dtype=np.int64),
+        "t_drop": np.full(n, np.nan),
+        "reason": np.full(n, "", dtype=object),
+    }
+    data = {}
+    for name, dtype in COLUMNS.items():
+        values = columns.get(name, defaults.get(name))
+        if values is None:
+            raise KeyError(f"PacketTable needs column {name!r}")
+        data[name] = pd.Series(values, dtype=dtype) if dtype is not object else pd.Series(
+            np.asarray(values, dtype=object), dtype=object
+        )
+    table = pd.DataFrame(data)
+    table = table.sort_values(["flow", "t_send", "uid"], kind="stable", ignore_index=True)
+    return table
+
+
+def validate_packets(packets: pd.DataFrame) -> None:
+    """Check the PacketTable invariants; raise ValueError naming the first violation.
+
+    Used by tests and by readers of user-supplied tables. Invariants: all columns present
+    with their dtypes; delivered rows have a finite receive time and the others none;
+    finite send times; a non-negative delay for delivered packets is *not* required
+    (clocks of two endpoints may differ).
+    """
+    missing = [c for c in COLUMNS if c not in packets.columns]
+    if missing:
+        raise ValueError(f"PacketTable lacks columns {missing}")
+    if not isinstance(packets["fate"].dtype, pd.CategoricalDtype) or list(
+        packets["fate"].cat.categories
+    ) != list(FATES):
+        raise ValueError("PacketTable 'fate' must be categorical over " + ", ".join(FATES))
+    if packets["fate"].isna().any():
+        raise ValueError("PacketTable has rows without a fate")
+    delivered = (packets["fate"] == DELIVERED).to_numpy()
+    t_recv = packets["t_recv"].to_numpy()
+    bad = np.flatnonzero(delivered != np.isfinite(t_recv))
+    if bad.size:
+        raise ValueError(
+            f"PacketTable row {int(bad[0])}: fate {packets['fate'].iat[bad[0]]!r} "
+            f"inconsistent with t_recv={t_recv[bad[0]]!r}"
+        )
+    bad = np.flatnonzero(~np.isfinite(packets["t_send"].to_numpy()))
+    if bad.size:
+        raise ValueError(f"PacketTable row {int(bad[0])}: t_send is not finite")

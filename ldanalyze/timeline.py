@@ -1,0 +1,239 @@
+"""Per-flow, per-packet timelines: what a receiver saw, and the losses it could detect.
+
+``build_timeline`` turns a PacketTable into three tables:
+
+``arrivals``
+    the delivered packets of each flow in arrival order (``t_recv``, then uid) with
+
+    * ``owd`` = t_recv − t_send (absolute one-way delay; meaningful only when the two
+      endpoints share a clock, as in ns-2),
+    * ``rott`` = owd minus its minimum over the flow (relative one-way trip time),
+    * ``iat`` = t_recv − previous t_recv of the flow (inter-arrival time),
+    * ``jitter`` = Δt_recv − Δt_send between consecutive arrivals (paper 001, §III-C, eq. 7),
+    * ``jitter_rfc3550`` = the RFC 3550 §6.4.1 running estimate J += (|D| − J)/16,
+    * ``kind``: ``in_order`` (a sequence number above all received so far), ``late`` (it fills
+      a hole: a reordered packet or a retransmission), ``duplicate`` (seen before).
+      Statistics are computed over all arrivals; an LDA that wants in-order spacing only (Biaz)
+      selects by ``kind``.
+
+``gaps``
+    one row per hole the receiver detects: an in-order arrival P_{i+n+1} whose sequence
+    number is more than one above the highest received so far (P_i) reveals
+    ``n = seq(P_{i+n+1}) − seq(P_i) − 1`` missing packets. The gap is detected at the arrival
+    of P_{i+n+1}. Packets of the gap that arrive later (reordering) fill it: they are not
+    losses, so ``n_lost`` (the packets of the gap that were really lost) can be below ``n``.
+    Before the first arrival, P_i is the flow's first sequence number minus one and its times
+    are NaN.
+
+``losses``
+    one row per lost transmission (fate congestion, wireless or lost) with its true cause and
+    the gap that revealed it. A sequence number in a gap is charged to its first lost
+    transmission. Lost transmissions that no arrival reveals (after the last arrival, or a
+    lost retransmission of a sequence number already charged or received) have ``gap = -1``
+    and ``detected = False``: a receiver cannot classify them.
+
+Sequence numbers that wrap (RTP's 16 bits, say) are unwrapped per flow in send order when
+``seq_modulus`` is given.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+from numba import njit
+
+from .packets import DELIVERED, LOSS_FATES, Trace
+
+KIND_IN_ORDER, KIND_LATE, KIND_DUPLICATE = "in_order", "late", "duplicate"
+ARRIVAL_KIND = pd.CategoricalDtype([KIND_IN_ORDER, KIND_LATE, KIND_DUPLICATE])
+
+
+@dataclasses.dataclass
+class Timeline:
+    """Arrivals, gaps and losses of every flow of one trace (see the module docstring)."""
+
+    arrivals: pd.DataFrame
+    gaps: pd.DataFrame
+    losses: pd.DataFrame
+    packets: pd.DataFrame
+
+    @property
+    def flows(self) -> list[str]:
+        return list(pd.unique(self.packets["flow"]))
+
+    def per_packet(self) -> pd.DataFrame:
+        """Every data packet (sent order) with its timeline columns and fate: the export."""
+        cols = ["uid", "owd", "rott", "iat", "jitter", "jitter_rfc3550", "kind"]
+        out = self.packets.merge(self.arrivals[cols], on="uid", how="left")
+        gap_cols = self.losses[["uid", "gap", "n", "t_detect"]]
+        out = out.merge(gap_cols, on="uid", how="left")
+        out["gap"] = out["gap"].fillna(-1).astype(np.int64)
+        out["n"] = out["n"].fillna(0).astype(np.int64)
+        return out
+
+
+@njit(cache=True)
+def rfc3550_jitter(abs_d: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """J_i = J_{i-1} + (|D_i| − J_{i-1}) / 16 per segment; J = 0 at each segment's start.
+
+    ``abs_d[i]`` is |D| between arrival i−1 and i; ``starts`` flags the first arrival of a
+    flow, where J restarts at 0 and ``abs_d`` is ignored.
+    """
+    out = np.empty(abs_d.shape[0])
+    j = 0.0
+    for i in range(abs_d.shape[0]):
+        if starts[i]:
+            j = 0.0
+        else:
+            j += (abs_d[i] - j) / 16.0
+        out[i] = j
+    return out
+
+
+def unwrap_sequence(seq: np.ndarray, modulus: int) -> np.ndarray:
+    """Unwrap sequence numbers modulo ``modulus`` given in order.
+
+    Each step is taken as the signed difference closest to zero, so a step of more than
+    half the sequence space backwards is a wrap forward (RFC 3550 A.1's rule). The first
+    value is kept as it is.
+    """
+    seq = np.asarray(seq, dtype=np.int64)
+    if seq.size == 0:
+        return seq.copy()
+    step = np.diff(seq) % modulus
+    step = np.where(step >= modulus // 2 + modulus % 2, step - modulus, step)
+    return np.concatenate(([seq[0]], seq[0] + np.cumsum(step)))
+
+
+def build_timeline(source: Trace | pd.DataFrame, *, seq_modulus: int | None = None) -> Timeline:
+    """Build the per-flow timeline of a trace (or a bare PacketTable)."""
+    packets = source.packets if isinstance(source, Trace) else source
+    packets = packets.reset_index(drop=True)
+    if seq_modulus is not None:
+        packets = packets.copy()
+        order = packets.sort_values(["flow", "t_send", "uid"], kind="stable").index
+        unwrapped = np.empty(len(packets), np.int64)
+        for _, idx in packets.loc[order].groupby("flow", sort=False).groups.items():
+            unwrapped[idx] = unwrap_sequence(packets.loc[idx, "seq"].to_numpy(), seq_modulus)
+        packets["seq"] = unwrapped
+    first_seq = packets.groupby("flow")["seq"].min()
+    arrivals = _arrivals(packets)
+    gaps = _gaps(arrivals, first_seq)
+    losses = _losses(packets, gaps)
+    gaps["n_lost"] = (
+        losses[losses["gap"] >= 0].groupby("gap").size().reindex(gaps["gap"], fill_value=0).to_numpy()
+    )
+    return Timeline(arrivals=arrivals, gaps=gaps, losses=losses, packets=packets)
+
+
+def _arrivals(packets: pd.DataFrame) -> pd.DataFrame:
+    got = packets[packets["fate"] == DELIVERED]
+    a = got.sort_values(["flow", "t_recv", "uid"], kind="stable", ignore_index=True)
+    a = a[["flow", "seq", "tx", "uid", "size", "t_send", "t_recv"]].copy()
+    flow = a["flow"]
+    starts = (flow != flow.shift()).to_numpy()
+    a["owd"] = a["t_recv"] - a["t_send"]
+    a["rott"] = a["owd"] - a.groupby("flow")["owd"].transform("min")
+    d_recv = np.diff(a["t_recv"].to_numpy(), prepend=np.nan)
+    d_send = np.diff(a["t_send"].to_numpy(), prepend=np.nan)
+    d_recv[starts], d_send[starts] = np.nan, np.nan
+    a["iat"] = d_recv
+    a["jitter"] = d_recv - d_send
+    a["jitter_rfc3550"] = rfc3550_jitter(np.abs(a["jitter"].to_numpy()), starts)
+    seq = a["seq"].to_numpy()
+    best_before = a.groupby("flow")["seq"].cummax().groupby(flow).shift(1).to_numpy(np.float64)
+    duplicate = a.duplicated(["flow", "seq"]).to_numpy()
+    in_order = ~(seq <= best_before)  # NaN (first arrival) compares False: in order
+    kind = np.where(duplicate, KIND_DUPLICATE, np.where(in_order, KIND_IN_ORDER, KIND_LATE))
+    a["kind"] = pd.Categorical(kind, dtype=ARRIVAL_KIND)
+    a["hi_before"] = best_before
+    return a
+
+
+def _gaps(arrivals: pd.DataFrame, first_seq: pd.Series) -> pd.DataFrame:
+    a = arrivals
+    flow = a["flow"]
+    starts = (flow != flow.shift()).to_numpy()
+    hi_before = a["hi_before"].to_numpy().copy()
+    hi_before[starts] = first_seq.reindex(flow[starts]).to_numpy() - 1
+    seq = a["seq"].to_numpy()
+    is_gap = (a["kind"] == KIND_IN_ORDER).to_numpy() & (seq > hi_before + 1)
+    rows = np.flatnonzero(is_gap)
+    # P_i is the last in-order arrival before the gap's revealing one (it set hi_before)
+    codes = pd.factorize(flow)[0]
+    own = pd.Series(np.where((a["kind"] == KIND_IN_ORDER).to_numpy(), np.arange(len(a)), np.nan))
+    prev_in_order = own.groupby(codes).ffill().groupby(codes).shift(1).to_numpy()
+    prev = prev_in_order[rows]
+    has_prev = ~np.isnan(prev)
+    prev_i = np.where(has_prev, prev, 0).astype(np.int64)
+
+    def before(column: str) -> np.ndarray:
+        values = a[column].to_numpy(np.float64)[prev_i]
+        return np.where(has_prev, values, np.nan)
+
+    gaps = pd.DataFrame(
+        {
+            "flow": flow.to_numpy()[rows],
+            "gap": np.arange(rows.size, dtype=np.int64),
+            "first_seq": (hi_before[rows] + 1).astype(np.int64),
+            "n": (seq[rows] - hi_before[rows] - 1).astype(np.int64),
+            "prev_seq": before("seq"),
+            "next_seq": seq[rows],
+            "t_prev_send": before("t_send"),
+            "t_prev_recv": before("t_recv"),
+            "t_next_send": a["t_send"].to_numpy()[rows],
+            "t_next_recv": a["t_recv"].to_numpy()[rows],
+            "t_detect": a["t_recv"].to_numpy()[rows],
+            "arrival": rows.astype(np.int64),
+        }
+    )
+    return gaps
+
+
+def _losses(packets: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
+    lost = packets[packets["fate"].isin(LOSS_FATES)]
+    lost = lost.sort_values(["flow", "t_send", "uid"], kind="stable", ignore_index=True)
+    out = pd.DataFrame(
+        {
+            "flow": lost["flow"].to_numpy(),
+            "seq": lost["seq"].to_numpy(),
+            "tx": lost["tx"].to_numpy(),
+            "uid": lost["uid"].to_numpy(),
+            "t_send": lost["t_send"].to_numpy(),
+            "t_drop": lost["t_drop"].to_numpy(),
+            "cause": lost["fate"].astype(str).to_numpy(dtype=object),
+            "reason": lost["reason"].to_numpy(),
+        }
+    )
+    gap_row = _gap_containing(out, gaps)
+    # a sequence number is charged once, to its first lost transmission
+    charged = (gap_row >= 0) & ~out.assign(g=gap_row).duplicated(["flow", "seq", "g"]).to_numpy()
+    gap_row = np.where(charged, gap_row, -1)
+    take = np.maximum(gap_row, 0)
+    out["gap"] = np.where(charged, gaps["gap"].to_numpy()[take] if len(gaps) else -1, -1)
+    out["n"] = np.where(charged, gaps["n"].to_numpy()[take] if len(gaps) else 0, 0)
+    for k in ("t_prev_recv", "t_next_recv", "t_detect"):
+        out[k] = np.where(charged, gaps[k].to_numpy()[take] if len(gaps) else np.nan, np.nan)
+    out["detected"] = charged
+    return out
+
+
+def _gap_containing(lost: pd.DataFrame, gaps: pd.DataFrame) -> np.ndarray:
+    """Row of ``gaps`` whose sequence range holds each lost packet, or -1."""
+    result = np.full(len(lost), -1, np.int64)
+    if lost.empty or gaps.empty:
+        return result
+    gap_rows = gaps.groupby("flow", sort=False).indices
+    for flow, rows in lost.groupby("flow", sort=False).indices.items():
+        g = gap_rows.get(flow)
+        if g is None:
+            continue
+        first = gaps["first_seq"].to_numpy()[g]  # increasing: gaps follow the highest seq
+        last = gaps["next_seq"].to_numpy()[g] - 1
+        seq = lost["seq"].to_numpy()[rows]
+        k = np.searchsorted(first, seq, side="right") - 1
+        ok = (k >= 0) & (seq <= last[np.maximum(k, 0)])
+        result[rows] = np.where(ok, g[np.maximum(k, 0)], -1)
+    return result
