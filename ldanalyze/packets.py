@@ -94,8 +94,9 @@ def empty_rtt() -> pd.DataFrame:
 def make_packet_table(**columns: Any) -> pd.DataFrame:
     """Build a PacketTable with the canonical column order and dtypes.
 
-    Missing optional columns get defaults (``tx`` = 0, ``uid`` = row number, ``t_drop`` =
-    NaN, ``reason`` = ""). Rows are sorted by flow, then send time, then uid.
+    Missing optional columns get defaults (``uid`` = row number, ``t_drop`` = NaN,
+    ``reason`` = ""; ``tx`` counts the transmissions of each ``(flow, seq)`` in send order).
+    Rows are sorted by flow, then send time, then uid.
     """
     n = len(columns["seq"])
     defaults = {
@@ -114,6 +115,8 @@ def make_packet_table(**columns: Any) -> pd.DataFrame:
         )
     table = pd.DataFrame(data)
     table = table.sort_values(["flow", "t_send", "uid"], kind="stable", ignore_index=True)
+    if "tx" not in columns:
+        table["tx"] = table.groupby(["flow", "seq"]).cumcount().astype(np.int64)
     return table
 
 
@@ -145,3 +148,45 @@ def validate_packets(packets: pd.DataFrame) -> None:
     bad = np.flatnonzero(~np.isfinite(packets["t_send"].to_numpy()))
     if bad.size:
         raise ValueError(f"PacketTable row {int(bad[0])}: t_send is not finite")
+
+
+def rtt_from_feedback(packets: pd.DataFrame, feedback: pd.DataFrame) -> pd.DataFrame:
+    """RTT samples: feedback time minus the send time of the data packet it names.
+
+    ``feedback`` has ``flow, t, seq`` (arrival time at the data sender and the data seqno it
+    acknowledges: TFRC feedback names the packet that triggered it; an ns-2 TCP ACK names the
+    highest in-order packet). A sample is taken from the first feedback naming a seqno
+    higher than any named before, and only when that seqno was transmitted once before the
+    feedback arrived (Karn's rule: a retransmitted packet gives an ambiguous sample).
+    """
+    if feedback.empty:
+        return empty_rtt()
+    fb = feedback.sort_values(["flow", "t"], kind="stable")
+    prev_max = fb.groupby("flow")["seq"].cummax().groupby(fb["flow"]).shift(1)
+    fb = fb[prev_max.isna() | (fb["seq"] > prev_max)]
+    sent = packets.groupby(["flow", "seq"]).agg(t_send=("t_send", "first"), n_tx=("t_send", "size"))
+    fb = fb.join(sent, on=["flow", "seq"], how="inner")
+    fb = fb[(fb["n_tx"] == 1) & (fb["t_send"] <= fb["t"])]
+    out = pd.DataFrame(
+        {
+            "flow": fb["flow"].astype(object).to_numpy(),
+            "t": fb["t"].to_numpy(np.float64),
+            "seq": fb["seq"].to_numpy(np.int64),
+            "rtt": (fb["t"] - fb["t_send"]).to_numpy(np.float64),
+        }
+    )
+    return out.reset_index(drop=True)
+
+
+def mark_vanished(packets: pd.DataFrame) -> pd.DataFrame:
+    """Neither received nor dropped: lost if a later packet of the flow was delivered."""
+    undecided = (packets["fate"] == UNOBSERVED).to_numpy()
+    if not undecided.any():
+        return packets
+    # rows are sorted by (flow, t_send, uid): look for any delivered row later in the flow
+    delivered = (packets["fate"] == DELIVERED).astype(np.int64)
+    later = delivered[::-1].groupby(packets["flow"][::-1]).cumsum()[::-1] - delivered
+    vanished = undecided & (later.to_numpy() > 0)
+    packets.loc[vanished, "fate"] = LOST
+    packets.loc[vanished, "reason"] = "vanished"
+    return packets

@@ -1,1 +1,38 @@
-"""Readers: one module per trace format, all returning a :class:`~ldanalyze.packets.Trace`."""
+"""Readers: one module per trace format, all returning a :class:`~ldanalyze.packets.Trace`.
+
+``read_trace`` picks the reader from the file's content; options that a reader does not
+take are refused rather than ignored.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from typing import Any
+
+from ..packets import Trace
+from .detect import FORMATS, NS2_WIRED, NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, detect_format
+from .ns2 import read_ns2_wired
+from .ns2_wireless import read_ns2_wireless
+
+READERS = {
+    NS2_WIRED: read_ns2_wired,
+    NS2_WIRELESS_OLD: read_ns2_wireless,
+    NS2_WIRELESS_NEW: read_ns2_wireless,
+}
+
+
+def read_trace(path: str | os.PathLike, format: str = "auto", **options: Any) -> Trace:
+    """Read any supported trace into a Trace (PacketTable + RTT samples + metadata)."""
+    fmt = detect_format(path) if format == "auto" else format
+    if fmt not in READERS:
+        raise ValueError(f"unknown format {format!r}; choose auto or one of {', '.join(FORMATS)}")
+    reader = READERS[fmt]
+    accepted = set(inspect.signature(reader).parameters) - {"path"}
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        raise TypeError(f"the {fmt} reader takes no option(s) {', '.join(unknown)}")
+    return reader(path, **options)
+
+
+__all__ = ["read_trace", "detect_format", "FORMATS"]

@@ -52,7 +52,10 @@ from ..packets import (
     Trace,
     empty_rtt,
     make_packet_table,
+    mark_vanished,
+    rtt_from_feedback,
 )
+from .detect import NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, line_format
 from .text import DEFAULT_BLOCK_BYTES, iter_blocks, line_of_row
 
 DATA_TYPES = ("tcpFriend", "cbr", "udp", "tcp", "exp", "pareto", "rtp", "Traffic", "data")
@@ -344,7 +347,7 @@ class _WiredReader:
                     "(ev time from to type size flags fid src.port dst.port seqno uid), "
                     f"got {len(fields)}"
                 )
-                if _looks_wireless(text):
+                if line_format(text) in (NS2_WIRELESS_OLD, NS2_WIRELESS_NEW):
                     problem += "; this looks like an ns-2 wireless trace, not the wired format"
             else:
                 for name, kind in _FIELD_CHECKS.items():
@@ -409,10 +412,7 @@ class _WiredReader:
             flow=flow, seq=st[:, S_SEQ], uid=uids, size=st[:, S_SIZE], t_send=t_send,
             t_recv=tm[:, T_RECV], t_drop=tm[:, T_DROP], fate=fate, reason=reason,
         )
-        packets = _finish_fates(packets)
-        packets["tx"] = (
-            packets.sort_values(["t_send", "uid"], kind="stable").groupby(["flow", "seq"]).cumcount()
-        )
+        packets = mark_vanished(packets)
         pairs = pd.DataFrame({"src": src, "dst": dst, "flow": flow}).drop_duplicates(["src", "dst"])
         rtt = self._rtt_samples(packets, pairs)
         meta = {
@@ -440,59 +440,17 @@ class _WiredReader:
         return rtt_from_feedback(packets, feedback[["flow", "t", "seq"]])
 
 
-def rtt_from_feedback(packets: pd.DataFrame, feedback: pd.DataFrame) -> pd.DataFrame:
-    """RTT samples: feedback time minus the send time of the data packet it names.
-
-    ``feedback`` has ``flow, t, seq`` (arrival time at the data sender and the data seqno it
-    acknowledges: TFRC feedback names the packet that triggered it; an ns-2 TCP ACK names the
-    highest in-order packet). A sample is taken from the first feedback naming a seqno
-    higher than any named before, and only when that seqno was transmitted once before the
-    feedback arrived (Karn's rule: a retransmitted packet gives an ambiguous sample).
-    """
-    if feedback.empty:
-        return empty_rtt()
-    fb = feedback.sort_values(["flow", "t"], kind="stable")
-    prev_max = fb.groupby("flow")["seq"].cummax().groupby(fb["flow"]).shift(1)
-    fb = fb[prev_max.isna() | (fb["seq"] > prev_max)]
-    sent = packets.groupby(["flow", "seq"]).agg(t_send=("t_send", "first"), n_tx=("t_send", "size"))
-    fb = fb.join(sent, on=["flow", "seq"], how="inner")
-    fb = fb[(fb["n_tx"] == 1) & (fb["t_send"] <= fb["t"])]
-    out = pd.DataFrame(
-        {
-            "flow": fb["flow"].astype(object).to_numpy(),
-            "t": fb["t"].to_numpy(np.float64),
-            "seq": fb["seq"].to_numpy(np.int64),
-            "rtt": (fb["t"] - fb["t_send"]).to_numpy(np.float64),
-        }
-    )
-    return out.reset_index(drop=True)
-
-
-def _finish_fates(packets: pd.DataFrame) -> pd.DataFrame:
-    """Neither received nor dropped: lost if a later packet of the flow was delivered."""
-    undecided = (packets["fate"] == UNOBSERVED).to_numpy()
-    if not undecided.any():
-        return packets
-    # rows are sorted by (flow, t_send, uid): look for any delivered row later in the flow
-    delivered = (packets["fate"] == DELIVERED).astype(np.int64)
-    later = delivered[::-1].groupby(packets["flow"][::-1]).cumsum()[::-1] - delivered
-    vanished = undecided & (later.to_numpy() > 0)
-    packets.loc[vanished, "fate"] = LOST
-    packets.loc[vanished, "reason"] = "vanished"
-    return packets
-
-
 def _flow_labels(fid: np.ndarray, src: np.ndarray, dst: np.ndarray, flow_by: str) -> np.ndarray:
-    pair = np.char.add(np.char.add(src.astype(str), ">"), dst.astype(str)).astype(object)
+    """Flow label per packet: ``"fid"``, ``"src>dst"``, or in ``auto`` mode the fid alone
+    unless that fid carries several address pairs (then ``"fid:src>dst"`` for that fid)."""
+    pair = (src.astype(object) + ">" + dst.astype(object)).astype(object)
     fid_label = fid.astype(str).astype(object)
     if flow_by == "fid":
         return fid_label
     if flow_by == "addr":
         return pair
-    pairs_per_fid = pd.Series(pair).groupby(fid).nunique()
-    if (pairs_per_fid <= 1).all():
-        return fid_label
-    return (fid_label + ":" + pair).astype(object)
+    shared = pd.Series(pair).groupby(fid).transform("nunique").to_numpy() > 1
+    return np.where(shared, fid_label + ":" + pair, fid_label).astype(object)
 
 
 def _dict_column(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
@@ -501,10 +459,3 @@ def _dict_column(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
     chunks = table.column(name).chunks
     combined = chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)
     return combined.indices.to_numpy(zero_copy_only=False), combined.dictionary.to_pylist()
-
-
-def _looks_wireless(text: str) -> bool:
-    fields = text.split()
-    return len(fields) > 2 and (
-        fields[1] == "-t" or (fields[2].startswith("_") and fields[2].endswith("_"))
-    )

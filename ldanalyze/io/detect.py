@@ -1,0 +1,51 @@
+"""Which format a trace file is in, decided by its content (never by its name)."""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import TraceError
+from .text import first_lines
+
+NS2_WIRED = "ns2-wired"
+NS2_WIRELESS_OLD = "ns2-wireless-old"
+NS2_WIRELESS_NEW = "ns2-wireless-new"
+FORMATS = (NS2_WIRED, NS2_WIRELESS_OLD, NS2_WIRELESS_NEW)
+
+_WIRED_EVENTS = {"+", "-", "r", "d"}
+_WIRELESS_EVENTS = {"s", "r", "f", "D", "d"}
+
+
+def line_format(line: str) -> str | None:
+    """The format one trace line belongs to, or None when it fits none."""
+    fields = line.split()
+    if len(fields) < 3:
+        return None
+    if fields[1] == "-t" and fields[0] in _WIRELESS_EVENTS | {"M", "N"}:
+        return NS2_WIRELESS_NEW
+    if fields[0] in _WIRELESS_EVENTS | {"M", "N"} and fields[2].startswith("_") and fields[2].endswith("_"):
+        return NS2_WIRELESS_OLD
+    if fields[0] in _WIRED_EVENTS and len(fields) == 12:
+        return NS2_WIRED
+    return None
+
+
+def detect_format(path: str | os.PathLike) -> str:
+    """Sniff the first lines; raise a TraceError when no known format fits."""
+    lines = first_lines(path)
+    if not lines:
+        raise TraceError(path, "the trace is empty")
+    votes: dict[str, int] = {}
+    for line in lines:
+        fmt = line_format(line)
+        if fmt is not None:
+            votes[fmt] = votes.get(fmt, 0) + 1
+    if not votes:
+        raise TraceError(
+            path,
+            "unknown trace format: neither an ns-2 wired trace (ev time from to type size flags "
+            "fid src dst seq uid) nor an ns-2 wireless trace (old or new format)",
+            line=1,
+            text=lines[0],
+        )
+    return max(votes, key=votes.get)
