@@ -39,3 +39,7 @@ class TraceError(ValueError):
             shown = self.text if len(self.text) <= 200 else self.text[:200] + "..."
             out += f"\n    {shown}"
         return out
+
+
+class UsageError(ValueError):
+    """Options that do not fit together or do not fit the input (not a defect of the file)."""

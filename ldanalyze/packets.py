@@ -72,12 +72,16 @@ class Trace:
 
     @property
     def flows(self) -> list[str]:
-        return sorted(self.packets["flow"].unique().tolist(), key=_natural_key)
+        return natural_sorted(self.packets["flow"].unique())
 
 
-def _natural_key(label: str) -> tuple:
-    """Sort "2" before "10": digit runs compare as numbers."""
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", str(label)))
+def natural_sorted(labels) -> list[str]:
+    """Flow labels sorted so that "2" comes before "10": digit runs compare as numbers."""
+
+    def key(label: str) -> tuple:
+        return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", str(label)))
+
+    return sorted((str(x) for x in labels), key=key)
 
 
 def empty_rtt() -> pd.DataFrame:

@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from .packets import DELIVERED, LOSS_FATES, Trace
+from .packets import CONGESTION, DELIVERED, FATES, LOSS_FATES, UNOBSERVED, WIRELESS, Trace, natural_sorted
 
 KIND_IN_ORDER, KIND_LATE, KIND_DUPLICATE = "in_order", "late", "duplicate"
 ARRIVAL_KIND = pd.CategoricalDtype([KIND_IN_ORDER, KIND_LATE, KIND_DUPLICATE])
@@ -61,7 +61,41 @@ class Timeline:
 
     @property
     def flows(self) -> list[str]:
-        return list(pd.unique(self.packets["flow"]))
+        return natural_sorted(self.packets["flow"].unique())
+
+    def summary(self) -> pd.DataFrame:
+        """One row per flow: packet counts by fate, loss rates, ROTT and IAT statistics.
+
+        Loss rates are over packets whose fate is known (sent minus unobserved). ROTT and
+        IAT figures are in milliseconds over all arrivals of the flow.
+        """
+        p = self.packets
+        counts = pd.crosstab(p["flow"], p["fate"]).reindex(columns=list(FATES), fill_value=0)
+        out = pd.DataFrame(index=pd.Index(self.flows, name="flow"))
+        out["sent"] = p.groupby("flow").size()
+        for fate in FATES:
+            out[fate] = counts[fate]
+        out["losses"] = out[list(LOSS_FATES)].sum(axis=1)
+        known = (out["sent"] - out[UNOBSERVED]).where(lambda s: s > 0)
+        out["loss_rate"] = out["losses"] / known
+        out["congestion_rate"] = out[CONGESTION] / known
+        out["wireless_rate"] = out[WIRELESS] / known
+        out["gaps"] = self.gaps.groupby("flow").size().reindex(out.index, fill_value=0)
+        out["undetected"] = (~self.losses["detected"]).groupby(self.losses["flow"]).sum().reindex(
+            out.index, fill_value=0
+        )
+        a = self.arrivals.groupby("flow")
+        for col in ("rott", "iat"):
+            stats = a[col].describe(percentiles=[0.5, 0.95])
+            for stat, name in (("mean", "mean"), ("50%", "p50"), ("95%", "p95"), ("max", "max")):
+                out[f"{col}_{name}_ms"] = stats[stat].reindex(out.index) * 1e3
+        out["reordered"] = (self.arrivals["kind"] == KIND_LATE).groupby(self.arrivals["flow"]).sum().reindex(
+            out.index, fill_value=0
+        )
+        out["duplicates"] = (self.arrivals["kind"] == KIND_DUPLICATE).groupby(
+            self.arrivals["flow"]
+        ).sum().reindex(out.index, fill_value=0)
+        return out.reset_index()
 
     def per_packet(self) -> pd.DataFrame:
         """Every data packet (sent order) with its timeline columns and fate: the export."""

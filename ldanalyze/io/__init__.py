@@ -10,6 +10,7 @@ import inspect
 import os
 from typing import Any
 
+from ..errors import UsageError
 from ..packets import Trace
 from .detect import FORMATS, NS2_WIRED, NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, detect_format
 from .ns2 import read_ns2_wired
@@ -26,12 +27,12 @@ def read_trace(path: str | os.PathLike, format: str = "auto", **options: Any) ->
     """Read any supported trace into a Trace (PacketTable + RTT samples + metadata)."""
     fmt = detect_format(path) if format == "auto" else format
     if fmt not in READERS:
-        raise ValueError(f"unknown format {format!r}; choose auto or one of {', '.join(FORMATS)}")
+        raise UsageError(f"unknown format {format!r}; choose auto or one of {', '.join(FORMATS)}")
     reader = READERS[fmt]
     accepted = set(inspect.signature(reader).parameters) - {"path"}
     unknown = sorted(set(options) - accepted)
     if unknown:
-        raise TypeError(f"the {fmt} reader takes no option(s) {', '.join(unknown)}")
+        raise UsageError(f"{os.fspath(path)} is {fmt}: that reader takes no option(s) {', '.join(unknown)}")
     return reader(path, **options)
 
 

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 from numba import njit
 
-from ..errors import TraceError
+from ..errors import TraceError, UsageError
 from ..packets import (
     CONGESTION,
     DELIVERED,
@@ -217,7 +217,7 @@ def read_ns2_wired(
     writes for error-model drops.
     """
     if flow_by not in FLOW_BY:
-        raise ValueError(f"flow_by must be one of {FLOW_BY}, not {flow_by!r}")
+        raise UsageError(f"flow_by must be one of {FLOW_BY}, not {flow_by!r}")
     data_types, feedback_types = set(data_types), set(feedback_types)
     letters = dict(_EVENT_LETTERS)
     letters.update({e: EV_ERROR for e in error_events})
