@@ -13,12 +13,18 @@ New::
 
 Data packets are the ones sent at the agent level (``AGT``); a packet is delivered when an
 ``AGT`` receive happens at its destination node. One uid follows the packet end to end, drops
-included. Ground truth comes from the drop reason of the packet's last drop record (ns-2's
-``cmu-trace.h`` codes): ``IFQ`` (interface or routing queue full, or a drop logged at the
-IFQ level) → **congestion**; ``ERR``, ``COL``, ``RET`` → **wireless**; any other reason (ARP,
-NRTE, TTL, END, CBK, ...) → **lost**, with the reason kept in ``reason``. A MAC ``DUP`` drop of a
-packet that was delivered is a discarded copy, not a loss. Flows are address pairs
-(``src.port>dst.port``): the old format has no flow id.
+included (control frames and routing packets share uid 0 with the first data packet, so
+only drop lines of data packet types count).
+
+Ground truth comes from the packet's last drop line (ns-2's ``cmu-trace.h`` codes), read as
+the reason, or the trace level when the reason is ``---``: an overflowing interface queue
+logs level ``IFQ`` with reason ``---``, and AODV's full route-wait buffer logs ``RTR IFQ``;
+both are queue overflows → **congestion**. ``ERR``, ``COL``, ``RET`` → **wireless**. Any other
+reason (ARP, NRTE, TTL, END, CBK, ...) → **lost**. ``reason`` keeps ``"LEVEL REASON"`` as
+logged. A delivered packet is delivered whatever drop lines it has (a MAC ``DUP`` is a
+discarded copy; a ``COL`` at one receiver may be followed by a successful retry). The size is
+the agent-level size as sent. Flows are address pairs (``src.port>dst.port``): the old format
+has no flow id.
 """
 
 from __future__ import annotations
@@ -142,7 +148,10 @@ def read_ns2_wireless(
             except (ValueError, KeyError, IndexError) as exc:
                 raise TraceError(path, f"malformed ns-2 wireless line ({exc})", line=first_line + i, text=text) from None
             if rec.ev == "D":
-                drops[rec.uid] = (rec.time, rec.level, rec.reason)
+                # MAC control frames, ARP and routing packets share uid 0 with the first data
+                # packet: only drops of data packets count
+                if rec.ptype in data_types:
+                    drops[rec.uid] = (rec.time, rec.level, rec.reason)
                 continue
             if rec.level != "AGT":
                 continue
@@ -191,7 +200,7 @@ def _build(path, sends, recvs, drops, feedback, fmt_seen, causes) -> Trace:
             t, level, why = drops[u]
             t_drop[k] = t
             code = why if why != "---" else level
-            reason[k] = code
+            reason[k] = f"{level} {why}"
             fate[k] = causes.get(code, LOST)
     packets = make_packet_table(
         flow=flow, seq=np.asarray(seq, np.int64), uid=uids, size=np.asarray(size, np.int64),

@@ -1,0 +1,43 @@
+"""Shared fixtures: tiny traces written to temporary files, and paths to the bundled samples."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import pathlib
+import shutil
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TRACES = ROOT / "traces"
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture
+def write_trace(tmp_path):
+    """Write lines (a list or one string) to a trace file; ``gz=True`` gzips it."""
+    counter = iter(range(1_000_000))
+
+    def write(lines, *, gz: bool = False, name: str | None = None) -> pathlib.Path:
+        text = lines if isinstance(lines, str) else "\n".join(lines) + "\n"
+        path = tmp_path / (name or f"trace{next(counter)}.tr" + (".gz" if gz else ""))
+        if gz:
+            with gzip.open(path, "wt") as f:
+                f.write(text)
+        else:
+            path.write_text(text)
+        return path
+
+    return write
+
+
+def require_binary(name: str) -> str:
+    """Path of an executable; in CI its absence is a failure, elsewhere a skip."""
+    path = shutil.which(name)
+    if path is None:
+        message = f"`{name}` is not installed"
+        if IN_CI:
+            pytest.fail(message + " (CI must install it: see .ci/run)")
+        pytest.skip(message)
+    return path
