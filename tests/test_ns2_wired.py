@@ -148,7 +148,7 @@ def test_rtt_karn_rule_skips_retransmitted_and_repeated_acks(write_trace):
     lines += [ack(1.08, 0, 2), ack(1.09, 0, 3)]  # second one repeats: no sample
     lines += [_shift(tcp(x), 0.3) for x in delivered(1, 4)]  # retransmission of seq 1
     lines += [ack(1.40, 1, 5)]  # acknowledges a retransmitted seq: ambiguous, no sample
-    tr = read_ns2_wired(write_trace(lines))
+    tr = read_ns2_wired(write_trace(sorted(lines, key=lambda line: float(line.split()[1]))))
     assert tr.rtt["seq"].tolist() == [0]
     assert tr.rtt["rtt"].iloc[0] == pytest.approx(0.08)
 
@@ -156,8 +156,8 @@ def test_rtt_karn_rule_skips_retransmitted_and_repeated_acks(write_trace):
 def test_gzip_and_small_blocks_give_the_same_table(write_trace):
     lines = []
     for k in range(30):
-        lines += delivered(k, k, shift=0.02 * k) if k % 7 else [
-            _shift(x, 0.02 * k) for x in hop0(k, k) + [ENQ1.format(seq=k, uid=k), DRP1.format(t="1.010", seq=k, uid=k)]
+        lines += delivered(k, k, shift=0.1 * k) if k % 7 else [
+            _shift(x, 0.1 * k) for x in hop0(k, k) + [ENQ1.format(seq=k, uid=k), DRP1.format(t="1.010", seq=k, uid=k)]
         ]
     plain = read_ns2_wired(write_trace(lines)).packets
     gz = read_ns2_wired(write_trace(lines, gz=True)).packets
