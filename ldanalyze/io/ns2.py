@@ -39,6 +39,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 from numba import njit
 
@@ -56,7 +57,7 @@ from ..packets import (
     rtt_from_feedback,
 )
 from .detect import NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, line_format
-from .text import DEFAULT_BLOCK_BYTES, iter_blocks, line_of_row
+from .text import DEFAULT_BLOCK_BYTES, iter_blocks, locate_row
 
 DATA_TYPES = ("tcpFriend", "cbr", "udp", "tcp", "exp", "pareto", "rtp", "Traffic", "data")
 FEEDBACK_TYPES = ("tcpFriendCtl", "ack", "rtcp")
@@ -72,8 +73,8 @@ _SCHEMA = {
     "ptype": _DICT,
     "size": pa.int64(),
     "fid": pa.int64(),
-    "src": _DICT,
-    "dst": _DICT,
+    "src": pa.string(),  # strings: "1.10" must not become the float 1.1
+    "dst": pa.string(),
     "seq": pa.int64(),
     "uid": pa.int64(),
 }
@@ -102,9 +103,9 @@ _CAUSES = {
 }
 
 # Columns of the per-uid integer state.
-(S_SEEN, S_SEQ, S_SIZE, S_FID, S_SRC, S_DST, S_SRC_NODE, S_DST_NODE, S_LAST_EV, S_LAST_FROM,
- S_LAST_TO, S_CAUSE, S_DROP_FROM, S_DROP_TO) = range(14)
-N_INT_STATE = 14
+(S_SEQ, S_SIZE, S_FID, S_SRC, S_DST, S_SRC_NODE, S_DST_NODE, S_LAST_EV, S_LAST_FROM, S_LAST_TO,
+ S_CAUSE) = range(11)
+N_INT_STATE = 11
 # Columns of the per-uid time state.
 T_SEND, T_RECV, T_DROP = range(3)
 
@@ -113,26 +114,30 @@ E_UID_REUSED, E_AFTER_DROP = 1, 2
 
 
 @njit(cache=True)
-def walk_events(ev, t, frm, to, uid, seq, size, fid, src, dst, src_node, dst_node, ints, times):
+def first_sightings(uid, seen):
+    """Mark uids as seen; return the rows where a uid appears for the first time."""
+    out = np.empty(uid.shape[0], np.int64)
+    k = 0
+    for i in range(uid.shape[0]):
+        if seen[uid[i]] == 0:
+            seen[uid[i]] = 1
+            out[k] = i
+            k += 1
+    return out[:k]
+
+
+@njit(cache=True)
+def walk_events(ev, t, frm, to, uid, seq, ints, times):
     """Fold one block of data-packet events into the per-uid state.
 
-    Returns ``(row, code)`` of the first inconsistent event, or ``(-1, 0)``.
+    Static attributes (seq, size, fid, addresses, nodes) were stored at the uid's first
+    sighting. Returns ``(row, code)`` of the first inconsistent event, or ``(-1, 0)``.
     """
     for i in range(ev.shape[0]):
         u = uid[i]
-        if ints[u, S_SEEN] == 0:
-            ints[u, S_SEEN] = 1
-            ints[u, S_SEQ] = seq[i]
-            ints[u, S_SIZE] = size[i]
-            ints[u, S_FID] = fid[i]
-            ints[u, S_SRC] = src[i]
-            ints[u, S_DST] = dst[i]
-            ints[u, S_SRC_NODE] = src_node[i]
-            ints[u, S_DST_NODE] = dst_node[i]
-            ints[u, S_LAST_EV] = -1
-        elif ints[u, S_SEQ] != seq[i] or ints[u, S_SRC] != src[i] or ints[u, S_DST] != dst[i]:
+        if ints[u, S_SEQ] != seq[i]:
             return i, E_UID_REUSED
-        elif ints[u, S_CAUSE] != C_NONE:
+        if ints[u, S_CAUSE] != C_NONE:
             return i, E_AFTER_DROP
         e = ev[i]
         if np.isnan(times[u, T_SEND]) and frm[i] == ints[u, S_SRC_NODE]:
@@ -153,8 +158,6 @@ def walk_events(ev, t, frm, to, uid, seq, size, fid, src, dst, src_node, dst_nod
             else:
                 cause = C_AFTER_RECV
             ints[u, S_CAUSE] = cause
-            ints[u, S_DROP_FROM] = frm[i]
-            ints[u, S_DROP_TO] = to[i]
             times[u, T_DROP] = t[i]
         ints[u, S_LAST_EV] = e
         ints[u, S_LAST_FROM] = frm[i]
@@ -184,19 +187,22 @@ class _State:
     """Per-uid state arrays, grown geometrically as larger uids appear."""
 
     def __init__(self, capacity: int = 1 << 16) -> None:
+        self.seen = np.zeros(capacity, np.uint8)
         self.ints = np.zeros((capacity, N_INT_STATE), np.int64)
         self.times = np.full((capacity, 3), np.nan)
 
     def ensure(self, max_uid: int) -> None:
-        cap = self.ints.shape[0]
+        cap = self.seen.shape[0]
         if max_uid < cap:
             return
         new = max(cap * 2, max_uid + 1)
+        seen = np.zeros(new, np.uint8)
+        seen[:cap] = self.seen
         ints = np.zeros((new, N_INT_STATE), np.int64)
         ints[:cap] = self.ints
         times = np.full((new, 3), np.nan)
         times[:cap] = self.times
-        self.ints, self.times = ints, times
+        self.seen, self.ints, self.times = seen, ints, times
 
 
 def read_ns2_wired(
@@ -214,7 +220,8 @@ def read_ns2_wired(
     traffic you did not name) are counted in ``meta['ignored_types']``. ``flow_by`` is
     ``fid``, ``addr`` (source and destination address) or ``auto`` (fid unless one fid
     carries several address pairs). ``error_events`` are extra event letters that a script
-    writes for error-model drops.
+    writes for error-model drops. Memory grows with the number of packets, not of lines:
+    the file is parsed ``block_bytes`` at a time.
     """
     if flow_by not in FLOW_BY:
         raise UsageError(f"flow_by must be one of {FLOW_BY}, not {flow_by!r}")
@@ -222,8 +229,8 @@ def read_ns2_wired(
     letters = dict(_EVENT_LETTERS)
     letters.update({e: EV_ERROR for e in error_events})
     reader = _WiredReader(path, data_types, feedback_types, letters)
-    for block, first_line in iter_blocks(path, block_bytes):
-        reader.add_block(block, first_line)
+    for block, offset in iter_blocks(path, block_bytes):
+        reader.add_block(block, offset)
     return reader.finish(flow_by)
 
 
@@ -236,35 +243,38 @@ class _WiredReader:
         self.state = _State()
         self.addresses = _Interner()
         self.address_node: list[int] = []
-        self.ptypes = _Interner()
         self.type_counts: dict[str, int] = {}
         self.feedback: list[dict[str, np.ndarray]] = []
         self.lines = 0
         self.last_time = -np.inf
 
     # -- one block ---------------------------------------------------------------------
-    def add_block(self, block: bytes, first_line: int) -> None:
-        table = self._parse(block, first_line)
+    def add_block(self, block, offset: int) -> None:
+        table = self._parse(block, offset)
         n = table.num_rows
         if n == 0:
             return
         self.lines += n
 
+        def fail(row: int, message: str):
+            line, text = locate_row(self.path, offset, int(row))
+            raise TraceError(self.path, message, line=line, text=text)
+
         ev_idx, ev_dict = _dict_column(table, "ev")
         ev_map = np.array([self.letters.get(v, -1) for v in ev_dict], dtype=np.int8)
         ev = ev_map[ev_idx]
         if (ev < 0).any():
-            self._fail(block, first_line, int(np.argmax(ev < 0)), "unknown event letter "
-                       f"{ev_dict[int(ev_idx[np.argmax(ev < 0)])]!r} (expected one of "
-                       f"{', '.join(sorted(self.letters))})")
+            row = int(np.argmax(ev < 0))
+            fail(row, f"unknown event letter {ev_dict[int(ev_idx[row])]!r} "
+                      f"(expected one of {', '.join(sorted(self.letters))})")
 
         t = table.column("time").to_numpy()
         bad = ~np.isfinite(t) | (t < 0)
         if bad.any():
-            self._fail(block, first_line, int(np.argmax(bad)), "time is not a finite, non-negative number")
+            fail(np.argmax(bad), "time is not a finite, non-negative number")
         back = np.flatnonzero(np.diff(t, prepend=self.last_time) < 0)
         if back.size:
-            self._fail(block, first_line, int(back[0]), "time goes backwards (an ns-2 trace is in time order)")
+            fail(back[0], "time goes backwards (an ns-2 trace is in time order)")
         self.last_time = t[-1]
 
         pt_idx, pt_dict = _dict_column(table, "ptype")
@@ -273,53 +283,75 @@ class _WiredReader:
             self.type_counts[name] = self.type_counts.get(name, 0) + int(c)
         is_data = np.array([v in self.data_types for v in pt_dict], dtype=bool)[pt_idx]
         is_fb = np.array([v in self.feedback_types for v in pt_dict], dtype=bool)[pt_idx]
-        if not (is_data.any() or is_fb.any()):
-            return
 
-        src, src_node = self._addresses(table, "src", block, first_line)
-        dst, dst_node = self._addresses(table, "dst", block, first_line)
         frm = table.column("frm").to_numpy()
         to = table.column("to").to_numpy()
         seq = table.column("seq").to_numpy()
         uid = table.column("uid").to_numpy()
-        size = table.column("size").to_numpy()
-        fid = table.column("fid").to_numpy()
 
-        rows = np.flatnonzero(is_data)
-        if rows.size:
-            if uid[rows].min() < 0:
-                self._fail(block, first_line, int(rows[np.argmax(uid[rows] < 0)]), "negative uid")
-            self.state.ensure(int(uid[rows].max()))
+        rows = np.flatnonzero(is_data) if not is_data.all() else None
+        d_uid = uid if rows is None else uid[rows]
+        if d_uid.size:
+            if d_uid.min() < 0:
+                fail(_row(rows, np.argmax(d_uid < 0)), "negative uid")
+            self.state.ensure(int(d_uid.max()))
+            new = first_sightings(d_uid, self.state.seen)
+            new_rows = new if rows is None else rows[new]
+            self._first_sightings(table, new_rows, uid[new_rows], fail)
+            pick = (lambda a: a) if rows is None else (lambda a: a[rows])
             bad_row, code = walk_events(
-                ev[rows], t[rows], frm[rows], to[rows], uid[rows], seq[rows], size[rows],
-                fid[rows], src[rows], dst[rows], src_node[rows], dst_node[rows],
+                pick(ev), pick(t), pick(frm), pick(to), d_uid, pick(seq),
                 self.state.ints, self.state.times,
             )
             if bad_row >= 0:
                 what = {
-                    E_UID_REUSED: "uid reappears with a different seqno or address "
-                    "(uids must be unique per packet)",
+                    E_UID_REUSED: "uid reappears with a different seqno (uids must be unique per packet)",
                     E_AFTER_DROP: "event for a packet after it was dropped",
                 }[code]
-                self._fail(block, first_line, int(rows[bad_row]), what)
+                fail(_row(rows, bad_row), what)
 
-        fb = np.flatnonzero(is_fb & (ev == EV_RECV) & (to == dst_node))
+        fb = np.flatnonzero(is_fb & (ev == EV_RECV))
         if fb.size:
+            src, _ = self._addresses(table, "src", fb, fail)
+            dst, dst_node = self._addresses(table, "dst", fb, fail)
+            at_dst = to[fb] == dst_node
             self.feedback.append(
-                {
-                    "t": t[fb],
-                    "src": src[fb],
-                    "dst": dst[fb],
-                    "seq": seq[fb],
-                    "ptype": self.ptypes.codes(pt_dict)[pt_idx[fb]],
-                }
+                {"t": t[fb][at_dst], "src": src[at_dst], "dst": dst[at_dst], "seq": seq[fb][at_dst]}
             )
 
-    def _parse(self, block: bytes, first_line: int) -> pa.Table:
+    def _first_sightings(self, table: pa.Table, rows: np.ndarray, uids: np.ndarray, fail) -> None:
+        """Store the static attributes of newly seen uids (one row each)."""
+        src, src_node = self._addresses(table, "src", rows, fail)
+        dst, dst_node = self._addresses(table, "dst", rows, fail)
+        ints = self.state.ints
+        ints[uids, S_SEQ] = table.column("seq").to_numpy()[rows]
+        ints[uids, S_SIZE] = table.column("size").to_numpy()[rows]
+        ints[uids, S_FID] = table.column("fid").to_numpy()[rows]
+        ints[uids, S_SRC], ints[uids, S_DST] = src, dst
+        ints[uids, S_SRC_NODE], ints[uids, S_DST_NODE] = src_node, dst_node
+        ints[uids, S_LAST_EV] = -1
+
+    def _addresses(self, table: pa.Table, column: str, rows: np.ndarray, fail):
+        """Address codes and node ids of the given rows (flat ``node.port`` addresses)."""
+        encoded = pc.dictionary_encode(table.column(column).take(pa.array(rows))).combine_chunks()
+        codes = self.addresses.codes(encoded.dictionary.to_pylist())
+        while len(self.address_node) < len(self.addresses.values):
+            addr = self.addresses.values[len(self.address_node)]
+            node, _, port = addr.partition(".")
+            if not (node.isdigit() and port.isdigit()):
+                local = codes.tolist().index(len(self.address_node))
+                at = int(np.argmax(encoded.indices.to_numpy(zero_copy_only=False) == local))
+                fail(rows[at], f"address {addr!r} is not a flat 'node.port' address "
+                               "(hierarchical addressing is not supported)")
+            self.address_node.append(int(node))
+        idx = codes[encoded.indices.to_numpy(zero_copy_only=False)]
+        return idx, np.asarray(self.address_node, dtype=np.int64)[idx]
+
+    def _parse(self, block, offset: int) -> pa.Table:
         try:
             table = pacsv.read_csv(
                 pa.py_buffer(block),
-                read_options=pacsv.ReadOptions(column_names=COLUMN_NAMES, block_size=1 << 22),
+                read_options=pacsv.ReadOptions(column_names=COLUMN_NAMES),
                 parse_options=pacsv.ParseOptions(delimiter=" "),
                 convert_options=pacsv.ConvertOptions(
                     column_types=_SCHEMA,
@@ -329,16 +361,13 @@ class _WiredReader:
                 ),
             )
         except pa.ArrowInvalid as exc:
-            self._explain_parse_error(block, first_line, exc)
+            self._explain_parse_error(block, offset, exc)
             raise  # unreachable: _explain_parse_error always raises
         return table.unify_dictionaries()
 
-    def _explain_parse_error(self, block: bytes, first_line: int, exc: Exception) -> None:
+    def _explain_parse_error(self, block, offset: int, exc: Exception) -> None:
         """Find the offending line with a plain scan (only on the error path)."""
-        for i, raw in enumerate(block.split(b"\n")):
-            if raw in (b"", b"\r"):
-                continue
-            text = raw.decode("utf-8", "replace")
+        for row, (line_no, text) in enumerate(_block_lines(self.path, offset, bytes(block))):
             fields = text.split(" ")
             problem = None
             if len(fields) != len(COLUMN_NAMES):
@@ -358,33 +387,15 @@ class _WiredReader:
                         problem = f"field '{name}' is not a valid {kind.__name__}: {value!r}"
                         break
             if problem:
-                raise TraceError(self.path, problem, line=first_line + i, text=text)
-        raise TraceError(self.path, f"cannot parse as an ns-2 wired trace: {exc}", line=first_line)
-
-    def _addresses(self, table: pa.Table, column: str, block: bytes, first_line: int):
-        idx, values = _dict_column(table, column)
-        codes = self.addresses.codes(values)
-        while len(self.address_node) < len(self.addresses.values):
-            addr = self.addresses.values[len(self.address_node)]
-            node, _, port = addr.partition(".")
-            if not (node.isdigit() and port.isdigit()):
-                row = int(np.argmax(codes[idx] == len(self.address_node)))
-                self._fail(block, first_line, row, f"address {addr!r} is not a flat "
-                           "'node.port' address (hierarchical addressing is not supported)")
-            self.address_node.append(int(node))
-        nodes = np.asarray(self.address_node, dtype=np.int64)
-        return codes[idx], nodes[codes[idx]]
-
-    def _fail(self, block: bytes, first_line: int, row: int, message: str):
-        line, text = line_of_row(block, first_line, row)
-        raise TraceError(self.path, message, line=line, text=text)
+                raise TraceError(self.path, problem, line=line_no, text=text)
+        raise TraceError(self.path, f"cannot parse as an ns-2 wired trace: {exc}", offset=offset)
 
     # -- after the last block ------------------------------------------------------------
     def finish(self, flow_by: str) -> Trace:
         if self.lines == 0:
             raise TraceError(self.path, "the trace is empty")
         ints, times = self.state.ints, self.state.times
-        uids = np.flatnonzero(ints[:, S_SEEN] == 1)
+        uids = np.flatnonzero(self.state.seen)
         if uids.size == 0:
             seen = ", ".join(f"{k} ({v})" for k, v in sorted(self.type_counts.items()))
             raise TraceError(
@@ -393,9 +404,7 @@ class _WiredReader:
                 f"(types seen: {seen}); name the data types to use",
             )
         st, tm = ints[uids], times[uids]
-        addr = np.asarray(self.addresses.values, dtype=object)
-        src, dst, fid = addr[st[:, S_SRC]], addr[st[:, S_DST]], st[:, S_FID]
-        flow = _flow_labels(fid, src, dst, flow_by)
+        flow, pairs = self._flows(st[:, S_FID], st[:, S_SRC], st[:, S_DST], flow_by)
 
         fate = np.full(uids.size, UNOBSERVED, dtype=object)
         reason = np.full(uids.size, "", dtype=object)
@@ -413,7 +422,6 @@ class _WiredReader:
             t_recv=tm[:, T_RECV], t_drop=tm[:, T_DROP], fate=fate, reason=reason,
         )
         packets = mark_vanished(packets)
-        pairs = pd.DataFrame({"src": src, "dst": dst, "flow": flow}).drop_duplicates(["src", "dst"])
         rtt = self._rtt_samples(packets, pairs)
         meta = {
             "lines": self.lines,
@@ -428,6 +436,33 @@ class _WiredReader:
         }
         return Trace(packets=packets, rtt=rtt, path=self.path, format="ns2-wired", meta=meta)
 
+    def _flows(self, fid, src, dst, flow_by: str) -> tuple[np.ndarray, pd.DataFrame]:
+        """Flow label per packet, and the flow of each (src, dst) address pair.
+
+        Labels: ``"fid"``, ``"src>dst"``, or in ``auto`` mode the fid alone unless that fid
+        carries several address pairs (then ``"fid:src>dst"`` for that fid). Computed once
+        per distinct (fid, src, dst), not per packet.
+        """
+        n_addr = len(self.addresses.values)
+        keys, inverse = np.unique((fid * n_addr + src) * n_addr + dst, return_inverse=True)
+        combos = np.stack([keys // (n_addr * n_addr), keys // n_addr % n_addr, keys % n_addr], axis=1)
+        addr = self.addresses.values
+        fids, pair = combos[:, 0], [f"{addr[a]}>{addr[b]}" for a, b in combos[:, 1:]]
+        fid_pairs = pd.Series(pair).groupby(fids).transform("nunique").to_numpy()
+        labels = []
+        for f, p, shared in zip(fids.tolist(), pair, fid_pairs > 1):
+            if flow_by == "addr":
+                labels.append(p)
+            elif flow_by == "fid" or not shared:
+                labels.append(str(f))
+            else:
+                labels.append(f"{f}:{p}")
+        label_of = np.asarray(labels, dtype=object)
+        pairs = pd.DataFrame(
+            {"src": [addr[a] for a in combos[:, 1]], "dst": [addr[b] for b in combos[:, 2]], "flow": labels}
+        ).drop_duplicates(["src", "dst"])
+        return label_of[inverse.ravel()], pairs
+
     def _rtt_samples(self, packets: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
         """RTT samples from feedback: see :func:`rtt_from_feedback`."""
         if not self.feedback:
@@ -440,17 +475,17 @@ class _WiredReader:
         return rtt_from_feedback(packets, feedback[["flow", "t", "seq"]])
 
 
-def _flow_labels(fid: np.ndarray, src: np.ndarray, dst: np.ndarray, flow_by: str) -> np.ndarray:
-    """Flow label per packet: ``"fid"``, ``"src>dst"``, or in ``auto`` mode the fid alone
-    unless that fid carries several address pairs (then ``"fid:src>dst"`` for that fid)."""
-    pair = (src.astype(object) + ">" + dst.astype(object)).astype(object)
-    fid_label = fid.astype(str).astype(object)
-    if flow_by == "fid":
-        return fid_label
-    if flow_by == "addr":
-        return pair
-    shared = pd.Series(pair).groupby(fid).transform("nunique").to_numpy() > 1
-    return np.where(shared, fid_label + ":" + pair, fid_label).astype(object)
+def _row(rows: np.ndarray | None, i) -> int:
+    """Row of the block from an index into its data rows (``None``: all rows are data)."""
+    return int(i) if rows is None else int(rows[i])
+
+
+def _block_lines(path: str, offset: int, block: bytes):
+    """``(line number, text)`` of the non-empty lines of a block (error path only)."""
+    first, _ = locate_row(path, offset, 0)
+    for i, raw in enumerate(block.split(b"\n")):
+        if raw not in (b"", b"\r"):
+            yield first + i, raw.decode("utf-8", "replace").rstrip("\r")
 
 
 def _dict_column(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:

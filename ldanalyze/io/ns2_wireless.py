@@ -49,7 +49,7 @@ from ..packets import (
 )
 from .detect import NS2_WIRED, NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, line_format
 from .ns2 import DATA_TYPES, FEEDBACK_TYPES
-from .text import iter_blocks
+from .text import iter_lines
 
 CONGESTION_REASONS = ("IFQ",)
 WIRELESS_REASONS = ("ERR", "COL", "RET")
@@ -129,43 +129,41 @@ def read_ns2_wireless(
     feedback: list[tuple] = []
     fmt_seen: set[str] = set()
     lines = 0
-    for block, first_line in iter_blocks(path):
-        for i, raw in enumerate(block.split(b"\n")[:-1]):
-            text = raw.decode("utf-8", "replace")
-            if not text.strip():
-                continue
-            lines += 1
-            fields = text.split()
-            if fields[0] in _OTHER_EVENTS:
-                continue
-            fmt = line_format(text)
-            if fields[0] not in _PACKET_EVENTS or fmt not in (NS2_WIRELESS_OLD, NS2_WIRELESS_NEW):
-                hint = " (this looks like an ns-2 wired trace)" if fmt == NS2_WIRED else ""
-                raise TraceError(path, f"not an ns-2 wireless trace line{hint}", line=first_line + i, text=text)
-            fmt_seen.add(fmt)
-            try:
-                rec = _parse_old(fields) if fmt == NS2_WIRELESS_OLD else _parse_new(fields)
-            except (ValueError, KeyError, IndexError) as exc:
-                raise TraceError(path, f"malformed ns-2 wireless line ({exc})", line=first_line + i, text=text) from None
-            if rec.ev == "D":
-                # MAC control frames, ARP and routing packets share uid 0 with the first data
-                # packet: only drops of data packets count
-                if rec.ptype in data_types:
-                    drops[rec.uid] = (rec.time, rec.level, rec.reason)
-                continue
-            if rec.level != "AGT":
-                continue
+    for line_no, text in iter_lines(path):
+        if not text.strip():
+            continue
+        lines += 1
+        fields = text.split()
+        if fields[0] in _OTHER_EVENTS:
+            continue
+        fmt = line_format(text)
+        if fields[0] not in _PACKET_EVENTS or fmt not in (NS2_WIRELESS_OLD, NS2_WIRELESS_NEW):
+            hint = " (this looks like an ns-2 wired trace)" if fmt == NS2_WIRED else ""
+            raise TraceError(path, f"not an ns-2 wireless trace line{hint}", line=line_no, text=text)
+        fmt_seen.add(fmt)
+        try:
+            rec = _parse_old(fields) if fmt == NS2_WIRELESS_OLD else _parse_new(fields)
+        except (ValueError, KeyError, IndexError) as exc:
+            raise TraceError(path, f"malformed ns-2 wireless line ({exc})", line=line_no, text=text) from None
+        if rec.ev == "D":
+            # MAC control frames, ARP and routing packets share uid 0 with the first data
+            # packet: only drops of data packets count
             if rec.ptype in data_types:
-                if rec.src is None or rec.seq is None:
-                    raise TraceError(path, "agent-level data packet without IP addresses or sequence number",
-                                     line=first_line + i, text=text)
-                if rec.ev == "s" and rec.uid not in sends:
-                    sends[rec.uid] = (rec.time, rec.src, rec.dst, _seq(rec, path, first_line + i, text), rec.size)
-                elif rec.ev == "r" and rec.uid not in recvs and _node(rec.dst) == rec.node:
-                    recvs[rec.uid] = rec.time
-            elif rec.ptype in feedback_types and rec.ev == "r" and rec.src is not None and rec.seq is not None:
-                if _node(rec.dst) == rec.node:
-                    feedback.append((rec.time, rec.src, rec.dst, _seq(rec, path, first_line + i, text)))
+                drops[rec.uid] = (rec.time, rec.level, rec.reason)
+            continue
+        if rec.level != "AGT":
+            continue
+        if rec.ptype in data_types:
+            if rec.src is None or rec.seq is None:
+                raise TraceError(path, "agent-level data packet without IP addresses or sequence number",
+                                 line=line_no, text=text)
+            if rec.ev == "s" and rec.uid not in sends:
+                sends[rec.uid] = (rec.time, rec.src, rec.dst, _seq(rec, path, line_no, text), rec.size)
+            elif rec.ev == "r" and rec.uid not in recvs and _node(rec.dst) == rec.node:
+                recvs[rec.uid] = rec.time
+        elif rec.ptype in feedback_types and rec.ev == "r" and rec.src is not None and rec.seq is not None:
+            if _node(rec.dst) == rec.node:
+                feedback.append((rec.time, rec.src, rec.dst, _seq(rec, path, line_no, text)))
     if lines == 0:
         raise TraceError(path, "the trace is empty")
     if not sends:

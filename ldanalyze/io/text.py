@@ -1,21 +1,24 @@
 """Reading text traces in bounded memory: plain or gzip (detected by content), in blocks.
 
-A block always ends at a line boundary, so a block can be parsed on its own; the caller is
-told which line number each block starts at, so errors can name the line.
+A block always ends at a line boundary, so a block can be parsed on its own. The fast path
+never counts lines; when something is wrong, ``locate_row`` finds the line number again.
 """
 
 from __future__ import annotations
 
 import gzip
+import mmap
 import os
 import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
 
+import pyarrow as pa
+
 from ..errors import TraceError
 
 GZIP_MAGIC = b"\x1f\x8b"
-DEFAULT_BLOCK_BYTES = 64 << 20
+DEFAULT_BLOCK_BYTES = 128 << 20
 
 
 def is_gzip(path: str | os.PathLike) -> bool:
@@ -34,24 +37,51 @@ def open_binary(path: str | os.PathLike) -> BinaryIO:
 
 def iter_blocks(
     path: str | os.PathLike, block_bytes: int = DEFAULT_BLOCK_BYTES
-) -> Iterator[tuple[bytes, int]]:
-    """Yield ``(block, first_line_number)``; every block ends with a newline.
+) -> Iterator[tuple[object, int]]:
+    """Yield ``(block, offset)``: buffers that end at a line boundary, and where they start.
 
-    A final line without a newline gets one. A truncated or corrupt gzip stream raises a
-    TraceError naming the last complete line that was read.
+    ``offset`` counts bytes of the (decompressed) text. Plain files are memory-mapped and
+    blocks are zero-copy views; gzip files are decompressed one block at a time. A final
+    line without a newline is yielded as it is. A truncated or corrupt gzip stream raises a
+    TraceError giving the offset where the damage starts.
     """
-    line_no = 1
+    if is_gzip(path):
+        yield from _gzip_blocks(path, block_bytes)
+        return
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    view = memoryview(mm)
+    start = 0
+    while start < size:
+        end = min(start + block_bytes, size)
+        if end < size:
+            cut = mm.rfind(b"\n", max(start, end - (1 << 16)), end)
+            if cut < 0:
+                cut = mm.rfind(b"\n", start, end)
+            end = cut + 1 if cut >= 0 else _next_newline(mm, end, size)
+        yield pa.py_buffer(view[start:end]), start
+        start = end
+    # the map closes when the last view of it is gone (a caller may still hold a block)
+
+
+def _next_newline(mm: mmap.mmap, start: int, size: int) -> int:
+    cut = mm.find(b"\n", start)
+    return size if cut < 0 else cut + 1
+
+
+def _gzip_blocks(path, block_bytes):
+    offset = 0
     carry = b""
-    with open_binary(path) as f:
+    with gzip.open(path, "rb") as f:
         while True:
             try:
                 chunk = f.read(block_bytes)
             except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-                complete = line_no + carry.count(b"\n") - 1
                 raise TraceError(
-                    path,
-                    f"corrupt or truncated gzip stream after line {complete} ({exc})",
-                    line=complete + 1,
+                    path, f"corrupt or truncated gzip stream ({exc})", offset=offset + len(carry)
                 ) from None
             if not chunk:
                 break
@@ -60,11 +90,45 @@ def iter_blocks(
             if cut == 0:
                 carry = data
                 continue
-            block, carry = data[:cut], data[cut:]
-            yield block, line_no
-            line_no += block.count(b"\n")
+            yield data[:cut], offset
+            offset += cut
+            carry = data[cut:]
     if carry:
-        yield carry + b"\n", line_no
+        yield carry, offset
+
+
+def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of every line, decoded leniently; gzip damage is a TraceError."""
+    line_no = 0
+    with open_binary(path) as f:
+        try:
+            for line_no, raw in enumerate(f, 1):
+                yield line_no, raw.decode("utf-8", "replace").rstrip("\r\n")
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise TraceError(path, f"corrupt or truncated gzip stream after line {line_no} ({exc})",
+                             line=line_no + 1) from None
+
+
+def locate_row(path: str | os.PathLike, offset: int, row: int) -> tuple[int, str]:
+    """Line number and text of the ``row``-th parsed row of the block starting at ``offset``.
+
+    The CSV parser skips empty lines (and only those), so rows and lines differ once a trace
+    has any. Used on the error path only: it re-reads the file from its start.
+    """
+    line_no = 1
+    seen = -1
+    position = 0
+    with open_binary(path) as f:
+        for raw in f:
+            if position >= offset:
+                body = raw.rstrip(b"\n")
+                if body not in (b"", b"\r"):
+                    seen += 1
+                    if seen == row:
+                        return line_no, body.decode("utf-8", "replace")
+            position += len(raw)
+            line_no += 1
+    raise IndexError(row)
 
 
 def first_lines(path: str | os.PathLike, n: int = 20, max_bytes: int = 1 << 16) -> list[str]:
@@ -78,18 +142,3 @@ def first_lines(path: str | os.PathLike, n: int = 20, max_bytes: int = 1 << 16) 
     if len(head) == max_bytes and lines:
         lines = lines[:-1]  # the last one may be cut
     return [ln for ln in lines if ln.strip()][:n]
-
-
-def line_of_row(block: bytes, first_line: int, row: int) -> tuple[int, str]:
-    """Line number and text of the ``row``-th non-empty line of a block.
-
-    The CSV parser skips empty lines (and only those), so row numbers and line numbers
-    differ once a trace has any.
-    """
-    seen = -1
-    for i, raw in enumerate(block.split(b"\n")):
-        if raw not in (b"", b"\r"):
-            seen += 1
-            if seen == row:
-                return first_line + i, raw.decode("utf-8", "replace")
-    raise IndexError(row)

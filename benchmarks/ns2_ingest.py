@@ -1,0 +1,111 @@
+"""ns-2 wired ingest speed: ldanalyze's reader against a bare pyarrow read and a plain Python loop.
+
+Builds a large, valid wired trace by repeating a bundled sample (times and uids shifted so that
+every copy is a new stretch of the same run), then measures, in one run on one file:
+
+* ``ldanalyze``: ``read_ns2_wired`` (parse + ground truth + PacketTable + RTT samples),
+* ``pyarrow``: ``pyarrow.csv.read_csv`` of the same file with the same delimiter and type
+  inference: the floor for any pyarrow-based reader,
+* ``python``: the plain line-by-line labelling loop of ``tests/naive.py`` (on a prefix,
+  scaled per line, since it is slow).
+
+Prints lines/s and the ratios the foundation issue targets (≥ 4 M lines/s, ≥ 4× the Python
+loop, ≥ 0.7× pyarrow). Usage: ``python benchmarks/ns2_ingest.py [--lines N] [--repeat R]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import pathlib
+import resource
+import sys
+import time
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ldanalyze.io.ns2 import read_ns2_wired  # noqa: E402
+from tests import naive  # noqa: E402
+
+SAMPLE = ROOT / "traces" / "wlh_mix_4flow_high.tr.gz"
+DATA = ROOT / "benchmarks" / "_data"
+
+
+def build(lines_wanted: int) -> pathlib.Path:
+    path = DATA / f"ns2_wired_{lines_wanted}.tr"
+    if path.exists():
+        return path
+    DATA.mkdir(parents=True, exist_ok=True)
+    with gzip.open(SAMPLE, "rt") as f:
+        rows = [line.split() for line in f if line.strip()]
+    span = float(rows[-1][1]) + 1.0
+    uid_span = max(int(r[11]) for r in rows) + 1
+    written = 0
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w") as out:
+        copy = 0
+        while written < lines_wanted:
+            dt, du = copy * span, copy * uid_span
+            chunk = []
+            for r in rows[: lines_wanted - written]:
+                chunk.append(f"{r[0]} {float(r[1]) + dt:.6f} {' '.join(r[2:11])} {int(r[11]) + du}\n")
+            out.write("".join(chunk))
+            written += len(chunk)
+            copy += 1
+    os.replace(tmp, path)
+    return path
+
+
+def best_of(repeat: int, fn):
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--lines", type=int, default=4_000_000)
+    parser.add_argument("--python-lines", type=int, default=400_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    path = build(args.lines)
+    size_mb = path.stat().st_size / 1e6
+    print(f"file: {path.name}, {args.lines:,} lines, {size_mb:.0f} MB")
+
+    read_ns2_wired(path)  # warm the numba cache and the page cache
+    t_ours, trace = best_of(args.repeat, lambda: read_ns2_wired(path))
+    t_arrow, table = best_of(
+        args.repeat,
+        lambda: pacsv.read_csv(
+            path,
+            read_options=pacsv.ReadOptions(autogenerate_column_names=True),
+            parse_options=pacsv.ParseOptions(delimiter=" "),
+        ),
+    )
+    assert table.num_rows == args.lines
+    with open(path) as f:
+        prefix = [next(f) for _ in range(min(args.python_lines, args.lines))]
+    t_py, _ = best_of(1, lambda: naive.wired_labels(prefix))
+    py_rate = len(prefix) / t_py
+
+    ours, arrow = args.lines / t_ours, args.lines / t_arrow
+    print(f"ldanalyze read_ns2_wired : {ours / 1e6:6.2f} M lines/s  ({t_ours:.2f} s, {len(trace.packets):,} packets)")
+    print(f"bare pyarrow read_csv    : {arrow / 1e6:6.2f} M lines/s  ({t_arrow:.2f} s)")
+    print(f"plain Python line loop   : {py_rate / 1e6:6.2f} M lines/s  (on {len(prefix):,} lines)")
+    print(f"ratio vs Python loop     : {ours / py_rate:6.1f}x   (target >= 4x)")
+    print(f"ratio vs bare pyarrow    : {ours / arrow:6.2f}x   (target >= 0.7x)")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+    print(f"peak RSS of this process : {peak:.0f} MB (file {size_mb:.0f} MB; pyarrow's whole-file table included)")
+
+
+if __name__ == "__main__":
+    main()
