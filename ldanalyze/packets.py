@@ -6,7 +6,8 @@ downstream knows where a trace came from.
 Columns (see ``COLUMNS``):
 
 ========  =======  ===========================================================================
-flow      str      flow label (ns-2: the flow id ``fid``, or ``src>dst`` addresses)
+flow      category flow label (ns-2: the flow id ``fid``, or ``src>dst`` addresses); its
+                   categories are the flows in natural order ("2" before "10")
 seq       int64    the sequence number the receiver sees (TCP retransmissions repeat it)
 tx        int64    transmission index of this ``(flow, seq)``: 0 first, 1 first retransmission ...
 uid       int64    the reader's unique packet id (ns-2 uid; capture record index)
@@ -15,7 +16,7 @@ t_send    float64  seconds on the sender's clock (first enqueue at the source)
 t_recv    float64  seconds on the receiver's clock; NaN when never received
 t_drop    float64  time of the drop record when the trace has one; else NaN
 fate      category delivered | congestion | wireless | lost | unobserved
-reason    str      what the fate was derived from (e.g. ``queue``, ``link-error``, ``IFQ``)
+reason    category what the fate was derived from (e.g. ``queue``, ``link-error``, ``IFQ ---``)
 ========  =======  ===========================================================================
 
 ``lost`` is a loss whose cause is unknown; ``unobserved`` is a packet still in flight when the
@@ -42,7 +43,7 @@ LOSS_FATES = (CONGESTION, WIRELESS, LOST)
 FATE_DTYPE = pd.CategoricalDtype(list(FATES))
 
 COLUMNS = {
-    "flow": object,
+    "flow": "category",
     "seq": np.int64,
     "tx": np.int64,
     "uid": np.int64,
@@ -51,7 +52,7 @@ COLUMNS = {
     "t_recv": np.float64,
     "t_drop": np.float64,
     "fate": FATE_DTYPE,
-    "reason": object,
+    "reason": "category",
 }
 
 
@@ -114,14 +115,37 @@ def make_packet_table(**columns: Any) -> pd.DataFrame:
         values = columns.get(name, defaults.get(name))
         if values is None:
             raise KeyError(f"PacketTable needs column {name!r}")
-        data[name] = pd.Series(values, dtype=dtype) if dtype is not object else pd.Series(
-            np.asarray(values, dtype=object), dtype=object
-        )
+        if name == "flow":
+            codes, labels = pd.factorize(np.asarray(values, dtype=object))
+            order = natural_sorted(labels)
+            position = {label: i for i, label in enumerate(order)}
+            remap = np.array([position[str(x)] for x in labels], dtype=np.int64)
+            data[name] = pd.Series(pd.Categorical.from_codes(remap[codes] if len(codes) else codes, categories=order))
+        elif dtype is object:
+            data[name] = pd.Series(np.asarray(values, dtype=object), dtype=object)
+        else:
+            data[name] = pd.Series(values, dtype=dtype)
     table = pd.DataFrame(data)
-    table = table.sort_values(["flow", "t_send", "uid"], kind="stable", ignore_index=True)
+    order = np.lexsort((table["uid"].to_numpy(), table["t_send"].to_numpy(), table["flow"].cat.codes.to_numpy()))
+    if not np.array_equal(order, np.arange(n)):
+        table = table.take(order).reset_index(drop=True)
     if "tx" not in columns:
-        table["tx"] = table.groupby(["flow", "seq"]).cumcount().astype(np.int64)
+        table["tx"] = transmission_index(table["flow"].cat.codes.to_numpy(), table["seq"].to_numpy())
     return table
+
+
+def transmission_index(flow_codes: np.ndarray, seq: np.ndarray) -> np.ndarray:
+    """0, 1, 2, ... over the rows of each (flow, seq), in row order (rows in send order)."""
+    n = seq.shape[0]
+    order = np.lexsort((np.arange(n), seq, flow_codes))
+    key_f, key_s = flow_codes[order], seq[order]
+    new_group = np.ones(n, bool)
+    new_group[1:] = (key_f[1:] != key_f[:-1]) | (key_s[1:] != key_s[:-1])
+    starts = np.flatnonzero(new_group)
+    run = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
+    tx = np.empty(n, np.int64)
+    tx[order] = run
+    return tx
 
 
 def validate_packets(packets: pd.DataFrame) -> None:
@@ -192,5 +216,7 @@ def mark_vanished(packets: pd.DataFrame) -> pd.DataFrame:
     later = delivered[::-1].groupby(packets["flow"][::-1]).cumsum()[::-1] - delivered
     vanished = undecided & (later.to_numpy() > 0)
     packets.loc[vanished, "fate"] = LOST
+    if "vanished" not in packets["reason"].cat.categories:
+        packets["reason"] = packets["reason"].cat.add_categories(["vanished"])
     packets.loc[vanished, "reason"] = "vanished"
     return packets

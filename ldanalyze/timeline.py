@@ -69,32 +69,33 @@ class Timeline:
         Loss rates are over packets whose fate is known (sent minus unobserved). ROTT and
         IAT figures are in milliseconds over all arrivals of the flow.
         """
+        flows = pd.Index(self.flows, name="flow")
+
+        def total(frame: pd.DataFrame, values) -> pd.Series:
+            """Sum of ``values`` per flow, keyed by the flow's label as text."""
+            series = pd.Series(np.asarray(values, dtype=np.int64), index=frame.index)
+            return series.groupby(frame["flow"].astype(str).to_numpy()).sum().reindex(flows, fill_value=0)
+
         p = self.packets
-        counts = pd.crosstab(p["flow"], p["fate"]).reindex(columns=list(FATES), fill_value=0)
-        out = pd.DataFrame(index=pd.Index(self.flows, name="flow"))
-        out["sent"] = p.groupby("flow").size()
+        out = pd.DataFrame(index=flows)
+        out["sent"] = total(p, np.ones(len(p)))
         for fate in FATES:
-            out[fate] = counts[fate]
+            out[fate] = total(p, p["fate"] == fate)
         out["losses"] = out[list(LOSS_FATES)].sum(axis=1)
         known = (out["sent"] - out[UNOBSERVED]).where(lambda s: s > 0)
         out["loss_rate"] = out["losses"] / known
         out["congestion_rate"] = out[CONGESTION] / known
         out["wireless_rate"] = out[WIRELESS] / known
-        out["gaps"] = self.gaps.groupby("flow").size().reindex(out.index, fill_value=0)
-        out["undetected"] = (~self.losses["detected"]).groupby(self.losses["flow"]).sum().reindex(
-            out.index, fill_value=0
-        )
-        a = self.arrivals.groupby("flow")
+        out["gaps"] = total(self.gaps, np.ones(len(self.gaps)))
+        out["undetected"] = total(self.losses, ~self.losses["detected"].to_numpy(bool))
+        a = self.arrivals
+        by_flow = a.groupby(a["flow"].astype(str).to_numpy())
         for col in ("rott", "iat"):
-            stats = a[col].describe(percentiles=[0.5, 0.95])
+            stats = by_flow[col].describe(percentiles=[0.5, 0.95])
             for stat, name in (("mean", "mean"), ("50%", "p50"), ("95%", "p95"), ("max", "max")):
-                out[f"{col}_{name}_ms"] = stats[stat].reindex(out.index) * 1e3
-        out["reordered"] = (self.arrivals["kind"] == KIND_LATE).groupby(self.arrivals["flow"]).sum().reindex(
-            out.index, fill_value=0
-        )
-        out["duplicates"] = (self.arrivals["kind"] == KIND_DUPLICATE).groupby(
-            self.arrivals["flow"]
-        ).sum().reindex(out.index, fill_value=0)
+                out[f"{col}_{name}_ms"] = stats[stat].reindex(flows) * 1e3
+        out["reordered"] = total(a, a["kind"] == KIND_LATE)
+        out["duplicates"] = total(a, a["kind"] == KIND_DUPLICATE)
         return out.reset_index()
 
     def per_packet(self) -> pd.DataFrame:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -47,6 +48,8 @@ from ..errors import TraceError, UsageError
 from ..packets import (
     CONGESTION,
     DELIVERED,
+    FATE_DTYPE,
+    FATES,
     LOST,
     UNOBSERVED,
     WIRELESS,
@@ -57,7 +60,7 @@ from ..packets import (
     rtt_from_feedback,
 )
 from .detect import NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, line_format
-from .text import DEFAULT_BLOCK_BYTES, iter_blocks, locate_row
+from .text import iter_blocks, locate_row
 
 DATA_TYPES = ("tcpFriend", "cbr", "udp", "tcp", "exp", "pareto", "rtp", "Traffic", "data")
 FEEDBACK_TYPES = ("tcpFriendCtl", "ack", "rtcp")
@@ -88,11 +91,13 @@ _FIELD_CHECKS = {
     "uid": int,
 }
 
+BLOCK_BYTES = 32 << 20  # small enough to pipeline parsing with folding
+
 # Event codes used by the kernel.
 EV_ENQ, EV_DEQ, EV_RECV, EV_DROP, EV_ERROR = 0, 1, 2, 3, 4
 _EVENT_LETTERS = {"+": EV_ENQ, "-": EV_DEQ, "r": EV_RECV, "d": EV_DROP}
 
-# Cause codes written by the kernel.
+# Cause codes written by the kernel (1..5 index _CAUSES in order).
 C_NONE, C_QUEUE, C_LINK, C_INGRESS, C_EXPLICIT, C_AFTER_RECV = 0, 1, 2, 3, 4, 5
 _CAUSES = {
     C_QUEUE: (CONGESTION, "queue"),
@@ -111,15 +116,48 @@ T_SEND, T_RECV, T_DROP = range(3)
 
 # Kernel error codes.
 E_UID_REUSED, E_AFTER_DROP = 1, 2
+P_EVENT, P_TIME, P_BACKWARDS, P_UID = 1, 2, 3, 4
+# Row classes by packet type.
+ROW_OTHER, ROW_DATA, ROW_FEEDBACK = 0, 1, 2
 
 
 @njit(cache=True)
-def first_sightings(uid, seen):
-    """Mark uids as seen; return the rows where a uid appears for the first time."""
+def scan_rows(ev_idx, ev_map, pt_idx, pt_class, t, uid, last_time):
+    """One pass over a block: event codes, row classes, the largest data uid, and the first
+    invalid row with what is wrong with it (``-1, 0`` when all are valid)."""
+    n = ev_idx.shape[0]
+    ev = np.empty(n, np.int8)
+    cls = np.empty(n, np.int8)
+    max_uid = -1
+    prev = last_time
+    for i in range(n):
+        e = ev_map[ev_idx[i]]
+        if e < 0:
+            return ev, cls, max_uid, i, P_EVENT
+        ti = t[i]
+        if not (ti >= 0.0 and ti < np.inf):
+            return ev, cls, max_uid, i, P_TIME
+        if ti < prev:
+            return ev, cls, max_uid, i, P_BACKWARDS
+        prev = ti
+        ev[i] = e
+        c = pt_class[pt_idx[i]]
+        cls[i] = c
+        if c == ROW_DATA:
+            if uid[i] < 0:
+                return ev, cls, max_uid, i, P_UID
+            if uid[i] > max_uid:
+                max_uid = uid[i]
+    return ev, cls, max_uid, -1, 0
+
+
+@njit(cache=True)
+def first_sightings(uid, cls, seen):
+    """Mark the uids of data rows as seen; return the rows where a uid first appears."""
     out = np.empty(uid.shape[0], np.int64)
     k = 0
     for i in range(uid.shape[0]):
-        if seen[uid[i]] == 0:
+        if cls[i] == ROW_DATA and seen[uid[i]] == 0:
             seen[uid[i]] = 1
             out[k] = i
             k += 1
@@ -127,13 +165,15 @@ def first_sightings(uid, seen):
 
 
 @njit(cache=True)
-def walk_events(ev, t, frm, to, uid, seq, ints, times):
-    """Fold one block of data-packet events into the per-uid state.
+def walk_events(ev, t, frm, to, uid, seq, cls, ints, times):
+    """Fold the data-packet events of one block into the per-uid state.
 
     Static attributes (seq, size, fid, addresses, nodes) were stored at the uid's first
     sighting. Returns ``(row, code)`` of the first inconsistent event, or ``(-1, 0)``.
     """
     for i in range(ev.shape[0]):
+        if cls[i] != ROW_DATA:
+            continue
         u = uid[i]
         if ints[u, S_SEQ] != seq[i]:
             return i, E_UID_REUSED
@@ -212,7 +252,7 @@ def read_ns2_wired(
     feedback_types: Iterable[str] = FEEDBACK_TYPES,
     flow_by: str = "auto",
     error_events: Iterable[str] = ("e",),
-    block_bytes: int = DEFAULT_BLOCK_BYTES,
+    block_bytes: int = BLOCK_BYTES,
 ) -> Trace:
     """Read an ns-2 wired trace into a :class:`~ldanalyze.packets.Trace`.
 
@@ -229,8 +269,17 @@ def read_ns2_wired(
     letters = dict(_EVENT_LETTERS)
     letters.update({e: EV_ERROR for e in error_events})
     reader = _WiredReader(path, data_types, feedback_types, letters)
-    for block, offset in iter_blocks(path, block_bytes):
-        reader.add_block(block, offset)
+    # parse block k+1 on a worker thread while block k is folded in (pyarrow releases the
+    # GIL); at most two blocks are in memory at once
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        previous = None
+        for block, offset in iter_blocks(path, block_bytes):
+            parsing = pool.submit(reader.parse, block, offset)
+            if previous is not None:
+                reader.add_table(previous[0].result(), previous[1])
+            previous = (parsing, offset)
+        if previous is not None:
+            reader.add_table(previous[0].result(), previous[1])
     return reader.finish(flow_by)
 
 
@@ -249,68 +298,62 @@ class _WiredReader:
         self.last_time = -np.inf
 
     # -- one block ---------------------------------------------------------------------
-    def add_block(self, block, offset: int) -> None:
-        table = self._parse(block, offset)
+    def add_table(self, table: pa.Table, offset: int) -> None:
+        """Fold in one parsed block, one record batch at a time (zero-copy arrays)."""
+        first_row = 0
+        for batch in table.to_batches():
+            self._add_batch(batch, offset, first_row)
+            first_row += batch.num_rows
+
+    def _add_batch(self, table: pa.RecordBatch, offset: int, first_row: int) -> None:
         n = table.num_rows
         if n == 0:
             return
         self.lines += n
 
         def fail(row: int, message: str):
-            line, text = locate_row(self.path, offset, int(row))
+            line, text = locate_row(self.path, offset, first_row + int(row))
             raise TraceError(self.path, message, line=line, text=text)
 
         ev_idx, ev_dict = _dict_column(table, "ev")
         ev_map = np.array([self.letters.get(v, -1) for v in ev_dict], dtype=np.int8)
-        ev = ev_map[ev_idx]
-        if (ev < 0).any():
-            row = int(np.argmax(ev < 0))
-            fail(row, f"unknown event letter {ev_dict[int(ev_idx[row])]!r} "
-                      f"(expected one of {', '.join(sorted(self.letters))})")
-
-        t = table.column("time").to_numpy()
-        bad = ~np.isfinite(t) | (t < 0)
-        if bad.any():
-            fail(np.argmax(bad), "time is not a finite, non-negative number")
-        back = np.flatnonzero(np.diff(t, prepend=self.last_time) < 0)
-        if back.size:
-            fail(back[0], "time goes backwards (an ns-2 trace is in time order)")
-        self.last_time = t[-1]
-
         pt_idx, pt_dict = _dict_column(table, "ptype")
         counts = np.bincount(pt_idx, minlength=len(pt_dict))
         for name, c in zip(pt_dict, counts):
             self.type_counts[name] = self.type_counts.get(name, 0) + int(c)
-        is_data = np.array([v in self.data_types for v in pt_dict], dtype=bool)[pt_idx]
-        is_fb = np.array([v in self.feedback_types for v in pt_dict], dtype=bool)[pt_idx]
+        pt_class = np.array(
+            [ROW_DATA if v in self.data_types else ROW_FEEDBACK if v in self.feedback_types else ROW_OTHER
+             for v in pt_dict],
+            dtype=np.int8,
+        )
+        t = table.column("time").to_numpy()
+        uid = table.column("uid").to_numpy()
+        ev, cls, max_uid, bad_row, problem = scan_rows(ev_idx, ev_map, pt_idx, pt_class, t, uid, self.last_time)
+        if bad_row >= 0:
+            fail(bad_row, {
+                P_EVENT: f"unknown event letter {ev_dict[int(ev_idx[bad_row])]!r} "
+                         f"(expected one of {', '.join(sorted(self.letters))})",
+                P_TIME: "time is not a finite, non-negative number",
+                P_BACKWARDS: "time goes backwards (an ns-2 trace is in time order)",
+                P_UID: "negative uid",
+            }[problem])
+        self.last_time = t[-1]
 
         frm = table.column("frm").to_numpy()
         to = table.column("to").to_numpy()
         seq = table.column("seq").to_numpy()
-        uid = table.column("uid").to_numpy()
-
-        rows = np.flatnonzero(is_data) if not is_data.all() else None
-        d_uid = uid if rows is None else uid[rows]
-        if d_uid.size:
-            if d_uid.min() < 0:
-                fail(_row(rows, np.argmax(d_uid < 0)), "negative uid")
-            self.state.ensure(int(d_uid.max()))
-            new = first_sightings(d_uid, self.state.seen)
-            new_rows = new if rows is None else rows[new]
+        if max_uid >= 0:
+            self.state.ensure(int(max_uid))
+            new_rows = first_sightings(uid, cls, self.state.seen)
             self._first_sightings(table, new_rows, uid[new_rows], fail)
-            pick = (lambda a: a) if rows is None else (lambda a: a[rows])
-            bad_row, code = walk_events(
-                pick(ev), pick(t), pick(frm), pick(to), d_uid, pick(seq),
-                self.state.ints, self.state.times,
-            )
+            bad_row, code = walk_events(ev, t, frm, to, uid, seq, cls, self.state.ints, self.state.times)
             if bad_row >= 0:
-                what = {
+                fail(bad_row, {
                     E_UID_REUSED: "uid reappears with a different seqno (uids must be unique per packet)",
                     E_AFTER_DROP: "event for a packet after it was dropped",
-                }[code]
-                fail(_row(rows, bad_row), what)
+                }[code])
 
-        fb = np.flatnonzero(is_fb & (ev == EV_RECV))
+        fb = np.flatnonzero((cls == ROW_FEEDBACK) & (ev == EV_RECV))
         if fb.size:
             src, _ = self._addresses(table, "src", fb, fail)
             dst, dst_node = self._addresses(table, "dst", fb, fail)
@@ -319,7 +362,7 @@ class _WiredReader:
                 {"t": t[fb][at_dst], "src": src[at_dst], "dst": dst[at_dst], "seq": seq[fb][at_dst]}
             )
 
-    def _first_sightings(self, table: pa.Table, rows: np.ndarray, uids: np.ndarray, fail) -> None:
+    def _first_sightings(self, table: pa.RecordBatch, rows: np.ndarray, uids: np.ndarray, fail) -> None:
         """Store the static attributes of newly seen uids (one row each)."""
         src, src_node = self._addresses(table, "src", rows, fail)
         dst, dst_node = self._addresses(table, "dst", rows, fail)
@@ -331,9 +374,9 @@ class _WiredReader:
         ints[uids, S_SRC_NODE], ints[uids, S_DST_NODE] = src_node, dst_node
         ints[uids, S_LAST_EV] = -1
 
-    def _addresses(self, table: pa.Table, column: str, rows: np.ndarray, fail):
+    def _addresses(self, table: pa.RecordBatch, column: str, rows: np.ndarray, fail):
         """Address codes and node ids of the given rows (flat ``node.port`` addresses)."""
-        encoded = pc.dictionary_encode(table.column(column).take(pa.array(rows))).combine_chunks()
+        encoded = pc.dictionary_encode(table.column(column).take(pa.array(rows)))
         codes = self.addresses.codes(encoded.dictionary.to_pylist())
         while len(self.address_node) < len(self.addresses.values):
             addr = self.addresses.values[len(self.address_node)]
@@ -347,7 +390,7 @@ class _WiredReader:
         idx = codes[encoded.indices.to_numpy(zero_copy_only=False)]
         return idx, np.asarray(self.address_node, dtype=np.int64)[idx]
 
-    def _parse(self, block, offset: int) -> pa.Table:
+    def parse(self, block, offset: int) -> pa.Table:
         try:
             table = pacsv.read_csv(
                 pa.py_buffer(block),
@@ -406,13 +449,17 @@ class _WiredReader:
         st, tm = ints[uids], times[uids]
         flow, pairs = self._flows(st[:, S_FID], st[:, S_SRC], st[:, S_DST], flow_by)
 
-        fate = np.full(uids.size, UNOBSERVED, dtype=object)
-        reason = np.full(uids.size, "", dtype=object)
-        for code, (cause, why) in _CAUSES.items():
-            hit = st[:, S_CAUSE] == code
-            fate[hit], reason[hit] = cause, why
+        # fate and reason as categorical codes: no per-packet strings
+        cause = st[:, S_CAUSE]
+        fate_of = np.full(len(_CAUSES) + 1, FATES.index(UNOBSERVED), np.int8)
+        reasons = [""] + [why for _, why in _CAUSES.values()]
+        for code, (fate_name, _) in _CAUSES.items():
+            fate_of[code] = FATES.index(fate_name)
         delivered = np.isfinite(tm[:, T_RECV])
-        fate[delivered], reason[delivered] = DELIVERED, ""
+        fate = np.where(delivered, FATES.index(DELIVERED), fate_of[cause])
+        reason = np.where(delivered, 0, cause)
+        fate = pd.Categorical.from_codes(fate, dtype=FATE_DTYPE)
+        reason = pd.Categorical.from_codes(reason, categories=reasons)
         t_send = tm[:, T_SEND]
         # a packet dropped before it left its source node has no send event on its own link
         t_send = np.where(np.isnan(t_send), tm[:, T_DROP], t_send)
@@ -475,11 +522,6 @@ class _WiredReader:
         return rtt_from_feedback(packets, feedback[["flow", "t", "seq"]])
 
 
-def _row(rows: np.ndarray | None, i) -> int:
-    """Row of the block from an index into its data rows (``None``: all rows are data)."""
-    return int(i) if rows is None else int(rows[i])
-
-
 def _block_lines(path: str, offset: int, block: bytes):
     """``(line number, text)`` of the non-empty lines of a block (error path only)."""
     first, _ = locate_row(path, offset, 0)
@@ -488,9 +530,7 @@ def _block_lines(path: str, offset: int, block: bytes):
             yield first + i, raw.decode("utf-8", "replace").rstrip("\r")
 
 
-def _dict_column(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
-    """Indices and dictionary of a dictionary-encoded column (chunks share one dictionary
-    after ``unify_dictionaries``, which ``_parse`` applies)."""
-    chunks = table.column(name).chunks
-    combined = chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)
-    return combined.indices.to_numpy(zero_copy_only=False), combined.dictionary.to_pylist()
+def _dict_column(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, list[str]]:
+    """Indices and dictionary of a dictionary-encoded column."""
+    column = batch.column(name)
+    return column.indices.to_numpy(zero_copy_only=False), column.dictionary.to_pylist()

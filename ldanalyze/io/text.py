@@ -55,6 +55,7 @@ def iter_blocks(
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     view = memoryview(mm)
     start = 0
+    done = (0, 0)  # the block before the last one: parsed by the time the next is asked for
     while start < size:
         end = min(start + block_bytes, size)
         if end < size:
@@ -63,6 +64,11 @@ def iter_blocks(
                 cut = mm.rfind(b"\n", start, end)
             end = cut + 1 if cut >= 0 else _next_newline(mm, end, size)
         yield pa.py_buffer(view[start:end]), start
+        # let the kernel drop the file pages of a parsed block from this process's resident set
+        lo = done[0] - done[0] % mmap.PAGESIZE
+        if done[1] > lo:
+            mm.madvise(mmap.MADV_DONTNEED, lo, done[1] - lo)
+        done = (start, end)
         start = end
     # the map closes when the last view of it is gone (a caller may still hold a block)
 
