@@ -116,7 +116,10 @@ def make_packet_table(**columns: Any) -> pd.DataFrame:
         if values is None:
             raise KeyError(f"PacketTable needs column {name!r}")
         if name == "flow":
-            codes, labels = pd.factorize(np.asarray(values, dtype=object))
+            if isinstance(values, pd.Categorical):
+                codes, labels = values.codes, values.categories
+            else:
+                codes, labels = pd.factorize(np.asarray(values, dtype=object))
             order = natural_sorted(labels)
             position = {label: i for i, label in enumerate(order)}
             remap = np.array([position[str(x)] for x in labels], dtype=np.int64)

@@ -483,7 +483,7 @@ class _WiredReader:
         }
         return Trace(packets=packets, rtt=rtt, path=self.path, format="ns2-wired", meta=meta)
 
-    def _flows(self, fid, src, dst, flow_by: str) -> tuple[np.ndarray, pd.DataFrame]:
+    def _flows(self, fid, src, dst, flow_by: str) -> tuple[pd.Categorical, pd.DataFrame]:
         """Flow label per packet, and the flow of each (src, dst) address pair.
 
         Labels: ``"fid"``, ``"src>dst"``, or in ``auto`` mode the fid alone unless that fid
@@ -491,7 +491,7 @@ class _WiredReader:
         per distinct (fid, src, dst), not per packet.
         """
         n_addr = len(self.addresses.values)
-        keys, inverse = np.unique((fid * n_addr + src) * n_addr + dst, return_inverse=True)
+        inverse, keys = pd.factorize((fid * n_addr + src) * n_addr + dst)
         combos = np.stack([keys // (n_addr * n_addr), keys // n_addr % n_addr, keys % n_addr], axis=1)
         addr = self.addresses.values
         fids, pair = combos[:, 0], [f"{addr[a]}>{addr[b]}" for a, b in combos[:, 1:]]
@@ -504,11 +504,11 @@ class _WiredReader:
                 labels.append(str(f))
             else:
                 labels.append(f"{f}:{p}")
-        label_of = np.asarray(labels, dtype=object)
+        flow_ids, flow_labels = pd.factorize(np.asarray(labels, dtype=object))
         pairs = pd.DataFrame(
             {"src": [addr[a] for a in combos[:, 1]], "dst": [addr[b] for b in combos[:, 2]], "flow": labels}
         ).drop_duplicates(["src", "dst"])
-        return label_of[inverse.ravel()], pairs
+        return pd.Categorical.from_codes(flow_ids[inverse], categories=flow_labels), pairs
 
     def _rtt_samples(self, packets: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
         """RTT samples from feedback: see :func:`rtt_from_feedback`."""
