@@ -35,7 +35,6 @@ def wired_traces(draw, max_packets: int = 40):
     truth, flows, seqs = {}, {}, {}
     next_seq = {f: 0 for f in range(1, n_flows + 1)}
     t = 0.0
-    order = 0
     for uid in range(n):
         fid = draw(st.integers(1, n_flows))
         t += draw(st.sampled_from([0.0, 0.001, 0.004, 0.01, 0.013]))
@@ -48,8 +47,10 @@ def wired_traces(draw, max_packets: int = 40):
         ptype = "cbr" if fid == 1 else "tcp"
         flows[uid], seqs[uid] = str(fid), seq
 
-        def line(ev, time, a, b):
-            return f"{ev} {time:.6f} {a} {b} {ptype} {size} ------- {fid} {src} {dst} {seq} {uid}"
+        def emit(ev, time, a, b):
+            # the running index keeps a packet's own events in order when times tie
+            events.append((time, len(events), f"{ev} {time:.6f} {a} {b} {ptype} {size} ------- "
+                                              f"{fid} {src} {dst} {seq} {uid}"))
 
         now = t
         fate, reason = "delivered", ""
@@ -57,28 +58,22 @@ def wired_traces(draw, max_packets: int = 40):
             outcome = draw(st.sampled_from(OUTCOMES))
             a, b = hop, hop + 1
             if outcome == "ingress":
-                events.append((now, order, line("d", now, a, b)))
-                order += 1
+                emit("d", now, a, b)
                 fate, reason = "wireless", "ingress-error"
                 break
-            events.append((now, order, line("+", now, a, b)))
-            order += 1
+            emit("+", now, a, b)
             if outcome == "queue":
-                events.append((now, order, line("d", now, a, b)))
-                order += 1
+                emit("d", now, a, b)
                 fate, reason = "congestion", "queue"
                 break
             now += draw(st.sampled_from([0.0, 0.002, 0.02]))
-            events.append((now, order, line("-", now, a, b)))
-            order += 1
+            emit("-", now, a, b)
             now += draw(st.sampled_from([0.001, 0.01, 0.05]))
             if outcome == "link":
-                events.append((now, order, line("d", now, a, b)))
-                order += 1
+                emit("d", now, a, b)
                 fate, reason = "wireless", "link-error"
                 break
-            events.append((now, order, line("r", now, a, b)))
-            order += 1
+            emit("r", now, a, b)
         truth[uid] = (fate, reason)
     events.sort()
     if events and draw(st.booleans()):
