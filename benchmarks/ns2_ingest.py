@@ -23,7 +23,6 @@ import subprocess
 import sys
 import time
 
-import pyarrow as pa
 import pyarrow.csv as pacsv
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

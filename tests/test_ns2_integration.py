@@ -5,7 +5,6 @@ Needs the `ns` binary (Debian package ns2); in CI its absence is a failure, else
 
 from __future__ import annotations
 
-import gzip
 import math
 import subprocess
 
