@@ -32,12 +32,17 @@ def write_trace(tmp_path):
     return write
 
 
+def needs_binary(name: str):
+    """Mark for tests that run an external program: skipped where it is not installed,
+    except in CI, where the test runs and fails (CI must install it: see .ci/run)."""
+    return pytest.mark.skipif(
+        shutil.which(name) is None and not IN_CI, reason=f"`{name}` is not installed (CI installs it)"
+    )
+
+
 def require_binary(name: str) -> str:
-    """Path of an executable; in CI its absence is a failure, elsewhere a skip."""
+    """Path of an executable, or a test failure naming what is missing."""
     path = shutil.which(name)
     if path is None:
-        message = f"`{name}` is not installed"
-        if IN_CI:
-            pytest.fail(message + " (CI must install it: see .ci/run)")
-        pytest.skip(message)
+        pytest.fail(f"`{name}` is not installed (CI must install it: see .ci/run)")
     return path

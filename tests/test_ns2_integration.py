@@ -12,9 +12,9 @@ import pytest
 
 from ldanalyze import read_trace
 
-from .conftest import TRACES, require_binary
+from .conftest import TRACES, needs_binary, require_binary
 
-pytestmark = pytest.mark.ns2
+pytestmark = [pytest.mark.ns2, needs_binary("ns")]
 
 
 def run_scenario(tmp_path, **params):
