@@ -43,6 +43,7 @@ from ..packets import (
     UNOBSERVED,
     WIRELESS,
     Trace,
+    empty_rtt,
     make_packet_table,
     mark_vanished,
     rtt_from_feedback,
@@ -210,7 +211,7 @@ def _build(path, sends, recvs, drops, feedback, fmt_seen, causes) -> Trace:
         fb["flow"] = (fb["fdst"] + ">" + fb["fsrc"]).astype(object)
         rtt = rtt_from_feedback(packets, fb[fb["flow"].isin(set(flow))][["flow", "t", "seq"]])
     else:
-        rtt = rtt_from_feedback(packets, pd.DataFrame(columns=["flow", "t", "seq"]))
+        rtt = empty_rtt()
     fmt = NS2_WIRELESS_NEW if fmt_seen == {NS2_WIRELESS_NEW} else NS2_WIRELESS_OLD
     meta = {"clock": "common", "flow_by": "addr", "formats": sorted(fmt_seen)}
     return Trace(packets=packets, rtt=rtt, path=path, format=fmt, meta=meta)

@@ -18,7 +18,6 @@ import pyarrow as pa
 from ..errors import TraceError
 
 GZIP_MAGIC = b"\x1f\x8b"
-DEFAULT_BLOCK_BYTES = 128 << 20
 
 
 def is_gzip(path: str | os.PathLike) -> bool:
@@ -36,7 +35,7 @@ def open_binary(path: str | os.PathLike) -> BinaryIO:
 
 
 def iter_blocks(
-    path: str | os.PathLike, block_bytes: int = DEFAULT_BLOCK_BYTES
+    path: str | os.PathLike, block_bytes: int
 ) -> Iterator[tuple[object, int]]:
     """Yield ``(block, offset)``: buffers that end at a line boundary, and where they start.
 
