@@ -20,7 +20,8 @@
     one row per hole the receiver detects: an in-order arrival P_{i+n+1} whose sequence
     number is more than one above the highest received so far (P_i) reveals
     ``n = seq(P_{i+n+1}) − seq(P_i) − 1`` missing packets. The gap is detected at the arrival
-    of P_{i+n+1}. Packets of the gap that arrive later (reordering) fill it: they are not
+    of P_{i+n+1} (row ``arrival`` of ``arrivals``; P_i is row ``prev_arrival``, −1 if none).
+    Packets of the gap that arrive later (reordering) fill it: they are not
     losses, so ``n_lost`` (the packets of the gap that were really lost) can be below ``n``.
     Before the first arrival, P_i is the flow's first sequence number minus one and its times
     are NaN.
@@ -39,12 +40,15 @@ Sequence numbers that wrap (RTP's 16 bits, say) are unwrapped per flow in send o
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from numba import njit
 
-from .packets import CONGESTION, DELIVERED, FATES, LOSS_FATES, UNOBSERVED, WIRELESS, Trace, natural_sorted
+from .packets import (
+    CONGESTION, DELIVERED, FATES, LOSS_FATES, UNOBSERVED, WIRELESS, Trace, empty_rtt, natural_sorted,
+)
 
 KIND_IN_ORDER, KIND_LATE, KIND_DUPLICATE = "in_order", "late", "duplicate"
 ARRIVAL_KIND = pd.CategoricalDtype([KIND_IN_ORDER, KIND_LATE, KIND_DUPLICATE])
@@ -58,6 +62,13 @@ class Timeline:
     gaps: pd.DataFrame
     losses: pd.DataFrame
     packets: pd.DataFrame
+    rtt: pd.DataFrame = dataclasses.field(default_factory=empty_rtt)
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def clock_common(self) -> bool:
+        """Whether send and receive times are on one clock (ns-2), so ``owd`` is absolute."""
+        return self.meta.get("clock") == "common"
 
     @property
     def flows(self) -> list[str]:
@@ -143,8 +154,14 @@ def unwrap_sequence(seq: np.ndarray, modulus: int) -> np.ndarray:
 
 
 def build_timeline(source: Trace | pd.DataFrame, *, seq_modulus: int | None = None) -> Timeline:
-    """Build the per-flow timeline of a trace (or a bare PacketTable)."""
+    """Build the per-flow timeline of a trace (or a bare PacketTable).
+
+    A Trace also lends its RTT samples and metadata (``meta['clock']``: ``"common"`` when both
+    ends share a clock, as in ns-2); a bare PacketTable has neither.
+    """
     packets = source.packets if isinstance(source, Trace) else source
+    rtt = source.rtt if isinstance(source, Trace) else empty_rtt()
+    meta = dict(source.meta) if isinstance(source, Trace) else {}
     packets = packets.reset_index(drop=True)
     if seq_modulus is not None:
         packets = packets.copy()
@@ -160,7 +177,7 @@ def build_timeline(source: Trace | pd.DataFrame, *, seq_modulus: int | None = No
     gaps["n_lost"] = (
         losses[losses["gap"] >= 0].groupby("gap").size().reindex(gaps["gap"], fill_value=0).to_numpy()
     )
-    return Timeline(arrivals=arrivals, gaps=gaps, losses=losses, packets=packets)
+    return Timeline(arrivals=arrivals, gaps=gaps, losses=losses, packets=packets, rtt=rtt, meta=meta)
 
 
 def _arrivals(packets: pd.DataFrame) -> pd.DataFrame:
@@ -222,6 +239,7 @@ def _gaps(arrivals: pd.DataFrame, first_seq: pd.Series) -> pd.DataFrame:
             "t_next_recv": a["t_recv"].to_numpy()[rows],
             "t_detect": a["t_recv"].to_numpy()[rows],
             "arrival": rows.astype(np.int64),
+            "prev_arrival": np.where(has_prev, prev_i, -1).astype(np.int64),
         }
     )
     return gaps

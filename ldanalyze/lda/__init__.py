@@ -1,0 +1,172 @@
+"""Loss differentiation algorithms, replayed causally over a Timeline.
+
+``classify(timeline, "all")`` gives one decision per lost transmission per LDA (a tidy
+DataFrame); ``get_lda("zigzag", alpha=1/16)`` builds one LDA; ``REGISTRY`` maps the names to
+the classes. The replay contract every LDA follows is ``docs/ldas.md``; the shared semantics
+are switchable with :class:`Replay`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from ..errors import UsageError
+from ..timeline import Timeline
+from .base import LDA, Features, Replay, Verdict
+from .baselines import Omniscient, Unaware
+from .interarrival import Biaz, MBiaz, WinLdaPlus
+from .rott import Spike, WroLdaPlus, ZigZag
+from .rtt import AdaptiveRtt
+from .xrtp import Xrtp
+from .zbs import SCHEMES, Zbs
+
+REGISTRY: dict[str, type[LDA]] = {
+    cls.name: cls
+    for cls in (Unaware, Omniscient, Biaz, MBiaz, Spike, ZigZag, Zbs, WinLdaPlus, WroLdaPlus, AdaptiveRtt, Xrtp)
+}
+DECISIONS = ("congestion", "wireless", "undetected")
+DECISION_DTYPE = pd.CategoricalDtype(list(DECISIONS))
+CONGESTION, WIRELESS, UNDETECTED = range(3)
+
+__all__ = [
+    "LDA", "Replay", "Features", "Verdict", "REGISTRY", "DECISIONS", "get_lda", "parse_ldas",
+    "classify", "lda_state",
+]
+
+
+def get_lda(name: str, **params) -> LDA:
+    """The LDA registered as ``name`` with the given parameters (the papers' defaults otherwise)."""
+    cls = REGISTRY.get(name)
+    if cls is None:
+        raise UsageError(f"unknown LDA {name!r}; known: {', '.join(REGISTRY)}")
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(params) - fields)
+    if unknown:
+        known = ", ".join(sorted(fields)) or "none"
+        raise UsageError(f"{name}: unknown parameter(s) {', '.join(unknown)} (it takes: {known})")
+    return cls(**params)
+
+
+def parse_ldas(text: str | Iterable[str | LDA] | None) -> list[LDA]:
+    """LDAs from ``"all"``, a comma-separated list of specs, or a list of specs / LDA objects.
+
+    A spec is ``name`` or ``name:key=value:key=value`` (the form ``LDA.spec`` prints); values
+    are JSON (``zigzag:dev_factors=[-1,-0.5,0,1]``), or plain text for strings.
+    """
+    if text is None or text == "all":
+        return [cls() for cls in REGISTRY.values()]
+    items = _split_specs(text) if isinstance(text, str) else list(text)
+    out: list[LDA] = []
+    for item in items:
+        if isinstance(item, LDA):
+            out.append(item)
+        elif item == "all":
+            out.extend(cls() for cls in REGISTRY.values())
+        else:
+            name, *pairs = item.split(":")
+            params = {}
+            for pair in pairs:
+                key, sep, value = pair.partition("=")
+                if not sep or not key:
+                    raise UsageError(f"bad LDA parameter {pair!r} in {item!r}: expected key=value")
+                params[key.strip()] = _value(value.strip())
+            out.append(get_lda(name.strip(), **params))
+    if not out:
+        raise UsageError("no LDA given")
+    names = [lda.spec for lda in out]
+    if len(set(names)) != len(names):
+        raise UsageError(f"an LDA is named twice: {', '.join(names)}")
+    return out
+
+
+def _split_specs(text: str) -> list[str]:
+    """Split at commas outside brackets."""
+    parts, depth, current = [], 0, []
+    for ch in text:
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _value(text: str):
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return tuple(value) if isinstance(value, list) else value
+
+
+def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) -> pd.DataFrame:
+    """Replay each LDA over the timeline: one row per lost transmission per LDA.
+
+    Columns: ``lda`` (its spec, categorical in the order given), ``flow, seq, tx, uid`` of the
+    loss, ``gap`` and ``n`` (the burst it belongs to, −1 / 0 when no arrival revealed it),
+    ``cause`` (the truth: congestion, wireless or lost = unknown), ``decision`` (congestion,
+    wireless or undetected), ``t_decide`` (receive time of the deciding arrival) and ``scheme``
+    (ZBS: the base scheme that decided; empty for the others).
+    """
+    replay = replay or Replay()
+    chosen = parse_ldas(ldas)
+    for lda in chosen:
+        lda.prepare(timeline)
+    f = Features.of(timeline, replay)
+    losses = timeline.losses
+    gap = losses["gap"].to_numpy(np.int64)
+    at = np.where(gap >= 0, f.at[np.maximum(gap, 0)] if f.at.size else -1, -1)
+    detected = at >= 0
+    t_decide = np.where(detected, f.t[np.maximum(at, 0)] if f.t.size else np.nan, np.nan)
+    blocks = []
+    for lda in chosen:
+        verdict = lda.decide(f)
+        per_loss = verdict.wireless if verdict.per_loss else _per_loss(verdict.wireless, gap)
+        code = np.where(detected, np.where(per_loss, WIRELESS, CONGESTION), UNDETECTED)
+        scheme = np.full(len(losses), "", dtype=object)
+        if verdict.scheme is not None:
+            names = np.asarray(SCHEMES, dtype=object)[verdict.scheme[np.maximum(gap, 0)]] if gap.size else scheme
+            scheme = np.where(detected, names, "")
+        blocks.append(pd.DataFrame({
+            "lda": lda.spec,
+            "flow": losses["flow"].to_numpy(),
+            "seq": losses["seq"].to_numpy(),
+            "tx": losses["tx"].to_numpy(),
+            "uid": losses["uid"].to_numpy(),
+            "gap": gap,
+            "n": losses["n"].to_numpy(),
+            "cause": losses["cause"].to_numpy(),
+            "decision": pd.Categorical.from_codes(code, dtype=DECISION_DTYPE),
+            "t_decide": t_decide,
+            "scheme": scheme,
+        }))
+    out = pd.concat(blocks, ignore_index=True)
+    out["lda"] = pd.Categorical(out["lda"], categories=[lda.spec for lda in chosen])
+    out["flow"] = pd.Categorical(out["flow"].astype(str), categories=timeline.flows)
+    return out
+
+
+def _per_loss(gap_wireless: np.ndarray, gap: np.ndarray) -> np.ndarray:
+    if gap_wireless.size == 0:
+        return np.zeros(gap.shape[0], bool)
+    return np.where(gap >= 0, gap_wireless[np.maximum(gap, 0)], False)
+
+
+def lda_state(timeline: Timeline, lda: LDA | str, *, replay: Replay | None = None) -> pd.DataFrame:
+    """The LDA's internal state after every arrival (Spike state, ZigZag mean/dev, ZBS scheme,
+    ...), next to the arrival's flow, seq and receive time: for plots."""
+    lda = parse_ldas(lda if not isinstance(lda, LDA) else [lda])[0]
+    lda.prepare(timeline)
+    f = Features.of(timeline, replay or Replay())
+    base = timeline.arrivals[["flow", "seq", "t_recv"]].reset_index(drop=True)
+    return pd.concat([base, lda.state(f).reset_index(drop=True)], axis=1)

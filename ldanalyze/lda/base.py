@@ -1,0 +1,211 @@
+"""What every LDA shares: the replay semantics, the arrays it reads, and its base class.
+
+The replay contract (which arrival's statistics decide which gap, what "the ROTT of a gap" is,
+when a gap counts as detected) is written out in ``docs/ldas.md``; this module turns a Timeline
+into the flat arrays that contract speaks of, once, so that every LDA reads the same ones.
+
+An LDA's kernel folds the arrivals of all flows (contiguous, in arrival order, ``start`` marking
+each flow's first) into per-arrival state arrays; its decision rule is then a vectorised
+function of the state at each gap's decision arrival. The state arrays double as the state
+trace for plots.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+from numba import njit
+
+from ..errors import UsageError
+from ..timeline import Timeline
+
+GAP_DELAYS = ("revealing", "previous")
+
+
+@dataclasses.dataclass(frozen=True)
+class Replay:
+    """The shared replay semantics (``docs/ldas.md``).
+
+    ``update_first``: the arriving packet is folded into the statistics before the gap it
+    reveals is decided (False: decided with the state before it). ``gap_delay``: the delay a
+    gap is judged by is that of the packet that reveals it, P_{i+n+1} (``"revealing"``), or of
+    the last one before it, P_i (``"previous"``). ``detection``: a gap is decided at the
+    ``detection``-th arrival at or above its revealing packet's sequence number (1: at once;
+    3: RFC 5348 §5.1's rule).
+    """
+
+    update_first: bool = True
+    gap_delay: str = "revealing"
+    detection: int = 1
+
+    def __post_init__(self) -> None:
+        if self.gap_delay not in GAP_DELAYS:
+            raise UsageError(f"gap_delay must be one of {', '.join(GAP_DELAYS)}, not {self.gap_delay!r}")
+        if not (isinstance(self.detection, (int, np.integer)) and self.detection >= 1):
+            raise UsageError(f"detection must be a whole number of arrivals ≥ 1, not {self.detection!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Features:
+    """The arrays of one timeline under one Replay, shared by all LDAs.
+
+    Per arrival (all flows, each contiguous in arrival order): ``start`` (a flow's first
+    arrival), ``t`` (receive time), ``d`` (one-way delay t_recv − t_send), ``jitter`` (paper 001
+    eq. 7), ``spacing`` (receive spacing when the arrival is the sequence successor of the
+    previous one, else NaN: the T_min samples), ``tavg_sample`` (receive spacing over the
+    sequence numbers it spans, when it advances: ZBS's T_avg samples), ``t0`` (the flow's first
+    arrival time).
+
+    Per gap: ``n``, ``Ti`` (receive spacing of P_i and P_{i+n+1}), ``rev`` (revealing arrival),
+    ``at`` (decision arrival, −1 when never detected), ``si`` (the arrival whose state decides:
+    ``at``, or ``at − 1`` when not ``update_first``; −1 when no arrival precedes), ``gidx``
+    (the arrival whose delay the gap is judged by, −1 if none) and ``gdelay`` (that delay).
+    """
+
+    timeline: Timeline
+    replay: Replay
+    start: np.ndarray
+    t: np.ndarray
+    d: np.ndarray
+    jitter: np.ndarray
+    spacing: np.ndarray
+    tavg_sample: np.ndarray
+    t0: np.ndarray
+    n: np.ndarray
+    Ti: np.ndarray
+    rev: np.ndarray
+    at: np.ndarray
+    si: np.ndarray
+    gidx: np.ndarray
+    gdelay: np.ndarray
+
+    @property
+    def decided(self) -> np.ndarray:
+        """Gaps with a decision arrival and some state to decide with."""
+        return self.si >= 0
+
+    def at_state(self, state: np.ndarray, fill: Any = np.nan) -> np.ndarray:
+        """``state`` (per arrival) at each gap's deciding arrival; ``fill`` where there is none."""
+        si = self.si
+        return np.where(si >= 0, state[np.maximum(si, 0)], fill)
+
+    @classmethod
+    def of(cls, timeline: Timeline, replay: Replay) -> Features:
+        a, g = timeline.arrivals, timeline.gaps
+        flow_codes = a["flow"].cat.codes.to_numpy() if len(a) else np.zeros(0, np.int64)
+        start = np.ones(len(a), bool)
+        start[1:] = flow_codes[1:] != flow_codes[:-1]
+        t = a["t_recv"].to_numpy(np.float64)
+        t_send = a["t_send"].to_numpy(np.float64)
+        d = t - t_send
+        seq = a["seq"].to_numpy(np.int64)
+        step = np.zeros(len(a), np.int64)
+        step[1:] = seq[1:] - seq[:-1]
+        step[start] = 0
+        iat = np.full(len(a), np.nan)
+        iat[1:] = t[1:] - t[:-1]
+        iat[start] = np.nan
+        spacing = np.where(step == 1, iat, np.nan)
+        tavg_sample = np.where(step >= 1, iat / np.maximum(step, 1), np.nan)
+        first = np.maximum.accumulate(np.where(start, np.arange(len(a)), 0)) if len(a) else np.zeros(0, np.int64)
+        t0 = t[first] if len(a) else t
+
+        rev = g["arrival"].to_numpy(np.int64)
+        prev = g["prev_arrival"].to_numpy(np.int64)
+        at = rev if replay.detection == 1 else _detection_arrivals(seq, start, rev, replay.detection)
+        if replay.update_first:
+            si = at.copy()
+        else:
+            si = np.where((at > 0) & ~start[np.maximum(at, 0)], at - 1, -1)
+        gidx = rev if replay.gap_delay == "revealing" else prev
+        gdelay = np.where(gidx >= 0, d[np.maximum(gidx, 0)] if len(a) else np.nan, np.nan)
+        return cls(
+            timeline=timeline, replay=replay, start=start, t=t, d=d,
+            jitter=a["jitter"].to_numpy(np.float64), spacing=spacing, tavg_sample=tavg_sample,
+            t0=t0, n=g["n"].to_numpy(np.int64),
+            Ti=(g["t_next_recv"] - g["t_prev_recv"]).to_numpy(np.float64),
+            rev=rev, at=at, si=si, gidx=gidx, gdelay=gdelay,
+        )
+
+
+@njit(cache=True)
+def _detection_arrivals(seq, start, rev, k):
+    """For each gap, the k-th arrival of its flow from ``rev`` on whose seq ≥ seq[rev]; −1 if none."""
+    n = seq.shape[0]
+    out = np.full(rev.shape[0], -1, np.int64)
+    for g in range(rev.shape[0]):
+        r = rev[g]
+        count = 0
+        j = r
+        while j < n and (j == r or not start[j]):
+            if seq[j] >= seq[r]:
+                count += 1
+                if count == k:
+                    out[g] = j
+                    break
+            j += 1
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """An LDA's decision per gap (``wireless``), or per lost packet (``per_loss``, omniscient).
+
+    ``scheme`` optionally names, per gap, which base algorithm decided (ZBS).
+    """
+
+    wireless: np.ndarray
+    per_loss: bool = False
+    scheme: np.ndarray | None = None
+
+
+class LDA:
+    """Base of every LDA: a frozen dataclass of its parameters (see the subclasses).
+
+    ``decide(features)`` returns a Verdict; ``state(features)`` the per-arrival internal state
+    (a DataFrame aligned with ``timeline.arrivals``) for plots.
+    """
+
+    name: ClassVar[str]
+
+    def params(self) -> dict[str, Any]:
+        """The parameters as a plain dict: ``type(lda)(**lda.params()) == lda``."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @property
+    def spec(self) -> str:
+        """``name`` or ``name:key=value:...`` for the non-default parameters (the CLI form)."""
+        parts = [self.name]
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value != f.default:
+                text = "[" + ",".join(repr(v) for v in value) + "]" if isinstance(value, tuple) else repr(value)
+                parts.append(f"{f.name}={text}")
+        return ":".join(parts)
+
+    def prepare(self, timeline: Timeline) -> None:
+        """Check that the timeline carries what this LDA needs; raise UsageError if not."""
+
+    def decide(self, f: Features) -> Verdict:
+        raise NotImplementedError
+
+    def state(self, f: Features) -> pd.DataFrame:
+        """Per-arrival internal state; LDAs without any return just the delay."""
+        return pd.DataFrame({"d": f.d})
+
+
+def check_fraction(owner: str, **values: float) -> None:
+    """Raise UsageError unless every value is a number in [0, 1]."""
+    for key, value in values.items():
+        if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
+            raise UsageError(f"{owner}: {key} must be a number between 0 and 1, not {value!r}")
+
+
+def check_positive(owner: str, **values: float) -> None:
+    """Raise UsageError unless every value is a number > 0."""
+    for key, value in values.items():
+        if not (isinstance(value, (int, float)) and value > 0):
+            raise UsageError(f"{owner}: {key} must be a positive number, not {value!r}")

@@ -1,0 +1,201 @@
+"""ROTT LDAs: Spike (paper 000 §III-B), WRO-LDA+ (paper 002 §2.2.2 eq. 10, §3 eq. 12) and
+ZigZag (paper 000 §III-C).
+
+They judge a loss by the relative one-way trip time: a queue that is filling delays packets,
+so a loss during high delay is probably a buffer overflow. Only differences of the one-way
+delay enter, so a constant clock offset between sender and receiver does not matter (skew
+does). Exact semantics: ``docs/ldas.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+from numba import njit
+
+from ..errors import UsageError
+from .base import LDA, Features, Verdict, check_fraction, check_positive
+
+
+@njit(cache=True)
+def running_min_max(x, start):
+    """Minimum and maximum of ``x`` over each flow's arrivals so far (including the current)."""
+    lo = np.empty(x.shape[0])
+    hi = np.empty(x.shape[0])
+    a = b = 0.0
+    for i in range(x.shape[0]):
+        v = x[i]
+        if start[i] or v < a:
+            a = v
+        if start[i] or v > b:
+            b = v
+        lo[i] = a
+        hi[i] = b
+    return lo, hi
+
+
+@njit(cache=True)
+def hysteresis(d, start, hi_frac, lo_frac, inclusive):
+    """Two-threshold state per arrival (1 = spike / congestion, 0 = not).
+
+    With lo, hi the flow's delay range so far (including the arrival), the state becomes 1 when
+    d > lo + hi_frac·(hi − lo) and 0 when d < lo + lo_frac·(hi − lo), and otherwise keeps its
+    value (≥ and ≤, with the first test winning, when ``inclusive``). Each flow starts at 0.
+    """
+    out = np.empty(d.shape[0], np.int8)
+    a = b = 0.0
+    state = 0
+    for i in range(d.shape[0]):
+        v = d[i]
+        if start[i]:
+            a = b = v
+            state = 0
+        elif v < a:
+            a = v
+        elif v > b:
+            b = v
+        upper = a + hi_frac * (b - a)
+        lower = a + lo_frac * (b - a)
+        if inclusive:
+            if v >= upper:
+                state = 1
+            elif v <= lower:
+                state = 0
+        elif state == 0 and v > upper:
+            state = 1
+        elif state == 1 and v < lower:
+            state = 0
+        out[i] = state
+    return out
+
+
+@njit(cache=True)
+def ewma_mean_dev(x, start, gain_mean, gain_dev, rfc6298):
+    """Running mean and mean deviation of ``x`` per flow (NaN samples are skipped).
+
+    ZigZag's order (``rfc6298`` False): first sample mean = x, dev = 0; then the mean is
+    updated and dev with the updated mean. RFC 6298's order (True): first sample mean = x,
+    dev = x/2; then dev is updated with the old mean, then the mean.
+    """
+    mean = np.empty(x.shape[0])
+    dev = np.empty(x.shape[0])
+    m = s = np.nan
+    for i in range(x.shape[0]):
+        if start[i]:
+            m = s = np.nan
+        v = x[i]
+        if v == v:
+            if m != m:
+                m = v
+                s = v / 2 if rfc6298 else 0.0
+            elif rfc6298:
+                s = (1 - gain_dev) * s + gain_dev * abs(m - v)
+                m = (1 - gain_mean) * m + gain_mean * v
+            else:
+                m = (1 - gain_mean) * m + gain_mean * v
+                s = (1 - gain_dev) * s + gain_dev * abs(v - m)
+        mean[i] = m
+        dev[i] = s
+    return mean, dev
+
+
+def _spike_like_state(f: Features, hi_frac: float, lo_frac: float, inclusive: bool) -> pd.DataFrame:
+    lo, hi = running_min_max(f.d, f.start)
+    return pd.DataFrame({
+        "d": f.d,
+        "start_threshold": lo + hi_frac * (hi - lo),
+        "end_threshold": lo + lo_frac * (hi - lo),
+        "congested": hysteresis(f.d, f.start, hi_frac, lo_frac, inclusive).astype(bool),
+    })
+
+
+@dataclasses.dataclass(frozen=True)
+class Spike(LDA):
+    """Spike (paper 000 §III-B, Fig. 3): congestion iff the flow is in the spike state.
+
+    The state is entered when ROTT > rott_min + alpha·(rott_max − rott_min) and left when
+    ROTT < rott_min + beta·(rott_max − rott_min), min/max over all arrivals so far.
+    """
+
+    name = "spike"
+    alpha: float = 1 / 2
+    beta: float = 1 / 3
+
+    def __post_init__(self) -> None:
+        check_fraction(self.name, alpha=self.alpha, beta=self.beta)
+        if self.alpha < self.beta:
+            raise UsageError(f"{self.name}: alpha ({self.alpha}) must be ≥ beta ({self.beta})")
+
+    def decide(self, f: Features) -> Verdict:
+        spike = hysteresis(f.d, f.start, self.alpha, self.beta, False)
+        return Verdict(f.decided & (f.at_state(spike, 1) == 0))
+
+    def state(self, f: Features) -> pd.DataFrame:
+        return _spike_like_state(f, self.alpha, self.beta, False)
+
+
+@dataclasses.dataclass(frozen=True)
+class WroLdaPlus(LDA):
+    """WRO-LDA+ (paper 002 eqs. 10 and 12): a three-way ROTT test per arrival.
+
+    ROTT ≥ B_spike_start → Congestion; else ROTT ≤ B_spike_end → Underload; else keep the
+    previous state. B_spike_start/end = ROTT_min + K/B·(ROTT_max − ROTT_min). A loss is
+    congestion iff the state is Congestion.
+    """
+
+    name = "wro_ldaplus"
+    K: float = 1 / 2
+    B: float = 1 / 3
+
+    def __post_init__(self) -> None:
+        check_fraction(self.name, K=self.K, B=self.B)
+        if self.K < self.B:
+            raise UsageError(f"{self.name}: K ({self.K}) must be ≥ B ({self.B})")
+
+    def decide(self, f: Features) -> Verdict:
+        congested = hysteresis(f.d, f.start, self.K, self.B, True)
+        return Verdict(f.decided & (f.at_state(congested, 1) == 0))
+
+    def state(self, f: Features) -> pd.DataFrame:
+        return _spike_like_state(f, self.K, self.B, True)
+
+
+def zigzag_wireless(f: Features, mean: np.ndarray, dev: np.ndarray, dev_factors) -> np.ndarray:
+    """ZigZag's rule per gap: gap delay < mean + dev_factors[min(n, 4) − 1]·dev."""
+    factor = np.asarray(dev_factors, np.float64)[np.clip(f.n, 1, 4) - 1]
+    return f.decided & (f.gdelay < f.at_state(mean) + factor * f.at_state(dev))
+
+
+@dataclasses.dataclass(frozen=True)
+class ZigZag(LDA):
+    """ZigZag (paper 000 §III-C, Fig. 4): wireless iff the gap's ROTT is below a threshold that
+    rises with the number n of packets lost: mean − dev (n = 1), mean − dev/2 (2), mean (3),
+    mean + dev/2 (n > 3).
+
+    mean and dev are EWMAs with gain alpha and 2·alpha. The extracted paper prints "− dev/2"
+    for n > 3, but its reasoning (a larger loss needs a higher delay to be called congestion)
+    needs the threshold to rise with n, so the default is + dev/2; ``dev_factors`` sets all four.
+    """
+
+    name = "zigzag"
+    alpha: float = 1 / 32
+    dev_factors: tuple[float, float, float, float] = (-1.0, -0.5, 0.0, 0.5)
+
+    def __post_init__(self) -> None:
+        check_fraction(self.name, alpha=self.alpha)
+        check_positive(self.name, alpha=self.alpha)
+        object.__setattr__(self, "dev_factors", tuple(float(v) for v in self.dev_factors))
+        if len(self.dev_factors) != 4:
+            raise UsageError(f"{self.name}: dev_factors needs 4 values (n = 1, 2, 3, > 3)")
+
+    def mean_dev(self, f: Features) -> tuple[np.ndarray, np.ndarray]:
+        return ewma_mean_dev(f.d, f.start, self.alpha, 2 * self.alpha, False)
+
+    def decide(self, f: Features) -> Verdict:
+        return Verdict(zigzag_wireless(f, *self.mean_dev(f), self.dev_factors))
+
+    def state(self, f: Features) -> pd.DataFrame:
+        mean, dev = self.mean_dev(f)
+        return pd.DataFrame({"d": f.d, "mean": mean, "dev": dev})
