@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..errors import UsageError
 from ..timeline import Timeline
-from .base import LDA, Features, Replay, Verdict
+from .base import LDA, Features, Replay, Verdict, take
 from .baselines import Omniscient, Unaware
 from .interarrival import Biaz, MBiaz, WinLdaPlus
 from .rott import Spike, WroLdaPlus, ZigZag
@@ -125,18 +125,18 @@ def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) ->
     f = Features.of(timeline, replay)
     losses = timeline.losses
     gap = losses["gap"].to_numpy(np.int64)
-    at = np.where(gap >= 0, f.at[np.maximum(gap, 0)] if f.at.size else -1, -1)
+    at = take(f.at, gap, -1)
     detected = at >= 0
-    t_decide = np.where(detected, f.t[np.maximum(at, 0)] if f.t.size else np.nan, np.nan)
+    t_decide = take(f.t, at, np.nan)
     blocks = []
     for lda in chosen:
         verdict = lda.decide(f)
-        per_loss = verdict.wireless if verdict.per_loss else _per_loss(verdict.wireless, gap)
+        per_loss = verdict.wireless if verdict.per_loss else take(verdict.wireless, gap, False)
         code = np.where(detected, np.where(per_loss, WIRELESS, CONGESTION), UNDETECTED)
         scheme = np.full(len(losses), "", dtype=object)
         if verdict.scheme is not None:
-            names = np.asarray(SCHEMES, dtype=object)[verdict.scheme[np.maximum(gap, 0)]] if gap.size else scheme
-            scheme = np.where(detected, names, "")
+            chosen_scheme = take(verdict.scheme, gap, -1)
+            scheme = np.where(detected, np.asarray(SCHEMES + ("",), dtype=object)[chosen_scheme], "")
         blocks.append(pd.DataFrame({
             "lda": lda.spec,
             "flow": losses["flow"].to_numpy(),
@@ -154,12 +154,6 @@ def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) ->
     out["lda"] = pd.Categorical(out["lda"], categories=[lda.spec for lda in chosen])
     out["flow"] = pd.Categorical(out["flow"].astype(str), categories=timeline.flows)
     return out
-
-
-def _per_loss(gap_wireless: np.ndarray, gap: np.ndarray) -> np.ndarray:
-    if gap_wireless.size == 0:
-        return np.zeros(gap.shape[0], bool)
-    return np.where(gap >= 0, gap_wireless[np.maximum(gap, 0)], False)
 
 
 def lda_state(timeline: Timeline, lda: LDA | str, *, replay: Replay | None = None) -> pd.DataFrame:

@@ -89,13 +89,12 @@ class Features:
 
     def at_state(self, state: np.ndarray, fill: Any = np.nan) -> np.ndarray:
         """``state`` (per arrival) at each gap's deciding arrival; ``fill`` where there is none."""
-        si = self.si
-        return np.where(si >= 0, state[np.maximum(si, 0)], fill)
+        return take(state, self.si, fill)
 
     @classmethod
     def of(cls, timeline: Timeline, replay: Replay) -> Features:
         a, g = timeline.arrivals, timeline.gaps
-        flow_codes = a["flow"].cat.codes.to_numpy() if len(a) else np.zeros(0, np.int64)
+        flow_codes = a["flow"].cat.codes.to_numpy()
         start = np.ones(len(a), bool)
         start[1:] = flow_codes[1:] != flow_codes[:-1]
         t = a["t_recv"].to_numpy(np.float64)
@@ -110,8 +109,8 @@ class Features:
         iat[start] = np.nan
         spacing = np.where(step == 1, iat, np.nan)
         tavg_sample = np.where(step >= 1, iat / np.maximum(step, 1), np.nan)
-        first = np.maximum.accumulate(np.where(start, np.arange(len(a)), 0)) if len(a) else np.zeros(0, np.int64)
-        t0 = t[first] if len(a) else t
+        first = np.maximum.accumulate(np.where(start, np.arange(len(a)), 0))  # each flow's first arrival
+        t0 = t[first]
 
         rev = g["arrival"].to_numpy(np.int64)
         prev = g["prev_arrival"].to_numpy(np.int64)
@@ -121,7 +120,7 @@ class Features:
         else:
             si = np.where((at > 0) & ~start[np.maximum(at, 0)], at - 1, -1)
         gidx = rev if replay.gap_delay == "revealing" else prev
-        gdelay = np.where(gidx >= 0, d[np.maximum(gidx, 0)] if len(a) else np.nan, np.nan)
+        gdelay = take(d, gidx, np.nan)
         return cls(
             timeline=timeline, replay=replay, start=start, t=t, d=d,
             jitter=a["jitter"].to_numpy(np.float64), spacing=spacing, tavg_sample=tavg_sample,
@@ -129,6 +128,13 @@ class Features:
             Ti=(g["t_next_recv"] - g["t_prev_recv"]).to_numpy(np.float64),
             rev=rev, at=at, si=si, gidx=gidx, gdelay=gdelay,
         )
+
+
+def take(values: np.ndarray, index: np.ndarray, fill: Any) -> np.ndarray:
+    """``values[index]`` where ``index ≥ 0``, ``fill`` where it is −1 (``values`` may be empty)."""
+    if values.size == 0:
+        return np.full(index.shape, fill)
+    return np.where(index >= 0, values[np.maximum(index, 0)], fill)
 
 
 @njit(cache=True)

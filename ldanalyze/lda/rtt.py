@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
-from .base import LDA, Features, Verdict, check_positive
+from .base import LDA, Features, Verdict, check_positive, take
 from .rott import ewma_mean_dev, running_min_max
 
 DELAY_MODES = ("auto", "rtt", "owd", "propagation")
@@ -46,8 +46,9 @@ class AdaptiveRtt(LDA):
             raise UsageError(f"{self.name}: delay='propagation' needs propagation_delay (seconds)")
 
     def modes(self, timeline) -> pd.Series:
-        """The delay source of each flow; UsageError if a flow has none."""
+        """The delay source of each flow; UsageError if a flow with losses to decide has none."""
         flows = pd.Index(timeline.flows)
+        deciding = set(timeline.gaps["flow"].astype(str))
         with_rtt = set(timeline.rtt["flow"].astype(str).unique())
         if self.delay == "auto":
             def pick(flow: str) -> str:
@@ -57,16 +58,18 @@ class AdaptiveRtt(LDA):
                     return "owd"
                 if self.propagation_delay is not None:
                     return "propagation"
+                if flow not in deciding:
+                    return "none"
                 raise UsageError(
                     f"{self.name}: flow {flow} has no RTT samples and the trace's clocks are not "
                     "common, so its absolute delay is unknown; give propagation_delay (seconds)"
                 )
             return pd.Series([pick(flow) for flow in flows], index=flows, dtype=object)
-        if self.delay == "owd" and not timeline.clock_common:
+        if self.delay == "owd" and not timeline.clock_common and deciding:
             raise UsageError(f"{self.name}: delay='owd' needs sender and receiver on one clock, "
                              "which this trace does not declare; use 'propagation' or 'rtt'")
         if self.delay == "rtt":
-            missing = [flow for flow in flows if flow not in with_rtt]
+            missing = [flow for flow in flows if flow not in with_rtt and flow in deciding]
             if missing:
                 raise UsageError(f"{self.name}: delay='rtt' but flow(s) {', '.join(missing)} have no RTT samples")
         return pd.Series(self.delay, index=flows, dtype=object)
@@ -89,7 +92,7 @@ class AdaptiveRtt(LDA):
         x = self._arrival_delays(f, modes)
         mean, dev = ewma_mean_dev(x, f.start, 1 / 8, 1 / 4, True)
         lo, _ = running_min_max(x, f.start)  # T_p; in propagation mode it is propagation_delay
-        T = np.where(f.gidx >= 0, x[np.maximum(f.gidx, 0)] if x.size else np.nan, np.nan)
+        T = take(x, f.gidx, np.nan)
         congestion = self._congested(T, f.at_state(mean), f.at_state(dev), f.at_state(lo))
         rtt_flows = list(modes.index[modes == "rtt"])
         if rtt_flows:
@@ -124,10 +127,7 @@ class AdaptiveRtt(LDA):
             k = np.searchsorted(rt[rows], t_decide[g], side=side) - 1
             idx[g] = np.where((k >= 0) & ~np.isnan(t_decide[g]), rows[0] + k, -1)
 
-        def pick(values):
-            return np.where(idx >= 0, values[np.maximum(idx, 0)] if values.size else np.nan, np.nan)
-
-        return pick(x), pick(mean), pick(dev), pick(lo)
+        return take(x, idx, np.nan), take(mean, idx, np.nan), take(dev, idx, np.nan), take(lo, idx, np.nan)
 
     def state(self, f: Features) -> pd.DataFrame:
         """Per arrival: the delay sample x and the EWMAs over x (flows judged by RTT samples

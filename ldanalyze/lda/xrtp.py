@@ -17,7 +17,7 @@ import pandas as pd
 from numba import njit
 
 from ..errors import UsageError
-from .base import LDA, Features, Verdict, check_fraction, check_positive
+from .base import LDA, Features, Verdict, check_fraction, check_positive, take
 from .rott import ewma_mean_dev, running_min_max
 
 
@@ -83,10 +83,8 @@ class Xrtp(LDA):
 
     def decide(self, f: Features) -> Verdict:
         _, _, run, count, lo, hi = self._state(f)
-        rev = np.maximum(f.rev, 0)
-        has_before = (f.rev > 0) & ~f.start[rev] if rev.size else np.zeros(0, bool)
-        run_before = np.where(has_before, run[np.maximum(rev - 1, 0)] if run.size else 0, 0)
-        squeezed = (f.jitter[rev] < 0 if rev.size else np.zeros(0, bool)) & (run_before >= self.positive_jitters)
+        before = np.where((f.rev > 0) & ~take(f.start, f.rev, True), f.rev - 1, -1)
+        squeezed = (take(f.jitter, f.rev, np.nan) < 0) & (take(run, before, 0) >= self.positive_jitters)
         low, high = f.at_state(lo), f.at_state(hi)
         with np.errstate(invalid="ignore", divide="ignore"):
             p = np.where(high > low, (f.gdelay - low) / (high - low), np.nan)

@@ -1,0 +1,506 @@
+"""Scoring loss differentiation: how often each LDA named the true cause of a loss.
+
+``score(decisions)`` turns the decisions table (one row per lost transmission per LDA) into one
+row per group (flow, trace or everything) per LDA, with counts, metrics and confidence intervals.
+
+The decisions table
+-------------------
+``trace`` (optional; absent = one trace named ""), ``flow``, ``lda`` (str or categorical),
+``uid``, ``gap`` (the loss burst within ``(trace, flow)``; -1 when undetected), ``cause`` (the
+true cause: ``congestion``, ``wireless`` or ``lost`` = unknown) and ``decision``
+(``congestion``, ``wireless`` or ``undetected``).
+
+Which losses are scored
+-----------------------
+Every row is counted in ``losses``. A loss of unknown cause (``unknown``) or one the receiver
+never detected (``undetected``) is counted but not scored (a loss can be both). The ``scored``
+losses have cause congestion or wireless *and* decision congestion or wireless; ``congestion``
+and ``wireless`` split them by true cause, ``congestion_as_wireless``, ``wireless_as_congestion``
+and ``decided_wireless`` count the scored losses so decided. Every metric is over scored losses.
+
+Metrics (NaN whenever the denominator is 0, never 0)
+----------------------------------------------------
+==============  ======================================================================================
+M_c             congestion_as_wireless / congestion: the congestion loss misclassification rate,
+                "the fraction of packets lost to congestion that are misclassified as wireless loss"
+                (paper 000 §IV, Table II caption in §VI-A)
+M_w             wireless_as_congestion / wireless: the wireless loss misclassification rate (paper
+                000 §IV)
+accuracy        correctly classified / scored
+A_c, A_w        1 − M_c and 1 − M_w: congestion (wireless) losses correctly inferred over all
+                congestion (wireless) losses (paper 003 §3.1)
+accuracy_ratio  decided_wireless / wireless: losses the scheme "measured" as wireless over the
+                "actual" wireless losses (paper 002 §4.2.1, Table 1); can exceed 1
+CC, CW, WC, WW  paper 001 Table I as fractions of the scored losses: first letter the decision,
+                second the true cause (CW = decided congestion, truly wireless: the paper's C|T)
+==============  ======================================================================================
+
+``average="mean"`` (by trace or pooled) gives each metric as the mean over the group's flows of
+the per-flow metric, flows where it is undefined skipped: paper 000 §VI-C reports
+"misclassification rates ... averages over all flows". ``average="pooled"`` (the default) pools the
+counts of the group first.
+
+Confidence intervals (``average="pooled"`` only)
+-------------------------------------------------
+``M_c_lo/hi``, ``M_w_lo/hi``, ``accuracy_lo/hi``: Wilson score intervals, which treat the losses
+as independent. They are not: every loss of a burst (gap) gets the burst's decision. So
+``*_boot_lo/hi`` bootstrap over bursts: the distinct ``(trace, flow, gap)`` units among the scored
+losses of the group are resampled with replacement ``bootstrap`` times, and the interval is the
+percentile interval of the resampled ratios (resamples where the ratio is undefined are ignored).
+A scored loss outside any burst (``gap < 0``) is a unit of its own.
+
+``summary`` (a ``Timeline.summary()`` table) adds the true loss rates of the group's flows,
+``congestion_rate`` and ``wireless_rate``: lost packets of that cause over the packets whose fate
+is known (``sent − unobserved``), pooled over the group's flows (by trace: every flow of the trace
+in the summary; pooled: every flow of every trace scored).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from statistics import NormalDist
+
+import numpy as np
+import pandas as pd
+
+from .errors import UsageError
+from .packets import natural_sorted
+
+CONGESTION = "congestion"
+WIRELESS = "wireless"
+LOST = "lost"
+UNDETECTED = "undetected"
+CAUSES = (CONGESTION, WIRELESS, LOST)
+DECISIONS = (CONGESTION, WIRELESS, UNDETECTED)
+
+BY = {"flow": ("trace", "flow", "lda"), "trace": ("trace", "lda"), "pooled": ("lda",)}
+AVERAGES = ("pooled", "mean")
+REQUIRED = ("flow", "lda", "cause", "decision")
+SUMMARY_REQUIRED = ("flow", "sent", "unobserved", CONGESTION, WIRELESS)
+
+COUNTS = (
+    "losses",
+    "unknown",
+    "undetected",
+    "scored",
+    "congestion",
+    "wireless",
+    "congestion_as_wireless",
+    "wireless_as_congestion",
+    "decided_wireless",
+)
+METRICS = ("M_c", "M_w", "accuracy", "A_c", "A_w", "accuracy_ratio", "CC", "CW", "WC", "WW")
+INTERVAL_METRICS = ("M_c", "M_w", "accuracy")
+
+# Bootstrap memory bound: resampled unit indices drawn per chunk (int64 and float64 arrays of
+# this many elements exist at once).
+BOOTSTRAP_CHUNK = 1 << 21
+
+
+@dataclasses.dataclass
+class _Losses:
+    """The decisions table as integer codes (in output order) and per-loss indicators."""
+
+    trace: np.ndarray  # codes: traces in order of first appearance
+    flow: np.ndarray  # codes: flows in natural order (over all traces)
+    lda: np.ndarray  # codes: LDAs in input (or categorical) order
+    labels: dict[str, list[str]]
+    flags: dict[str, np.ndarray]  # one boolean array per count column
+    gap: np.ndarray | None
+
+
+def score(
+    decisions: pd.DataFrame,
+    summary: pd.DataFrame | None = None,
+    *,
+    by: str = "flow",
+    average: str = "pooled",
+    confidence: float = 0.95,
+    bootstrap: int = 1000,
+    seed=0,
+) -> pd.DataFrame:
+    """Counts, metrics and confidence intervals per group and LDA (see the module docstring).
+
+    ``by``: ``"flow"`` (rows keyed trace, flow, lda), ``"trace"`` (trace, lda) or ``"pooled"``
+    (lda). ``average``: ``"pooled"`` pools the counts; ``"mean"`` (by trace or pooled) averages
+    per-flow metrics and adds ``flows``, without intervals. ``bootstrap``: resamples for the
+    burst bootstrap (0 = no bootstrap columns), drawn from ``numpy.random.default_rng(seed)``.
+    """
+    if by not in BY:
+        raise UsageError(f"score: unknown by={by!r}; expected one of {', '.join(map(repr, BY))}")
+    if average not in AVERAGES:
+        raise UsageError(f"score: unknown average={average!r}; expected one of {', '.join(map(repr, AVERAGES))}")
+    if average == "mean" and by == "flow":
+        raise UsageError('score: average="mean" averages over flows: it needs by="trace" or by="pooled"')
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.integer, np.floating)):
+        raise UsageError(f"score: confidence must be a number in (0, 1), not {confidence!r}")
+    if not 0.0 < float(confidence) < 1.0:
+        raise UsageError(f"score: confidence must be in (0, 1) (e.g. 0.95), not {confidence!r}")
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
+        raise UsageError(f"score: bootstrap must be a whole number of resamples >= 0, not {bootstrap!r}")
+    if not isinstance(decisions, pd.DataFrame):
+        raise UsageError(f"score: decisions must be a DataFrame, not {type(decisions).__name__}")
+
+    with_boot = bootstrap > 0 and average == "pooled"
+    losses = _prepare(decisions, need_gap=with_boot)
+    if average == "pooled":
+        out, codes, gid = _pooled(losses, BY[by])
+        _wilson_columns(out, float(confidence))
+        if with_boot:
+            _bootstrap_columns(out, gid, losses, float(confidence), int(bootstrap), seed)
+    else:
+        out, codes = _mean(losses, BY[by])
+    if summary is not None:
+        _rate_columns(out, codes, losses, summary, by)
+    return out
+
+
+# --- input ---------------------------------------------------------------------------------
+
+
+def _prepare(decisions: pd.DataFrame, *, need_gap: bool) -> _Losses:
+    """Check the decisions table and turn it into codes and indicators (vectorised)."""
+    required = REQUIRED + (("gap",) if need_gap else ())
+    missing = [c for c in required if c not in decisions.columns]
+    if missing:
+        raise UsageError(
+            f"score: the decisions table has no column {', '.join(map(repr, missing))} "
+            f"(it needs {', '.join(required)}; trace is optional)"
+        )
+    n = len(decisions)
+    for col in ("trace",) + required:
+        if col in decisions.columns and decisions[col].isna().any():
+            raise UsageError(f"score: column {col!r} of the decisions table has missing values")
+    cause, decision = decisions["cause"], decisions["decision"]
+    for name, values, allowed in (("cause", cause, CAUSES), ("decision", decision, DECISIONS)):
+        bad = ~values.isin(allowed).to_numpy(bool)
+        if bad.any():
+            found = sorted({str(x) for x in pd.unique(values[bad])})
+            raise UsageError(
+                f"score: column {name!r} has values {', '.join(map(repr, found[:5]))}; "
+                f"expected {', '.join(allowed)}"
+            )
+
+    if "trace" in decisions.columns:
+        trace_codes, trace_labels = _factorize_text(decisions["trace"])
+    else:
+        trace_codes, trace_labels = np.zeros(n, np.int64), [""]
+    flow_codes, flow_labels = _factorize_text(decisions["flow"])
+    flow_labels, flow_codes = _reorder(flow_labels, natural_sorted(flow_labels), flow_codes)
+    lda_codes, lda_labels = _factorize_text(decisions["lda"])
+    if isinstance(decisions["lda"].dtype, pd.CategoricalDtype):
+        categories = [str(x) for x in decisions["lda"].cat.categories]
+        lda_labels, lda_codes = _reorder(lda_labels, [c for c in categories if c in set(lda_labels)], lda_codes)
+
+    is_cause = {c: (cause == c).to_numpy(bool) for c in (CONGESTION, WIRELESS, LOST)}
+    is_decision = {d: (decision == d).to_numpy(bool) for d in DECISIONS}
+    decided = is_decision[CONGESTION] | is_decision[WIRELESS]
+    true_c = is_cause[CONGESTION] & decided
+    true_w = is_cause[WIRELESS] & decided
+    flags = {
+        "losses": np.ones(n, bool),
+        "unknown": is_cause[LOST],
+        "undetected": is_decision[UNDETECTED],
+        "scored": true_c | true_w,
+        "congestion": true_c,
+        "wireless": true_w,
+        "congestion_as_wireless": true_c & is_decision[WIRELESS],
+        "wireless_as_congestion": true_w & is_decision[CONGESTION],
+        "decided_wireless": (true_c | true_w) & is_decision[WIRELESS],
+    }
+    gap = None
+    if "gap" in decisions.columns:
+        try:
+            gap = decisions["gap"].to_numpy(dtype=np.int64)
+        except (TypeError, ValueError):
+            if need_gap:
+                raise UsageError("score: column 'gap' must hold integers (-1 when undetected)") from None
+    return _Losses(
+        trace=trace_codes,
+        flow=flow_codes,
+        lda=lda_codes,
+        labels={"trace": trace_labels, "flow": flow_labels, "lda": lda_labels},
+        flags=flags,
+        gap=gap,
+    )
+
+
+def _factorize_text(values: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """Codes and labels (as text, in order of first appearance) of a key column."""
+    codes, uniques = pd.factorize(values, sort=False)
+    text = [str(x) for x in uniques]
+    if len(set(text)) < len(text):  # distinct values with the same text (1 and "1"): merge
+        codes_of_text, text = pd.factorize(pd.Series(text, dtype=object), sort=False)
+        codes, text = codes_of_text[codes], [str(x) for x in text]
+    return np.asarray(codes, np.int64), text
+
+
+def _reorder(labels: list[str], order: list[str], codes: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Renumber codes so that label ``order[i]`` has code i."""
+    position = {label: i for i, label in enumerate(order)}
+    remap = np.array([position[label] for label in labels], dtype=np.int64)
+    return order, remap[codes] if len(codes) else codes
+
+
+def _group_ids(codes: dict[str, np.ndarray], keys: tuple[str, ...]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Group id per row, groups numbered in output order, and the key codes of each group."""
+    n = len(next(iter(codes.values())))
+    if n == 0:
+        return np.zeros(0, np.int64), {k: np.zeros(0, np.int64) for k in keys}
+    sizes = [int(codes[k].max()) + 1 for k in keys]
+    combined = np.ravel_multi_index(tuple(codes[k] for k in keys), sizes)
+    uniq, gid = np.unique(combined, return_inverse=True)
+    group_codes = dict(zip(keys, np.unravel_index(uniq, sizes)))
+    return gid.astype(np.int64), {k: np.asarray(v, np.int64) for k, v in group_codes.items()}
+
+
+def _key_frame(group_codes: dict[str, np.ndarray], labels: dict[str, list[str]]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {k: pd.Series(np.asarray(labels[k], dtype=object)[c] if len(c) else [], dtype=str) for k, c in group_codes.items()}
+    )
+
+
+def _ratio(num, den) -> np.ndarray:
+    """num / den, NaN where den is 0."""
+    num = np.asarray(num, np.float64)
+    den = np.asarray(den, np.float64)
+    out = np.full(np.broadcast(num, den).shape, np.nan)
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
+# --- pooled counts and metrics -------------------------------------------------------------
+
+
+def _pooled(losses: _Losses, keys: tuple[str, ...]) -> tuple[pd.DataFrame, dict[str, np.ndarray], np.ndarray]:
+    """Counts summed per group and the metrics of the pooled counts; the group keys' codes and
+    each loss's group (its row in the output)."""
+    codes = {"trace": losses.trace, "flow": losses.flow, "lda": losses.lda}
+    gid, group_codes = _group_ids(codes, keys)
+    ng = len(next(iter(group_codes.values())))
+    out = _key_frame(group_codes, losses.labels)
+    for name in COUNTS:
+        out[name] = np.bincount(gid, weights=losses.flags[name], minlength=ng).astype(np.int64)
+    for name, values in _metrics(out).items():
+        out[name] = values
+    return out, group_codes, gid
+
+
+def _metrics(counts: pd.DataFrame) -> dict[str, np.ndarray]:
+    c, w = counts["congestion"].to_numpy(), counts["wireless"].to_numpy()
+    cw, wc = counts["congestion_as_wireless"].to_numpy(), counts["wireless_as_congestion"].to_numpy()
+    scored = counts["scored"].to_numpy()
+    m_c, m_w = _ratio(cw, c), _ratio(wc, w)
+    return {
+        "M_c": m_c,
+        "M_w": m_w,
+        "accuracy": _ratio(scored - cw - wc, scored),
+        "A_c": 1.0 - m_c,
+        "A_w": 1.0 - m_w,
+        "accuracy_ratio": _ratio(counts["decided_wireless"].to_numpy(), w),
+        "CC": _ratio(c - cw, scored),
+        "CW": _ratio(wc, scored),
+        "WC": _ratio(cw, scored),
+        "WW": _ratio(w - wc, scored),
+    }
+
+
+def _interval_fractions(counts: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """(successes, trials) behind each metric that gets an interval."""
+    scored = counts["scored"].to_numpy()
+    wrong = counts["congestion_as_wireless"].to_numpy() + counts["wireless_as_congestion"].to_numpy()
+    return {
+        "M_c": (counts["congestion_as_wireless"].to_numpy(), counts["congestion"].to_numpy()),
+        "M_w": (counts["wireless_as_congestion"].to_numpy(), counts["wireless"].to_numpy()),
+        "accuracy": (scored - wrong, scored),
+    }
+
+
+def wilson_interval(successes, trials, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval for successes / trials (arrays); NaN where trials is 0."""
+    k = np.asarray(successes, np.float64)
+    n = np.asarray(trials, np.float64)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = k / n
+        denom = 1.0 + z * z / n
+        centre = (p + z * z / (2.0 * n)) / denom
+        half = z / denom * np.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n))
+        lo = np.where(n > 0, np.clip(centre - half, 0.0, 1.0), np.nan)
+        hi = np.where(n > 0, np.clip(centre + half, 0.0, 1.0), np.nan)
+    return lo, hi
+
+
+def _wilson_columns(out: pd.DataFrame, confidence: float) -> None:
+    for name, (k, n) in _interval_fractions(out).items():
+        out[f"{name}_lo"], out[f"{name}_hi"] = wilson_interval(k, n, confidence)
+
+
+# --- burst bootstrap -----------------------------------------------------------------------
+
+
+def _bootstrap_columns(
+    out: pd.DataFrame, group: np.ndarray, losses: _Losses, confidence: float, resamples: int, seed
+) -> None:
+    """Percentile intervals of M_c, M_w and accuracy, resampling the bursts of each group.
+
+    ``group`` is each loss's row in ``out``.
+    """
+    ng = len(out)
+    rows = np.flatnonzero(losses.flags["scored"])
+    gid = group[rows]
+    codes = {"trace": losses.trace[rows], "flow": losses.flow[rows]}
+    gap = losses.gap[rows]
+    gap = np.where(gap >= 0, gap, -1 - rows)  # a loss outside any burst is a unit of its own
+    order = np.lexsort((gap, codes["flow"], codes["trace"], gid))
+    g, t, f, b = gid[order], codes["trace"][order], codes["flow"][order], gap[order]
+    new = np.ones(len(order), bool)
+    if len(order):
+        new[1:] = (g[1:] != g[:-1]) | (t[1:] != t[:-1]) | (f[1:] != f[:-1]) | (b[1:] != b[:-1])
+    unit = np.cumsum(new) - 1
+    n_units = int(new.sum())
+    unit_group = g[new]
+    per_unit = {
+        name: np.bincount(unit, weights=losses.flags[name][rows][order], minlength=n_units).astype(np.int64)
+        for name in ("congestion", "congestion_as_wireless", "wireless", "wireless_as_congestion")
+    }
+    tails = np.array([0.5 - confidence / 2.0, 0.5 + confidence / 2.0]) * 100.0
+    result = {name: np.full((2, ng), np.nan) for name in INTERVAL_METRICS}
+    if n_units:
+        samples = _resample(unit_group, per_unit, ng, resamples, seed)
+        present = np.unique(unit_group)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN groups: NaN interval
+            for name in INTERVAL_METRICS:
+                result[name][:, present] = np.nanpercentile(samples[name], tails, axis=0)
+    for name in INTERVAL_METRICS:
+        out[f"{name}_boot_lo"], out[f"{name}_boot_hi"] = result[name]
+
+
+def _resample(
+    unit_group: np.ndarray, per_unit: dict[str, np.ndarray], ng: int, resamples: int, seed
+) -> dict[str, np.ndarray]:
+    """Resampled M_c, M_w and accuracy, shape (resamples, groups that have units).
+
+    Units are sorted by group. All groups are resampled together: one resample draws, for every
+    position of every group, a unit of that group uniformly; the per-group sums of the drawn
+    units' counts give the resample's ratios. Draws come in chunks of resamples (bounded memory);
+    each draw uses one float64 of the generator, so the chunking does not change the stream.
+    """
+    size = np.bincount(unit_group, minlength=ng)
+    start = np.concatenate(([0], np.cumsum(size)[:-1]))
+    present = np.flatnonzero(size)
+    high = size[unit_group].astype(np.float64)  # per position: the size of its group
+    base = start[unit_group]
+    starts = start[present]
+    n = len(unit_group)
+    c, cw = per_unit["congestion"], per_unit["congestion_as_wireless"]
+    w, wc = per_unit["wireless"], per_unit["wireless_as_congestion"]
+    # Two counts share one int64 (low and high 32 bits) to halve the gathers, when no resample
+    # total can reach 2**31: a group's total is at most (its units) x (its largest unit count).
+    packed = int(size.max()) * int(max(c.max(), w.max())) < 1 << 31
+    if packed:
+        columns = (c | (cw << 32), w | (wc << 32))
+    else:
+        columns = (c, cw, w, wc)
+    rng = np.random.default_rng(seed)
+    out = {name: np.empty((resamples, len(present))) for name in INTERVAL_METRICS}
+    chunk = max(1, BOOTSTRAP_CHUNK // n)
+    last = (size[unit_group] - 1)[None, :]
+    for s in range(0, resamples, chunk):
+        m = min(chunk, resamples - s)
+        pick = (rng.random((m, n)) * high).astype(np.int64)
+        np.minimum(pick, last, out=pick)
+        pick += base
+        tot = [np.add.reduceat(values[pick], starts, axis=1) for values in columns]
+        if packed:
+            tot = [tot[0] & 0xFFFFFFFF, tot[0] >> 32, tot[1] & 0xFFFFFFFF, tot[1] >> 32]
+        t_c, t_cw, t_w, t_wc = tot
+        out["M_c"][s : s + m] = _ratio(t_cw, t_c)
+        out["M_w"][s : s + m] = _ratio(t_wc, t_w)
+        out["accuracy"][s : s + m] = _ratio(t_c + t_w - t_cw - t_wc, t_c + t_w)
+    return out
+
+
+# --- averages over flows -------------------------------------------------------------------
+
+
+def _mean(losses: _Losses, keys: tuple[str, ...]) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """Per-flow metrics averaged over the group's flows (NaN flows skipped); counts summed."""
+    per_flow, flow_codes, _ = _pooled(losses, BY["flow"])
+    gid, group_codes = _group_ids(flow_codes, keys)
+    ng = len(next(iter(group_codes.values())))
+    out = _key_frame(group_codes, losses.labels)
+    out["flows"] = np.bincount(gid, minlength=ng).astype(np.int64)
+    for name in COUNTS:
+        out[name] = np.bincount(gid, weights=per_flow[name].to_numpy(), minlength=ng).astype(np.int64)
+    for name in METRICS:
+        values = per_flow[name].to_numpy(np.float64)
+        defined = ~np.isnan(values)
+        total = np.bincount(gid, weights=np.where(defined, values, 0.0), minlength=ng)
+        out[name] = _ratio(total, np.bincount(gid, weights=defined, minlength=ng))
+    return out, group_codes
+
+
+# --- true loss rates -----------------------------------------------------------------------
+
+
+def _rate_columns(
+    out: pd.DataFrame, group_codes: dict[str, np.ndarray], losses: _Losses, summary: pd.DataFrame, by: str
+) -> None:
+    """congestion_rate and wireless_rate of the group's flows, from the timeline summary."""
+    if not isinstance(summary, pd.DataFrame):
+        raise UsageError(f"score: summary must be a DataFrame, not {type(summary).__name__}")
+    missing = [c for c in SUMMARY_REQUIRED if c not in summary.columns]
+    if missing:
+        raise UsageError(
+            f"score: the summary has no column {', '.join(map(repr, missing))} "
+            f"(it needs {', '.join(SUMMARY_REQUIRED)}; trace is optional)"
+        )
+    traces = losses.labels["trace"]
+    if "trace" in summary.columns:
+        s_trace = summary["trace"].astype(str).to_numpy(object)
+        if traces == [""] and len(set(s_trace)) == 1:
+            s_trace = np.full(len(summary), "", dtype=object)  # decisions of one unnamed trace
+    elif len(traces) == 1:
+        s_trace = np.full(len(summary), traces[0], dtype=object)
+    else:
+        raise UsageError("score: the decisions cover several traces, so the summary needs a 'trace' column")
+    try:
+        numbers = {c: summary[c].to_numpy(np.float64) for c in ("sent", "unobserved", CONGESTION, WIRELESS)}
+    except (TypeError, ValueError):
+        raise UsageError("score: summary columns sent, unobserved, congestion, wireless must be numbers") from None
+    numbers["known"] = numbers["sent"] - numbers["unobserved"]
+
+    trace_pos = {label: i for i, label in enumerate(traces)}
+    flow_pos = {label: i for i, label in enumerate(losses.labels["flow"])}
+    t = np.array([trace_pos.get(x, -1) for x in s_trace], dtype=np.int64)
+    f = np.array([flow_pos.get(str(x), -1) for x in summary["flow"]], dtype=np.int64)
+    sizes = (len(traces), len(losses.labels["flow"]))
+    known_pair = (t >= 0) & (f >= 0)
+    have = np.ravel_multi_index((t[known_pair], f[known_pair]), sizes)
+    absent = np.setdiff1d(np.ravel_multi_index((losses.trace, losses.flow), sizes), have)
+    if len(absent):
+        ti, fi = np.unravel_index(absent[0], sizes)
+        where = f" of trace {traces[ti]!r}" if traces != [""] else ""
+        raise UsageError(
+            f"score: the summary has no row for flow {losses.labels['flow'][fi]!r}{where} "
+            f"({len(absent)} flow(s) with losses missing)"
+        )
+    keep = t >= 0  # summary rows of traces that were scored
+    if by == "flow":
+        keep &= f >= 0
+        row_key = np.ravel_multi_index((t[keep], f[keep]), sizes)
+        out_key = np.ravel_multi_index((group_codes["trace"], group_codes["flow"]), sizes)
+    elif by == "trace":
+        row_key, out_key = t[keep], group_codes["trace"]
+    else:
+        row_key, out_key = np.zeros(int(keep.sum()), np.int64), np.zeros(len(out), np.int64)
+    # every group has a flow with losses, and the summary has a row for each such flow
+    uniq, inverse = np.unique(row_key, return_inverse=True)
+    at = np.searchsorted(uniq, out_key)
+    known = np.bincount(inverse, weights=numbers["known"][keep], minlength=len(uniq))[at]
+    for name, cause in (("congestion_rate", CONGESTION), ("wireless_rate", WIRELESS)):
+        lost = np.bincount(inverse, weights=numbers[cause][keep], minlength=len(uniq))[at]
+        out[name] = _ratio(lost, known)

@@ -1,0 +1,511 @@
+"""Scoring: hand-computed counts and metrics, intervals, the burst bootstrap, averages, rates."""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ldanalyze.score as score_module
+from ldanalyze.errors import UsageError
+from ldanalyze.score import COUNTS, METRICS, score
+
+C, W, L, U = "congestion", "wireless", "lost", "undetected"
+
+
+def table(rows, *, trace: bool = False) -> pd.DataFrame:
+    """Decisions from tuples ``(flow, lda, gap, cause, decision)``, or with a leading trace."""
+    cols = (["trace"] if trace else []) + ["flow", "lda", "gap", "cause", "decision"]
+    df = pd.DataFrame(rows, columns=cols)
+    df.insert(len(cols) - 3, "uid", np.arange(len(df), dtype=np.int64))
+    return df
+
+
+def losses(flow, lda, cause, decision, count, *, gap=None, first_gap=0, trace=None):
+    """``count`` identical losses; each its own burst unless ``gap`` is given."""
+    out = []
+    for i in range(count):
+        g = gap if gap is not None else first_gap + i
+        out.append(((trace,) if trace is not None else ()) + (flow, lda, g, cause, decision))
+    return out
+
+
+def wilson_by_hand(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+    p = k / n
+    centre = p + z**2 / (2 * n)
+    spread = z * math.sqrt(p * (1 - p) / n + z**2 / (4 * n**2))
+    return (centre - spread) / (1 + z**2 / n), (centre + spread) / (1 + z**2 / n)
+
+
+def one(frame: pd.DataFrame, **keys) -> pd.Series:
+    mask = np.ones(len(frame), bool)
+    for k, v in keys.items():
+        mask &= (frame[k] == v).to_numpy()
+    assert mask.sum() == 1, (keys, frame)
+    return frame[mask].iloc[0]
+
+
+# --- counts and metrics --------------------------------------------------------------------
+
+MIXED = table(
+    # 4 congestion losses, 1 decided wireless
+    [("1", "x", 0, C, C), ("1", "x", 0, C, W), ("1", "x", 1, C, C), ("1", "x", 2, C, C)]
+    # 3 wireless losses, 2 decided wireless
+    + [("1", "x", 3, W, W), ("1", "x", 3, W, W), ("1", "x", 4, W, C)]
+    # unknown cause (decided), undetected wireless, unknown and undetected: counted, not scored
+    + [("1", "x", 5, L, C), ("1", "x", -1, W, U), ("1", "x", -1, L, U)]
+)
+
+
+def test_counts_and_metrics_by_hand():
+    row = one(score(MIXED, bootstrap=0), flow="1", lda="x")
+    counts = {
+        "losses": 10,
+        "unknown": 2,
+        "undetected": 2,
+        "scored": 7,
+        "congestion": 4,
+        "wireless": 3,
+        "congestion_as_wireless": 1,
+        "wireless_as_congestion": 1,
+        "decided_wireless": 3,
+    }
+    assert {k: row[k] for k in COUNTS} == counts
+    expected = {
+        "M_c": 0.25,
+        "M_w": 1 / 3,
+        "accuracy": 5 / 7,
+        "A_c": 0.75,
+        "A_w": 2 / 3,
+        "accuracy_ratio": 1.0,
+        "CC": 3 / 7,
+        "CW": 1 / 7,
+        "WC": 1 / 7,
+        "WW": 2 / 7,
+    }
+    for name, value in expected.items():
+        assert row[name] == pytest.approx(value), name
+
+
+def test_column_types_and_order():
+    out = score(MIXED, bootstrap=10)
+    assert list(out.columns[:3]) == ["trace", "flow", "lda"]
+    assert out["trace"].tolist() == [""]
+    for name in COUNTS:
+        assert out[name].dtype == np.int64, name
+    for name in METRICS:
+        assert out[name].dtype == np.float64, name
+    assert [c for c in out.columns if c.endswith(("_lo", "_hi"))] == [
+        "M_c_lo", "M_c_hi", "M_w_lo", "M_w_hi", "accuracy_lo", "accuracy_hi",
+        "M_c_boot_lo", "M_c_boot_hi", "M_w_boot_lo", "M_w_boot_hi", "accuracy_boot_lo", "accuracy_boot_hi",
+    ]  # fmt: skip
+
+
+def test_accuracy_ratio_can_exceed_one():
+    rows = losses("1", "x", W, W, 2) + losses("1", "x", C, W, 2, first_gap=10)
+    row = score(table(rows), bootstrap=0).iloc[0]
+    assert row["accuracy_ratio"] == 2.0  # 4 measured wireless, 2 actual
+    assert row["A_w"] == 1.0 and row["M_c"] == 1.0
+
+
+def test_wilson_interval_against_the_formula():
+    rows = [("1", "x", 0, C, W), ("1", "x", 1, C, C), ("1", "x", 2, C, C), ("1", "x", 3, C, C)]
+    row = score(table(rows), bootstrap=0).iloc[0]
+    assert row["M_c"] == 0.25
+    lo, hi = wilson_by_hand(1, 4)
+    assert (row["M_c_lo"], row["M_c_hi"]) == (pytest.approx(lo), pytest.approx(hi))
+    assert (lo, hi) == (pytest.approx(0.04559, abs=1e-5), pytest.approx(0.69936, abs=1e-5))
+    acc_lo, acc_hi = wilson_by_hand(3, 4)  # accuracy 3/4
+    assert (row["accuracy_lo"], row["accuracy_hi"]) == (pytest.approx(acc_lo), pytest.approx(acc_hi))
+    row90 = score(table(rows), bootstrap=0, confidence=0.9).iloc[0]
+    lo90, hi90 = wilson_by_hand(1, 4, 0.9)
+    assert (row90["M_c_lo"], row90["M_c_hi"]) == (pytest.approx(lo90), pytest.approx(hi90))
+    assert lo < lo90 < hi90 < hi
+
+
+def test_wilson_interval_at_the_edges():
+    rows = losses("1", "x", C, C, 5)  # 0 of 5 misclassified
+    row = score(table(rows), bootstrap=0).iloc[0]
+    assert row["M_c"] == 0.0 and row["M_c_lo"] == 0.0
+    assert row["M_c_hi"] == pytest.approx(wilson_by_hand(0, 5)[1])
+    assert row["accuracy_hi"] == 1.0
+
+
+def test_undefined_metrics_are_nan_not_zero():
+    rows = losses("1", "x", C, C, 3) + losses("2", "x", W, U, 2, gap=-1) + losses("3", "x", L, C, 2)
+    out = score(table(rows), bootstrap=50)
+    only_congestion = one(out, flow="1")
+    for name in ("M_w", "A_w", "accuracy_ratio", "M_w_lo", "M_w_hi", "M_w_boot_lo", "M_w_boot_hi"):
+        assert math.isnan(only_congestion[name]), name
+    assert only_congestion["M_c"] == 0.0 and only_congestion["accuracy"] == 1.0
+    for flow in ("2", "3"):  # nothing scored: undetected, or cause unknown
+        row = one(out, flow=flow)
+        assert row["scored"] == 0 and row["losses"] == 2
+        for name in out.columns[out.columns.get_loc("M_c") :]:
+            assert math.isnan(row[name]), (flow, name)
+    assert one(out, flow="2")["undetected"] == 2 and one(out, flow="3")["unknown"] == 2
+
+
+def test_unaware_and_omniscient_like_decisions():
+    causes = [C, W, W, C, W, C, C, W, W]
+    unaware = [("1", "unaware", i, cause, C) for i, cause in enumerate(causes)]
+    omniscient = [("1", "omniscient", i, cause, cause) for i, cause in enumerate(causes)]
+    out = score(table(unaware + omniscient), bootstrap=20)
+    u, o = one(out, lda="unaware"), one(out, lda="omniscient")
+    assert (u["M_c"], u["M_w"], u["accuracy_ratio"]) == (0.0, 1.0, 0.0)
+    assert (u["CC"], u["CW"], u["WC"], u["WW"]) == (4 / 9, 5 / 9, 0.0, 0.0)
+    assert (u["M_w_boot_lo"], u["M_w_boot_hi"]) == (1.0, 1.0)
+    assert (o["M_c"], o["M_w"], o["accuracy"], o["accuracy_ratio"]) == (0.0, 0.0, 1.0, 1.0)
+    assert (o["accuracy_boot_lo"], o["accuracy_boot_hi"]) == (1.0, 1.0)
+    assert out["lda"].tolist() == ["unaware", "omniscient"]  # input order
+
+
+def test_categorical_columns():
+    df = MIXED.copy()
+    df["flow"] = df["flow"].astype("category")
+    df["cause"] = pd.Categorical(df["cause"], categories=["delivered", C, W, L, "unobserved"])
+    df["decision"] = pd.Categorical(df["decision"], categories=[C, W, U])
+    plain, categorical = score(MIXED, bootstrap=30), score(df, bootstrap=30)
+    pd.testing.assert_frame_equal(plain, categorical)
+
+
+# --- grouping and order --------------------------------------------------------------------
+
+
+def test_row_order_traces_flows_ldas():
+    rows = []
+    for trace in ("run-b", "run-a"):
+        for flow in ("10", "2", "1"):
+            for lda in ("zbs", "biaz"):
+                rows.append((trace, flow, lda, 0, C, C))
+    out = score(table(rows, trace=True), bootstrap=0)
+    keys = list(zip(out["trace"], out["flow"], out["lda"]))
+    assert keys == [(t, f, lda) for t in ("run-b", "run-a") for f in ("1", "2", "10") for lda in ("zbs", "biaz")]
+    assert list(score(table(rows, trace=True), by="trace", bootstrap=0).columns[:2]) == ["trace", "lda"]
+    pooled = score(table(rows, trace=True), by="pooled", bootstrap=0)
+    assert list(pooled.columns[:2]) == ["lda", "losses"]
+    assert pooled["lda"].tolist() == ["zbs", "biaz"] and pooled["losses"].tolist() == [6, 6]
+
+    df = table(rows, trace=True)
+    df["lda"] = pd.Categorical(df["lda"], categories=["spike", "biaz", "zbs"])  # spike unused
+    assert score(df, by="pooled", bootstrap=0)["lda"].tolist() == ["biaz", "zbs"]
+
+
+def test_by_trace_pooled_and_mean_differ():
+    rows = (
+        losses("1", "x", C, W, 1)  # flow 1: M_c = 1
+        + losses("2", "x", C, C, 9)  # flow 2: M_c = 0
+        + losses("3", "x", W, C, 2) + losses("3", "x", W, W, 2, first_gap=5)  # flow 3: M_c undefined
+    )
+    df = table(rows)
+    pooled = score(df, by="trace", bootstrap=0).iloc[0]
+    mean = score(df, by="trace", average="mean").iloc[0]
+    assert pooled["M_c"] == pytest.approx(0.1)
+    assert mean["M_c"] == pytest.approx(0.5)  # flow 3 skipped
+    assert mean["M_w"] == pytest.approx(0.5) and pooled["M_w"] == pytest.approx(0.5)  # only flow 3 defines it
+    assert mean["accuracy"] == pytest.approx((0 + 1 + 0.5) / 3)
+    assert pooled["accuracy"] == pytest.approx(11 / 14)  # 3 of 14 wrong
+    assert mean["flows"] == 3 and mean["losses"] == pooled["losses"] == 14
+    assert {k: mean[k] for k in COUNTS} == {k: pooled[k] for k in COUNTS}
+    mean_frame = score(df, by="pooled", average="mean")
+    assert not any(c.endswith(("_lo", "_hi")) for c in mean_frame.columns)
+    assert mean_frame["flows"].dtype == np.int64
+    assert mean_frame.iloc[0]["M_c"] == pytest.approx(0.5)
+
+
+def test_mean_is_nan_when_no_flow_defines_it():
+    out = score(table(losses("1", "x", C, C, 2) + losses("2", "x", C, W, 2)), by="pooled", average="mean")
+    assert math.isnan(out.iloc[0]["M_w"]) and out.iloc[0]["M_c"] == 0.5
+
+
+def test_pooled_over_traces_sums_the_flows():
+    rows = losses("1", "x", C, W, 2, trace="a") + losses("1", "x", C, C, 6, trace="b") + losses("1", "y", W, W, 3, trace="b")
+    df = table(rows, trace=True)
+    by_flow = score(df, bootstrap=0)
+    pooled = score(df, by="pooled", bootstrap=0)
+    summed = by_flow.groupby("lda", sort=False)[list(COUNTS)].sum().reset_index()
+    pd.testing.assert_frame_equal(pooled[["lda", *COUNTS]], summed, check_dtype=False)
+    assert one(pooled, lda="x")["M_c"] == 0.25
+
+
+def test_empty_decisions():
+    out = score(table([]))
+    assert len(out) == 0 and "M_c_boot_lo" in out.columns and "M_c" in out.columns
+
+
+# --- burst bootstrap -----------------------------------------------------------------------
+
+
+def bursts(n_bursts, size, wrong, *, flow="1", lda="x", cause=C):
+    """``n_bursts`` bursts of ``size`` losses of ``cause``; the first ``wrong`` bursts misclassified."""
+    other = W if cause == C else C
+    rows = []
+    for b in range(n_bursts):
+        rows += [(flow, lda, b, cause, other if b < wrong else cause)] * size
+    return rows
+
+
+def typical(seed=3):
+    """Several flows and LDAs with random burst sizes and outcomes."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for flow in ("1", "2"):
+        for b in range(60):
+            cause = C if rng.random() < 0.5 else W
+            for _ in range(int(rng.integers(1, 6))):
+                for lda, p_wrong in (("a", 0.2), ("b", 0.45)):
+                    wrong = rng.random() < p_wrong
+                    rows.append((flow, lda, b, cause, (W if cause == C else C) if wrong else cause))
+    return table(rows)
+
+
+def test_bootstrap_is_deterministic_for_a_seed():
+    df = typical()
+    first, again = score(df, bootstrap=200, seed=7), score(df, bootstrap=200, seed=7)
+    pd.testing.assert_frame_equal(first, again)
+    other = score(df, bootstrap=200, seed=8)
+    assert not np.allclose(first["M_c_boot_lo"], other["M_c_boot_lo"])
+
+
+def test_bootstrap_does_not_depend_on_the_chunk_size(monkeypatch):
+    df = typical()
+    whole = score(df, by="pooled", bootstrap=100, seed=1)
+    monkeypatch.setattr(score_module, "BOOTSTRAP_CHUNK", 7)  # one resample per chunk
+    pd.testing.assert_frame_equal(whole, score(df, by="pooled", bootstrap=100, seed=1))
+
+
+def test_bootstrap_interval_contains_the_point_estimate():
+    for by in ("flow", "trace", "pooled"):
+        out = score(typical(), by=by, bootstrap=300)
+        for name in ("M_c", "M_w", "accuracy"):
+            lo, hi, point = out[f"{name}_boot_lo"], out[f"{name}_boot_hi"], out[name]
+            assert ((lo <= point) & (point <= hi) & (lo < hi)).all(), (by, name)
+            assert ((out[f"{name}_lo"] <= point) & (point <= out[f"{name}_hi"])).all()
+
+
+def test_degenerate_bootstrap_has_zero_width():
+    # every burst: 4 congestion losses, 2 of them decided wireless -> every resample gives 0.5
+    rows = []
+    for b in range(10):
+        rows += [("1", "x", b, C, W)] * 2 + [("1", "x", b, C, C)] * 2
+    row = score(table(rows), bootstrap=200).iloc[0]
+    assert row["M_c"] == 0.5
+    assert row["M_c_boot_lo"] == row["M_c_boot_hi"] == 0.5
+    assert row["M_c_lo"] < 0.5 < row["M_c_hi"]  # Wilson, treating losses as independent
+
+
+def test_bootstrap_resamples_bursts_not_losses():
+    rows = bursts(20, 10, 5)  # 200 losses in 20 bursts; whole bursts misclassified
+    by_burst = score(table(rows), bootstrap=500).iloc[0]
+    iid = table(rows)
+    iid["gap"] = np.arange(len(iid))  # every loss its own burst
+    by_loss = score(iid, bootstrap=500).iloc[0]
+    assert by_burst["M_c"] == by_loss["M_c"] == 0.25
+    burst_width = by_burst["M_c_boot_hi"] - by_burst["M_c_boot_lo"]
+    loss_width = by_loss["M_c_boot_hi"] - by_loss["M_c_boot_lo"]
+    assert burst_width > 2 * loss_width
+    # the i.i.d. bootstrap agrees with Wilson over 200 losses, the burst one with Wilson over 20 bursts
+    assert loss_width == pytest.approx(by_loss["M_c_hi"] - by_loss["M_c_lo"], rel=0.25)
+    lo20, hi20 = wilson_by_hand(5, 20)
+    assert burst_width == pytest.approx(hi20 - lo20, rel=0.3)
+
+
+def test_bursts_are_distinct_per_flow_and_trace():
+    # gap 0 of flow 1 (all right) and gap 0 of flow 2 (all wrong) are two bursts when pooled
+    rows = bursts(1, 10, 0, flow="1") + bursts(1, 10, 1, flow="2")
+    out = score(table(rows), by="pooled", bootstrap=200).iloc[0]
+    assert out["M_c"] == 0.5
+    assert (out["M_c_boot_lo"], out["M_c_boot_hi"]) == (0.0, 1.0)
+    rows = [("a",) + r for r in bursts(1, 10, 0)] + [("b",) + r for r in bursts(1, 10, 1)]
+    out = score(table(rows, trace=True), by="pooled", bootstrap=200).iloc[0]
+    assert (out["M_c_boot_lo"], out["M_c_boot_hi"]) == (0.0, 1.0)
+
+
+def test_scored_losses_outside_bursts_are_units_of_their_own():
+    rows = losses("1", "x", C, W, 5, gap=-1) + losses("1", "x", C, C, 5, gap=-1)
+    row = score(table(rows), bootstrap=300).iloc[0]
+    assert row["M_c_boot_lo"] < 0.5 < row["M_c_boot_hi"]
+
+
+def test_bootstrap_ignores_resamples_with_zero_denominator():
+    # one congestion burst among 9 wireless ones: most resamples have no congestion loss
+    rows = bursts(1, 3, 1) + [(f, lda, g + 1, c, d) for f, lda, g, c, d in bursts(9, 1, 0, cause=W)]
+    row = score(table(rows), bootstrap=300).iloc[0]
+    assert (row["M_c_boot_lo"], row["M_c_boot_hi"]) == (1.0, 1.0)
+
+
+def test_bootstrap_zero_and_mean_omit_the_columns():
+    assert not any("boot" in c for c in score(MIXED, bootstrap=0).columns)
+    assert "M_c_lo" in score(MIXED, bootstrap=0).columns
+    assert not any(c.endswith(("_lo", "_hi")) for c in score(MIXED, by="trace", average="mean").columns)
+
+
+def test_gap_needed_only_for_the_bootstrap():
+    df = MIXED.drop(columns=["gap", "uid"])
+    assert score(df, bootstrap=0).iloc[0]["M_c"] == 0.25
+    with pytest.raises(UsageError, match="gap"):
+        score(df)
+
+
+# --- true loss rates -----------------------------------------------------------------------
+
+
+def test_summary_rates():
+    rows = (
+        losses("1", "x", C, C, 2, trace="a") + losses("1", "y", C, W, 2, trace="a")
+        + losses("2", "x", W, W, 1, trace="a") + losses("2", "y", W, W, 1, trace="a")
+        + losses("1", "x", C, C, 1, trace="b") + losses("1", "y", C, C, 1, trace="b")
+    )  # fmt: skip
+    df = table(rows, trace=True)
+    summary = pd.DataFrame(
+        {
+            "trace": ["a", "a", "a", "b", "c"],
+            "flow": ["1", "2", "3", "1", "1"],  # a/3 has no loss; c is not scored
+            "sent": [100, 50, 50, 40, 999],
+            "unobserved": [0, 10, 0, 0, 0],
+            "congestion": [2, 0, 0, 1, 500],
+            "wireless": [0, 1, 0, 0, 0],
+        }
+    )
+    by_flow = score(df, summary, bootstrap=0)
+    assert one(by_flow, trace="a", flow="1", lda="x")["congestion_rate"] == pytest.approx(0.02)
+    assert one(by_flow, trace="a", flow="1", lda="y")["congestion_rate"] == pytest.approx(0.02)
+    assert one(by_flow, trace="a", flow="2", lda="x")["wireless_rate"] == pytest.approx(1 / 40)
+    by_trace = score(df, summary, by="trace", bootstrap=0)
+    a = one(by_trace, trace="a", lda="x")
+    assert (a["congestion_rate"], a["wireless_rate"]) == (pytest.approx(2 / 190), pytest.approx(1 / 190))
+    assert one(by_trace, trace="b", lda="y")["congestion_rate"] == pytest.approx(1 / 40)
+    pooled = score(df, summary, by="pooled", average="mean")
+    assert pooled["congestion_rate"].tolist() == pytest.approx([3 / 230, 3 / 230])
+    assert pooled["wireless_rate"].tolist() == pytest.approx([1 / 230, 1 / 230])
+
+
+def test_summary_without_trace_column_and_empty_denominator():
+    summary = pd.DataFrame({"flow": ["1"], "sent": [5], "unobserved": [5], "congestion": [0], "wireless": [0]})
+    out = score(table(losses("1", "x", C, C, 1)), summary, bootstrap=0)
+    assert math.isnan(out.iloc[0]["congestion_rate"]) and math.isnan(out.iloc[0]["wireless_rate"])
+
+
+def test_summary_mismatches_are_usage_errors():
+    df = table(losses("1", "x", C, C, 1, trace="a") + losses("1", "x", C, C, 1, trace="b"), trace=True)
+    summary = pd.DataFrame({"flow": ["1"], "sent": [5], "unobserved": [0], "congestion": [1], "wireless": [0]})
+    with pytest.raises(UsageError, match="trace"):
+        score(df, summary, bootstrap=0)
+    with pytest.raises(UsageError, match="no row for flow '1' of trace 'b'"):
+        score(df, summary.assign(trace="a"), bootstrap=0)
+    with pytest.raises(UsageError, match="wireless"):
+        score(df, summary.drop(columns="wireless").assign(trace="a"), bootstrap=0)
+
+
+# --- bad arguments -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"by": "packet"}, "by="),
+        ({"average": "median"}, "average="),
+        ({"by": "flow", "average": "mean"}, "mean"),
+        ({"confidence": 0}, "confidence"),
+        ({"confidence": 1.0}, "confidence"),
+        ({"confidence": 95}, "confidence"),
+        ({"confidence": "0.9"}, "confidence"),
+        ({"bootstrap": -1}, "bootstrap"),
+        ({"bootstrap": 10.5}, "bootstrap"),
+    ],
+)
+def test_bad_arguments(kwargs, message):
+    with pytest.raises(UsageError, match=message):
+        score(MIXED, **kwargs)
+
+
+def test_bad_tables():
+    with pytest.raises(UsageError, match="'decision'"):
+        score(MIXED.drop(columns="decision"))
+    with pytest.raises(UsageError, match="'delivered'"):
+        score(MIXED.assign(cause="delivered"))
+    with pytest.raises(UsageError, match="decision"):
+        score(MIXED.assign(decision="maybe"))
+    with pytest.raises(UsageError, match="missing values"):
+        score(MIXED.assign(flow=None))
+    with pytest.raises(UsageError, match="DataFrame"):
+        score([("1", "x", 0, C, C)])
+
+
+# --- properties ----------------------------------------------------------------------------
+
+row_strategy = st.tuples(
+    st.sampled_from(["a", "b"]),
+    st.sampled_from(["1", "2", "10"]),
+    st.sampled_from(["x", "y"]),
+    st.integers(-1, 3),
+    st.sampled_from([C, W, L]),
+    st.sampled_from([C, W, U]),
+)
+
+
+def naive(rows, by):
+    """Per-row Python counts per group, keyed as score() keys its rows."""
+    out = {}
+    for trace, flow, lda, _gap, cause, decision in rows:
+        key = {"flow": (trace, flow, lda), "trace": (trace, lda), "pooled": (lda,)}[by]
+        c = out.setdefault(key, dict.fromkeys(COUNTS, 0))
+        c["losses"] += 1
+        c["unknown"] += cause == L
+        c["undetected"] += decision == U
+        if cause != L and decision != U:
+            c["scored"] += 1
+            c[cause] += 1
+            c["congestion_as_wireless"] += cause == C and decision == W
+            c["wireless_as_congestion"] += cause == W and decision == C
+            c["decided_wireless"] += decision == W
+    return out
+
+
+def nan_or(num, den):
+    return num / den if den else math.nan
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(row_strategy, min_size=1, max_size=40), by=st.sampled_from(["flow", "trace", "pooled"]))
+def test_matches_a_naive_count(rows, by):
+    out = score(table(rows, trace=True), by=by, bootstrap=0)
+    expected = naive(rows, by)
+    keys = list(score_module.BY[by])
+    assert len(out) == len(expected)
+    for _, row in out.iterrows():
+        c = expected[tuple(row[k] for k in keys)]
+        assert {k: row[k] for k in COUNTS} == c
+        metrics = {
+            "M_c": nan_or(c["congestion_as_wireless"], c["congestion"]),
+            "M_w": nan_or(c["wireless_as_congestion"], c["wireless"]),
+            "accuracy": nan_or(c["scored"] - c["congestion_as_wireless"] - c["wireless_as_congestion"], c["scored"]),
+            "accuracy_ratio": nan_or(c["decided_wireless"], c["wireless"]),
+            "WC": nan_or(c["congestion_as_wireless"], c["scored"]),
+        }
+        for name, value in metrics.items():
+            assert row[name] == pytest.approx(value, nan_ok=True), name
+        if c["scored"]:
+            assert row["CC"] + row["CW"] + row["WC"] + row["WW"] == pytest.approx(1.0)
+        for name in ("M_c", "M_w", "accuracy"):
+            if math.isnan(row[name]):
+                assert math.isnan(row[f"{name}_lo"]) and math.isnan(row[f"{name}_hi"])
+            else:
+                assert 0 <= row[f"{name}_lo"] <= row[name] <= row[f"{name}_hi"] <= 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(rows=st.lists(row_strategy, min_size=1, max_size=40), seed=st.integers(0, 2**32))
+def test_bootstrap_intervals_are_sane(rows, seed):
+    out = score(table(rows, trace=True), by="trace", bootstrap=40, seed=seed)
+    for name in ("M_c", "M_w", "accuracy"):
+        lo, hi, point = out[f"{name}_boot_lo"], out[f"{name}_boot_hi"], out[name]
+        assert (lo.isna() == point.isna()).all() and (hi.isna() == point.isna()).all()
+        ok = point.notna()
+        assert ((0 <= lo[ok]) & (lo[ok] <= hi[ok]) & (hi[ok] <= 1)).all()
