@@ -16,8 +16,12 @@ from collections.abc import Sequence
 import pandas as pd
 
 from . import __version__
+from .batch import classify_traces
 from .errors import TraceError, UsageError
 from .io import FORMATS, read_trace
+from .lda import REGISTRY, Replay, classify
+from .report.tables import markdown_table, text_table
+from .score import score
 from .timeline import build_timeline
 
 
@@ -26,7 +30,7 @@ def _csv_list(text: str) -> list[str]:
 
 
 def _trace_options(args: argparse.Namespace) -> dict:
-    options = {}
+    options = {"format": args.trace_format}
     if args.data_types:
         options["data_types"] = args.data_types
     if args.feedback_types:
@@ -37,8 +41,34 @@ def _trace_options(args: argparse.Namespace) -> dict:
 
 
 def _load(args: argparse.Namespace):
-    trace = read_trace(args.trace, format=args.format, **_trace_options(args))
+    trace = read_trace(args.trace, **_trace_options(args))
     return trace, build_timeline(trace, seq_modulus=args.seq_modulus)
+
+
+def _replay(args: argparse.Namespace) -> Replay:
+    return Replay(update_first=not args.classify_first, gap_delay=args.gap_delay, detection=args.detection)
+
+
+def _write_table(table: pd.DataFrame, output: str, inputs: Sequence[str], kind: str | None) -> str:
+    """Write ``table`` to ``output`` (.parquet, .csv, .csv.gz) atomically; never over an input."""
+    out = os.path.abspath(output)
+    for path in inputs:
+        if os.path.exists(out) and os.path.samefile(path, out):
+            raise UsageError(f"refusing to overwrite the input trace {path}")
+    kind = kind or ("parquet" if out.endswith(".parquet") else "csv")
+    directory = os.path.dirname(out) or "."
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".ldanalyze-", suffix=".tmp")
+    os.close(fd)
+    try:
+        if kind == "parquet":
+            table.to_parquet(tmp, index=False)
+        else:
+            table.to_csv(tmp, index=False, compression="gzip" if out.endswith(".gz") else None)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return kind
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -84,24 +114,64 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     table = timeline.per_packet()
     table["fate"] = table["fate"].astype(str)
     table["kind"] = table["kind"].astype(str).replace("nan", "")
-    out = os.path.abspath(args.output)
-    if os.path.exists(out) and os.path.samefile(args.trace, out):
-        raise UsageError(f"refusing to overwrite the input trace {args.trace} with the timeline")
-    kind = args.output_format or ("parquet" if out.endswith(".parquet") else "csv")
+    kind = _write_table(table, args.output, [args.trace], args.output_format)
+    print(f"wrote {len(table)} packets of {len(timeline.flows)} flow(s) to {args.output} ({kind})")
+    return 0
+
+
+def cmd_classify(args: argparse.Namespace) -> int:
+    _, timeline = _load(args)
+    decisions = classify(timeline, args.lda, replay=_replay(args))
+    if args.output:
+        table = decisions.astype({"lda": str, "flow": str, "decision": str})
+        kind = _write_table(table, args.output, [args.trace], args.output_format)
+        print(f"wrote {len(table)} decisions ({table['lda'].nunique()} LDAs, "
+              f"{len(timeline.losses)} lost packets) to {args.output} ({kind})")
+        return 0
+    counts = decisions.groupby(["lda", "decision"], observed=False).size().unstack(fill_value=0)
+    print(f"{args.trace}: {len(timeline.losses)} lost packets in {len(timeline.gaps)} gaps; "
+          "decisions per LDA (write them all with -o FILE):")
+    print(counts.to_string())
+    return 0
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    if args.average == "mean" and args.by == "flow":
+        raise UsageError("--average mean needs --by trace or --by pooled (a flow is its own mean)")
+    decisions, summary = classify_traces(
+        args.traces, args.lda, replay=_replay(args), seq_modulus=args.seq_modulus, **_trace_options(args),
+    )
+    scores = score(decisions, summary, by=args.by, average=args.average, bootstrap=args.bootstrap, seed=args.seed)
+    if args.format == "json":
+        text = scores.to_json(orient="records", indent=2) + "\n"
+    elif args.format == "csv":
+        text = scores.to_csv(index=False)
+    elif args.format == "md":
+        text = markdown_table(scores)
+    else:
+        text = text_table(scores)
+    if args.output:
+        _write_text(text, args.output, args.traces)
+        print(f"wrote {len(scores)} score rows to {args.output} ({args.format})")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _write_text(text: str, output: str, inputs: Sequence[str]) -> None:
+    out = os.path.abspath(output)
+    for path in inputs:
+        if os.path.exists(out) and os.path.samefile(path, out):
+            raise UsageError(f"refusing to overwrite the input trace {path}")
     directory = os.path.dirname(out) or "."
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".ldanalyze-", suffix=".tmp")
-    os.close(fd)
     try:
-        if kind == "parquet":
-            table.to_parquet(tmp, index=False)
-        else:
-            table.to_csv(tmp, index=False, compression="gzip" if out.endswith(".gz") else None)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
         os.replace(tmp, out)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    print(f"wrote {len(table)} packets of {len(timeline.flows)} flow(s) to {args.output} ({kind})")
-    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -112,27 +182,63 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ldanalyze {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("trace", help="trace file (ns-2 wired or wireless; plain or gzip)")
-    common.add_argument("--format", default="auto", choices=("auto",) + FORMATS,
-                        help="trace format (default: detected from the content)")
-    common.add_argument("--data-types", type=_csv_list, metavar="T,T",
+    reading = argparse.ArgumentParser(add_help=False)
+    reading.add_argument("--trace-format", default="auto", choices=("auto",) + FORMATS,
+                         help="trace format (default: detected from the content)")
+    reading.add_argument("--data-types", type=_csv_list, metavar="T,T",
                         help="packet types that are data (default: tcpFriend,cbr,udp,tcp,exp,...)")
-    common.add_argument("--feedback-types", type=_csv_list, metavar="T,T",
+    reading.add_argument("--feedback-types", type=_csv_list, metavar="T,T",
                         help="packet types that are feedback/ACKs (default: tcpFriendCtl,ack,rtcp)")
-    common.add_argument("--flow-by", choices=("auto", "fid", "addr"),
+    reading.add_argument("--flow-by", choices=("auto", "fid", "addr"),
                         help="ns-2 wired: how packets are grouped into flows (default auto)")
-    common.add_argument("--seq-modulus", type=int, metavar="M",
+    reading.add_argument("--seq-modulus", type=int, metavar="M",
                         help="unwrap sequence numbers that wrap modulo M (e.g. 65536)")
 
-    p = sub.add_parser("inspect", parents=[common], help="per-flow packets, losses by cause, ROTT/IAT")
+    one = argparse.ArgumentParser(add_help=False, parents=[reading])
+    one.add_argument("trace", help="trace file (ns-2 wired or wireless; plain or gzip)")
+
+    replaying = argparse.ArgumentParser(add_help=False)
+    replaying.add_argument("--lda", default="all", metavar="SPEC,SPEC",
+                           help="LDAs to replay: 'all' (default) or a comma-separated list of NAME or "
+                                "NAME:key=value:... (e.g. mbiaz:upper=1.3); names: " + ", ".join(REGISTRY))
+    replaying.add_argument("--classify-first", action="store_true",
+                           help="decide a gap with the state before the packet that reveals it "
+                                "(default: fold that packet in first)")
+    replaying.add_argument("--gap-delay", choices=("revealing", "previous"), default="revealing",
+                           help="judge a gap by the delay of the packet after it (default) or before it")
+    replaying.add_argument("--detection", type=int, default=1, metavar="K",
+                           help="decide a gap at the K-th arrival above it (1: at once, default; "
+                                "3: RFC 5348's rule)")
+
+    p = sub.add_parser("inspect", parents=[one], help="per-flow packets, losses by cause, ROTT/IAT")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_inspect)
 
-    p = sub.add_parser("timeline", parents=[common], help="write the per-packet timeline")
+    p = sub.add_parser("timeline", parents=[one], help="write the per-packet timeline")
     p.add_argument("-o", "--output", required=True, help="output file (.parquet, .csv or .csv.gz)")
     p.add_argument("--output-format", choices=("parquet", "csv"), help="default: from the extension")
     p.set_defaults(func=cmd_timeline)
+
+    p = sub.add_parser("classify", parents=[one, replaying],
+                       help="replay LDAs: one decision per lost packet per LDA")
+    p.add_argument("-o", "--output", help="write every decision (.parquet, .csv or .csv.gz)")
+    p.add_argument("--output-format", choices=("parquet", "csv"), help="default: from the extension")
+    p.set_defaults(func=cmd_classify)
+
+    p = sub.add_parser("score", parents=[reading, replaying],
+                       help="score LDAs against the true causes (M_c, M_w, accuracy, ...)")
+    p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files")
+    p.add_argument("--by", choices=("flow", "trace", "pooled"), default="trace",
+                   help="one score per flow, per trace (default) or pooled over all traces")
+    p.add_argument("--average", choices=("pooled", "mean"), default="pooled",
+                   help="pool the losses of a group (default) or average the flows' metrics (paper 000)")
+    p.add_argument("--format", choices=("table", "json", "csv", "md"), default="table",
+                   help="table: paper 000 Table II layout (metrics × LDAs); json/csv: the tidy scores")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                   help="resamples for the loss-burst bootstrap intervals (0: Wilson only)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("-o", "--output", help="write to this file instead of standard output")
+    p.set_defaults(func=cmd_score)
     return parser
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pandas as pd
@@ -51,3 +52,44 @@ def test_timeline_parquet_and_csv(tmp_path, capsys):
 def test_options_that_do_not_fit_the_format(capsys):
     assert main(["inspect", str(TRACES / "wireless" / "wlan_old.tr.gz"), "--flow-by", "fid"]) == 2
     assert "takes no option(s) flow_by" in capsys.readouterr().err
+
+
+def test_classify_writes_every_decision(tmp_path, capsys):
+    out = tmp_path / "d.parquet"
+    assert main(["classify", str(SAMPLE), "--lda", "biaz,zbs", "-o", str(out)]) == 0
+    got = pd.read_parquet(out)
+    losses = build_timeline(read_trace(SAMPLE)).losses
+    assert len(got) == 2 * len(losses)
+    assert set(got["lda"]) == {"biaz", "zbs"} and set(got.loc[got["lda"] == "zbs", "scheme"]) <= {"zigzag", "mbiaz", "spike", ""}
+    assert main(["classify", str(SAMPLE), "--lda", "spike", "--detection", "3"]) == 0
+    assert "undetected" in capsys.readouterr().out
+
+
+def test_score_table_json_md_csv(tmp_path, capsys):
+    assert main(["score", str(SAMPLE), "--lda", "unaware,omniscient,mbiaz", "--bootstrap", "200"]) == 0
+    table = capsys.readouterr().out
+    rows = {line.split()[0]: line.split()[2:] for line in table.splitlines() if line.startswith("M_")}
+    assert rows["M_w"][:2] == ["100.0", "0.0"] and rows["M_c"][:2] == ["0.0", "0.0"]
+    assert float(rows["M_w"][2]) not in (0.0, 100.0)
+    assert "95% CI (bursts)" in table and "congestion 3.19 %" in table
+    assert main(["score", str(SAMPLE), str(TRACES / "wlh_tcp_1flow_high.tr.gz"), "--by", "flow",
+                 "--format", "json", "--lda", "zigzag"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["trace"].rsplit("/", 1)[-1], r["flow"]) for r in rows] == [
+        ("wlh_cbr_1flow_bursty.tr.gz", "1"), ("wlh_cbr_1flow_bursty.tr.gz", "101"), ("wlh_tcp_1flow_high.tr.gz", "1")]
+    out = tmp_path / "s.md"
+    assert main(["score", str(SAMPLE), "--format", "md", "--by", "pooled", "-o", str(out)]) == 0
+    assert out.read_text().count("| M_c |") == 1
+    assert main(["score", str(SAMPLE), "--format", "csv", "--average", "mean", "--by", "trace"]) == 0
+    frame = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert len(frame) == 11 and (frame["flows"] == 2).all()
+
+
+def test_score_usage_errors(capsys):
+    assert main(["score", str(SAMPLE), "--lda", "bias"]) == 2
+    assert "unknown LDA 'bias'" in capsys.readouterr().err
+    assert main(["score", str(SAMPLE), "--average", "mean", "--by", "flow"]) == 2
+    assert "--average mean" in capsys.readouterr().err
+    assert main(["classify", str(SAMPLE), "--detection", "0"]) == 2
+    assert main(["score", str(SAMPLE), "-o", str(SAMPLE)]) == 2
+    assert "refusing to overwrite" in capsys.readouterr().err

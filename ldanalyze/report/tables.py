@@ -1,0 +1,109 @@
+"""Score tables laid out like paper 000 Table II: one row per metric, one column per LDA.
+
+One block per group of the score table (a trace's flow, a trace, or everything pooled), as
+plain text for terminals or as Markdown for reports and CI summaries.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+KEYS = ("trace", "flow")
+
+# (row label, column, kind): kind "count", "pct" (fraction shown in %), "ratio", "ci" (prefix)
+ROWS = (
+    ("losses", "losses", "count"),
+    ("  undetected", "undetected", "count"),
+    ("  unknown cause", "unknown", "count"),
+    ("  scored", "scored", "count"),
+    ("    congestion", "congestion", "count"),
+    ("    wireless", "wireless", "count"),
+    ("M_c %", "M_c", "pct"),
+    ("  95% CI", "M_c", "ci"),
+    ("M_w %", "M_w", "pct"),
+    ("  95% CI", "M_w", "ci"),
+    ("accuracy %", "accuracy", "pct"),
+    ("  95% CI", "accuracy", "ci"),
+    ("accuracy ratio", "accuracy_ratio", "ratio"),
+    ("C|C %", "CC", "pct"),
+    ("C|W %", "CW", "pct"),
+    ("W|C %", "WC", "pct"),
+    ("W|W %", "WW", "pct"),
+)
+
+
+def _cell(row: pd.Series, column: str, kind: str) -> str:
+    if kind == "ci":
+        for lo, hi in ((f"{column}_boot_lo", f"{column}_boot_hi"), (f"{column}_lo", f"{column}_hi")):
+            if lo in row.index:
+                a, b = row[lo], row[hi]
+                return "-" if _missing(a) else f"{a * 100:.1f}–{b * 100:.1f}"
+        return ""
+    value = row.get(column)
+    if _missing(value):
+        return "-"
+    if kind == "count":
+        return f"{int(value)}"
+    if kind == "pct":
+        return f"{value * 100:.1f}"
+    return f"{value:.2f}"
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _ci_label(scores: pd.DataFrame) -> str:
+    if "M_c_boot_lo" in scores.columns:
+        return "  95% CI (bursts)"
+    if "M_c_lo" in scores.columns:
+        return "  95% CI (Wilson)"
+    return ""
+
+
+def _blocks(scores: pd.DataFrame):
+    """(title, DataFrame rows × LDAs) per group."""
+    keys = [k for k in KEYS if k in scores.columns]
+    groups = scores.groupby(keys, sort=False) if keys else [((), scores)]
+    ci_label = _ci_label(scores)
+    for key, group in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        parts = [f"{k} {v}" for k, v in zip(keys, key) if v != ""]
+        title = ", ".join(parts) or "all traces pooled"
+        first = group.iloc[0]
+        if "congestion_rate" in group.columns and not _missing(first["congestion_rate"]):
+            title += (f" (true loss rates: congestion {first['congestion_rate'] * 100:.2f} %, "
+                      f"wireless {first['wireless_rate'] * 100:.2f} %)")
+        if "flows" in group.columns:
+            title += f" (metrics averaged over {int(first['flows'])} flows)"
+        body = {}
+        for _, row in group.iterrows():
+            body[str(row["lda"])] = [_cell(row, column, kind) for _, column, kind in ROWS if kind != "ci" or ci_label]
+        labels = [label if kind != "ci" else ci_label for label, _, kind in ROWS if kind != "ci" or ci_label]
+        yield title, pd.DataFrame(body, index=labels)
+
+
+def text_table(scores: pd.DataFrame) -> str:
+    """Aligned text blocks, one per group."""
+    out = []
+    for title, block in _blocks(scores):
+        out.append(title)
+        out.append(block.to_string())
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def markdown_table(scores: pd.DataFrame) -> str:
+    """Markdown: a heading and a pipe table per group."""
+    out = []
+    for title, block in _blocks(scores):
+        out.append(f"#### {title}")
+        out.append("")
+        out.append("| metric | " + " | ".join(block.columns) + " |")
+        out.append("|---|" + "---:|" * len(block.columns))
+        for label, values in block.iterrows():
+            out.append(f"| {label.strip()} | " + " | ".join(values) + " |")
+        out.append("")
+    return "\n".join(out)
