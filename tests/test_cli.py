@@ -79,7 +79,9 @@ def test_score_table_json_md_csv(tmp_path, capsys):
         ("wlh_cbr_1flow_bursty.tr.gz", "1"), ("wlh_cbr_1flow_bursty.tr.gz", "101"), ("wlh_tcp_1flow_high.tr.gz", "1")]
     out = tmp_path / "s.md"
     assert main(["score", str(SAMPLE), "--format", "md", "--by", "pooled", "-o", str(out)]) == 0
-    assert out.read_text().count("| M_c |") == 1
+    assert "wrote 11 score rows" in capsys.readouterr().out
+    md = out.read_text()
+    assert md.count("| M_c % |") == 1 and "| C\\|W % |" in md
     assert main(["score", str(SAMPLE), "--format", "csv", "--average", "mean", "--by", "trace"]) == 0
     frame = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert len(frame) == 11 and (frame["flows"] == 2).all()

@@ -104,6 +104,7 @@ def markdown_table(scores: pd.DataFrame) -> str:
         out.append("| metric | " + " | ".join(block.columns) + " |")
         out.append("|---|" + "---:|" * len(block.columns))
         for label, values in block.iterrows():
-            out.append(f"| {label.strip()} | " + " | ".join(values) + " |")
+            label = label.strip().replace("|", "\\|")  # C|W would split the cell
+            out.append(f"| {label} | " + " | ".join(values) + " |")
         out.append("")
     return "\n".join(out)
