@@ -48,7 +48,7 @@ class AdaptiveRtt(LDA):
     def modes(self, timeline) -> pd.Series:
         """The delay source of each flow; UsageError if a flow with losses to decide has none."""
         flows = pd.Index(timeline.flows)
-        deciding = set(timeline.gaps["flow"].astype(str))
+        deciding = {str(flow) for flow in pd.unique(timeline.gaps["flow"])}
         with_rtt = set(timeline.rtt["flow"].astype(str).unique())
         if self.delay == "auto":
             def pick(flow: str) -> str:
@@ -79,10 +79,11 @@ class AdaptiveRtt(LDA):
 
     def _arrival_delays(self, f: Features, modes: pd.Series) -> np.ndarray:
         """x per arrival: the owd, or (propagation mode) owd − its minimum so far + propagation_delay."""
-        flows = f.timeline.arrivals["flow"].astype(str).to_numpy()
-        shifted = np.isin(flows, modes.index[modes == "propagation"])
-        if not shifted.any():
+        propagation = list(modes.index[modes == "propagation"])
+        if not propagation:
             return f.d
+        flows = f.timeline.arrivals["flow"]
+        shifted = flows.isin(propagation).to_numpy()
         lo, _ = running_min_max(f.d, f.start)
         return np.where(shifted, f.d - lo + self.propagation_delay, f.d)
 

@@ -1,0 +1,93 @@
+"""LDA replay speed on a synthetic 10 M-packet timeline, against the plain twins of tests/naive.py.
+
+Prints, per LDA: arrivals per second of its decision (kernel + vectorised rule, on the shared
+Features), the naive twin's rate on a prefix of the same trace, and their ratio; then the wall
+time of ``classify(timeline, "all")`` end to end. Targets (issue 3): ≥ 20 M arrivals/s per
+LDA, ≥ 50× the naive twin, all LDAs < 10 s. The machine is noisy: each figure is the best of
+``--repeat`` runs, baseline and subject measured in the same run.
+
+    python benchmarks/lda_kernels.py [--packets 10000000] [--naive-packets 100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ldanalyze.lda import REGISTRY, Features, Replay, classify, get_lda  # noqa: E402
+from ldanalyze.packets import make_packet_table  # noqa: E402
+from ldanalyze.timeline import build_timeline  # noqa: E402
+from tests import naive  # noqa: E402
+
+
+def synthetic_packets(count: int, flows: int = 4, seed: int = 1):
+    """A PacketTable: ``flows`` interleaved flows, 1 ms spacing, a random-walk queue delay,
+    ~2 % wireless losses in short bursts and congestion losses when the queue is near full."""
+    rng = np.random.default_rng(seed)
+    flow = np.arange(count) % flows
+    t_send = np.arange(count) * 0.001 / flows + rng.uniform(0, 1e-5, count)
+    queue = np.clip(np.cumsum(rng.normal(0, 0.0008, count)) % 0.16 - 0.08, 0, 0.08)
+    owd = 0.02 + queue + rng.exponential(0.0003, count)
+    wireless = rng.random(count) < 0.015
+    wireless |= np.roll(wireless, flows) & (rng.random(count) < 0.3)  # bursts
+    congestion = (queue > 0.075) & (rng.random(count) < 0.2) & ~wireless
+    fate = np.where(wireless, "wireless", np.where(congestion, "congestion", "delivered"))
+    seq = np.arange(count) // flows
+    t_recv = np.where(fate == "delivered", t_send + owd, np.nan)
+    return make_packet_table(flow=flow.astype(str), seq=seq, t_send=t_send, t_recv=t_recv,
+                             fate=fate, size=np.full(count, 1000))
+
+
+def best_of(repeat: int, fn) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--packets", type=int, default=10_000_000)
+    ap.add_argument("--naive-packets", type=int, default=100_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+
+    t = time.perf_counter()
+    packets = synthetic_packets(args.packets)
+    tl = build_timeline(packets)
+    tl.meta["clock"] = "common"
+    print(f"synthetic timeline: {len(packets):,} packets, {len(tl.arrivals):,} arrivals, "
+          f"{len(tl.gaps):,} gaps, {len(tl.losses):,} losses (built in {time.perf_counter() - t:.1f} s)")
+    small = packets[packets["t_send"] <= packets["t_send"].sort_values().iloc[args.naive_packets - 1]]
+    rows = small.assign(flow=small["flow"].astype(str), fate=small["fate"].astype(str)).to_dict("records")
+    small_arrivals = int((small["fate"] == "delivered").sum())
+
+    replay = Replay()
+    f = Features.of(tl, replay)
+    warm = build_timeline(packets.iloc[:2000])
+    warm.meta["clock"] = "common"
+    classify(warm, "all")  # numba compiles (or loads its cache) outside the timings
+    n = len(tl.arrivals)
+    print(f"{'lda':<14}{'M arrivals/s':>14}{'naive k/s':>12}{'ratio':>9}")
+    for name in REGISTRY:
+        lda = get_lda(name)
+        fast = best_of(args.repeat, lambda: lda.decide(f))
+        slow = best_of(1, lambda: naive.lda_decisions(name, {}, rows))
+        fast_rate, slow_rate = n / fast, small_arrivals / slow
+        print(f"{name:<14}{fast_rate / 1e6:>14.1f}{slow_rate / 1e3:>12.1f}{fast_rate / slow_rate:>8.0f}×")
+    features = best_of(args.repeat, lambda: Features.of(tl, replay))
+    total = best_of(args.repeat, lambda: classify(tl, "all"))
+    print(f"Features.of (shared arrays): {features:.2f} s; classify(all {len(REGISTRY)} LDAs) end to end: {total:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
