@@ -10,6 +10,7 @@ does). Exact semantics: ``docs/ldas.md``.
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -101,18 +102,40 @@ def ewma_mean_dev(x, start, gain_mean, gain_dev, rfc6298):
     return mean, dev
 
 
-def _spike_like_state(f: Features, hi_frac: float, lo_frac: float, inclusive: bool) -> pd.DataFrame:
-    lo, hi = running_min_max(f.d, f.start)
-    return pd.DataFrame({
-        "d": f.d,
-        "start_threshold": lo + hi_frac * (hi - lo),
-        "end_threshold": lo + lo_frac * (hi - lo),
-        "congested": hysteresis(f.d, f.start, hi_frac, lo_frac, inclusive).astype(bool),
-    })
+class TwoThresholdLDA(LDA):
+    """An LDA whose state is ``hysteresis`` of the delay between two fractions of its range."""
+
+    inclusive: ClassVar[bool]
+
+    @property
+    def fractions(self) -> tuple[str, float, str, float]:
+        """(upper name, upper fraction, lower name, lower fraction)."""
+        raise NotImplementedError
+
+    def __post_init__(self) -> None:
+        hi_name, hi, lo_name, lo = self.fractions
+        check_fraction(self.name, **{hi_name: hi, lo_name: lo})
+        if hi < lo:
+            raise UsageError(f"{self.name}: {hi_name} ({hi}) must be ≥ {lo_name} ({lo})")
+
+    def decide(self, f: Features) -> Verdict:
+        _, hi, _, lo = self.fractions
+        congested = hysteresis(f.d, f.start, hi, lo, self.inclusive)
+        return Verdict(f.decided & (f.at_state(congested, 1) == 0))
+
+    def state(self, f: Features) -> pd.DataFrame:
+        _, hi_frac, _, lo_frac = self.fractions
+        lo, hi = running_min_max(f.d, f.start)
+        return pd.DataFrame({
+            "d": f.d,
+            "start_threshold": lo + hi_frac * (hi - lo),
+            "end_threshold": lo + lo_frac * (hi - lo),
+            "congested": hysteresis(f.d, f.start, hi_frac, lo_frac, self.inclusive).astype(bool),
+        })
 
 
 @dataclasses.dataclass(frozen=True)
-class Spike(LDA):
+class Spike(TwoThresholdLDA):
     """Spike (paper 000 §III-B, Fig. 3): congestion iff the flow is in the spike state.
 
     The state is entered when ROTT > rott_min + alpha·(rott_max − rott_min) and left when
@@ -120,24 +143,17 @@ class Spike(LDA):
     """
 
     name = "spike"
+    inclusive = False
     alpha: float = 1 / 2
     beta: float = 1 / 3
 
-    def __post_init__(self) -> None:
-        check_fraction(self.name, alpha=self.alpha, beta=self.beta)
-        if self.alpha < self.beta:
-            raise UsageError(f"{self.name}: alpha ({self.alpha}) must be ≥ beta ({self.beta})")
-
-    def decide(self, f: Features) -> Verdict:
-        spike = hysteresis(f.d, f.start, self.alpha, self.beta, False)
-        return Verdict(f.decided & (f.at_state(spike, 1) == 0))
-
-    def state(self, f: Features) -> pd.DataFrame:
-        return _spike_like_state(f, self.alpha, self.beta, False)
+    @property
+    def fractions(self) -> tuple[str, float, str, float]:
+        return "alpha", self.alpha, "beta", self.beta
 
 
 @dataclasses.dataclass(frozen=True)
-class WroLdaPlus(LDA):
+class WroLdaPlus(TwoThresholdLDA):
     """WRO-LDA+ (paper 002 eqs. 10 and 12): a three-way ROTT test per arrival.
 
     ROTT ≥ B_spike_start → Congestion; else ROTT ≤ B_spike_end → Underload; else keep the
@@ -146,20 +162,13 @@ class WroLdaPlus(LDA):
     """
 
     name = "wro_ldaplus"
+    inclusive = True
     K: float = 1 / 2
     B: float = 1 / 3
 
-    def __post_init__(self) -> None:
-        check_fraction(self.name, K=self.K, B=self.B)
-        if self.K < self.B:
-            raise UsageError(f"{self.name}: K ({self.K}) must be ≥ B ({self.B})")
-
-    def decide(self, f: Features) -> Verdict:
-        congested = hysteresis(f.d, f.start, self.K, self.B, True)
-        return Verdict(f.decided & (f.at_state(congested, 1) == 0))
-
-    def state(self, f: Features) -> pd.DataFrame:
-        return _spike_like_state(f, self.K, self.B, True)
+    @property
+    def fractions(self) -> tuple[str, float, str, float]:
+        return "K", self.K, "B", self.B
 
 
 def zigzag_wireless(f: Features, mean: np.ndarray, dev: np.ndarray, dev_factors) -> np.ndarray:
