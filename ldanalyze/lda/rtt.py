@@ -102,10 +102,10 @@ class AdaptiveRtt(LDA):
         return Verdict(f.decided & ~congestion)
 
     def _congested(self, T, mean, dev, Tp) -> np.ndarray:
-        """Eq. 2: T > Tbar + Tdev·(2·(T_p/Tbar)^k − 1); True when any term is undefined."""
+        """Eq. 2: T > Tbar + Tdev·(2·(T_p/Tbar)^k − 1); True before any sample (no Tbar)."""
         with np.errstate(invalid="ignore", divide="ignore"):
             threshold = mean + dev * (2 * (Tp / mean) ** self.k - 1)
-        return ~(T <= threshold)
+        return (T > threshold) | np.isnan(mean)
 
     def _rtt_state(self, f: Features, flows: np.ndarray, rtt_flows: list[str]):
         """Per gap: the last RTT sample at the decision time and the EWMAs/minimum up to it."""
@@ -118,12 +118,14 @@ class AdaptiveRtt(LDA):
         start[1:] = rflow[1:] != rflow[:-1]
         mean, dev = ewma_mean_dev(x, start, 1 / 8, 1 / 4, True)
         lo, _ = running_min_max(x, start)
-        t_decide = f.at_state(f.t)
+        t_decide = take(f.t, f.at, np.nan)  # the decision time, whatever arrival holds the state
         side = "right" if f.replay.update_first else "left"
         idx = np.full(len(flows), -1, np.int64)
         rt = r["t"].to_numpy(np.float64)
         for flow in rtt_flows:
             rows = np.flatnonzero(rflow == flow)  # contiguous: sorted by flow
+            if rows.size == 0:  # no samples, and (checked by modes) no gap to decide
+                continue
             g = np.flatnonzero(flows == flow)
             k = np.searchsorted(rt[rows], t_decide[g], side=side) - 1
             idx[g] = np.where((k >= 0) & ~np.isnan(t_decide[g]), rows[0] + k, -1)
