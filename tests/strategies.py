@@ -6,11 +6,15 @@ error model before the queue (``d`` with no ``+``: wireless), or dequeued (``-``
 received (``r``) or lost by an error model after the link (``d``: wireless). Per-packet random
 delays make reordering possible; retransmissions repeat a sequence number under a new uid; the
 trace may be cut while packets are in flight.
+
+``packet_tables`` and ``rtt_samples`` draw packet lists directly (fates, not trace lines) for
+the LDA replay tests.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from hypothesis import strategies as st
 
@@ -105,3 +109,74 @@ def wired_traces(draw, max_packets: int = 40):
     for uid in truth:
         sent[flows[uid]] = sent.get(flows[uid], 0) + 1
     return SynthTrace(lines=lines, truth=truth, flows=flows, seqs=seqs, sent=sent)
+
+
+# ---------------------------------------------------------------------------------------------
+# Packet tables for the LDA replay: fates drawn directly, times on a coarse grid so that ties,
+# exact multiples and reordering happen often.
+# ---------------------------------------------------------------------------------------------
+
+SPACINGS = (0, 0, 1, 1, 2, 4, 10)  # send spacing, in units
+DELAYS = (10, 12, 20, 50, 100)  # one-way delay of a delivered packet, in units
+FATE_CHOICES = ("delivered",) * 6 + ("congestion", "wireless", "lost")
+
+
+@st.composite
+def packet_tables(draw, max_packets: int = 60):
+    """A list of packet dicts (flow, seq, uid, t_send, t_recv, fate) of one or two flows.
+
+    Times are multiples of a unit that is either decimal (1 ms: sums round) or dyadic (2^-10 s:
+    sums are exact, so rule boundaries are hit exactly). A steady table paces the sender and
+    mostly keeps the delay at one value, so that receive spacings are multiples of T_min (Biaz's
+    band). Now and then the sender pauses for 1.5 s (so that time-based locks and observation
+    periods can expire) or retransmits an already delivered packet, which arrives again (a
+    duplicate). The last few packets may be unobserved. Lost packets never share a sequence
+    number with another packet.
+    """
+    unit = draw(st.sampled_from([0.001, 2.0**-10]))
+    steady, step, usual_delay = draw(st.booleans()), draw(st.sampled_from((1, 2, 4))), draw(st.sampled_from((10, 10) + DELAYS))
+    n_flows = draw(st.integers(1, 2))
+    n = draw(st.integers(1, max_packets))
+    packets, next_seq, delivered, t = [], {}, {}, 0.0
+    for uid in range(n):
+        flow = str(draw(st.integers(1, n_flows)))
+        if draw(st.integers(0, 29)) == 29:
+            t += 1.5
+        elif steady and draw(st.integers(0, 9)) < 9:
+            t += step * unit
+        else:
+            t += draw(st.sampled_from(SPACINGS)) * unit
+        if delivered.get(flow) and draw(st.integers(0, 9)) == 9:
+            seq, fate = draw(st.sampled_from(delivered[flow])), "delivered"
+        else:
+            seq, fate = next_seq.get(flow, 0), draw(st.sampled_from(FATE_CHOICES))
+            next_seq[flow] = seq + 1
+        t_recv = math.nan
+        if fate == "delivered":
+            quiet = steady and draw(st.integers(0, 3)) < 3
+            t_recv = t + (usual_delay if quiet else draw(st.sampled_from(DELAYS))) * unit
+            delivered.setdefault(flow, []).append(seq)
+        packets.append({"flow": flow, "seq": seq, "uid": uid, "t_send": t, "t_recv": t_recv, "fate": fate})
+    for p in packets[len(packets) - draw(st.integers(0, 3)):]:
+        p["fate"], p["t_recv"] = "unobserved", math.nan
+    return packets
+
+
+@st.composite
+def rtt_samples(draw, packets, every_flow: bool = False):
+    """(flow, t, rtt) samples as feedback would give them: some delivered packets (with
+    ``every_flow``, at least each flow's first) are answered after a return delay, possibly 0 so
+    that a sample can coincide with an arrival. Times are strictly increasing per flow, so their
+    order is unambiguous."""
+    samples, last = [], {}
+    for p in packets:
+        if p["fate"] != "delivered":
+            continue
+        first = p["flow"] not in last
+        if not (every_flow and first) and not draw(st.booleans()):
+            continue
+        t = p["t_recv"] + draw(st.sampled_from((0.0, 0.0, 0.001, 0.01, 0.02)))
+        if t > last.get(p["flow"], -math.inf):
+            samples.append((p["flow"], t, t - p["t_send"]))
+            last[p["flow"]] = t
+    return samples

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from .base import LDA, Features, Verdict, check_positive
+from .base import LDA, Features, Verdict, check_positive, take
 
 
 @njit(cache=True)
@@ -98,8 +98,7 @@ class WinLdaPlus(LDA):
 
     def decide(self, f: Features) -> Verdict:
         tmin = tmin_state(f, self.T_obs)
-        t_decide = f.at_state(f.t)
-        observing = t_decide < f.at_state(f.t0) + self.T_obs
+        observing = ~(take(f.t, f.at, np.nan) >= take(f.t0, f.at, np.nan) + self.T_obs)  # at the decision
         return Verdict(biaz_window(f, tmin, 2.0, upper_inclusive=True) & ~observing)
 
     def state(self, f: Features) -> pd.DataFrame:
