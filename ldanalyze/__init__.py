@@ -10,7 +10,7 @@ from .io import read_trace
 from .lda import REGISTRY as LDAS
 from .lda import Replay, classify, get_lda, lda_state
 from .packets import FATES, LOSS_FATES, Trace
-from .score import score
+from .scoring import score
 from .timeline import Timeline, build_timeline
 
 __all__ = [

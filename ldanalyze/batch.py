@@ -1,7 +1,7 @@
 """Many traces at once: read, build the timeline, classify, and keep the trace's name.
 
 The results stack into one decisions table and one per-flow summary, both with a ``trace``
-column, ready for :func:`ldanalyze.score.score` (which scores per flow, per trace or pooled).
+column, ready for :func:`ldanalyze.scoring.score` (which scores per flow, per trace or pooled).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from .errors import TraceError, UsageError
 from .io import FORMATS, read_trace
 from .lda import REGISTRY, Replay, classify
 from .report.tables import markdown_table, text_table
-from .score import score
+from .scoring import score
 from .timeline import build_timeline
 
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ldanalyze.score as score_module
+import ldanalyze.scoring as score_module
 from ldanalyze.errors import UsageError
-from ldanalyze.score import COUNTS, METRICS, score
+from ldanalyze.scoring import COUNTS, METRICS, score
 
 C, W, L, U = "congestion", "wireless", "lost", "undetected"
 
