@@ -247,10 +247,12 @@ def zigzag_rule(g, mean, dev, dev_factors):
 
 
 def lda_unaware(flow):
+    """Paper 000 §III: the baseline that takes every loss for congestion."""
     return lambda g: "congestion"
 
 
 def lda_biaz(flow, upper):
+    """Biaz (upper = 2) and mBiaz (upper = 1.25), paper 000 §III-A: T_min over all arrivals."""
     tmin = running_min(flow.spacing)
     return lambda g: biaz_rule(g, tmin[g.s], upper)
 
@@ -271,6 +273,7 @@ def lda_win_ldaplus(flow, T_obs):
 
 
 def lda_spike(flow, alpha, beta):
+    """Congestion iff the flow is in Spike's spike state."""
     in_spike = spike_trace(flow.d, alpha, beta)
     return lambda g: "congestion" if in_spike[g.s] else "wireless"
 
@@ -291,6 +294,7 @@ def lda_wro_ldaplus(flow, K, B):
 
 
 def lda_zigzag(flow, alpha, dev_factors):
+    """Paper 000 §III-C: the gap delay against ZigZag's mean and deviation."""
     means, devs = zigzag_trace(flow.d, alpha)
     return lambda g: zigzag_rule(g, means[g.s], devs[g.s], dev_factors)
 
@@ -416,7 +420,8 @@ def lda_xrtp(flow, positive_jitters, threshold, n, l1, alpha):
 
     def rule(g):
         r = g.r
-        if r >= positive_jitters and jitter[r] < 0 and all(jitter[i] > 0 for i in range(r - positive_jitters, r)):
+        run = r >= positive_jitters and all(jitter[i] > 0 for i in range(r - positive_jitters, r))
+        if jitter[r] < 0 and run:
             return "congestion"
         lo, hi, cur = min(d[: g.s + 1]), max(d[: g.s + 1]), g.delay
         p = math.nan if hi == lo else (cur - lo) / (hi - lo)
@@ -435,9 +440,8 @@ LDAS = {
     "zbs": lda_zbs,
     "win_ldaplus": lda_win_ldaplus,
     "wro_ldaplus": lda_wro_ldaplus,
-    "adaptive_rtt": lda_adaptive_rtt,
     "xrtp": lda_xrtp,
-}
+}  # adaptive_rtt also needs the RTT samples and the clock: lda_decisions calls it itself
 
 
 def lda_decisions(name, params, packets, rtt=(), *, update_first=True, gap_delay="revealing",
