@@ -19,7 +19,8 @@ from . import __version__
 from .batch import classify_traces
 from .errors import TraceError, UsageError
 from .io import FORMATS, read_trace
-from .lda import REGISTRY, Replay, classify
+from .lda import REGISTRY, Replay, classify, parse_ldas
+from .lda.zbs import Zbs
 from .report.tables import markdown_table, text_table
 from .scoring import score
 from .timeline import build_timeline
@@ -132,6 +133,11 @@ def cmd_classify(args: argparse.Namespace) -> int:
     print(f"{args.trace}: {len(timeline.losses)} lost packets in {len(timeline.gaps)} gaps; "
           "decisions per LDA (write them all with -o FILE):")
     print(counts.to_string())
+    for lda in parse_ldas(args.lda):
+        if isinstance(lda, Zbs):
+            usage = lda.usage(timeline).set_index("flow") * 100
+            print(f"\n{lda.spec}: share of time each base scheme was in force (%):")
+            print(usage.round(1).to_string())
     return 0
 
 

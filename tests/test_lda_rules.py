@@ -203,8 +203,7 @@ def test_zbs_reports_scheme_and_usage():
     d = classify(tl, ["zbs", "mbiaz"])
     assert d["scheme"].tolist() == ["mbiaz", ""]
     assert d["decision"].astype(str).tolist() == ["wireless", "wireless"]
-    from ldanalyze.lda import Features
-    usage = get_lda("zbs").usage(Features.of(tl, Replay()))
+    usage = get_lda("zbs").usage(tl)
     assert usage[["zigzag", "mbiaz", "spike"]].sum(axis=1).iloc[0] == pytest.approx(1.0)
     # mBiaz from arrival 50 to the last: 11 spacings of 2^-5 out of 61·2^-5 + 2^-6
     assert usage["mbiaz"].iloc[0] == pytest.approx(11 / 61.5, abs=1e-12)

@@ -14,7 +14,7 @@ import pandas as pd
 from numba import njit
 
 from ..errors import UsageError
-from .base import LDA, Features, Verdict, check_positive
+from .base import LDA, Features, Replay, Verdict, check_positive
 from .interarrival import MBiaz, biaz_window, tmin_state
 from .rott import Spike, ZigZag, hysteresis, zigzag_wireless
 
@@ -120,11 +120,12 @@ class Zbs(LDA):
             "T_avg": tavg, "T_min": tmin, "T_narr": tavg / tmin,
         })
 
-    def usage(self, f: Features) -> pd.DataFrame:
+    def usage(self, timeline) -> pd.DataFrame:
         """Per flow, the share of time each base scheme was in force (paper 000 Fig. 13).
 
         The scheme chosen at an arrival holds until the flow's next arrival.
         """
+        f = Features.of(timeline, Replay())  # the scheme per arrival does not depend on the replay
         scheme, _, _ = self.schemes(f)
         a = f.timeline.arrivals
         held = np.zeros(len(a))
