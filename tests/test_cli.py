@@ -61,8 +61,9 @@ def test_classify_writes_every_decision(tmp_path, capsys):
     losses = build_timeline(read_trace(SAMPLE)).losses
     assert len(got) == 2 * len(losses)
     assert set(got["lda"]) == {"biaz", "zbs"} and set(got.loc[got["lda"] == "zbs", "scheme"]) <= {"zigzag", "mbiaz", "spike", ""}
-    assert main(["classify", str(SAMPLE), "--lda", "spike", "--detection", "3"]) == 0
-    assert "undetected" in capsys.readouterr().out
+    assert main(["classify", str(SAMPLE), "--lda", "spike,zbs", "--detection", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "undetected" in out and "share of time each base scheme" in out
 
 
 def test_score_table_json_md_csv(tmp_path, capsys):
