@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pathlib
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -50,25 +51,30 @@ def _replay(args: argparse.Namespace) -> Replay:
     return Replay(update_first=not args.classify_first, gap_delay=args.gap_delay, detection=args.detection)
 
 
-def _write_table(table: pd.DataFrame, output: str, inputs: Sequence[str], kind: str | None) -> str:
-    """Write ``table`` to ``output`` (.parquet, .csv, .csv.gz) atomically; never over an input."""
+def _atomic_write(output: str, inputs: Sequence[str], write) -> None:
+    """Call ``write(tmp_path)`` and move the result onto ``output``; never over an input."""
     out = os.path.abspath(output)
     for path in inputs:
         if os.path.exists(out) and os.path.samefile(path, out):
             raise UsageError(f"refusing to overwrite the input trace {path}")
-    kind = kind or ("parquet" if out.endswith(".parquet") else "csv")
-    directory = os.path.dirname(out) or "."
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".ldanalyze-", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(out) or ".", prefix=".ldanalyze-", suffix=".tmp")
     os.close(fd)
     try:
-        if kind == "parquet":
-            table.to_parquet(tmp, index=False)
-        else:
-            table.to_csv(tmp, index=False, compression="gzip" if out.endswith(".gz") else None)
+        write(tmp)
         os.replace(tmp, out)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _write_table(table: pd.DataFrame, output: str, inputs: Sequence[str], kind: str | None) -> str:
+    """Write ``table`` as .parquet, .csv or .csv.gz (by ``kind`` or the extension)."""
+    kind = kind or ("parquet" if output.endswith(".parquet") else "csv")
+    if kind == "parquet":
+        _atomic_write(output, inputs, lambda tmp: table.to_parquet(tmp, index=False))
+    else:
+        compression = "gzip" if output.endswith(".gz") else None
+        _atomic_write(output, inputs, lambda tmp: table.to_csv(tmp, index=False, compression=compression))
     return kind
 
 
@@ -157,27 +163,11 @@ def cmd_score(args: argparse.Namespace) -> int:
     else:
         text = text_table(scores)
     if args.output:
-        _write_text(text, args.output, args.traces)
+        _atomic_write(args.output, args.traces, lambda tmp: pathlib.Path(tmp).write_text(text))
         print(f"wrote {len(scores)} score rows to {args.output} ({args.format})")
     else:
         sys.stdout.write(text)
     return 0
-
-
-def _write_text(text: str, output: str, inputs: Sequence[str]) -> None:
-    out = os.path.abspath(output)
-    for path in inputs:
-        if os.path.exists(out) and os.path.samefile(path, out):
-            raise UsageError(f"refusing to overwrite the input trace {path}")
-    directory = os.path.dirname(out) or "."
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".ldanalyze-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def build_parser() -> argparse.ArgumentParser:
