@@ -128,7 +128,8 @@ def cmd_timeline(args: argparse.Namespace) -> int:
 
 def cmd_classify(args: argparse.Namespace) -> int:
     _, timeline = _load(args)
-    decisions = classify(timeline, args.lda, replay=_replay(args))
+    ldas = parse_ldas(args.lda)
+    decisions = classify(timeline, ldas, replay=_replay(args))
     if args.output:
         table = decisions.astype({"lda": str, "flow": str, "decision": str})
         kind = _write_table(table, args.output, [args.trace], args.output_format)
@@ -139,7 +140,7 @@ def cmd_classify(args: argparse.Namespace) -> int:
     print(f"{args.trace}: {len(timeline.losses)} lost packets in {len(timeline.gaps)} gaps; "
           "decisions per LDA (write them all with -o FILE):")
     print(counts.to_string())
-    for lda in parse_ldas(args.lda):
+    for lda in ldas:
         if isinstance(lda, Zbs):
             usage = lda.usage(timeline).set_index("flow") * 100
             print(f"\n{lda.spec}: share of time each base scheme was in force (%):")

@@ -135,7 +135,7 @@ def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) ->
         code = np.where(detected, np.where(per_loss, WIRELESS, CONGESTION), UNDETECTED)
         scheme = np.full(len(losses), "", dtype=object)
         if verdict.scheme is not None:
-            chosen_scheme = take(verdict.scheme, gap, -1)
+            chosen_scheme = take(verdict.scheme, gap, -1)  # -1 (no gap) picks the trailing ""
             scheme = np.where(detected, np.asarray(SCHEMES + ("",), dtype=object)[chosen_scheme], "")
         blocks.append(pd.DataFrame({
             "lda": lda.spec,
