@@ -8,14 +8,12 @@ are switchable with :class:`Replay`.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 
-from ..errors import UsageError
+from ..specs import build, parse_specs
 from ..timeline import Timeline
 from .base import LDA, Features, Replay, Verdict, take
 from .baselines import Omniscient, Unaware
@@ -41,72 +39,13 @@ __all__ = [
 
 def get_lda(name: str, **params) -> LDA:
     """The LDA registered as ``name`` with the given parameters (the papers' defaults otherwise)."""
-    cls = REGISTRY.get(name)
-    if cls is None:
-        raise UsageError(f"unknown LDA {name!r}; known: {', '.join(REGISTRY)}")
-    fields = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(params) - fields)
-    if unknown:
-        known = ", ".join(sorted(fields)) or "none"
-        raise UsageError(f"{name}: unknown parameter(s) {', '.join(unknown)} (it takes: {known})")
-    return cls(**params)
+    return build(REGISTRY, "LDA", name, **params)
 
 
 def parse_ldas(text: str | Iterable[str | LDA] | None) -> list[LDA]:
-    """LDAs from ``"all"``, a comma-separated list of specs, or a list of specs / LDA objects.
-
-    A spec is ``name`` or ``name:key=value:key=value`` (the form ``LDA.spec`` prints); values
-    are JSON (``zigzag:dev_factors=[-1,-0.5,0,1]``), or plain text for strings.
-    """
-    if text is None or text == "all":
-        return [cls() for cls in REGISTRY.values()]
-    items = _split_specs(text) if isinstance(text, str) else list(text)
-    out: list[LDA] = []
-    for item in items:
-        if isinstance(item, LDA):
-            out.append(item)
-        elif item == "all":
-            out.extend(cls() for cls in REGISTRY.values())
-        else:
-            name, *pairs = item.split(":")
-            params = {}
-            for pair in pairs:
-                key, sep, value = pair.partition("=")
-                if not sep or not key:
-                    raise UsageError(f"bad LDA parameter {pair!r} in {item!r}: expected key=value")
-                params[key.strip()] = _value(value.strip())
-            out.append(get_lda(name.strip(), **params))
-    if not out:
-        raise UsageError("no LDA given")
-    names = [lda.spec for lda in out]
-    if len(set(names)) != len(names):
-        raise UsageError(f"an LDA is named twice: {', '.join(names)}")
-    return out
-
-
-def _split_specs(text: str) -> list[str]:
-    """Split at commas outside brackets."""
-    parts, depth, current = [], 0, []
-    for ch in text:
-        if ch in "[(":
-            depth += 1
-        elif ch in "])":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    parts.append("".join(current))
-    return [p.strip() for p in parts if p.strip()]
-
-
-def _value(text: str):
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return text
-    return tuple(value) if isinstance(value, list) else value
+    """LDAs from ``"all"``, a comma-separated list of specs, or a list of specs / LDA objects
+    (see :func:`ldanalyze.specs.parse_specs`)."""
+    return parse_specs(text, REGISTRY, "LDA", LDA)
 
 
 def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) -> pd.DataFrame:

@@ -20,6 +20,7 @@ import pandas as pd
 from numba import njit
 
 from ..errors import UsageError
+from ..specs import Parameterized
 from ..timeline import Timeline
 
 GAP_DELAYS = ("revealing", "previous")
@@ -168,7 +169,7 @@ class Verdict:
     scheme: np.ndarray | None = None
 
 
-class LDA:
+class LDA(Parameterized):
     """Base of every LDA: a frozen dataclass of its parameters (see the subclasses).
 
     ``decide(features)`` returns a Verdict; ``state(features)`` the per-arrival internal state
@@ -176,21 +177,6 @@ class LDA:
     """
 
     name: ClassVar[str]
-
-    def params(self) -> dict[str, Any]:
-        """The parameters as a plain dict: ``type(lda)(**lda.params()) == lda``."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-
-    @property
-    def spec(self) -> str:
-        """``name`` or ``name:key=value:...`` for the non-default parameters (the CLI form)."""
-        parts = [self.name]
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if value != f.default:
-                text = "[" + ",".join(repr(v) for v in value) + "]" if isinstance(value, tuple) else repr(value)
-                parts.append(f"{f.name}={text}")
-        return ":".join(parts)
 
     def prepare(self, timeline: Timeline) -> None:
         """Check that the timeline carries what this LDA needs; raise UsageError if not."""
@@ -201,17 +187,3 @@ class LDA:
     def state(self, f: Features) -> pd.DataFrame:
         """Per-arrival internal state; LDAs without any return just the delay."""
         return pd.DataFrame({"d": f.d})
-
-
-def check_fraction(owner: str, **values: float) -> None:
-    """Raise UsageError unless every value is a number in [0, 1]."""
-    for key, value in values.items():
-        if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
-            raise UsageError(f"{owner}: {key} must be a number between 0 and 1, not {value!r}")
-
-
-def check_positive(owner: str, **values: float) -> None:
-    """Raise UsageError unless every value is a number > 0."""
-    for key, value in values.items():
-        if not (isinstance(value, (int, float)) and value > 0):
-            raise UsageError(f"{owner}: {key} must be a positive number, not {value!r}")

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from .base import LDA, Features, Verdict, check_positive, take
+from ..specs import check_positive
+from .base import LDA, Features, Verdict, take
 
 
 @njit(cache=True)

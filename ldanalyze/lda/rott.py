@@ -17,7 +17,8 @@ import pandas as pd
 from numba import njit
 
 from ..errors import UsageError
-from .base import LDA, Features, Verdict, check_fraction, check_positive
+from ..specs import check_fraction, check_positive
+from .base import LDA, Features, Verdict
 
 
 @njit(cache=True)

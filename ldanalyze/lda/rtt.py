@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
-from .base import LDA, Features, Verdict, check_positive, take
+from ..specs import check_positive
+from .base import LDA, Features, Verdict, take
 from .rott import ewma_mean_dev, running_min_max
 
 DELAY_MODES = ("auto", "rtt", "owd", "propagation")

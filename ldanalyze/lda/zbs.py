@@ -14,7 +14,8 @@ import pandas as pd
 from numba import njit
 
 from ..errors import UsageError
-from .base import LDA, Features, Replay, Verdict, check_positive
+from ..specs import check_positive
+from .base import LDA, Features, Replay, Verdict
 from .interarrival import MBiaz, biaz_window, tmin_state
 from .rott import Spike, ZigZag, hysteresis, zigzag_wireless
 
