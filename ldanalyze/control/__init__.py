@@ -1,0 +1,129 @@
+"""Rate controllers replayed over a Timeline (open loop), and closed-form throughput models.
+
+``replay(timeline, controllers="all", ldas="all")`` feeds every controller every LDA's
+decisions and returns the rate each would have allowed over time (``rates``), its time average
+per flow (``summary``: modeled throughput, normalised to the bottleneck capacity and compared
+with the same controller fed the omniscient and the unaware decisions) and the fairness across
+the trace's flows. The replay is open loop: the trace's timing is fixed. The contract is
+``docs/controllers.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from ..lda import Replay, classify, get_lda, parse_ldas
+from ..specs import build, parse_specs
+from ..timeline import Timeline
+from .base import OPEN_LOOP_NOTE, Controller, PathModel, Signals, summarize_rates
+from .tfrc import Tfrc
+
+REGISTRY: dict[str, type[Controller]] = {cls.name: cls for cls in (Tfrc,)}
+BASELINES = ("omniscient", "unaware")
+
+__all__ = [
+    "REGISTRY", "Controller", "PathModel", "Signals", "ReplayResult", "get_controller",
+    "parse_controllers", "replay", "controller_state", "OPEN_LOOP_NOTE",
+]
+
+
+def get_controller(name: str, **params) -> Controller:
+    """The controller registered as ``name`` with the given parameters (defaults otherwise)."""
+    return build(REGISTRY, "controller", name, **params)
+
+
+def parse_controllers(text: str | Iterable[str | Controller] | None) -> list[Controller]:
+    """Controllers from ``"all"``, comma-separated specs (``tfrc:discounting=true``) or objects."""
+    return parse_specs(text, REGISTRY, "controller", Controller)
+
+
+@dataclasses.dataclass
+class ReplayResult:
+    """What :func:`replay` gives: the rate timelines, their summary per flow, and fairness.
+
+    ``rates``: one row per (lda, controller, arrival): ``flow, t`` (sender-side time, s),
+    ``seq`` and ``rate_bps`` (allowed rate after that arrival, bits/s).
+    ``summary``: one row per (lda, controller, flow): ``mean_rate_bps`` (time average),
+    ``capacity_bps``, ``thput`` (time average of min(rate, capacity) / capacity),
+    ``vs_omniscient`` and ``vs_unaware`` (thput over the same controller's thput when fed
+    those decisions), ``seconds`` (time covered).
+    """
+
+    rates: pd.DataFrame
+    summary: pd.DataFrame
+    note: str = OPEN_LOOP_NOTE
+
+
+def replay(
+    timeline: Timeline,
+    controllers="all",
+    ldas="all",
+    *,
+    replay: Replay | None = None,
+    path: PathModel | None = None,
+    rates: bool = True,
+) -> ReplayResult:
+    """Replay each controller fed each LDA's decisions (see the module docstring).
+
+    ``replay`` sets the LDA replay semantics (and which arrival decides a loss), ``path`` how
+    the sender's RTT, ACK clock and the capacity are reconstructed. ``rates=False`` skips the
+    per-arrival table (the summary alone is much smaller).
+    """
+    replay = replay or Replay()
+    sig = Signals.of(timeline, replay, path)
+    chosen = parse_controllers(controllers)
+    lda_list = parse_ldas(ldas)
+    specs = [lda.spec for lda in lda_list]
+    extra = [name for name in BASELINES if name not in specs]
+    decisions = classify(timeline, lda_list + [get_lda(name) for name in extra], replay=replay)
+    flows = np.asarray(sig.flows, dtype=object)
+    summaries, rate_blocks = [], []
+    for ctl in chosen:
+        for spec in specs + extra:
+            decision = decisions.loc[decisions["lda"] == spec, "decision"].astype(str).to_numpy()
+            rate, _ = ctl.run(sig, sig.congestion(decision))
+            stats = summarize_rates(sig, rate)
+            summaries.append(pd.DataFrame({"lda": spec, "controller": ctl.spec, "flow": flows, **stats}))
+            if rates and spec in specs:
+                rate_blocks.append(pd.DataFrame({
+                    "lda": spec, "controller": ctl.spec, "flow": flows[sig.flow],
+                    "t": sig.t, "seq": sig.seq, "rate_bps": rate,
+                }))
+    summary = pd.concat(summaries, ignore_index=True)
+    for base in BASELINES:
+        ref = summary[summary["lda"] == base].set_index(["controller", "flow"])["thput"]
+        key = pd.MultiIndex.from_frame(summary[["controller", "flow"]])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            summary[f"vs_{base}"] = summary["thput"].to_numpy() / ref.reindex(key).to_numpy()
+    summary = summary[summary["lda"].isin(specs)].reset_index(drop=True)
+    summary["lda"] = pd.Categorical(summary["lda"], categories=specs)
+    summary["controller"] = pd.Categorical(summary["controller"], categories=[c.spec for c in chosen])
+    columns = ["lda", "controller", "flow", "rate_bps"]
+    rate_table = pd.concat(rate_blocks, ignore_index=True) if rate_blocks else pd.DataFrame(columns=columns)
+    return ReplayResult(rates=rate_table, summary=summary)
+
+
+def controller_state(
+    timeline: Timeline,
+    controller: Controller | str,
+    lda: str = "unaware",
+    *,
+    replay: Replay | None = None,
+    path: PathModel | None = None,
+) -> pd.DataFrame:
+    """The controller's rate and internal state after every arrival, fed one LDA: for plots."""
+    replay = replay or Replay()
+    ctl = parse_controllers(controller if not isinstance(controller, Controller) else [controller])[0]
+    sig = Signals.of(timeline, replay, path)
+    [lda_obj] = parse_ldas(lda) if isinstance(lda, str) else parse_ldas([lda])
+    decisions = classify(timeline, [lda_obj], replay=replay)["decision"].astype(str).to_numpy()
+    rate, state = ctl.run(sig, sig.congestion(decisions))
+    out = pd.DataFrame({"flow": np.asarray(sig.flows, dtype=object)[sig.flow], "t": sig.t, "seq": sig.seq,
+                        "rate_bps": rate})
+    for key, values in state.items():
+        out[key] = values
+    return out

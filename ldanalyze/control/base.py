@@ -1,0 +1,281 @@
+"""What every rate controller shares: the open-loop replay inputs, the base class, the summary.
+
+A controller replay is **open loop**: the trace's timing is fixed (the real sender sent what it
+sent, whatever rate our controller would have allowed). A controller sees the receiver's
+arrivals, the losses with one LDA's decision for each, and the round-trip times the sender
+would have measured, and yields after every arrival the rate it would have allowed. The
+contract (which arrival carries which loss, where the RTT and the ACK clock come from) is
+``docs/controllers.md``; :class:`Signals` builds its arrays once per timeline.
+
+Every rate a controller gives is in **bits per second** (``rate_bps``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from ..errors import UsageError
+from ..lda.base import Features, Replay, take
+from ..lda.rott import ewma_mean_dev, running_min_max
+from ..specs import Parameterized, check_positive
+from ..timeline import KIND_DUPLICATE, Timeline
+
+OPEN_LOOP_NOTE = (
+    "open-loop replay: the trace's timing is fixed; rates are what each controller would have "
+    "allowed, not what was sent"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class PathModel:
+    """How the sender's side is reconstructed from a receiver's view (``docs/controllers.md``).
+
+    ``reverse_delay`` (s): the ACK/feedback path delay; ``None`` derives it per flow (from the
+    trace's feedback, else the minimum one-way delay on a common clock, else half the base
+    RTT). ``base_rtt`` (s): the round-trip time at an empty queue, needed only for flows with
+    neither feedback nor a common clock (RTT = ROTT + base_rtt). ``capacity`` (bits/s): the
+    bottleneck capacity that caps and normalises the modeled throughput; ``None`` estimates it
+    per flow by packet pair, s / T_min.
+    """
+
+    reverse_delay: float | None = None
+    base_rtt: float | None = None
+    capacity: float | None = None
+
+    def __post_init__(self) -> None:
+        for key in ("reverse_delay", "base_rtt"):
+            value = getattr(self, key)
+            if value is not None and not (isinstance(value, (int, float)) and value >= 0):
+                raise UsageError(f"{key} must be a number of seconds ≥ 0, not {value!r}")
+        if self.capacity is not None:
+            check_positive("path", capacity=self.capacity)
+
+
+@dataclasses.dataclass(frozen=True)
+class Signals:
+    """The arrays of one timeline that every controller reads (flows contiguous, arrival order).
+
+    Per arrival: ``start`` (a flow's first), ``flow`` (index into ``flows``), ``t`` (sender-side
+    time the ACK of the arrival reaches the sender: t_recv + reverse delay), ``t_recv``,
+    ``t_send``, ``seq``, ``size`` (bytes), ``new`` (False for duplicates), ``s`` (the flow's
+    segment size, bytes), ``rtt`` (the last RTT sample the sender had at ``t``; NaN before the
+    first), ``R`` (RFC 5348 §4.3 EWMA of the samples, q = 0.9), ``srtt``/``rttvar`` (RFC 6298),
+    ``rtt_min``, ``jitter`` (paper 001 eq. 7).
+
+    Per detected loss, sorted by deciding arrival then sequence number: ``loss_at`` (the arrival
+    that decides it), ``loss_seq``, ``loss_t`` (its nominal receive time, interpolated from the
+    arrivals around its gap as in RFC 5348 §5.2), ``loss_row`` (its row in ``timeline.losses``).
+
+    Per flow: ``flows``, ``capacity`` (bytes/s, NaN when unknown), ``reverse_delay`` (s),
+    ``rtt_source`` (feedback, owd or base_rtt).
+    """
+
+    timeline: Timeline
+    replay: Replay
+    path: PathModel
+    flows: list[str]
+    start: np.ndarray
+    flow: np.ndarray
+    t: np.ndarray
+    t_recv: np.ndarray
+    t_send: np.ndarray
+    seq: np.ndarray
+    size: np.ndarray
+    new: np.ndarray
+    s: np.ndarray
+    rtt: np.ndarray
+    R: np.ndarray
+    srtt: np.ndarray
+    rttvar: np.ndarray
+    rtt_min: np.ndarray
+    jitter: np.ndarray
+    spacing: np.ndarray
+    loss_at: np.ndarray
+    loss_seq: np.ndarray
+    loss_t: np.ndarray
+    loss_row: np.ndarray
+    capacity: np.ndarray
+    reverse_delay: np.ndarray
+    rtt_source: list[str]
+
+    @classmethod
+    def of(cls, timeline: Timeline, replay: Replay | None = None, path: PathModel | None = None) -> Signals:
+        replay = replay or Replay()
+        path = path or PathModel()
+        f = Features.of(timeline, replay)
+        a = timeline.arrivals
+        flows = list(a["flow"].cat.categories)
+        code = a["flow"].cat.codes.to_numpy(np.int64)
+        size = a["size"].to_numpy(np.int64)
+        seg = _segment_sizes(timeline, flows)
+        rev, source, samples = _rtt_plan(timeline, flows, code, f, path)
+        t = f.t + rev[code]
+        rtt, R, srtt, rttvar, rtt_min = _rtt_at_arrivals(samples, code, f.start, t, len(flows))
+        cap = _capacities(f, code, seg, len(flows), path)
+        loss_at, loss_seq, loss_t, loss_row = _loss_events(timeline, f)
+        return cls(
+            timeline=timeline, replay=replay, path=path, flows=flows, start=f.start, flow=code, t=t,
+            t_recv=f.t, t_send=f.t - f.d, seq=a["seq"].to_numpy(np.int64), size=size,
+            new=(a["kind"] != KIND_DUPLICATE).to_numpy(), s=seg[code], rtt=rtt, R=R, srtt=srtt,
+            rttvar=rttvar, rtt_min=rtt_min, jitter=f.jitter, spacing=f.spacing,
+            loss_at=loss_at, loss_seq=loss_seq, loss_t=loss_t, loss_row=loss_row,
+            capacity=cap, reverse_delay=rev, rtt_source=source,
+        )
+
+    def congestion(self, decision: np.ndarray) -> np.ndarray:
+        """Per detected loss (in ``loss_*`` order): did the LDA call it congestion?
+
+        ``decision`` is the LDA's decision per row of ``timeline.losses`` (classify's order).
+        """
+        return np.asarray(decision)[self.loss_row] == "congestion"
+
+
+def _segment_sizes(timeline: Timeline, flows: list[str]) -> np.ndarray:
+    """Each flow's segment size s: the median size of its packets (bytes)."""
+    p = timeline.packets
+    med = p.groupby(p["flow"].astype(str).to_numpy())["size"].median()
+    return med.reindex([str(x) for x in flows]).to_numpy(np.float64)
+
+
+def _rtt_plan(timeline, flows, code, f, path):
+    """Per flow: the reverse delay, where its RTT samples come from, and the samples.
+
+    Returns (reverse delay per flow, source name per flow, samples) where samples is a list per
+    flow of (sender time, rtt) arrays: the trace's feedback samples, else one sample per arrival
+    (one-way delay + reverse delay on a common clock; ROTT + base_rtt otherwise).
+    """
+    rtt = timeline.rtt
+    by_flow = {str(k): g for k, g in rtt.groupby(rtt["flow"].astype(str).to_numpy())} if len(rtt) else {}
+    a = timeline.arrivals
+    rev = np.zeros(len(flows))
+    sources, samples = [], []
+    lo, _ = running_min_max(f.d, f.start)
+    for k, flow in enumerate(flows):
+        rows = np.flatnonzero(code == k)
+        fb = by_flow.get(str(flow))
+        if fb is not None and len(fb):
+            if path.reverse_delay is not None:
+                rev[k] = path.reverse_delay
+            elif timeline.clock_common:
+                owd = a.iloc[rows].drop_duplicates("seq").set_index("seq")["owd"]
+                back = fb["rtt"].to_numpy() - owd.reindex(fb["seq"]).to_numpy()
+                back = back[np.isfinite(back)]
+                rev[k] = float(np.median(back)) if back.size else float(fb["rtt"].min()) / 2
+            else:
+                rev[k] = float(fb["rtt"].min()) / 2
+            sources.append("feedback")
+            samples.append((fb["t"].to_numpy(np.float64), fb["rtt"].to_numpy(np.float64)))
+            continue
+        d = f.d[rows]
+        if timeline.clock_common:
+            rev[k] = path.reverse_delay if path.reverse_delay is not None else (float(d.min()) if d.size else 0.0)
+            x = d + rev[k]
+            sources.append("owd")
+        elif path.base_rtt is not None:
+            rev[k] = path.reverse_delay if path.reverse_delay is not None else path.base_rtt / 2
+            x = d - lo[rows] + path.base_rtt
+            sources.append("base_rtt")
+        else:
+            raise UsageError(
+                f"flow {flow}: the trace has no feedback for it and its clocks are not common, so "
+                "the round-trip time is unknown; give base_rtt (seconds at an empty queue)"
+            )
+        samples.append((f.t[rows] + rev[k], x))
+    return rev, sources, samples
+
+
+def _rtt_at_arrivals(samples, code, start, t, n_flows):
+    """The sender's RTT estimators at each arrival time: the last sample, RFC 5348's R, RFC 6298's
+    SRTT/RTTVAR and the minimum, each over the samples that reached the sender by then."""
+    out = [np.full(t.shape[0], np.nan) for _ in range(5)]
+    for k in range(n_flows):
+        rows = np.flatnonzero(code == k)
+        if rows.size == 0:
+            continue
+        ts, x = samples[k]
+        order = np.argsort(ts, kind="stable")
+        ts, x = ts[order], x[order]
+        first = np.zeros(x.shape[0], bool)
+        first[:1] = True
+        R, _ = ewma_mean_dev(x, first, 0.1, 0.25, True)
+        srtt, rttvar = ewma_mean_dev(x, first, 1 / 8, 1 / 4, True)
+        lo, _ = running_min_max(x, first)
+        idx = np.searchsorted(ts, t[rows], side="right") - 1
+        for target, values in zip(out, (x, R, srtt, rttvar, lo), strict=True):
+            target[rows] = take(values, idx, np.nan)
+    return tuple(out)
+
+
+def _capacities(f: Features, code, seg, n_flows, path: PathModel) -> np.ndarray:
+    """Bottleneck capacity per flow in bytes/s: given, or s / T_min by packet pair (NaN if none)."""
+    if path.capacity is not None:
+        return np.full(n_flows, path.capacity / 8.0)
+    tmin = pd.Series(f.spacing).groupby(code).min().reindex(range(n_flows)).to_numpy(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cap = seg / tmin
+    return np.where(np.isfinite(cap) & (cap > 0), cap, np.nan)
+
+
+def _loss_events(timeline: Timeline, f: Features):
+    """Detected losses sorted by deciding arrival and seq, with RFC 5348 §5.2 nominal times."""
+    losses, gaps = timeline.losses, timeline.gaps
+    gap = losses["gap"].to_numpy(np.int64)
+    at = take(f.at, gap, -1)
+    rows = np.flatnonzero(at >= 0)
+    g = gap[rows]
+    seq = losses["seq"].to_numpy(np.int64)[rows]
+    prev_seq = gaps["prev_seq"].to_numpy(np.float64)[g]
+    next_seq = gaps["next_seq"].to_numpy(np.float64)[g]
+    t_prev = gaps["t_prev_recv"].to_numpy(np.float64)[g]
+    t_next = gaps["t_next_recv"].to_numpy(np.float64)[g]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t_nom = t_prev + (t_next - t_prev) * (seq - prev_seq) / (next_seq - prev_seq)
+    t_nom = np.where(np.isnan(prev_seq), t_next, t_nom)
+    order = np.lexsort((seq, at[rows]))
+    return at[rows][order], seq[order], t_nom[order], rows[order]
+
+
+class Controller(Parameterized):
+    """Base of every rate controller: a frozen dataclass of its parameters.
+
+    ``run(signals, congestion)`` replays it over the arrivals, told which detected losses are
+    congestion, and returns the allowed rate after each arrival (bits/s, NaN while the
+    controller has no rate yet) and its state arrays for plots.
+    """
+
+    name: ClassVar[str]
+
+    def run(self, sig: Signals, congestion: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        raise NotImplementedError
+
+
+def time_average(t: np.ndarray, value: np.ndarray, start: np.ndarray, flow: np.ndarray, n_flows: int):
+    """Per flow: the time average of a step function (``value[i]`` holds from ``t[i]`` to
+    ``t[i+1]`` within the flow) over the time it is defined, and that time."""
+    dt = np.zeros(t.shape[0])
+    dt[:-1] = t[1:] - t[:-1]
+    last = np.ones(t.shape[0], bool)
+    last[:-1] = start[1:]
+    dt[last] = 0.0
+    ok = np.isfinite(value) & (dt > 0)
+    area = np.bincount(flow[ok], weights=value[ok] * dt[ok], minlength=n_flows)
+    span = np.bincount(flow[ok], weights=dt[ok], minlength=n_flows)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return area / span, span
+
+
+def summarize_rates(sig: Signals, rate_bps: np.ndarray) -> dict[str, Any]:
+    """Per flow: time-averaged allowed rate (bits/s), capped at the capacity and normalised to
+    it (paper 000 §VI-A, Table II: "thput"), and the time it covers."""
+    mean, span = time_average(sig.t, rate_bps, sig.start, sig.flow, len(sig.flows))
+    cap_bps = sig.capacity * 8.0
+    capped = np.minimum(rate_bps, cap_bps[sig.flow])
+    capped = np.where(np.isnan(cap_bps[sig.flow]), np.nan, capped)
+    mean_capped, _ = time_average(sig.t, capped, sig.start, sig.flow, len(sig.flows))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        thput = mean_capped / cap_bps
+    return {"mean_rate_bps": mean, "capacity_bps": cap_bps, "thput": thput, "seconds": span}
