@@ -20,9 +20,12 @@ from ..lda import Replay, classify, get_lda, parse_ldas
 from ..specs import build, parse_specs
 from ..timeline import Timeline
 from .base import OPEN_LOOP_NOTE, Controller, PathModel, Signals, summarize_rates
-from .tfrc import Tfrc
+from . import ldaplus, newreno, tfrc, westwood, xrtp
 
-REGISTRY: dict[str, type[Controller]] = {cls.name: cls for cls in (Tfrc,)}
+#: name -> class, in the order of docs/controllers.md; each module lists its own in CONTROLLERS
+REGISTRY: dict[str, type[Controller]] = {
+    cls.name: cls for module in (tfrc, ldaplus, westwood, xrtp, newreno) for cls in module.CONTROLLERS
+}
 BASELINES = ("omniscient", "unaware")
 
 __all__ = [

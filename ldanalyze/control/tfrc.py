@@ -206,3 +206,6 @@ class Tfrc(Controller):
             interval_weights(self.n), bool(self.discounting), float(self.b), float(self.t_mbi),
         )
         return X * 8.0, {"p": p, "x_recv_bps": x_recv * 8.0, "R": sig.R}
+
+
+CONTROLLERS = (Tfrc,)
