@@ -483,3 +483,159 @@ def lda_decisions(name, params, packets, rtt=(), *, update_first=True, gap_delay
             else:
                 out[p["uid"]] = rule(gap)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# --- rate controllers: plain twins of ldanalyze/control (docs/controllers.md) ---
+# Input: ``arrivals``, a list of dicts per arrival (all flows, each contiguous, arrival order)
+# with keys start, t_recv, t, seq, size, s, R, srtt, rttvar, rtt_min, rtt, jitter, new, capacity
+# (bytes/s of its flow, NaN when unknown); and
+# ``losses``, a list of dicts with keys at (arrival index), seq, t (nominal receive time),
+# congestion (bool), sorted by at then seq. Output: the allowed rate in bytes/s per arrival.
+# ---------------------------------------------------------------------------------------------
+
+
+def tfrc_weights(n):
+    """RFC 5348 §5.4: the newer half weighs 1, the older half falls linearly."""
+    return [1.0 if i < n / 2 else 1.0 - (i - (n / 2 - 1)) / (n / 2 + 1) for i in range(n)]
+
+
+def tfrc_equation(s, R, p, b=1.0):
+    """RFC 5348 §3.1 with t_RTO = 4R, in bytes/s."""
+    return s / (R * math.sqrt(2 * b * p / 3) + 4 * R * 3 * math.sqrt(3 * b * p / 8) * p * (1 + 32 * p * p))
+
+
+def tfrc_p_for_rate(target, s, R, b=1.0):
+    """The loss event rate at which the equation gives ``target`` (plain bisection on p)."""
+    if tfrc_equation(s, R, 1.0, b) >= target:
+        return 1.0
+    if tfrc_equation(s, R, 1e-12, b) <= target:
+        return 1e-12
+    lo, hi = 1e-12, 1.0
+    for _ in range(200):
+        mid = math.sqrt(lo * hi)  # bisect in log space: p spans twelve decades
+        if tfrc_equation(s, R, mid, b) > target:
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(lo * hi)
+
+
+class TfrcHistory:
+    """The receiver's loss history: closed intervals newest first, each with its discount."""
+
+    def __init__(self, n, discounting):
+        self.w = tfrc_weights(n)
+        self.n = n
+        self.discounting = discounting
+        self.closed = []  # [length, discount] pairs, I_1 first
+
+    def discount_factor(self, open_interval):
+        if not self.discounting or not self.closed:
+            return 1.0
+        num = sum(length * self.w[i] * d for i, (length, d) in enumerate(self.closed))
+        den = sum(self.w[i] * d for i, (_, d) in enumerate(self.closed))
+        mean = num / den
+        return max(0.5, 2 * mean / open_interval) if open_interval > 2 * mean else 1.0
+
+    def mean_interval(self, open_interval):
+        df = self.discount_factor(open_interval)
+        # with the open interval: I_0 .. I_{k-1}; the closed ones discounted
+        with_open = [(open_interval, self.w[0])]
+        older = self.closed[: len(self.closed) - 1]  # all but the oldest: both sums have k terms
+        with_open += [(length, self.w[i + 1] * d * df) for i, (length, d) in enumerate(older)]
+        without = [(length, self.w[i] * d) for i, (length, d) in enumerate(self.closed)]
+        avg = lambda pairs: sum(x * wt for x, wt in pairs) / sum(wt for _, wt in pairs)  # noqa: E731
+        return max(avg(with_open), avg(without))
+
+    def close(self, length, open_interval):
+        df = self.discount_factor(open_interval)
+        self.closed = [[length, 1.0]] + [[x, d * df] for x, d in self.closed]
+        self.closed = self.closed[: self.n]
+
+
+def controller_tfrc(arrivals, losses, n=8, discounting=False, b=1.0, t_mbi=64.0):
+    """TFRC replay (RFC 5348 receiver §5-6, sender §4.3) as docs/controllers.md states it."""
+    out = []
+    by_arrival = {}
+    for loss in losses:
+        by_arrival.setdefault(loss["at"], []).append(loss)
+    for i, a in enumerate(arrivals):
+        s, R, t = a["s"], a["R"], a["t"]
+        known_R = R == R and R > 0
+        if a["start"]:
+            history = TfrcHistory(n, discounting)
+            event = None  # (nominal time, seq) of the current loss event's first loss
+            X = s  # one packet per second until an RTT is known
+            p = 0.0
+            last_report, received = a["t_recv"], 0.0
+            s_max = a["seq"]
+            last_double = None
+        received += a["size"]
+        s_max = max(s_max, a["seq"])
+        new_event = False
+        for loss in by_arrival.get(i, []):
+            if not loss["congestion"]:
+                continue
+            if event is None:
+                elapsed = a["t_recv"] - last_report
+                target = received / elapsed if elapsed > 0 else X
+                if not target > 0:
+                    target = X
+                p_first = tfrc_p_for_rate(target, s, R, b) if known_R and target > 0 else 1.0
+                history.closed = [[1.0 / p_first, 1.0]]
+                event, new_event = (loss["t"], loss["seq"]), True
+            elif not (known_R and loss["t"] <= event[0] + R):
+                history.close(loss["seq"] - event[1], s_max - event[1] + 1)
+                event, new_event = (loss["t"], loss["seq"]), True
+        report = a["start"] or new_event or not known_R or a["t_recv"] - last_report >= R
+        if report:
+            elapsed = a["t_recv"] - last_report
+            x_recv = received / elapsed if elapsed > 0 else None
+            if event is not None:
+                p = 1.0 / history.mean_interval(s_max - event[1] + 1)
+            last_report, received = a["t_recv"], 0.0
+            if known_R:
+                limit = 2 * x_recv if x_recv else math.inf
+                initial = min(4 * s, max(2 * s, 4380)) / R
+                if p > 0:
+                    X = max(min(tfrc_equation(s, R, p, b), limit), s / t_mbi)
+                elif last_double is None:
+                    X, last_double = initial, t
+                elif t - last_double >= R:
+                    X, last_double = max(min(2 * X, limit), initial), t
+        out.append(X)
+    return out
+
+
+CONTROLLER_TWINS = {"tfrc": controller_tfrc}
+
+
+def controller_newreno(arrivals, losses, initial_window=2.0, max_window=None, min_rto=1.0):
+    """AIMD window replay as docs/controllers.md states it (rate = usable window · s / SRTT)."""
+    limit = math.inf if max_window is None else max_window
+    by_arrival = {}
+    for loss in losses:
+        by_arrival.setdefault(loss["at"], []).append(loss)
+    out = []
+    for i, a in enumerate(arrivals):
+        if a["start"]:
+            cwnd, ssthresh, reduced_at = initial_window, math.inf, None
+        else:
+            before = arrivals[i - 1]
+            known = before["srtt"] == before["srtt"]
+            rto = max(min_rto, before["srtt"] + 4 * before["rttvar"]) if known else 1.0
+            if a["t_recv"] - before["t_recv"] > rto:  # a timeout: nothing was heard for an RTO
+                ssthresh, cwnd, reduced_at = max(min(cwnd, limit) / 2, 2.0), 1.0, a["t_recv"]
+        if a["new"]:
+            cwnd += 1.0 if cwnd < ssthresh else 1.0 / cwnd
+        for loss in by_arrival.get(i, []):
+            same_window = reduced_at is not None and loss["t"] <= reduced_at + a["srtt"]
+            if loss["congestion"] and not same_window:
+                ssthresh = max(min(cwnd, limit) / 2, 2.0)
+                cwnd, reduced_at = ssthresh, loss["t"]
+        out.append(min(cwnd, limit) * a["s"] / a["srtt"])
+    return out
+
+
+CONTROLLER_TWINS["newreno"] = controller_newreno

@@ -1,0 +1,3 @@
+"""Placeholder: this controller is being written; it registers nothing yet."""
+
+CONTROLLERS: tuple = ()
