@@ -84,12 +84,14 @@ def mean_loss_interval(hist, disc, k, i0, w, discounting):
 def tfrc_kernel(start, t_recv, t, seq, size, s, R, loss_at, loss_seq, loss_t, congestion,
                 w, discounting, b, t_mbi):
     """Replay TFRC: per arrival the allowed rate X (bytes/s) after it, the loss event rate p
-    the receiver last reported, and X_recv (see the module docstring)."""
+    the receiver last reported, X_recv, and the number of loss events so far."""
     N = t.shape[0]
     n = w.shape[0]
     X_out = np.full(N, np.nan)
     p_out = np.zeros(N)
     xr_out = np.full(N, np.nan)
+    events_out = np.zeros(N, np.int64)
+    events = 0
     hist = np.zeros(n)
     disc = np.ones(n)
     k = 0
@@ -120,6 +122,7 @@ def tfrc_kernel(start, t_recv, t, seq, size, s, R, loss_at, loss_seq, loss_t, co
             have_event = False
             tld = -np.inf
             rate_init = False
+            events = 0
             first = True
         else:
             first = False
@@ -143,6 +146,7 @@ def tfrc_kernel(start, t_recv, t, seq, size, s, R, loss_at, loss_seq, loss_t, co
                     ev_t = loss_t[li]
                     ev_seq = loss_seq[li]
                     new_event = True
+                    events += 1
                 elif not (loss_t[li] <= ev_t + r):
                     i0 = s_max - ev_seq + 1.0
                     _, df = mean_loss_interval(hist, disc, k, i0, w, discounting)
@@ -155,6 +159,7 @@ def tfrc_kernel(start, t_recv, t, seq, size, s, R, loss_at, loss_seq, loss_t, co
                     ev_t = loss_t[li]
                     ev_seq = loss_seq[li]
                     new_event = True
+                    events += 1
             li += 1
         if first or new_event or not (t_recv[i] - t_fb < r):
             elapsed = t_recv[i] - t_fb
@@ -179,7 +184,8 @@ def tfrc_kernel(start, t_recv, t, seq, size, s, R, loss_at, loss_seq, loss_t, co
         X_out[i] = X
         p_out[i] = p
         xr_out[i] = x_recv
-    return X_out, p_out, xr_out
+        events_out[i] = events
+    return X_out, p_out, xr_out, events_out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,12 +206,12 @@ class Tfrc(Controller):
             raise UsageError(f"{self.name}: n must be a whole number of intervals ≥ 2, not {self.n!r}")
 
     def run(self, sig: Signals, congestion: np.ndarray):
-        X, p, x_recv = tfrc_kernel(
+        X, p, x_recv, events = tfrc_kernel(
             sig.start, sig.t_recv, sig.t, sig.seq, sig.size.astype(np.float64), sig.s, sig.R,
             sig.loss_at, sig.loss_seq, sig.loss_t, congestion,
             interval_weights(self.n), bool(self.discounting), float(self.b), float(self.t_mbi),
         )
-        return X * 8.0, {"p": p, "x_recv_bps": x_recv * 8.0, "R": sig.R}
+        return X * 8.0, {"p": p, "x_recv_bps": x_recv * 8.0, "R": sig.R, "loss_events": events}
 
 
 CONTROLLERS = (Tfrc,)
