@@ -1,36 +1,59 @@
-"""Many traces at once: read, build the timeline, classify, and keep the trace's name.
+"""Many traces at once: read, build the timeline, classify, replay a controller, keep the name.
 
-The results stack into one decisions table and one per-flow summary, both with a ``trace``
-column, ready for :func:`ldanalyze.scoring.score` (which scores per flow, per trace or pooled).
+The results stack into one decisions table, one per-flow summary and (with a controller) one
+per-flow modeled-throughput table, each with a ``trace`` column, ready for
+:func:`ldanalyze.scoring.score` (which scores per flow, per trace or pooled).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable
 
 import pandas as pd
 
+from .control import PathModel, replay
 from .io import read_trace
 from .lda import Replay, classify
 from .timeline import build_timeline
 
 
-def classify_traces(
+@dataclasses.dataclass
+class Batch:
+    """``decisions`` (classify's table), ``summary`` (Timeline.summary rows) and ``throughput``
+    (the controller replay's summary rows; None without a controller), all with ``trace``."""
+
+    decisions: pd.DataFrame
+    summary: pd.DataFrame
+    throughput: pd.DataFrame | None
+
+
+def analyze_traces(
     paths: Iterable[str | os.PathLike],
     ldas="all",
     *,
-    replay: Replay | None = None,
+    controller=None,
+    replay_options: Replay | None = None,
+    path_model: PathModel | None = None,
     seq_modulus: int | None = None,
     **read_options,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(decisions, summary) of every trace, each row labelled with its trace's path."""
-    decisions, summaries = [], []
-    for path in paths:
-        name = os.fspath(path)
-        timeline = build_timeline(read_trace(path, **read_options), seq_modulus=seq_modulus)
-        decided = classify(timeline, ldas, replay=replay)
+) -> Batch:
+    """Classify every trace with ``ldas`` and, given a ``controller`` spec, replay it fed each
+    LDA's decisions (open loop; see ``docs/controllers.md``)."""
+    decisions, summaries, throughputs = [], [], []
+    for source in paths:
+        name = os.fspath(source)
+        timeline = build_timeline(read_trace(source, **read_options), seq_modulus=seq_modulus)
+        decided = classify(timeline, ldas, replay=replay_options)
         decided.insert(0, "trace", name)
         decisions.append(decided)
         summaries.append(timeline.summary().assign(trace=name))
-    return pd.concat(decisions, ignore_index=True), pd.concat(summaries, ignore_index=True)
+        if controller is not None:
+            result = replay(timeline, [controller], ldas, replay=replay_options, path=path_model, rates=False)
+            throughputs.append(result.summary.assign(trace=name))
+    return Batch(
+        decisions=pd.concat(decisions, ignore_index=True),
+        summary=pd.concat(summaries, ignore_index=True),
+        throughput=pd.concat(throughputs, ignore_index=True) if throughputs else None,
+    )

@@ -17,7 +17,10 @@ from collections.abc import Sequence
 import pandas as pd
 
 from . import __version__
-from .batch import classify_traces
+from .batch import analyze_traces
+from .control import OPEN_LOOP_NOTE, PathModel, replay
+from .control import REGISTRY as CONTROLLERS
+from .control.agreement import agreement
 from .errors import TraceError, UsageError
 from .io import FORMATS, read_trace
 from .lda import REGISTRY, Replay, classify, parse_ldas
@@ -151,10 +154,15 @@ def cmd_classify(args: argparse.Namespace) -> int:
 def cmd_score(args: argparse.Namespace) -> int:
     if args.average == "mean" and args.by == "flow":
         raise UsageError("--average mean needs --by trace or --by pooled (a flow is its own mean)")
-    decisions, summary = classify_traces(
-        args.traces, args.lda, replay=_replay(args), seq_modulus=args.seq_modulus, **_trace_options(args),
+    controller = None if args.controller == "none" else args.controller
+    batch = analyze_traces(
+        args.traces, args.lda, controller=controller, replay_options=_replay(args), path_model=_path(args),
+        seq_modulus=args.seq_modulus, **_trace_options(args),
     )
-    scores = score(decisions, summary, by=args.by, average=args.average, bootstrap=args.bootstrap, seed=args.seed)
+    scores = score(batch.decisions, batch.summary, by=args.by, average=args.average, bootstrap=args.bootstrap,
+                   seed=args.seed, throughput=batch.throughput)
+    if controller is not None and args.format == "table":
+        print(f"throughput: {OPEN_LOOP_NOTE}", file=sys.stderr)
     if args.format == "json":
         text = scores.to_json(orient="records", indent=2) + "\n"
     elif args.format == "csv":
@@ -169,6 +177,41 @@ def cmd_score(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _path(args: argparse.Namespace) -> PathModel:
+    return PathModel(reverse_delay=args.reverse_delay, base_rtt=args.base_rtt, capacity=args.capacity)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    _, timeline = _load(args)
+    result = replay(timeline, args.controller, args.lda, replay=_replay(args), path=_path(args))
+    if args.output:
+        table = result.rates.astype({"lda": str, "controller": str, "flow": str})
+        kind = _write_table(table, args.output, [args.trace], args.output_format)
+        print(f"wrote {len(table)} rate steps to {args.output} ({kind}); {OPEN_LOOP_NOTE}")
+    summary = result.summary.copy()
+    print(f"{args.trace}: modeled throughput per flow ({OPEN_LOOP_NOTE})")
+    for col in ("mean_rate_bps", "capacity_bps"):
+        summary[col] = summary[col] / 1e3
+    summary = summary.rename(columns={"mean_rate_bps": "mean_kbps", "capacity_bps": "capacity_kbps"})
+    print(summary.round(3).to_string(index=False))
+    if args.compare_sent:
+        capacity = result.summary.drop_duplicates("flow").set_index("flow")["capacity_bps"]
+        table = agreement(result.rates, timeline, args.compare_sent, capacity_bps=capacity)
+        print(f"\nallowed rate against the rate the trace's sender sent, in {args.compare_sent:g} s bins:")
+        print(table.round(3).to_string(index=False))
+    return 0
+
+
+def _bits_per_second(text: str) -> float:
+    """'150k', '1.5M', '2e6' → bits/s."""
+    scale = {"k": 1e3, "m": 1e6, "g": 1e9}.get(text[-1:].lower(), 1.0)
+    number = text[:-1] if scale != 1.0 else text
+    try:
+        return float(number) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a rate in bits/s: {text!r} (e.g. 150k, 1.5M)") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -207,6 +250,14 @@ def build_parser() -> argparse.ArgumentParser:
                            help="decide a gap at the K-th arrival above it (1: at once, default; "
                                 "3: RFC 5348's rule)")
 
+    controlling = argparse.ArgumentParser(add_help=False)
+    controlling.add_argument("--reverse-delay", type=float, metavar="S",
+                             help="ACK path delay in seconds (default: from feedback or the one-way delay)")
+    controlling.add_argument("--base-rtt", type=float, metavar="S",
+                             help="RTT at an empty queue, for flows without feedback on separate clocks")
+    controlling.add_argument("--capacity", type=_bits_per_second, metavar="BPS",
+                             help="bottleneck capacity in bits/s, e.g. 150k (default: packet-pair s/T_min per flow)")
+
     p = sub.add_parser("inspect", parents=[one], help="per-flow packets, losses by cause, ROTT/IAT")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_inspect)
@@ -222,7 +273,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-format", choices=("parquet", "csv"), help="default: from the extension")
     p.set_defaults(func=cmd_classify)
 
-    p = sub.add_parser("score", parents=[reading, replaying],
+    p = sub.add_parser("replay", parents=[one, replaying, controlling],
+                       help="replay rate controllers fed each LDA's decisions: modeled throughput (open loop)")
+    p.add_argument("--controller", default="all", metavar="SPEC,SPEC",
+                   help="controllers: 'all' (default) or NAME[:key=value...], e.g. tfrc:discounting=true; "
+                        "names: " + ", ".join(CONTROLLERS))
+    p.add_argument("-o", "--output", help="write the rate timelines (.parquet, .csv or .csv.gz)")
+    p.add_argument("--output-format", choices=("parquet", "csv"), help="default: from the extension")
+    p.add_argument("--compare-sent", type=float, nargs="?", const=1.0, metavar="BIN_S",
+                   help="also compare the allowed rate with what the trace's sender sent, in bins "
+                        "(default 1 s): for traces made by the controller under study")
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("score", parents=[reading, replaying, controlling],
                        help="score LDAs against the true causes (M_c, M_w, accuracy, ...)")
     p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files")
     p.add_argument("--by", choices=("flow", "trace", "pooled"), default="trace",
@@ -234,6 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                    help="resamples for the loss-burst bootstrap intervals (0: Wilson only)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--controller", default="tfrc", metavar="SPEC",
+                   help="controller whose modeled throughput is added (default tfrc, paper 000's base; "
+                        "'none' to skip)")
     p.add_argument("-o", "--output", help="write to this file instead of standard output")
     p.set_defaults(func=cmd_score)
     return parser

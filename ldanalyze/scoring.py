@@ -53,6 +53,17 @@ A scored loss outside any burst (``gap < 0``) is a unit of its own.
 ``congestion_rate`` and ``wireless_rate``: lost packets of that cause over the packets whose fate
 is known (``sent − unobserved``), pooled over the group's flows (by trace: every flow of the trace
 in the summary; pooled: every flow of every trace scored).
+
+Modeled throughput
+------------------
+``throughput`` (the summary of one controller's open-loop replay, one row per lda and flow,
+with ``trace`` when several traces are scored) adds ``controller``; ``thput``, ``vs_omniscient``
+and ``vs_unaware`` (per flow; by trace or pooled the mean over the flows of the group, every
+flow the replay covered, not only those with losses); and by trace ``fairness_std`` (paper 000
+§VIII-A: the sample standard deviation of the flows' throughputs normalised by their mean) and
+``jain`` (paper 003 eq. 12) over the trace's flows, pooled their means over the traces. The
+replay is open loop: these are the rates the controller would have allowed on the trace's
+timing, not what was sent.
 """
 
 from __future__ import annotations
@@ -64,6 +75,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
+from .control.models import jain_fairness_index, throughput_deviation
 from .errors import UsageError
 from .packets import natural_sorted
 
@@ -119,6 +131,7 @@ def score(
     confidence: float = 0.95,
     bootstrap: int = 1000,
     seed=0,
+    throughput: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Counts, metrics and confidence intervals per group and LDA (see the module docstring).
 
@@ -126,6 +139,8 @@ def score(
     (lda). ``average``: ``"pooled"`` pools the counts; ``"mean"`` (by trace or pooled) averages
     per-flow metrics and adds ``flows``, without intervals. ``bootstrap``: resamples for the
     burst bootstrap (0 = no bootstrap columns), drawn from ``numpy.random.default_rng(seed)``.
+    ``throughput``: a controller replay's summary (:func:`ldanalyze.control.replay`) adds the
+    modeled-throughput columns (see the module docstring).
     """
     if by not in BY:
         raise UsageError(f"score: unknown by={by!r}; expected one of {', '.join(map(repr, BY))}")
@@ -153,6 +168,8 @@ def score(
         out, codes = _mean(losses, BY[by])
     if summary is not None:
         _rate_columns(out, codes, losses, summary, by)
+    if throughput is not None:
+        out = _throughput_columns(out, throughput, by)
     return out
 
 
@@ -504,3 +521,46 @@ def _rate_columns(
     for name, cause in (("congestion_rate", CONGESTION), ("wireless_rate", WIRELESS)):
         lost = np.bincount(inverse, weights=numbers[cause][keep], minlength=len(uniq))[at]
         out[name] = _ratio(lost, known)
+
+
+# --- modeled throughput --------------------------------------------------------------------
+
+THROUGHPUT_COLUMNS = ("thput", "vs_omniscient", "vs_unaware")
+
+
+def _throughput_columns(out: pd.DataFrame, throughput: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Join a controller replay's per-flow summary onto the score rows (module docstring)."""
+    if not isinstance(throughput, pd.DataFrame):
+        raise UsageError(f"score: throughput must be a DataFrame, not {type(throughput).__name__}")
+    missing = [c for c in ("lda", "controller", "flow", "capacity_bps", *THROUGHPUT_COLUMNS) if c not in throughput]
+    if missing:
+        raise UsageError(f"score: the throughput table has no column {', '.join(map(repr, missing))} "
+                         "(pass ReplayResult.summary)")
+    controllers = pd.unique(throughput["controller"].astype(str))
+    if len(controllers) != 1:
+        raise UsageError(f"score: throughput must come from one controller, not {', '.join(controllers)}")
+    t = throughput.astype({"lda": str, "flow": str}).copy()
+    traces = sorted(set(out["trace"].astype(str))) if "trace" in out else [""]
+    if "trace" not in t:
+        if len(traces) > 1:
+            raise UsageError("score: several traces are scored, so the throughput table needs a 'trace' column")
+        t["trace"] = traces[0]
+    t["trace"] = t["trace"].astype(str)
+    t["bps"] = t["thput"] * t["capacity_bps"]
+    keys = list(BY[by])
+    table = t.groupby(keys, sort=False)[list(THROUGHPUT_COLUMNS)].mean()
+    if by != "flow":
+        per_trace = t.groupby(["trace", "lda"], sort=False)["bps"]
+        fair = pd.DataFrame({
+            "fairness_std": per_trace.apply(lambda x: float(throughput_deviation(x.to_numpy()))),
+            "jain": per_trace.apply(lambda x: float(jain_fairness_index(x.to_numpy()))),
+        })
+        fair = fair if by == "trace" else fair.groupby("lda").mean()
+        table = table.join(fair)
+    key_frame = out[keys].astype(str)
+    joined = key_frame.join(table, on=keys)
+    result = out.copy()
+    result.insert(len(keys), "controller", controllers[0])
+    for column in joined.columns.difference(keys, sort=False):
+        result[column] = joined[column].to_numpy()
+    return result

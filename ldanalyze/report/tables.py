@@ -31,7 +31,14 @@ ROWS = (
     ("C|W %", "CW", "pct"),
     ("W|C %", "WC", "pct"),
     ("W|W %", "WW", "pct"),
+    ("thput %", "thput", "pct"),
+    ("  vs omniscient", "vs_omniscient", "ratio"),
+    ("  vs unaware", "vs_unaware", "ratio"),
+    ("fairness std %", "fairness_std", "pct"),
+    ("Jain index", "jain", "ratio"),
 )
+#: rows shown only when the scores carry them (a controller replay was joined)
+OPTIONAL = ("thput", "vs_omniscient", "vs_unaware", "fairness_std", "jain")
 
 
 def _cell(row: pd.Series, column: str, kind: str) -> str:
@@ -78,11 +85,12 @@ def _blocks(scores: pd.DataFrame):
                       f"wireless {first['wireless_rate'] * 100:.2f} %)")
         if "flows" in group.columns:
             title += f" (metrics averaged over {int(first['flows'])} flows)"
-        body = {}
-        for _, row in group.iterrows():
-            body[str(row["lda"])] = [_cell(row, column, kind) for _, column, kind in ROWS if kind != "ci" or ci_label]
-        labels = [label if kind != "ci" else ci_label for label, _, kind in ROWS if kind != "ci" or ci_label]
-        yield title, pd.DataFrame(body, index=labels)
+        if "controller" in group.columns:
+            title += f" (thput: {first['controller']}'s modeled throughput, open-loop replay)"
+        rows = [(label if kind != "ci" else ci_label, column, kind) for label, column, kind in ROWS
+                if (kind != "ci" or ci_label) and (column not in OPTIONAL or column in group.columns)]
+        body = {str(row["lda"]): [_cell(row, column, kind) for _, column, kind in rows] for _, row in group.iterrows()}
+        yield title, pd.DataFrame(body, index=[label for label, _, _ in rows])
 
 
 def text_table(scores: pd.DataFrame) -> str:
