@@ -31,8 +31,7 @@ class Parameterized:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if value != f.default:
-                text = "[" + ",".join(repr(v) for v in value) + "]" if isinstance(value, tuple) else repr(value)
-                parts.append(f"{f.name}={text}")
+                parts.append(f"{f.name}={_text(value)}")
         return ":".join(parts)
 
 
@@ -96,6 +95,14 @@ def _split_specs(text: str) -> list[str]:
             current.append(ch)
     parts.append("".join(current))
     return [p.strip() for p in parts if p.strip()]
+
+
+def _text(value) -> str:
+    """A parameter value as the spec parser reads it back: JSON, or bare text for a string
+    that JSON would not read as itself."""
+    if isinstance(value, str) and _value(value) == value:
+        return value
+    return json.dumps(list(value) if isinstance(value, tuple) else value, separators=(",", ":"))
 
 
 def _value(text: str):

@@ -488,7 +488,7 @@ def lda_decisions(name, params, packets, rtt=(), *, update_first=True, gap_delay
 # ---------------------------------------------------------------------------------------------
 # --- rate controllers: plain twins of ldanalyze/control (docs/controllers.md) ---
 # Input: ``arrivals``, a list of dicts per arrival (all flows, each contiguous, arrival order)
-# with keys start, t_recv, t, seq, size, s, R, srtt, rttvar, rtt_min, rtt, jitter, new, capacity
+# with keys start, t_recv, t_send, t, seq, size, s, R, srtt, rttvar, rtt_min, rtt, jitter, new, capacity
 # (bytes/s of its flow, NaN when unknown); and
 # ``losses``, a list of dicts with keys at (arrival index), seq, t (nominal receive time),
 # congestion (bool), sorted by at then seq. Output: the allowed rate in bytes/s per arrival.
@@ -579,9 +579,8 @@ def controller_tfrc(arrivals, losses, n=8, discounting=False, b=1.0, t_mbi=64.0)
                 continue
             if event is None:
                 elapsed = a["t_recv"] - last_report
-                target = received / elapsed if elapsed > 0 else X
-                if not target > 0:
-                    target = X
+                # the receiver cannot get faster than the modelled sender sends (open loop)
+                target = min(received / elapsed, X) if elapsed > 0 else X
                 p_first = tfrc_p_for_rate(target, s, R, b) if known_R and target > 0 else 1.0
                 history.closed = [[1.0 / p_first, 1.0]]
                 event, new_event = (loss["t"], loss["seq"]), True
@@ -591,7 +590,7 @@ def controller_tfrc(arrivals, losses, n=8, discounting=False, b=1.0, t_mbi=64.0)
         report = a["start"] or new_event or not known_R or a["t_recv"] - last_report >= R
         if report:
             elapsed = a["t_recv"] - last_report
-            x_recv = received / elapsed if elapsed > 0 else None
+            x_recv = min(received / elapsed, X) if elapsed > 0 else None
             if event is not None:
                 p = 1.0 / history.mean_interval(s_max - event[1] + 1)
             last_report, received = a["t_recv"], 0.0
@@ -639,3 +638,613 @@ def controller_newreno(arrivals, losses, initial_window=2.0, max_window=None, mi
 
 
 CONTROLLER_TWINS["newreno"] = controller_newreno
+
+
+def ldaplus_pftk(M, rtt, l, D=1.0):
+    """Paper 002 eq. 1 (PFTK) with t_out = 4·rtt, in bytes/s."""
+    t_out = 4 * rtt
+    return M / (rtt * math.sqrt(2 * D * l / 3) + t_out * min(1.0, 3 * math.sqrt(3 * D * l / 8)) * l * (1 + 32 * l * l))
+
+
+def controller_ldaplus(arrivals, losses, T=5.0, r_0=10_000.0, A_0=10_000.0, D=1.0):
+    """LDA+ replay (paper 002 §2.1 eqs. 1-8, WLDA+ §3) as docs/controllers.md states it.
+
+    Each arrival dict also needs ``capacity``: the bottleneck bandwidth of its flow in bytes/s
+    (NaN when unknown). ``r_0`` and ``A_0`` are bits/s; rates inside are bytes/s.
+    """
+    out = []
+    by_arrival = {}
+    for loss in losses:
+        by_arrival.setdefault(loss["at"], []).append(loss)
+    for i, a in enumerate(arrivals):
+        if a["start"]:
+            rate, increase = r_0 / 8, A_0 / 8
+            interval_start = a["t_recv"]
+            highest = a["seq"]
+            highest_at_last_report = a["seq"] - 1
+            reported = False
+            congestion_losses = 0
+        highest = max(highest, a["seq"])
+        for loss in by_arrival.get(i, []):
+            if loss["congestion"]:
+                congestion_losses += 1
+            if not reported:  # the first interval also expects the flow's first packets if lost
+                highest_at_last_report = min(highest_at_last_report, loss["seq"] - 1)
+        if a["t_recv"] >= interval_start + T:
+            expected = highest - highest_at_last_report
+            l = congestion_losses / max(expected, congestion_losses) if congestion_losses else 0.0
+            tau, M = a["R"], a["s"]
+            if tau > 0:  # False for NaN: with no RTT known yet the report changes nothing
+                if l > 0:
+                    rate = max(rate * (1 - math.sqrt(l)), ldaplus_pftk(M, tau, l, D))
+                    increase = A_0 / 8
+                else:
+                    capacity = a["capacity"]
+                    share = 0.0 if math.isnan(capacity) else rate / capacity  # unknown: unbounded
+                    a_add = increase + (1 - share) * increase
+                    a_exp = (1 - math.exp(-(1 - share))) * rate
+                    a_tcp = M * (T / tau + 1) / (2 * tau)
+                    increase = max(0.0, min(a_add, a_exp, a_tcp))
+                    rate += increase
+            interval_start = a["t_recv"]
+            highest_at_last_report = highest
+            reported = True
+            congestion_losses = 0
+        out.append(rate)
+    return out
+
+
+CONTROLLER_TWINS["ldaplus"] = controller_ldaplus
+
+
+def xrtp_kde(window, width, n):
+    """Paper 001 eq. 3 from scratch (O(n²)): the density at every sample of the window with the
+    triangular kernel and width h(x) = width·x, normalised by the window's capacity n; returns
+    the density-weighted mean of the samples (the KDE estimate)."""
+    densities = []
+    for x in window:
+        h = width * x
+        total = sum(max(0.0, 1.0 - abs(x - y) / h) for y in window)
+        densities.append(total / (n * h))
+    return sum(d * x for d, x in zip(densities, window)) / sum(densities)
+
+
+def controller_xrtp(arrivals, losses, estimator="kde", alpha=0.8, n=8, width=0.25, pair_gap=0.0005,
+                    jitters=3, halving="event"):
+    """XRTP replay (paper 001 §III-B/C) as docs/controllers.md states it.
+
+    Each arrival dict also needs ``t_send`` (the packet's send time, s): packet pairs are found
+    from the send spacing.
+    """
+    out = []
+    by_arrival = {}
+    for loss in losses:
+        by_arrival.setdefault(loss["at"], []).append(loss)
+    prev = None
+    for i, a in enumerate(arrivals):
+        if a["start"]:
+            window = []  # the last n packet-pair samples, oldest first
+            positive = []  # the last ``jitters`` positive jitters
+            rate = None  # no rate before the first sample
+            event_time = None  # nominal time of the current loss event's first loss
+        else:
+            pair = a["seq"] == prev["seq"] + 1 and abs(a["t_send"] - prev["t_send"]) <= pair_gap
+            spacing = a["t_recv"] - prev["t_recv"]
+            if pair and spacing > 0 and a["size"] > 0:
+                sample = a["size"] / spacing  # eq. 2, bytes/s
+                if estimator == "kde":
+                    window = (window + [sample])[-n:]
+                    new = xrtp_kde(window, width, n)
+                else:
+                    new = sample
+                rate = new if rate is None else alpha * rate + (1 - alpha) * new  # eq. 4
+        if a["jitter"] > 0:  # NaN (a flow's first arrival) is not positive
+            positive = (positive + [a["jitter"]])[-jitters:]
+            if len(positive) == jitters and rate is not None:
+                rate = min(rate, jitters * a["s"] / sum(positive))  # eq. 10, jitters in seconds
+        for loss in by_arrival.get(i, []):
+            if not loss["congestion"]:
+                continue
+            joins = halving == "event" and event_time is not None and loss["t"] <= event_time + a["R"]
+            if not joins:
+                event_time = loss["t"]
+                if rate is not None:
+                    rate = rate / 2
+        out.append(math.nan if rate is None else rate)
+        prev = a
+    return out
+
+
+CONTROLLER_TWINS["xrtp"] = controller_xrtp
+
+
+def westwood_estimate(group, earlier, last, past_U, a, abse, tau, beta, N, history):
+    """Paper 004's estimator step for the current ACK group (ACKs that reached the sender at one
+    instant count as one cumulative ACK). ``earlier``: the flow's arrivals before the group;
+    ``last``: the result of the last group that gave a sample (None before the first);
+    ``past_U``: the U of every group that gave a sample, oldest first. Returns the group's
+    result {ere, sample, U} (bytes/s), or None when it gives no sample."""
+    dt = group["dt"]
+    if dt is None:  # a flow's first ACK: no pair yet
+        return None
+    acked = sum(ack["size"] for ack in group["acks"])
+    if not abse:  # BE: the last ACK pair, fixed tau
+        sample, tau_k, U = acked / dt, tau, None
+    else:
+        rtt = a["srtt"]
+        if rtt != rtt:  # no RTT estimate yet: ABSE takes no sample
+            return None
+        T = dt  # eqs. 2-3: T_min (the ACK inter-arrival) unless the path is congested
+        if last is not None:
+            backlog = group["window"] - last["ere"] * a["rtt_min"] / a["s"]
+            if backlog > 0:
+                T = max(dt, rtt * backlog / group["window"])
+        inside = acked
+        if T > dt:  # eq. 4: the ACKs with t_j > t_k - T_k (earlier is in time order)
+            for e in reversed(earlier):
+                if not e["t"] > group["t"] - T:
+                    break
+                inside += e["size"]
+        sample = inside / T
+        U = beta * last["U"] + (1.0 - beta) * abs(sample - last["sample"]) if last is not None else 0.0  # eq. 5
+        U_max = max([U] + past_U[max(0, len(past_U) - (history - 1)):])  # the last `history` U
+        tau_k = rtt + N * rtt * (U / U_max if U_max > 0 else 0.0)  # eq. 6
+    if last is None:  # the first sample initialises the estimate
+        return {"ere": sample, "sample": sample, "U": U}
+    alpha = max(0.0, (2.0 * tau_k - dt) / (2.0 * tau_k + dt))  # eq. 1, clamped at 0
+    return {"ere": alpha * last["ere"] + (1.0 - alpha) * sample, "sample": sample, "U": U}
+
+
+def controller_westwood(arrivals, losses, abse, tau=1.0, beta=0.6, N=10.0, history=10, initial_window=2.0,
+                        max_window=None, min_rto=1.0, lda_in_slow_start=True):
+    """TCP Westwood replay (paper 004 §2-3; paper 003 §3.2 with an LDA) as docs/controllers.md
+    states it: rate = usable window · s / SRTT."""
+    limit = math.inf if max_window is None else max_window
+    by_arrival = {}
+    for loss in losses:
+        by_arrival.setdefault(loss["at"], []).append(loss)
+    out = []
+    for i, a in enumerate(arrivals):
+        if a["start"]:
+            cwnd, ssthresh, reduced_at = initial_window, math.inf, None
+            earlier, group, last, past_U, result = [], None, None, [], None
+            ere = math.nan
+        else:
+            before = arrivals[i - 1]
+            known = before["srtt"] == before["srtt"]
+            rto = max(min_rto, before["srtt"] + 4 * before["rttvar"]) if known else 1.0
+            if a["t_recv"] - before["t_recv"] > rto:  # a timeout: ssthresh from the estimate then
+                target = ere * before["rtt_min"] / a["s"]
+                ssthresh = max(target if target == target else min(cwnd, limit) / 2, 2.0)
+                cwnd, reduced_at = 1.0, a["t_recv"]
+        if group is None or a["t"] > group["t"]:  # a new ACK group: the previous one is final
+            dt = None
+            if group is not None:
+                if result is not None:
+                    last = result
+                    past_U.append(result["U"])
+                earlier += group["acks"]
+                dt = a["t"] - group["t"]
+            group = {"t": a["t"], "dt": dt, "acks": [], "window": min(cwnd, limit)}
+        group["acks"].append(a)
+        result = westwood_estimate(group, earlier, last, past_U, a, abse, tau, beta, N, history)
+        ere = result["ere"] if result is not None else (last["ere"] if last is not None else math.nan)
+        if a["new"]:
+            cwnd += 1.0 if cwnd < ssthresh else 1.0 / cwnd
+        for loss in by_arrival.get(i, []):
+            acts = loss["congestion"] or (not lda_in_slow_start and cwnd < ssthresh)
+            same_window = reduced_at is not None and loss["t"] <= reduced_at + a["srtt"]
+            if acts and not same_window:  # "3 DUPACKs": ssthresh = ERE·RTT_min/seg
+                target = ere * a["rtt_min"] / a["s"]
+                ssthresh = max(target if target == target else min(cwnd, limit) / 2, 2.0)
+                cwnd, reduced_at = min(cwnd, ssthresh), loss["t"]
+        out.append(min(cwnd, limit) * a["s"] / a["srtt"])
+    return out
+
+
+def controller_westwood_be(arrivals, losses, tau=1.0, **window):
+    """Westwood with the BE estimator: one sample per ACK pair, fixed tau."""
+    return controller_westwood(arrivals, losses, False, tau=tau, **window)
+
+
+def controller_westwood_abse(arrivals, losses, beta=0.6, N=10.0, history=10, **window):
+    """Westwood with the ABSE estimator: adaptive T_k and tau_k."""
+    return controller_westwood(arrivals, losses, True, beta=beta, N=N, history=history, **window)
+
+
+CONTROLLER_TWINS["westwood_be"] = controller_westwood_be
+CONTROLLER_TWINS["westwood_abse"] = controller_westwood_abse
+
+
+# --- captures ---------------------------------------------------------------------------------
+# A readable, struct-based reader of pcap and pcapng captures, written from the file format
+# specifications and ldanalyze/io/linklayer.py's docstring: the twin of the numba kernels of
+# ldanalyze.io.pcap (decode_capture), and of the one-point receiver rules of
+# ldanalyze/io/payload.py. One dict per record; flows are 5-tuples.
+
+import struct as _struct
+
+CAPTURE_HASH_BYTES = 32
+_MASK64 = (1 << 64) - 1
+_HASH_M1, _HASH_M2, _HASH_M3 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+
+
+def capture_mix64(h):
+    h = ((h ^ (h >> 30)) * _HASH_M2) & _MASK64
+    h = ((h ^ (h >> 27)) * _HASH_M3) & _MASK64
+    return h ^ (h >> 31)
+
+
+def capture_payload_hash(payload_len, data):
+    """The payload length, then up to 32 payload bytes as little-endian 64-bit words."""
+    h = (payload_len * _HASH_M1) & _MASK64
+    data = data[:min(payload_len, CAPTURE_HASH_BYTES)]
+    for k in range(0, len(data), 8):
+        word = int.from_bytes(data[k:k + 8], "little")
+        h = ((h ^ word) * _HASH_M2) & _MASK64
+        h ^= h >> 29
+    return capture_mix64(h)
+
+
+class _TooShort(Exception):
+    pass
+
+
+def _need(frame, at, n):
+    if len(frame) < at + n:
+        raise _TooShort
+
+
+def capture_records(data, head_bytes=16):
+    """Every record of a pcap or pcapng capture (bytes), decoded: a list of dicts."""
+    if data[:4] == b"\x0a\x0d\x0d\x0a":
+        return list(_pcapng_records(data, head_bytes))
+    return list(_pcap_records(data, head_bytes))
+
+
+def _pcap_records(data, head_bytes):
+    magic = data[:4]
+    if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
+        e = "<"
+    else:
+        e = ">"
+    nano = _struct.unpack(e + "I", magic)[0] == 0xA1B23C4D
+    linktype = _struct.unpack(e + "I", data[20:24])[0] & 0xFFFF
+    at = 24
+    while at + 16 <= len(data):
+        sec, frac, incl, orig = _struct.unpack(e + "IIII", data[at:at + 16])
+        if at + 16 + incl > len(data):
+            break  # a record cut by the end of the file
+        frame = data[at + 16:at + 16 + incl]
+        ts = sec * 1_000_000_000 + frac * (1 if nano else 1000)
+        yield decode_frame_naive(frame, max(orig, incl), linktype, head_bytes, ts_ns=ts, offset=at, iface=0)
+        at += 16 + incl
+
+
+def _pcapng_records(data, head_bytes):
+    at, e, interfaces, first_iface = 0, "<", [], 0
+    while at + 12 <= len(data):
+        if data[at:at + 4] == b"\x0a\x0d\x0d\x0a":
+            e = "<" if data[at + 8:at + 12] == b"\x4d\x3c\x2b\x1a" else ">"
+            first_iface += len(interfaces)
+            interfaces = []
+        btype, blen = _struct.unpack(e + "II", data[at:at + 8])
+        if at + blen > len(data):
+            break
+        body = data[at + 8:at + blen - 4]
+        if btype == 1:  # interface description
+            linktype, _, snaplen = _struct.unpack(e + "HHI", body[:8])
+            units, offset_s = 10**6, 0
+            o = 8
+            while o + 4 <= len(body):
+                code, length = _struct.unpack(e + "HH", body[o:o + 4])
+                value = body[o + 4:o + 4 + length]
+                if code == 0:
+                    break
+                if code == 9:
+                    units = 2 ** (value[0] & 0x7F) if value[0] & 0x80 else 10 ** value[0]
+                if code == 14:
+                    offset_s = _struct.unpack(e + "q", value[:8])[0]
+                o += 4 + (length + 3) // 4 * 4
+            interfaces.append((linktype, snaplen, units, offset_s))
+        elif btype in (6, 2):  # enhanced / obsolete packet block
+            if btype == 6:
+                iface, hi, lo, caplen, orig = _struct.unpack(e + "IIIII", body[:20])
+            else:
+                iface, _, hi, lo, caplen, orig = _struct.unpack(e + "HHIIII", body[:20])
+            linktype, _, units, offset_s = interfaces[iface]
+            ticks = (hi << 32) | lo
+            ts = ticks * 1_000_000_000 // units + offset_s * 1_000_000_000
+            yield decode_frame_naive(body[20:20 + caplen], max(orig, caplen), linktype, head_bytes,
+                                     ts_ns=ts, offset=at, iface=first_iface + iface)
+        elif btype == 3:  # simple packet block: interface 0, its snap length, no time
+            linktype, snaplen, _, _ = interfaces[0]
+            orig = _struct.unpack(e + "I", body[:4])[0]
+            caplen = min(orig, len(body) - 4)
+            if snaplen:
+                caplen = min(caplen, snaplen)
+            yield decode_frame_naive(body[4:4 + caplen], max(orig, caplen), linktype, head_bytes,
+                                     ts_ns=None, offset=at, iface=first_iface)
+        at += blen
+
+
+def decode_frame_naive(frame, wirelen, linktype, head_bytes=16, **record):
+    """One frame → a dict of its decoded fields (see ldanalyze/io/linklayer.py)."""
+    rec = dict(record, caplen=len(frame), wirelen=wirelen, status="decoded", flow=None, first_fragment=False,
+               ip_ver=0, proto=0, ttl=0, ip_len=0, ip_id=0, payload_len=0, head=b"", payload_hash=0,
+               tcp_seq=0, tcp_ack=0, tcp_flags=0, tcp_tsval=None, tcp_tsecr=None, tcp_mss=None)
+    try:
+        status = _decode_into(rec, frame, wirelen, linktype, head_bytes)
+    except _TooShort:
+        status = "too_short"
+    rec["status"] = status
+    if status != "decoded":
+        rec["flow"] = None
+    return rec
+
+
+def _ip_start(frame, linktype):
+    """(offset of the IP header, version) or (None, status)."""
+    pad = False
+    while True:
+        if linktype == 1:  # Ethernet, VLAN tags
+            _need(frame, 0, 14)
+            at, ethertype = 14, _struct.unpack(">H", frame[12:14])[0]
+            while ethertype in (0x8100, 0x88A8, 0x9100):
+                _need(frame, at, 4)
+                ethertype = _struct.unpack(">H", frame[at + 2:at + 4])[0]
+                at += 4
+            return (at, {0x0800: 4, 0x86DD: 6}[ethertype]) if ethertype in (0x0800, 0x86DD) else (None, "not_ip")
+        if linktype in (101, 228, 229):
+            _need(frame, 0, 1)
+            version = frame[0] >> 4
+            if (linktype == 228 and version != 4) or (linktype == 229 and version != 6):
+                return None, "malformed"
+            return (0, version) if version in (4, 6) else (None, "not_ip")
+        if linktype in (0, 108):
+            _need(frame, 0, 4)
+            family = _struct.unpack("<I", frame[:4])[0]
+            if family > 0xFFFF:
+                family = _struct.unpack(">I", frame[:4])[0]
+            if family == 2:
+                return 4, 4
+            return (4, 6) if family in (10, 24, 28, 30) else (None, "not_ip")
+        if linktype in (113, 276):
+            size = 16 if linktype == 113 else 20
+            _need(frame, 0, size)
+            ethertype = _struct.unpack(">H", frame[14:16] if linktype == 113 else frame[0:2])[0]
+            at = size
+            while ethertype in (0x8100, 0x88A8, 0x9100):
+                _need(frame, at, 4)
+                ethertype = _struct.unpack(">H", frame[at + 2:at + 4])[0]
+                at += 4
+            return (at, {0x0800: 4, 0x86DD: 6}[ethertype]) if ethertype in (0x0800, 0x86DD) else (None, "not_ip")
+        if linktype == 127:  # radiotap
+            _need(frame, 0, 8)
+            length, present = _struct.unpack("<HI", frame[2:8])
+            _need(frame, 0, length)
+            if length < 8:
+                raise _TooShort
+            flags = _radiotap_flags_naive(frame[:length], present)
+            if flags & 0x40:
+                return None, "bad_fcs"
+            pad = bool(flags & 0x20)
+            frame, linktype = frame[length:], 105
+            offset_shift = length
+            inner_at, result = _ip_start_80211(frame, pad)
+            return (inner_at + offset_shift, result) if inner_at is not None else (None, result)
+        if linktype == 192:  # PPI
+            _need(frame, 0, 8)
+            length, inner = _struct.unpack("<HI", frame[2:8])
+            if length < 8:
+                raise _TooShort
+            _need(frame, 0, length)
+            if inner in (192, 127):
+                return None, "unsupported_link"
+            at, result = _ip_start(frame[length:], inner)
+            return (at + length, result) if at is not None else (None, result)
+        if linktype == 105:
+            return _ip_start_80211(frame, pad)
+        return None, "unsupported_link"
+
+
+def _radiotap_flags_naive(header, present):
+    at, word = 8, present
+    while word & 0x80000000:
+        if at + 4 > len(header):
+            return 0
+        word = _struct.unpack("<I", header[at:at + 4])[0]
+        at += 4
+    if not present & 0x2:
+        return 0
+    if present & 0x1:  # TSFT, 8-byte aligned
+        at = (at + 7) // 8 * 8 + 8
+    return header[at] if at < len(header) else 0
+
+
+def _ip_start_80211(frame, pad):
+    _need(frame, 0, 2)
+    fc0, fc1 = frame[0], frame[1]
+    kind, subtype = (fc0 >> 2) & 3, fc0 >> 4
+    if kind != 2 or subtype & 4:
+        return None, "wifi_not_data"
+    if fc1 & 0x40:
+        return None, "wifi_protected"
+    header = 24 + (6 if fc1 & 3 == 3 else 0)
+    if subtype & 8:
+        header += 2 + (4 if fc1 & 0x80 else 0)
+    if pad:
+        header = (header + 3) // 4 * 4
+    _need(frame, header, 8)
+    llc = frame[header:header + 8]
+    if llc[:3] != b"\xaa\xaa\x03":
+        return None, "not_ip"
+    ethertype = _struct.unpack(">H", llc[6:8])[0]
+    return (header + 8, {0x0800: 4, 0x86DD: 6}[ethertype]) if ethertype in (0x0800, 0x86DD) else (None, "not_ip")
+
+
+def _decode_into(rec, frame, wirelen, linktype, head_bytes):
+    at, version = _ip_start(frame, linktype)
+    if at is None:
+        return version
+    rec["ip_ver"] = version
+    later_fragment = False
+    if version == 4:
+        _need(frame, at, 20)
+        if frame[at] >> 4 != 4 or (frame[at] & 15) * 4 < 20:
+            return "malformed"
+        ihl = (frame[at] & 15) * 4
+        _need(frame, at, ihl)
+        total, ident, frag, ttl, proto = _struct.unpack(">HHHBB", frame[at + 2:at + 10])
+        if total == 0:
+            total = wirelen - at
+        if total < ihl:
+            return "malformed"
+        rec.update(ip_id=ident, ttl=ttl)
+        src, dst = _ip4(frame[at + 12:at + 16]), _ip4(frame[at + 16:at + 20])
+        l4, ip_end = at + ihl, at + total
+        later_fragment = bool(frag & 0x1FFF)
+        rec["first_fragment"] = not later_fragment and bool(frag & 0x2000)
+    else:
+        _need(frame, at, 40)
+        if frame[at] >> 4 != 6:
+            return "malformed"
+        plen, proto, ttl = _struct.unpack(">HBB", frame[at + 4:at + 8])
+        if plen == 0:
+            plen = wirelen - at - 40
+        rec["ttl"] = ttl
+        src, dst = _ip6(frame[at + 8:at + 24]), _ip6(frame[at + 24:at + 40])
+        l4, ip_end = at + 40, at + 40 + plen
+        while proto in (0, 43, 60, 44, 51, 135):
+            _need(frame, l4, 8)
+            following = frame[l4]
+            if proto == 44:
+                offset_m, ident = _struct.unpack(">HI", frame[l4 + 2:l4 + 8])
+                rec["ip_id"] = ident
+                later_fragment = bool(offset_m >> 3)
+                rec["first_fragment"] = not later_fragment and bool(offset_m & 1)
+                size = 8
+            elif proto == 51:
+                size = (frame[l4 + 1] + 2) * 4
+            else:
+                size = (frame[l4 + 1] + 1) * 8
+            proto, l4 = following, l4 + size
+            if later_fragment:
+                break
+        if ip_end < l4:
+            return "malformed"
+    rec["proto"] = proto
+    rec["ip_len"] = ip_end - at
+    if later_fragment:
+        return "ip_fragment"
+    sport = dport = 0
+    if proto == 17:
+        _need(frame, l4, 8)
+        sport, dport, length = _struct.unpack(">HHH", frame[l4:l4 + 6])
+        if length >= 8:
+            payload_len = length - 8
+            if rec["first_fragment"]:
+                rec["ip_len"] = l4 - at + length
+        else:
+            payload_len = ip_end - l4 - 8
+        payload_at = l4 + 8
+    elif proto == 6:
+        _need(frame, l4, 20)
+        offset = (frame[l4 + 12] >> 4) * 4
+        if offset < 20:
+            return "malformed"
+        _need(frame, l4, offset)
+        sport, dport, seq, ack = _struct.unpack(">HHII", frame[l4:l4 + 12])
+        rec.update(tcp_seq=seq, tcp_ack=ack, tcp_flags=frame[l4 + 13])
+        options = frame[l4 + 20:l4 + offset]
+        o = 0
+        while o < len(options):
+            kind = options[o]
+            if kind == 0:
+                break
+            if kind == 1:
+                o += 1
+                continue
+            if o + 1 >= len(options) or options[o + 1] < 2 or o + options[o + 1] > len(options):
+                break
+            length = options[o + 1]
+            if kind == 2 and length == 4:
+                rec["tcp_mss"] = _struct.unpack(">H", options[o + 2:o + 4])[0]
+            if kind == 8 and length == 10:
+                rec["tcp_tsval"], rec["tcp_tsecr"] = _struct.unpack(">II", options[o + 2:o + 10])
+            o += length
+        payload_len = ip_end - l4 - offset
+        payload_at = l4 + offset
+    else:
+        header = 4 if proto in (33, 132, 136) else 0
+        _need(frame, l4, header)
+        if header:
+            sport, dport = _struct.unpack(">HH", frame[l4:l4 + 4])
+        payload_len = ip_end - l4 - header
+        payload_at = l4 + header
+    if payload_len < 0:
+        return "malformed"
+    captured = frame[payload_at:payload_at + payload_len]
+    rec["payload_len"] = payload_len
+    rec["head"] = captured[:head_bytes]
+    if len(captured) >= min(payload_len, CAPTURE_HASH_BYTES):
+        rec["payload_hash"] = capture_payload_hash(payload_len, captured)
+    rec["flow"] = (version, proto, src, sport, dst, dport)
+    return "decoded"
+
+
+def _ip4(raw):
+    return ".".join(str(b) for b in raw)
+
+
+def _ip6(raw):
+    import ipaddress
+
+    return str(ipaddress.IPv6Address(raw))
+
+
+def receiver_rows_naive(arrivals, gap_reason="seq-gap"):
+    """The receiver-side rule for one sequence space, one packet at a time.
+
+    ``arrivals``: (seq, t_send, t_recv, size) in arrival order, seq unwrapped. Returns the
+    delivered rows, then one lost row per sequence number missing between the smallest and the
+    largest seen, with t_send interpolated linearly between the in-order arrivals around it and
+    the median size.
+    """
+    rows = [{"seq": s, "t_send": ts, "t_recv": tr, "size": size, "fate": "delivered"} for s, ts, tr, size in arrivals]
+    in_order, best = [], None
+    for s, ts, _, _ in arrivals:
+        if best is None or s > best:
+            in_order.append((s, ts))
+            best = s
+    seen = {s for s, _, _, _ in arrivals}
+    sizes = sorted(size for _, _, _, size in arrivals)
+    mid = len(sizes) // 2
+    median = sizes[mid] if len(sizes) % 2 else (sizes[mid - 1] + sizes[mid]) / 2
+    for s in range(min(seen), max(seen) + 1):
+        if s in seen:
+            continue
+        below = max((p for p in in_order if p[0] < s), key=lambda p: p[0])
+        above = min((p for p in in_order if p[0] > s), key=lambda p: p[0])
+        t_send = below[1] + (above[1] - below[1]) * (s - below[0]) / (above[0] - below[0])
+        rows.append({"seq": s, "t_send": t_send, "t_recv": math.nan, "size": int(median), "fate": "lost",
+                     "reason": gap_reason})
+    return rows
+
+
+def tcp_segment_numbers_naive(segments, mss):
+    """Packet index of each (start byte, length) segment, following ldanalyze/io/payload.py:
+    distinct starts in byte order; a hole of h bytes before a start adds ceil(h / mss); a start
+    whose bytes were all covered before takes the index of the last start that was not."""
+    starts = sorted({s for s, _ in segments})
+    length = {s: max(n for t, n in segments if t == s) for s in starts}
+    index, covered_to, current = {}, None, None
+    for s in starts:
+        end = s + length[s]
+        if covered_to is None:
+            current = -(-max(s, 0) // mss)
+        elif end > covered_to:
+            current += 1 + -(-max(s - covered_to, 0) // mss)
+        index[s] = current
+        covered_to = end if covered_to is None else max(covered_to, end)
+    return [index[s] for s, _ in segments]

@@ -134,5 +134,5 @@ def test_bad_parameters_are_refused():
         get_controller("tfrc", n=1)
     with pytest.raises(UsageError, match="t_mbi"):
         get_controller("tfrc", t_mbi=0)
-    assert get_controller("tfrc", discounting=True).spec == "tfrc:discounting=True"
+    assert get_controller("tfrc", discounting=True).spec == "tfrc:discounting=true"
     assert math.isfinite(get_controller("tfrc").t_mbi)

@@ -119,7 +119,7 @@ class Signals:
         loss_at, loss_seq, loss_t, loss_row = _loss_events(timeline, f)
         return cls(
             timeline=timeline, replay=replay, path=path, flows=flows, start=f.start, flow=code, t=t,
-            t_recv=f.t, t_send=f.t - f.d, seq=a["seq"].to_numpy(np.int64), size=size,
+            t_recv=f.t, t_send=a["t_send"].to_numpy(np.float64), seq=a["seq"].to_numpy(np.int64), size=size,
             new=(a["kind"] != KIND_DUPLICATE).to_numpy(), s=seg[code], rtt=rtt, R=R, srtt=srtt,
             rttvar=rttvar, rtt_min=rtt_min, jitter=f.jitter, spacing=f.spacing,
             loss_at=loss_at, loss_seq=loss_seq, loss_t=loss_t, loss_row=loss_row,

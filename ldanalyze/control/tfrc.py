@@ -9,8 +9,9 @@ the receive rate with the inverse throughput equation (§6.3.1). Feedback goes o
 and at once on a new loss event (§6.2). The sender (§4.3) sets
 X = max(min(X_Bps, 2·X_recv), s/t_mbi) with the throughput equation (§3.1, b = 1,
 t_RTO = 4R), and before the first loss doubles once per RTT from W_init/R (§4.2-4.3). Losses
-the LDA called wireless never enter the loss history. Exact replay contract:
-``docs/controllers.md``.
+the LDA called wireless never enter the loss history. Open loop, the receiver measures the
+trace's receive rate, which the modelled sender may not have sent: X_recv is taken as at most
+the modelled rate X. Exact replay contract: ``docs/controllers.md``.
 """
 
 from __future__ import annotations
@@ -135,9 +136,7 @@ def tfrc_kernel(start, t_recv, t, seq, size, s, R, loss_at, loss_seq, loss_t, co
             if congestion[li]:
                 if not have_event:
                     elapsed = t_recv[i] - t_fb
-                    target = got / elapsed if elapsed > 0 else np.nan
-                    if not (target > 0):
-                        target = X
+                    target = min(got / elapsed, X) if elapsed > 0 else X
                     p_first = loss_rate_for(target, s[i], r, b) if (r > 0 and target > 0) else 1.0
                     hist[0] = 1.0 / p_first
                     disc[0] = 1.0
@@ -163,7 +162,7 @@ def tfrc_kernel(start, t_recv, t, seq, size, s, R, loss_at, loss_seq, loss_t, co
             li += 1
         if first or new_event or not (t_recv[i] - t_fb < r):
             elapsed = t_recv[i] - t_fb
-            x_recv = got / elapsed if elapsed > 0 else np.nan
+            x_recv = min(got / elapsed, X) if elapsed > 0 else np.nan
             if have_event:
                 i_mean, _ = mean_loss_interval(hist, disc, k, s_max - ev_seq + 1.0, w, discounting)
                 p = 1.0 / i_mean
