@@ -500,21 +500,22 @@ def tfrc_weights(n):
     return [1.0 if i < n / 2 else 1.0 - (i - (n / 2 - 1)) / (n / 2 + 1) for i in range(n)]
 
 
-def tfrc_equation(s, R, p, b=1.0):
-    """RFC 5348 §3.1 with t_RTO = 4R, in bytes/s."""
-    return s / (R * math.sqrt(2 * b * p / 3) + 4 * R * 3 * math.sqrt(3 * b * p / 8) * p * (1 + 32 * p * p))
+def tfrc_equation(s, R, p, b=1.0, rto_factor=4.0):
+    """RFC 5348 §3.1 with t_RTO = rto_factor·R, in bytes/s."""
+    t_rto = rto_factor * R
+    return s / (R * math.sqrt(2 * b * p / 3) + t_rto * 3 * math.sqrt(3 * b * p / 8) * p * (1 + 32 * p * p))
 
 
-def tfrc_p_for_rate(target, s, R, b=1.0):
+def tfrc_p_for_rate(target, s, R, b=1.0, rto_factor=4.0):
     """The loss event rate at which the equation gives ``target`` (plain bisection on p)."""
-    if tfrc_equation(s, R, 1.0, b) >= target:
+    if tfrc_equation(s, R, 1.0, b, rto_factor) >= target:
         return 1.0
-    if tfrc_equation(s, R, 1e-12, b) <= target:
+    if tfrc_equation(s, R, 1e-12, b, rto_factor) <= target:
         return 1e-12
     lo, hi = 1e-12, 1.0
     for _ in range(200):
         mid = math.sqrt(lo * hi)  # bisect in log space: p spans twelve decades
-        if tfrc_equation(s, R, mid, b) > target:
+        if tfrc_equation(s, R, mid, b, rto_factor) > target:
             lo = mid
         else:
             hi = mid
@@ -554,7 +555,7 @@ class TfrcHistory:
         self.closed = self.closed[: self.n]
 
 
-def controller_tfrc(arrivals, losses, n=8, discounting=False, b=1.0, t_mbi=64.0):
+def controller_tfrc(arrivals, losses, n=8, discounting=False, b=1.0, rto_factor=4.0, t_mbi=64.0):
     """TFRC replay (RFC 5348 receiver §5-6, sender §4.3) as docs/controllers.md states it."""
     out = []
     by_arrival = {}
@@ -581,7 +582,7 @@ def controller_tfrc(arrivals, losses, n=8, discounting=False, b=1.0, t_mbi=64.0)
                 elapsed = a["t_recv"] - last_report
                 # the receiver cannot get faster than the modelled sender sends (open loop)
                 target = min(received / elapsed, X) if elapsed > 0 else X
-                p_first = tfrc_p_for_rate(target, s, R, b) if known_R and target > 0 else 1.0
+                p_first = tfrc_p_for_rate(target, s, R, b, rto_factor) if known_R and target > 0 else 1.0
                 history.closed = [[1.0 / p_first, 1.0]]
                 event, new_event = (loss["t"], loss["seq"]), True
             elif not (known_R and loss["t"] <= event[0] + R):
@@ -598,7 +599,7 @@ def controller_tfrc(arrivals, losses, n=8, discounting=False, b=1.0, t_mbi=64.0)
                 limit = 2 * x_recv if x_recv else math.inf
                 initial = min(4 * s, max(2 * s, 4380)) / R
                 if p > 0:
-                    X = max(min(tfrc_equation(s, R, p, b), limit), s / t_mbi)
+                    X = max(min(tfrc_equation(s, R, p, b, rto_factor), limit), s / t_mbi)
                 elif last_double is None:
                     X, last_double = initial, t
                 elif t - last_double >= R:

@@ -96,3 +96,37 @@ def test_score_usage_errors(capsys):
     assert main(["classify", str(SAMPLE), "--detection", "0"]) == 2
     assert main(["score", str(SAMPLE), "-o", str(SAMPLE)]) == 2
     assert "refusing to overwrite" in capsys.readouterr().err
+
+
+def test_replay_prints_the_modeled_throughput_and_writes_the_rates(tmp_path, capsys):
+    out = tmp_path / "rates.parquet"
+    assert main(["replay", str(SAMPLE), "--controller", "tfrc,newreno", "--lda", "unaware,omniscient",
+                 "--capacity", "150k", "-o", str(out), "--compare-sent"]) == 0
+    text = capsys.readouterr().out
+    assert "open-loop replay" in text and "allowed rate against the rate the trace's sender sent" in text
+    rates = pd.read_parquet(out)
+    assert set(rates["controller"]) == {"tfrc", "newreno"} and set(rates["lda"]) == {"unaware", "omniscient"}
+    assert list(rates.columns) == ["lda", "controller", "flow", "t", "seq", "rate_bps"]
+    summary_lines = [line.split() for line in text.splitlines() if line.split()[:3] == ["omniscient", "tfrc", "1"]]
+    assert summary_lines and float(summary_lines[0][4]) == 150.0  # the capacity given, in kb/s
+
+
+def test_score_shows_the_modeled_throughput(capsys):
+    assert main(["score", str(SAMPLE), "--lda", "unaware,omniscient", "--bootstrap", "0"]) == 0
+    captured = capsys.readouterr()
+    assert "open-loop" in captured.err
+    rows = {line[:16].strip(): line[16:].split() for line in captured.out.splitlines()}
+    unaware, omniscient = (float(v) for v in rows["thput %"])
+    assert 0 < unaware < omniscient <= 100
+    assert rows["vs unaware"][0] == "1.00" and float(rows["vs unaware"][1]) > 1  # mean of the flows' ratios
+    assert "Jain index" in rows and "tfrc's modeled throughput" in captured.out
+    assert main(["score", str(SAMPLE), "--lda", "unaware", "--controller", "none", "--bootstrap", "0"]) == 0
+    assert "thput" not in capsys.readouterr().out
+
+
+def test_replay_usage_errors(capsys):
+    assert main(["replay", str(SAMPLE), "--controller", "tfrc:n=1"]) == 2
+    assert "n must be" in capsys.readouterr().err
+    assert main(["replay", str(SAMPLE), "--controller", "vegas"]) == 2
+    assert "unknown controller 'vegas'" in capsys.readouterr().err
+    assert main(["replay", str(SAMPLE), "--capacity", "-3"]) == 2

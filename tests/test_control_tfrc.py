@@ -26,19 +26,20 @@ def test_throughput_equation_by_hand():
     # R·sqrt(2p/3) = 0.1·0.0816497 = 0.00816497
     # t_RTO·3·sqrt(3p/8)·p·(1 + 32p²) = 0.4·0.1837117·0.01·1.0032 = 0.00073720
     # X = 1000 / 0.00890217 = 112332.3 B/s
-    assert throughput_equation(1000.0, 0.1, 0.01, 1.0) == pytest.approx(112332.3, rel=1e-6)
+    assert throughput_equation(1000.0, 0.1, 0.01, 1.0, 4.0) == pytest.approx(112332.3, rel=1e-6)
     # p = 0.1: 0.1·0.2581989 = 0.02581989; 0.4·0.5809475·0.1·1.32 = 0.03067403; X = 1000/0.05649392
-    assert throughput_equation(1000.0, 0.1, 0.1, 1.0) == pytest.approx(17701.02, rel=1e-6)
+    assert throughput_equation(1000.0, 0.1, 0.1, 1.0, 4.0) == pytest.approx(17701.02, rel=1e-6)
     # the kernel's copy agrees with the reference model everywhere
     for p in (1e-6, 1e-3, 0.05, 0.3, 1.0):
-        assert throughput_equation(762.0, 0.13, p, 1.0) == pytest.approx(float(tfrc_rate(762.0, 0.13, p)), rel=1e-12)
+        assert throughput_equation(762.0, 0.13, p, 1.0, 4.0) == pytest.approx(float(tfrc_rate(762.0, 0.13, p)), rel=1e-12)
+        assert throughput_equation(762.0, 0.13, p, 1.0, 2.5) == pytest.approx(float(tfrc_rate(762.0, 0.13, p, rto=0.325)), rel=1e-12)
 
 
 @pytest.mark.parametrize("target", [50.0, 1e3, 2e4, 1e6])
 def test_inverse_equation_agrees_with_the_models_inverse(target):
-    p = loss_rate_for(target, 762.0, 0.13, 1.0)
+    p = loss_rate_for(target, 762.0, 0.13, 1.0, 4.0)
     assert p == pytest.approx(float(tfrc_loss_event_rate(762.0, 0.13, target)), rel=1e-9)
-    assert throughput_equation(762.0, 0.13, p, 1.0) == pytest.approx(target, rel=1e-9)
+    assert throughput_equation(762.0, 0.13, p, 1.0, 4.0) == pytest.approx(target, rel=1e-9)
 
 
 def mean_interval(closed, open_interval, discounting=False, discounts=None):

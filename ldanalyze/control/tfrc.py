@@ -34,24 +34,25 @@ def interval_weights(n: int) -> np.ndarray:
 
 
 @njit(cache=True)
-def throughput_equation(s, R, p, b):
-    """X_Bps = s / (R·sqrt(2bp/3) + t_RTO·3·sqrt(3bp/8)·p·(1 + 32p²)), t_RTO = 4R (bytes/s)."""
-    t_rto = 4.0 * R
+def throughput_equation(s, R, p, b, rto_factor):
+    """X_Bps = s / (R·sqrt(2bp/3) + t_RTO·3·sqrt(3bp/8)·p·(1 + 32p²)), t_RTO = rto_factor·R
+    (RFC 5348 §3.1 recommends 4), in bytes/s."""
+    t_rto = rto_factor * R
     return s / (R * np.sqrt(2.0 * b * p / 3.0) + t_rto * 3.0 * np.sqrt(3.0 * b * p / 8.0) * p * (1.0 + 32.0 * p * p))
 
 
 @njit(cache=True)
-def loss_rate_for(x_target, s, R, b):
+def loss_rate_for(x_target, s, R, b, rto_factor):
     """The p in [1e-12, 1] at which the throughput equation gives ``x_target`` (bisection on
     log p, 100 steps: the equation is decreasing in p); RFC 5348 §6.3.1."""
     lo, hi = np.log(1e-12), 0.0
-    if throughput_equation(s, R, 1.0, b) >= x_target:
+    if throughput_equation(s, R, 1.0, b, rto_factor) >= x_target:
         return 1.0
-    if throughput_equation(s, R, 1e-12, b) <= x_target:
+    if throughput_equation(s, R, 1e-12, b, rto_factor) <= x_target:
         return 1e-12
     for _ in range(100):
         mid = 0.5 * (lo + hi)
-        if throughput_equation(s, R, np.exp(mid), b) > x_target:
+        if throughput_equation(s, R, np.exp(mid), b, rto_factor) > x_target:
             lo = mid
         else:
             hi = mid
@@ -83,7 +84,7 @@ def mean_loss_interval(hist, disc, k, i0, w, discounting):
 
 @njit(cache=True)
 def tfrc_kernel(start, t_recv, t, seq, size, s, R, loss_at, loss_seq, loss_t, congestion,
-                w, discounting, b, t_mbi):
+                w, discounting, b, rto_factor, t_mbi):
     """Replay TFRC: per arrival the allowed rate X (bytes/s) after it, the loss event rate p
     the receiver last reported, X_recv, and the number of loss events so far."""
     N = t.shape[0]
@@ -137,7 +138,7 @@ def tfrc_kernel(start, t_recv, t, seq, size, s, R, loss_at, loss_seq, loss_t, co
                 if not have_event:
                     elapsed = t_recv[i] - t_fb
                     target = min(got / elapsed, X) if elapsed > 0 else X
-                    p_first = loss_rate_for(target, s[i], r, b) if (r > 0 and target > 0) else 1.0
+                    p_first = loss_rate_for(target, s[i], r, b, rto_factor) if (r > 0 and target > 0) else 1.0
                     hist[0] = 1.0 / p_first
                     disc[0] = 1.0
                     k = 1
@@ -172,7 +173,7 @@ def tfrc_kernel(start, t_recv, t, seq, size, s, R, loss_at, loss_seq, loss_t, co
                 limit = 2.0 * x_recv if x_recv > 0 else np.inf
                 floor_init = min(4.0 * s[i], max(2.0 * s[i], 4380.0)) / r
                 if p > 0:
-                    X = max(min(throughput_equation(s[i], r, p, b), limit), s[i] / t_mbi)
+                    X = max(min(throughput_equation(s[i], r, p, b, rto_factor), limit), s[i] / t_mbi)
                 elif not rate_init:
                     X = floor_init
                     tld = t[i]
@@ -191,16 +192,19 @@ def tfrc_kernel(start, t_recv, t, seq, size, s, R, loss_at, loss_seq, loss_t, co
 class Tfrc(Controller):
     """TFRC, RFC 5348 (sender §4, receiver §5-6). ``n``: loss intervals averaged (8);
     ``discounting``: §5.5 history discounting (off by default; ns-2 turns it on); ``b``: packets
-    per ACK in the equation (1); ``t_mbi``: the longest interval between packets (64 s)."""
+    per ACK in the equation (1); ``rto_factor``: t_RTO = rto_factor·R in the equation (4, RFC 5348
+    §3.1; ns-2 uses its own TCP-style estimate, 2.5-3·R at its tick of 0.1 s); ``t_mbi``: the
+    longest interval between packets (64 s)."""
 
     name: ClassVar[str] = "tfrc"
     n: int = 8
     discounting: bool = False
     b: float = 1.0
+    rto_factor: float = 4.0
     t_mbi: float = 64.0
 
     def __post_init__(self) -> None:
-        check_positive(self.name, b=self.b, t_mbi=self.t_mbi)
+        check_positive(self.name, b=self.b, rto_factor=self.rto_factor, t_mbi=self.t_mbi)
         if not isinstance(self.n, (int, np.integer)) or self.n < 2:
             raise UsageError(f"{self.name}: n must be a whole number of intervals ≥ 2, not {self.n!r}")
 
@@ -208,7 +212,7 @@ class Tfrc(Controller):
         X, p, x_recv, events = tfrc_kernel(
             sig.start, sig.t_recv, sig.t, sig.seq, sig.size.astype(np.float64), sig.s, sig.R,
             sig.loss_at, sig.loss_seq, sig.loss_t, congestion,
-            interval_weights(self.n), bool(self.discounting), float(self.b), float(self.t_mbi),
+            interval_weights(self.n), bool(self.discounting), float(self.b), float(self.rto_factor), float(self.t_mbi),
         )
         return X * 8.0, {"p": p, "x_recv_bps": x_recv * 8.0, "R": sig.R, "loss_events": events}
 
