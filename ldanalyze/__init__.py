@@ -2,9 +2,13 @@
 
 The data flow is one way: ``read_trace`` (a file → :class:`Trace` with its PacketTable) →
 ``build_timeline`` (→ :class:`Timeline`: arrivals, gaps, losses per flow) → ``classify``
-(every LDA's decision per lost packet) → ``score`` (M_c, M_w, accuracy, ... per flow or pooled).
+(every LDA's decision per lost packet) → ``score`` (M_c, M_w, accuracy, ... per flow or pooled);
+and ``replay`` (every rate controller fed every LDA's decisions, open loop → the rate each would
+have allowed: the modeled throughput).
 """
 
+from .control import REGISTRY as CONTROLLERS
+from .control import PathModel, controller_state, get_controller, replay
 from .errors import TraceError, UsageError
 from .io import read_trace
 from .lda import REGISTRY as LDAS
@@ -15,6 +19,7 @@ from .timeline import Timeline, build_timeline
 
 __all__ = [
     "read_trace", "build_timeline", "classify", "score", "get_lda", "lda_state", "Replay", "LDAS",
+    "replay", "controller_state", "get_controller", "PathModel", "CONTROLLERS",
     "Trace", "Timeline", "TraceError", "UsageError", "FATES", "LOSS_FATES",
 ]
-__version__ = "0.2.0"
+__version__ = "0.3.0"
