@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,6 +15,7 @@ from ldanalyze.control.models import (
     congestion_decision_probability,
     jain_fairness_index,
     lim_throughput,
+    model_throughputs,
     normalized_throughput,
     pftk_rate,
     tfrc_loss_event_rate,
@@ -285,3 +287,19 @@ def test_normalized_throughput():
 def test_bad_arguments(call, message):
     with pytest.raises(UsageError, match=message):
         call()
+
+
+def test_model_throughputs_on_score_rows_by_hand():
+    scores = pd.DataFrame({"lda": ["unaware", "perfect"], "congestion_rate": [0.01, 0.01],
+                           "wireless_rate": [0.03, 0.03], "A_c": [1.0, 1.0], "A_w": [0.0, 1.0]})
+    out = model_throughputs(scores, 1000, 0.1, propagation_delay=0.05)
+    # eq. 3, NewReno, p = 0.04: (1/0.1)·sqrt(0.96/(0.5·0.04)) = 10·sqrt(48) = 69.282 pkt/s
+    assert out["aimd_bps"].tolist() == pytest.approx([69.282032 * 8000] * 2)
+    # eq. 8: the unaware LDA calls all 0.04 congestion: 10·sqrt(2·0.96/0.04) = the same as eq. 3;
+    # the perfect one only 0.01: 10·sqrt(192) = 138.564 pkt/s
+    assert out["lim_bps"].tolist() == pytest.approx([69.282032 * 8000, 138.564065 * 8000])
+    # eq. 10: sqrt(0.96/0.04) / sqrt(0.1·0.05) = 4.898979/0.0707107 = 69.282 pkt/s, for both
+    assert out["westwood_plus_bps"].tolist() == pytest.approx([69.282032 * 8000] * 2)
+    assert out["pftk_bps"][1] > out["pftk_bps"][0]
+    with pytest.raises(UsageError, match="A_w"):
+        model_throughputs(scores.drop(columns="A_w"), 1000, 0.1)

@@ -255,3 +255,32 @@ def jain_fairness_index(throughputs, axis=-1):
     n = x.shape[axis]
     with np.errstate(divide="ignore", invalid="ignore"):
         return (x.sum(axis=axis) ** 2 / (n * (x**2).sum(axis=axis)))[()]
+
+
+def model_throughputs(scores, packet_size, rtt, propagation_delay=None):
+    """The closed-form models evaluated on ``score``'s aggregate statistics, in bits/s.
+
+    ``scores`` needs ``congestion_rate`` and ``wireless_rate`` (score with a summary) and ``A_c``,
+    ``A_w``; ``packet_size`` (bytes), ``rtt`` and ``propagation_delay`` (s) are scalars or
+    arrays aligned with its rows. Adds ``aimd_bps`` (paper 003 eq. 3 with every loss halving:
+    NewReno), ``lim_bps`` (eq. 8: halving only on the losses the LDA calls congestion, from its
+    measured A_c, A_w through eq. 4), ``pftk_bps`` (paper 002 eq. 1 at the rate of losses the
+    LDA calls congestion: what LDA+ converges to) and, given ``propagation_delay``,
+    ``westwood_plus_bps`` (eq. 10, which ignores the LDA: Westwood+ reacts to every loss).
+    """
+    missing = [c for c in ("congestion_rate", "wireless_rate", "A_c", "A_w") if c not in scores]
+    if missing:
+        raise UsageError(f"model_throughputs: the scores have no column {', '.join(missing)} "
+                         "(score the decisions with the timeline summary)")
+    out = scores.copy()
+    p_c = scores["congestion_rate"].to_numpy(np.float64)
+    p_w = scores["wireless_rate"].to_numpy(np.float64)
+    a_c = scores["A_c"].to_numpy(np.float64)
+    a_w = scores["A_w"].to_numpy(np.float64)
+    _, _, called_congestion = _lim_rates(p_c, p_w, a_c, a_w)
+    out["aimd_bps"] = 8.0 * aimd_throughput(packet_size, rtt, p_c + p_w)
+    out["lim_bps"] = 8.0 * lim_throughput(packet_size, rtt, p_c, p_w, a_c, a_w)
+    out["pftk_bps"] = 8.0 * pftk_rate(packet_size, rtt, called_congestion)
+    if propagation_delay is not None:
+        out["westwood_plus_bps"] = 8.0 * westwood_plus_throughput(packet_size, rtt, propagation_delay, p_c + p_w)
+    return out
