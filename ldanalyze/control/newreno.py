@@ -20,8 +20,7 @@ from numba import njit
 from ..errors import UsageError
 from ..specs import check_positive
 from .base import Controller, Signals
-
-INITIAL_RTO = 1.0  # RFC 6298 §2.1: the RTO before the first RTT sample
+from .window import MIN_SSTHRESH, reno_growth, starts_reduction, timed_out
 
 
 @njit(cache=True)
@@ -42,20 +41,15 @@ def newreno_kernel(start, t_recv, new, s, srtt, rttvar, loss_at, loss_t, congest
             cwnd = initial_window
             ssthresh = np.inf
             event_t = -np.inf
-        else:
-            rto = INITIAL_RTO if np.isnan(srtt[i - 1]) else max(min_rto, srtt[i - 1] + 4.0 * rttvar[i - 1])
-            if t_recv[i] - t_recv[i - 1] > rto:
-                ssthresh = max(min(cwnd, max_window) / 2.0, 2.0)
-                cwnd = 1.0
-                event_t = t_recv[i]
+        elif timed_out(i, t_recv, srtt, rttvar, min_rto):
+            ssthresh = max(min(cwnd, max_window) / 2.0, MIN_SSTHRESH)
+            cwnd = 1.0
+            event_t = t_recv[i]
         if new[i]:
-            if cwnd < ssthresh:
-                cwnd += 1.0
-            else:
-                cwnd += 1.0 / cwnd
+            cwnd = reno_growth(cwnd, ssthresh)
         while li < L and loss_at[li] == i:
-            if congestion[li] and not (loss_t[li] <= event_t + srtt[i]):
-                ssthresh = max(min(cwnd, max_window) / 2.0, 2.0)
+            if congestion[li] and starts_reduction(loss_t[li], event_t, srtt[i]):
+                ssthresh = max(min(cwnd, max_window) / 2.0, MIN_SSTHRESH)
                 cwnd = ssthresh
                 event_t = loss_t[li]
             li += 1
