@@ -495,6 +495,14 @@ def lda_decisions(name, params, packets, rtt=(), *, update_first=True, gap_delay
 # ---------------------------------------------------------------------------------------------
 
 
+def losses_by_arrival(losses):
+    """The losses grouped by the arrival that decides them (in their given order)."""
+    grouped = {}
+    for loss in losses:
+        grouped.setdefault(loss["at"], []).append(loss)
+    return grouped
+
+
 def tfrc_weights(n):
     """RFC 5348 §5.4: the newer half weighs 1, the older half falls linearly."""
     return [1.0 if i < n / 2 else 1.0 - (i - (n / 2 - 1)) / (n / 2 + 1) for i in range(n)]
@@ -558,9 +566,7 @@ class TfrcHistory:
 def controller_tfrc(arrivals, losses, n=8, discounting=False, b=1.0, rto_factor=4.0, t_mbi=64.0):
     """TFRC replay (RFC 5348 receiver §5-6, sender §4.3) as docs/controllers.md states it."""
     out = []
-    by_arrival = {}
-    for loss in losses:
-        by_arrival.setdefault(loss["at"], []).append(loss)
+    by_arrival = losses_by_arrival(losses)
     for i, a in enumerate(arrivals):
         s, R, t = a["s"], a["R"], a["t"]
         known_R = R == R and R > 0
@@ -614,9 +620,7 @@ CONTROLLER_TWINS = {"tfrc": controller_tfrc}
 def controller_newreno(arrivals, losses, initial_window=2.0, max_window=None, min_rto=1.0):
     """AIMD window replay as docs/controllers.md states it (rate = usable window · s / SRTT)."""
     limit = math.inf if max_window is None else max_window
-    by_arrival = {}
-    for loss in losses:
-        by_arrival.setdefault(loss["at"], []).append(loss)
+    by_arrival = losses_by_arrival(losses)
     out = []
     for i, a in enumerate(arrivals):
         if a["start"]:
@@ -654,9 +658,7 @@ def controller_ldaplus(arrivals, losses, T=5.0, r_0=10_000.0, A_0=10_000.0, D=1.
     (NaN when unknown). ``r_0`` and ``A_0`` are bits/s; rates inside are bytes/s.
     """
     out = []
-    by_arrival = {}
-    for loss in losses:
-        by_arrival.setdefault(loss["at"], []).append(loss)
+    by_arrival = losses_by_arrival(losses)
     for i, a in enumerate(arrivals):
         if a["start"]:
             rate, increase = r_0 / 8, A_0 / 8
@@ -718,9 +720,7 @@ def controller_xrtp(arrivals, losses, estimator="kde", alpha=0.8, n=8, width=0.2
     from the send spacing.
     """
     out = []
-    by_arrival = {}
-    for loss in losses:
-        by_arrival.setdefault(loss["at"], []).append(loss)
+    by_arrival = losses_by_arrival(losses)
     prev = None
     for i, a in enumerate(arrivals):
         if a["start"]:
@@ -801,9 +801,7 @@ def controller_westwood(arrivals, losses, abse, tau=1.0, beta=0.6, N=10.0, histo
     """TCP Westwood replay (paper 004 §2-3; paper 003 §3.2 with an LDA) as docs/controllers.md
     states it: rate = usable window · s / SRTT."""
     limit = math.inf if max_window is None else max_window
-    by_arrival = {}
-    for loss in losses:
-        by_arrival.setdefault(loss["at"], []).append(loss)
+    by_arrival = losses_by_arrival(losses)
     out = []
     for i, a in enumerate(arrivals):
         if a["start"]:
@@ -863,6 +861,7 @@ CONTROLLER_TWINS["westwood_abse"] = controller_westwood_abse
 # ldanalyze.io.pcap (decode_capture), and of the one-point receiver rules of
 # ldanalyze/io/payload.py. One dict per record; flows are 5-tuples.
 
+import ipaddress as _ipaddress
 import struct as _struct
 
 CAPTURE_HASH_BYTES = 32
@@ -871,6 +870,7 @@ _HASH_M1, _HASH_M2, _HASH_M3 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049B
 
 
 def capture_mix64(h):
+    """splitmix64's finaliser."""
     h = ((h ^ (h >> 30)) * _HASH_M2) & _MASK64
     h = ((h ^ (h >> 27)) * _HASH_M3) & _MASK64
     return h ^ (h >> 31)
@@ -1199,9 +1199,7 @@ def _ip4(raw):
 
 
 def _ip6(raw):
-    import ipaddress
-
-    return str(ipaddress.IPv6Address(raw))
+    return str(_ipaddress.IPv6Address(raw))
 
 
 def receiver_rows_naive(arrivals, gap_reason="seq-gap"):
