@@ -19,8 +19,8 @@ import pandas as pd
 from ..lda import Replay, classify, get_lda, parse_ldas
 from ..specs import build, parse_specs
 from ..timeline import Timeline
-from .base import OPEN_LOOP_NOTE, Controller, PathModel, Signals, summarize_rates
 from . import ldaplus, newreno, tfrc, westwood, xrtp
+from .base import OPEN_LOOP_NOTE, Controller, PathModel, Signals, summarize_rates
 
 #: name -> class, in the order of docs/controllers.md; each module lists its own in CONTROLLERS
 REGISTRY: dict[str, type[Controller]] = {

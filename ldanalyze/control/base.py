@@ -13,6 +13,7 @@ Every rate a controller gives is in **bits per second** (``rate_bps``).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -110,7 +111,7 @@ class Signals:
         a = timeline.arrivals
         flows = list(a["flow"].cat.categories)
         code = a["flow"].cat.codes.to_numpy(np.int64)
-        size = a["size"].to_numpy(np.int64)
+        size = a["size"].to_numpy(np.float64)
         seg = _segment_sizes(timeline, flows)
         rev, source, samples = _rtt_plan(timeline, flows, code, f, path)
         t = f.t + rev[code]
@@ -244,13 +245,37 @@ class Controller(Parameterized):
 
     ``run(signals, congestion)`` replays it over the arrivals, told which detected losses are
     congestion, and returns the allowed rate after each arrival (bits/s, NaN while the
-    controller has no rate yet) and its state arrays for plots.
+    controller has no rate yet) and its state arrays for plots (a mapping, usually a
+    :class:`LazyState`).
     """
 
     name: ClassVar[str]
 
     def run(self, sig: Signals, congestion: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         raise NotImplementedError
+
+
+class LazyState(Mapping):
+    """A run's state arrays, computed on first access by ``compute()`` (a dict of arrays):
+    ``replay`` reads only the rates, so a replay does not pay for them."""
+
+    def __init__(self, keys: tuple[str, ...], compute):
+        self._keys = keys
+        self._compute = compute
+        self._arrays: dict[str, np.ndarray] | None = None
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        if key not in self._keys:
+            raise KeyError(key)
+        if self._arrays is None:
+            self._arrays = self._compute()
+        return self._arrays[key]
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
 
 
 def time_average(t: np.ndarray, value: np.ndarray, start: np.ndarray, flow: np.ndarray, n_flows: int):

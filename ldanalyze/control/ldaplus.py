@@ -66,14 +66,13 @@ Units: the parameters ``r_0`` and ``A_0`` are bits/s (like every rate a controll
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
 from numba import njit
 
 from ..specs import check_positive
-from .base import Controller, Signals
+from .base import Controller, LazyState, Signals
 
 #: codes of ``rule`` in the state: which rule set the rate at the last report
 RULE_NONE, RULE_ADD, RULE_EXP, RULE_TCP, RULE_CUT, RULE_FLOOR = 0, 1, 2, 3, 4, 5
@@ -228,7 +227,9 @@ class LdaPlus(Controller):
             float(self.T), self.r_0 / 8.0, self.A_0 / 8.0, float(self.D),
         )
         rate *= 8.0
-        return rate, HeldState(np.asarray(sig.start, np.bool_), at, l, A * 8.0, r_tcp * 8.0, rule, float(self.A_0))
+        keys = ("report", "l", "A_bps", "r_tcp_bps", "rule")
+        held = (np.asarray(sig.start, np.bool_), at, l, A * 8.0, r_tcp * 8.0, rule, float(self.A_0))
+        return rate, LazyState(keys, lambda: dict(zip(keys, held_state(*held), strict=True)))
 
 
 @njit(cache=True)
@@ -255,29 +256,6 @@ def held_state(start, at, l, A, r_tcp, rule, A0):
         rtcp_out[i] = cr
         rule_out[i] = cu
     return report, l_out, A_out, rtcp_out, rule_out
-
-
-class HeldState(Mapping):
-    """The state of :meth:`LdaPlus.run` per arrival, built on first access from the values the
-    kernel gives per report (``replay`` never reads the state, so a replay does not pay for
-    these arrays). Keys: ``report``, ``l``, ``A_bps``, ``r_tcp_bps``, ``rule``."""
-
-    KEYS = ("report", "l", "A_bps", "r_tcp_bps", "rule")
-
-    def __init__(self, start, at, l, A, r_tcp, rule, A0):
-        self._args = (start, at, l, A, r_tcp, rule, A0)
-        self._arrays: dict[str, np.ndarray] | None = None
-
-    def __getitem__(self, key: str) -> np.ndarray:
-        if self._arrays is None:
-            self._arrays = dict(zip(self.KEYS, held_state(*self._args), strict=True))
-        return self._arrays[key]
-
-    def __iter__(self):
-        return iter(self.KEYS)
-
-    def __len__(self) -> int:
-        return len(self.KEYS)
 
 
 CONTROLLERS = (LdaPlus,)

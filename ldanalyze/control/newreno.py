@@ -19,18 +19,20 @@ from numba import njit
 
 from ..errors import UsageError
 from ..specs import check_positive
-from .base import Controller, Signals
+from .base import Controller, LazyState, Signals
 from .window import MIN_SSTHRESH, reno_growth, starts_reduction, timed_out
 
 
 @njit(cache=True)
 def newreno_kernel(start, t_recv, new, s, srtt, rttvar, loss_at, loss_t, congestion,
-                   initial_window, max_window, min_rto):
-    """Per arrival: the allowed rate (bytes/s), cwnd and ssthresh after it (segments)."""
+                   initial_window, max_window, min_rto, keep_state):
+    """Per arrival: the allowed rate (bytes/s) and, with ``keep_state`` (else empty arrays),
+    cwnd and ssthresh after it (segments)."""
     N = t_recv.shape[0]
     rate = np.full(N, np.nan)
-    cwnd_out = np.empty(N)
-    ssthresh_out = np.empty(N)
+    m = N if keep_state else 0
+    cwnd_out = np.empty(m)
+    ssthresh_out = np.empty(m)
     cwnd = initial_window
     ssthresh = np.inf
     event_t = -np.inf
@@ -54,8 +56,9 @@ def newreno_kernel(start, t_recv, new, s, srtt, rttvar, loss_at, loss_t, congest
                 event_t = loss_t[li]
             li += 1
         rate[i] = min(cwnd, max_window) * s[i] / srtt[i]
-        cwnd_out[i] = cwnd
-        ssthresh_out[i] = ssthresh
+        if keep_state:
+            cwnd_out[i] = cwnd
+            ssthresh_out[i] = ssthresh
     return rate, cwnd_out, ssthresh_out
 
 
@@ -77,11 +80,16 @@ class NewReno(Controller):
 
     def run(self, sig: Signals, congestion: np.ndarray):
         max_window = np.inf if self.max_window is None else float(self.max_window)
-        rate, cwnd, ssthresh = newreno_kernel(
-            sig.start, sig.t_recv, sig.new, sig.s, sig.srtt, sig.rttvar, sig.loss_at, sig.loss_t, congestion,
-            float(self.initial_window), max_window, float(self.min_rto),
-        )
-        return rate * 8.0, {"cwnd": cwnd, "ssthresh": ssthresh, "srtt": sig.srtt}
+        args = (sig.start, sig.t_recv, sig.new, sig.s, sig.srtt, sig.rttvar, sig.loss_at, sig.loss_t, congestion,
+                float(self.initial_window), max_window, float(self.min_rto))
+        rate = newreno_kernel(*args, False)[0] * 8.0
+        keys = ("cwnd", "ssthresh", "srtt")
+
+        def state():
+            _, cwnd, ssthresh = newreno_kernel(*args, True)
+            return {"cwnd": cwnd, "ssthresh": ssthresh, "srtt": sig.srtt}
+
+        return rate, LazyState(keys, state)
 
 
 CONTROLLERS = (NewReno,)

@@ -24,7 +24,8 @@ from numba import njit
 
 from ..errors import UsageError
 from ..specs import check_positive
-from .base import Controller, Signals
+from .base import Controller, LazyState, Signals
+
 
 def interval_weights(n: int) -> np.ndarray:
     """w_i = 1 for i < n/2, else 1 − (i − (n/2 − 1))/(n/2 + 1) (RFC 5348 §5.4)."""
@@ -84,15 +85,17 @@ def mean_loss_interval(hist, disc, k, i0, w, discounting):
 
 @njit(cache=True)
 def tfrc_kernel(start, t_recv, t, seq, size, s, R, loss_at, loss_seq, loss_t, congestion,
-                w, discounting, b, rto_factor, t_mbi):
+                w, discounting, b, rto_factor, t_mbi, keep_state):
     """Replay TFRC: per arrival the allowed rate X (bytes/s) after it, the loss event rate p
-    the receiver last reported, X_recv, and the number of loss events so far."""
+    the receiver last reported, X_recv, and the number of loss events so far (these three only
+    with ``keep_state``; else empty arrays)."""
     N = t.shape[0]
     n = w.shape[0]
     X_out = np.full(N, np.nan)
-    p_out = np.zeros(N)
-    xr_out = np.full(N, np.nan)
-    events_out = np.zeros(N, np.int64)
+    m = N if keep_state else 0
+    p_out = np.zeros(m)
+    xr_out = np.full(m, np.nan)
+    events_out = np.zeros(m, np.int64)
     events = 0
     hist = np.zeros(n)
     disc = np.ones(n)
@@ -182,9 +185,10 @@ def tfrc_kernel(start, t_recv, t, seq, size, s, R, loss_at, loss_seq, loss_t, co
                     tld = t[i]
                 rate_init = True
         X_out[i] = X
-        p_out[i] = p
-        xr_out[i] = x_recv
-        events_out[i] = events
+        if keep_state:
+            p_out[i] = p
+            xr_out[i] = x_recv
+            events_out[i] = events
     return X_out, p_out, xr_out, events_out
 
 
@@ -209,12 +213,19 @@ class Tfrc(Controller):
             raise UsageError(f"{self.name}: n must be a whole number of intervals ≥ 2, not {self.n!r}")
 
     def run(self, sig: Signals, congestion: np.ndarray):
-        X, p, x_recv, events = tfrc_kernel(
-            sig.start, sig.t_recv, sig.t, sig.seq, sig.size.astype(np.float64), sig.s, sig.R,
-            sig.loss_at, sig.loss_seq, sig.loss_t, congestion,
+        args = (
+            sig.start, sig.t_recv, sig.t, sig.seq, sig.size, sig.s, sig.R,
+            sig.loss_at, sig.loss_seq, sig.loss_t, np.asarray(congestion, dtype=np.bool_),
             interval_weights(self.n), bool(self.discounting), float(self.b), float(self.rto_factor), float(self.t_mbi),
         )
-        return X * 8.0, {"p": p, "x_recv_bps": x_recv * 8.0, "R": sig.R, "loss_events": events}
+        rate = tfrc_kernel(*args, False)[0] * 8.0
+        keys = ("p", "x_recv_bps", "R", "loss_events")
+
+        def state():
+            _, p, x_recv, events = tfrc_kernel(*args, True)
+            return {"p": p, "x_recv_bps": x_recv * 8.0, "R": sig.R, "loss_events": events}
+
+        return rate, LazyState(keys, state)
 
 
 CONTROLLERS = (Tfrc,)

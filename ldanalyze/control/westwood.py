@@ -52,7 +52,6 @@ Allowed rate: min(cwnd, max_window)·s / SRTT (bytes/s in the kernel, bits/s fro
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
@@ -60,7 +59,7 @@ from numba import njit
 
 from ..errors import UsageError
 from ..specs import check_fraction, check_positive
-from .base import Controller, Signals
+from .base import Controller, LazyState, Signals
 from .window import MIN_SSTHRESH, reno_growth, starts_reduction, timed_out
 
 
@@ -252,29 +251,6 @@ def westwood_kernel(start, t, t_recv, size, new, s, srtt, rttvar, rtt_min, loss_
     return rate, ere_out, sample_out, alpha_out, T_out, tau_out, U_out, cwnd_out, ssthresh_out
 
 
-class LazyState(Mapping):
-    """The state arrays of a run, computed on first access by replaying the kernel with
-    ``keep_state`` (``replay`` reads only the rates, so a replay does not pay for them)."""
-
-    def __init__(self, keys: tuple[str, ...], compute):
-        self._keys = keys
-        self._compute = compute
-        self._arrays: dict[str, np.ndarray] | None = None
-
-    def __getitem__(self, key: str) -> np.ndarray:
-        if key not in self._keys:
-            raise KeyError(key)
-        if self._arrays is None:
-            self._arrays = self._compute()
-        return self._arrays[key]
-
-    def __iter__(self):
-        return iter(self._keys)
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-
 @dataclasses.dataclass(frozen=True)
 class _Westwood(Controller):
     """The window parameters both estimators share."""
@@ -295,7 +271,7 @@ class _Westwood(Controller):
                 history: int):
         max_window = np.inf if self.max_window is None else float(self.max_window)
         args = (
-            sig.start, sig.t, sig.t_recv, sig.size.astype(np.float64), sig.new, sig.s, sig.srtt, sig.rttvar,
+            sig.start, sig.t, sig.t_recv, sig.size, sig.new, sig.s, sig.srtt, sig.rttvar,
             sig.rtt_min, sig.loss_at, sig.loss_t, np.asarray(congestion, dtype=np.bool_), abse, float(tau),
             float(beta), float(N), int(history), float(self.initial_window), max_window, float(self.min_rto),
             bool(self.lda_in_slow_start),

@@ -45,7 +45,7 @@ from numba import njit
 
 from ..errors import UsageError
 from ..specs import check_fraction, check_positive
-from .base import Controller, Signals
+from .base import Controller, LazyState, Signals
 
 ESTIMATORS = ("kde", "ewma")
 HALVING = ("event", "loss")
@@ -118,15 +118,16 @@ def kde_reference(samples, width: float, n: int | None = None) -> tuple[np.ndarr
 
 @njit(cache=True)
 def xrtp_kernel(start, t_recv, t_send, seq, size, s, R, jitter, loss_at, loss_t, congestion,
-                use_kde, alpha, n, width, pair_gap, jitters, per_event):
+                use_kde, alpha, n, width, pair_gap, jitters, per_event, keep_state):
     """Replay XRTP (module docstring): per arrival the allowed rate (bytes/s), the packet-pair
     sample it gave (NaN if none), the bandwidth estimate (KDE, or the samples' EWMA) and the
     eq. 10 cut last computed (NaN before the history is full)."""
     N = t_recv.shape[0]
     rate_out = np.empty(N)  # every entry is written below
-    sample_out = np.empty(N)
-    est_out = np.empty(N)
-    cut_out = np.empty(N)
+    m = N if keep_state else 0  # the state arrays only when asked for
+    sample_out = np.empty(m)
+    est_out = np.empty(m)
+    cut_out = np.empty(m)
     obs = np.zeros(n)
     pdf = np.zeros(n)
     hist = np.zeros(jitters)
@@ -141,7 +142,8 @@ def xrtp_kernel(start, t_recv, t_send, seq, size, s, R, jitter, loss_at, loss_t,
     li = 0
     L = loss_at.shape[0]
     for i in range(N):
-        sample_out[i] = np.nan
+        if keep_state:
+            sample_out[i] = np.nan
         if start[i]:
             m = 0
             hn = 0
@@ -154,7 +156,8 @@ def xrtp_kernel(start, t_recv, t_send, seq, size, s, R, jitter, loss_at, loss_t,
             dr = t_recv[i] - t_recv[i - 1]
             if dr > 0.0 and size[i] > 0.0:
                 x = size[i] / dr
-                sample_out[i] = x
+                if keep_state:
+                    sample_out[i] = x
                 if use_kde:
                     m = kde_push(obs, pdf, m, x, width)
                     est = kde_estimate(obs, pdf, m)
@@ -186,8 +189,9 @@ def xrtp_kernel(start, t_recv, t_send, seq, size, s, R, jitter, loss_at, loss_t,
                 ev_t = loss_t[li]
             li += 1
         rate_out[i] = rate
-        est_out[i] = est
-        cut_out[i] = cut
+        if keep_state:
+            est_out[i] = est
+            cut_out[i] = cut
     return rate_out, sample_out, est_out, cut_out
 
 
@@ -238,15 +242,15 @@ class Xrtp(Controller):
             raise UsageError(f"{self.name}: pair_gap must be a number of seconds ≥ 0, not {gap!r}")
 
     def run(self, sig: Signals, congestion: np.ndarray):
-        rate, sample, est, cut = xrtp_kernel(
-            sig.start, sig.t_recv, sig.t_send, sig.seq, sig.size.astype(np.float64), sig.s, sig.R,
+        args = (
+            sig.start, sig.t_recv, sig.t_send, sig.seq, sig.size, sig.s, sig.R,
             sig.jitter, sig.loss_at, sig.loss_t, np.asarray(congestion, dtype=np.bool_),
             self.estimator == "kde", float(self.alpha), int(self.n), float(self.width),
             float(self.pair_gap), int(self.jitters), self.halving == "event",
         )
-        for values in (rate, sample, est, cut):
-            values *= 8.0  # bytes/s → bits/s, in place
-        return rate, {"sample_bps": sample, "estimate_bps": est, "cut_bps": cut}
+        rate = xrtp_kernel(*args, False)[0] * 8.0  # bytes/s → bits/s
+        keys = ("sample_bps", "estimate_bps", "cut_bps")
+        return rate, LazyState(keys, lambda: {k: v * 8.0 for k, v in zip(keys, xrtp_kernel(*args, True)[1:], strict=True)})
 
 
 CONTROLLERS = (Xrtp,)
