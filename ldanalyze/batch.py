@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 from collections.abc import Iterable
 
 import pandas as pd
 
 from .control import PathModel, replay
+from .errors import UsageError
 from .io import read_trace
 from .lda import Replay, classify
 from .timeline import build_timeline
@@ -34,13 +36,16 @@ def analyze_traces(
     ldas="all",
     *,
     controller=None,
+    controller_optional: bool = False,
     replay_options: Replay | None = None,
     path_model: PathModel | None = None,
     seq_modulus: int | None = None,
     **read_options,
 ) -> Batch:
     """Classify every trace with ``ldas`` and, given a ``controller`` spec, replay it fed each
-    LDA's decisions (open loop; see ``docs/controllers.md``)."""
+    LDA's decisions (open loop; see ``docs/controllers.md``). With ``controller_optional``, a
+    trace the controller cannot be replayed on (no RTT to be had, say) gets a warning and no
+    throughput rows instead of an error."""
     decisions, summaries, throughputs = [], [], []
     for source in paths:
         name = os.fspath(source)
@@ -50,7 +55,13 @@ def analyze_traces(
         decisions.append(decided)
         summaries.append(timeline.summary().assign(trace=name))
         if controller is not None:
-            result = replay(timeline, [controller], ldas, replay=replay_options, path=path_model, rates=False)
+            try:
+                result = replay(timeline, [controller], ldas, replay=replay_options, path=path_model, rates=False)
+            except UsageError as exc:
+                if not controller_optional:
+                    raise
+                warnings.warn(f"{name}: no modeled throughput: {exc}", stacklevel=2)
+                continue
             throughputs.append(result.summary.assign(trace=name))
     return Batch(
         decisions=pd.concat(decisions, ignore_index=True),

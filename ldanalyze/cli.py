@@ -12,6 +12,7 @@ import os
 import pathlib
 import sys
 import tempfile
+import warnings
 from collections.abc import Sequence
 
 import pandas as pd
@@ -22,8 +23,9 @@ from .control import OPEN_LOOP_NOTE, PathModel, replay
 from .control import REGISTRY as CONTROLLERS
 from .control.agreement import agreement
 from .errors import TraceError, UsageError
-from .io import FORMATS, read_trace
-from .lda import REGISTRY, Replay, classify, parse_ldas
+from .io import FORMATS, list_flows, read_trace
+from .io.detect import PCAP, PCAPNG
+from .lda import REGISTRY, Replay, classify, runnable_ldas
 from .lda.zbs import Zbs
 from .report.tables import markdown_table, text_table
 from .scoring import score
@@ -95,6 +97,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(json.dumps(payload, indent=2))
         return 0
     print(f"{trace.path}: {trace.format}, {len(summary)} flow(s), {len(trace.packets)} data packets")
+    if trace.format in (PCAP, PCAPNG):
+        print("\nflows in the capture (5-tuple and direction):")
+        print(list_flows(trace.path).to_string(index=False))
     ignored = trace.meta.get("ignored_types")
     if ignored:
         print("ignored packet types: " + ", ".join(f"{k} ({v})" for k, v in ignored.items()))
@@ -131,7 +136,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
 
 def cmd_classify(args: argparse.Namespace) -> int:
     _, timeline = _load(args)
-    ldas = parse_ldas(args.lda)
+    ldas = runnable_ldas(timeline, args.lda)
     decisions = classify(timeline, ldas, replay=_replay(args))
     if args.output:
         table = decisions.astype({"lda": str, "flow": str, "decision": str})
@@ -154,14 +159,15 @@ def cmd_classify(args: argparse.Namespace) -> int:
 def cmd_score(args: argparse.Namespace) -> int:
     if args.average == "mean" and args.by == "flow":
         raise UsageError("--average mean needs --by trace or --by pooled (a flow is its own mean)")
-    controller = None if args.controller == "none" else args.controller
+    controller = {"none": None, "auto": "tfrc"}.get(args.controller, args.controller)
     batch = analyze_traces(
-        args.traces, args.lda, controller=controller, replay_options=_replay(args), path_model=_path(args),
+        args.traces, args.lda, controller=controller, controller_optional=args.controller == "auto",
+        replay_options=_replay(args), path_model=_path(args),
         seq_modulus=args.seq_modulus, **_trace_options(args),
     )
     scores = score(batch.decisions, batch.summary, by=args.by, average=args.average, bootstrap=args.bootstrap,
                    seed=args.seed, throughput=batch.throughput)
-    if controller is not None and args.format == "table":
+    if batch.throughput is not None and args.format == "table":
         print(f"throughput: {OPEN_LOOP_NOTE}", file=sys.stderr)
     if args.format == "json":
         text = scores.to_json(orient="records", indent=2) + "\n"
@@ -217,7 +223,7 @@ def _bits_per_second(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ldanalyze",
-        description="Offline analysis of loss differentiation algorithms over ns-2 traces.",
+        description="Offline analysis of loss differentiation algorithms over ns-2 traces and pcap/pcapng captures.",
     )
     parser.add_argument("--version", action="version", version=f"ldanalyze {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -235,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="unwrap sequence numbers that wrap modulo M (e.g. 65536)")
 
     one = argparse.ArgumentParser(add_help=False, parents=[reading])
-    one.add_argument("trace", help="trace file (ns-2 wired or wireless; plain or gzip)")
+    one.add_argument("trace", help="trace file (ns-2 wired or wireless, pcap or pcapng; plain or gzip)")
 
     replaying = argparse.ArgumentParser(add_help=False)
     replaying.add_argument("--lda", default="all", metavar="SPEC,SPEC",
@@ -297,9 +303,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                    help="resamples for the loss-burst bootstrap intervals (0: Wilson only)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    p.add_argument("--controller", default="tfrc", metavar="SPEC",
-                   help="controller whose modeled throughput is added (default tfrc, paper 000's base; "
-                        "'none' to skip)")
+    p.add_argument("--controller", default="auto", metavar="SPEC",
+                   help="controller whose modeled throughput is added: 'auto' (default: tfrc, paper 000's "
+                        "base, where the trace gives RTTs), a controller spec, or 'none'")
     p.add_argument("-o", "--output", help="write to this file instead of standard output")
     p.set_defaults(func=cmd_score)
     return parser
@@ -308,11 +314,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except (TraceError, UsageError) as exc:
-        print(f"ldanalyze: error: {exc}", file=sys.stderr)
-        return 2
+    with warnings.catch_warnings(record=True) as caught:  # the API's warnings, as one-line notes
+        warnings.simplefilter("always")
+        try:
+            return args.func(args)
+        except (TraceError, UsageError) as exc:
+            print(f"ldanalyze: error: {exc}", file=sys.stderr)
+            return 2
+        finally:
+            for warning in caught:
+                print(f"ldanalyze: warning: {warning.message}", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -685,7 +685,8 @@ def controller_ldaplus(arrivals, losses, T=5.0, r_0=10_000.0, A_0=10_000.0, D=1.
                     capacity = a["capacity"]
                     share = 0.0 if math.isnan(capacity) else rate / capacity  # unknown: unbounded
                     a_add = increase + (1 - share) * increase
-                    a_exp = (1 - math.exp(-(1 - share))) * rate
+                    # far above the capacity e^(share-1) overflows a float: A_exp is then −∞ (numpy's)
+                    a_exp = (1 - math.exp(share - 1)) * rate if share - 1 < 700 else -math.inf
                     a_tcp = M * (T / tau + 1) / (2 * tau)
                     increase = max(0.0, min(a_add, a_exp, a_tcp))
                     rate += increase

@@ -130,3 +130,24 @@ def test_replay_usage_errors(capsys):
     assert main(["replay", str(SAMPLE), "--controller", "vegas"]) == 2
     assert "unknown controller 'vegas'" in capsys.readouterr().err
     assert main(["replay", str(SAMPLE), "--capacity", "-3"]) == 2
+
+
+def test_captures_work_wherever_traces_do(tmp_path, capsys):
+    from .captures import Endpoints, Record, ip_packet, link_frame, rtp_payload, write_pcap
+
+    records = [Record(10**9 + seq * 20_000_000, link_frame(1, ip_packet(Endpoints(), rtp_payload(seq, seq * 160, 7))))
+               for seq in range(200) if seq % 50 != 25]  # four packets lost
+    capture = tmp_path / "rtp.pcap"
+    write_pcap(capture, records, 1)
+    assert main(["inspect", str(capture)]) == 0
+    out = capsys.readouterr().out
+    assert "pcap, 1 flow(s)" in out and "10.0.0.1:5004>10.0.0.2:6000/udp" in out and " rtp" in out
+    # every LDA that can run on two clocks without feedback; no throughput without an RTT
+    assert main(["score", str(capture), "--bootstrap", "0"]) == 0
+    captured = capsys.readouterr()
+    assert "adaptive_rtt left out" in captured.err and "no modeled throughput" in captured.err
+    assert "losses                  4" in captured.out and "thput" not in captured.out
+    assert main(["replay", str(capture), "--base-rtt", "0.05", "--controller", "tfrc", "--lda", "unaware"]) == 0
+    assert "unaware       tfrc" in capsys.readouterr().out
+    assert main(["timeline", str(capture), "-o", str(tmp_path / "t.csv")]) == 0
+    assert "wrote 200 packets" in capsys.readouterr().out

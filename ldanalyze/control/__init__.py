@@ -16,7 +16,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from ..lda import Replay, classify, get_lda, parse_ldas
+from ..lda import Replay, classify, get_lda, parse_ldas, runnable_ldas
 from ..specs import build, parse_specs
 from ..timeline import Timeline
 from . import ldaplus, newreno, tfrc, westwood, xrtp
@@ -79,7 +79,7 @@ def replay(
     replay = replay or Replay()
     sig = Signals.of(timeline, replay, path)
     chosen = parse_controllers(controllers)
-    lda_list = parse_ldas(ldas)
+    lda_list = runnable_ldas(timeline, ldas)
     specs = [lda.spec for lda in lda_list]
     extra = [name for name in BASELINES if name not in specs]
     decisions = classify(timeline, lda_list + [get_lda(name) for name in extra], replay=replay)

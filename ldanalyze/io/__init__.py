@@ -12,14 +12,18 @@ from typing import Any
 
 from ..errors import UsageError
 from ..packets import Trace
-from .detect import FORMATS, NS2_WIRED, NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, detect_format
+from .detect import FORMATS, NS2_WIRED, NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, PCAP, PCAPNG, detect_format
 from .ns2 import read_ns2_wired
 from .ns2_wireless import read_ns2_wireless
+from .payload import Field, FieldSpec
+from .pcap import decode_capture, list_flows, read_capture
 
 READERS = {
     NS2_WIRED: read_ns2_wired,
     NS2_WIRELESS_OLD: read_ns2_wireless,
     NS2_WIRELESS_NEW: read_ns2_wireless,
+    PCAP: read_capture,
+    PCAPNG: read_capture,
 }
 
 
@@ -36,4 +40,5 @@ def read_trace(path: str | os.PathLike, format: str = "auto", **options: Any) ->
     return reader(path, **options)
 
 
-__all__ = ["read_trace", "detect_format", "FORMATS"]
+__all__ = ["read_trace", "detect_format", "FORMATS", "read_capture", "decode_capture", "list_flows", "Field",
+           "FieldSpec"]

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 
 from ..errors import TraceError
+from .pcap import PCAP, PCAPNG, capture_format
 from .text import first_lines
 
 NS2_WIRED = "ns2-wired"
 NS2_WIRELESS_OLD = "ns2-wireless-old"
 NS2_WIRELESS_NEW = "ns2-wireless-new"
-FORMATS = (NS2_WIRED, NS2_WIRELESS_OLD, NS2_WIRELESS_NEW)
+FORMATS = (NS2_WIRED, NS2_WIRELESS_OLD, NS2_WIRELESS_NEW, PCAP, PCAPNG)
 
 _WIRED_EVENTS = {"+", "-", "r", "d"}
 _WIRELESS_EVENTS = {"s", "r", "f", "D", "d"}
@@ -31,7 +32,11 @@ def line_format(line: str) -> str | None:
 
 
 def detect_format(path: str | os.PathLike) -> str:
-    """Sniff the first lines; raise a TraceError when no known format fits."""
+    """A capture by its magic number, else sniff the first lines; raise a TraceError when no
+    known format fits."""
+    capture = capture_format(path)
+    if capture is not None:
+        return capture
     lines = first_lines(path)
     if not lines:
         raise TraceError(path, "the trace is empty")

@@ -8,11 +8,13 @@ are switchable with :class:`Replay`.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 
+from ..errors import UsageError
 from ..specs import build, parse_specs
 from ..timeline import Timeline
 from .base import LDA, Features, Replay, Verdict, take
@@ -33,7 +35,7 @@ CONGESTION, WIRELESS, UNDETECTED = range(3)
 
 __all__ = [
     "LDA", "Replay", "Features", "Verdict", "REGISTRY", "DECISIONS", "get_lda", "parse_ldas",
-    "classify", "lda_state",
+    "classify", "lda_state", "runnable_ldas",
 ]
 
 
@@ -48,6 +50,24 @@ def parse_ldas(text: str | Iterable[str | LDA] | None) -> list[LDA]:
     return parse_specs(text, REGISTRY, "LDA", LDA)
 
 
+def runnable_ldas(timeline: Timeline, ldas) -> list[LDA]:
+    """The LDAs asked for, each checked against the timeline. Asked for by name, one that cannot
+    run here is an error; under ``"all"`` it is left out with a warning (``adaptive_rtt`` needs
+    absolute delays, which a capture on two clocks without feedback does not give)."""
+    chosen = parse_ldas(ldas)
+    runnable = []
+    for lda in chosen:
+        try:
+            lda.prepare(timeline)
+        except UsageError as exc:
+            if ldas not in (None, "all"):
+                raise
+            warnings.warn(f"{lda.spec} left out: {exc}", stacklevel=3)
+            continue
+        runnable.append(lda)
+    return runnable
+
+
 def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) -> pd.DataFrame:
     """Replay each LDA over the timeline: one row per lost transmission per LDA.
 
@@ -58,9 +78,7 @@ def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) ->
     (ZBS: the base scheme that decided; empty for the others).
     """
     replay = replay or Replay()
-    chosen = parse_ldas(ldas)
-    for lda in chosen:
-        lda.prepare(timeline)
+    chosen = runnable_ldas(timeline, ldas)
     f = Features.of(timeline, replay)
     losses = timeline.losses
     gap = losses["gap"].to_numpy(np.int64)

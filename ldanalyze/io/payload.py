@@ -1,0 +1,573 @@
+"""Where sequence numbers and send times come from in a one-point capture.
+
+A capture shows packets at one place. The PacketTable needs, per packet, the sequence number
+the receiver sees and the time it was sent on the sender's clock. This module reads both from
+each flow's packets (``decode_capture`` keeps the first payload bytes of every packet):
+
+``rtp``
+    RFC 3550 header: 16-bit sequence number and 32-bit timestamp, both unwrapped in capture
+    order, one sequence space per SSRC (a flow with several SSRCs gives one stream each,
+    labelled ``<flow>/ssrc=0x...``). The timestamp is the sender's media clock: its rate is
+    ``clock_rate`` when given, else the payload type's static rate (RFC 3551: 8000 Hz for
+    PCMU, 90000 Hz for JPEG, ...), else (dynamic types) inferred from timestamp increments
+    against capture times and taken as the nearest usual rate (8000, 16000, 48000, 90000,
+    ...) when within 2 %.
+``iperf3``
+    UDP payload starts with tv_sec, tv_usec (32 bits each) and a packet counter of 32 bits,
+    or 64 bits with ``--udp-counters-64bit``: inferred from which layout counts packets.
+``iperf2``
+    UDP payload starts with a signed 32-bit packet id, tv_sec, tv_usec and (iperf 2.0.10 on)
+    the upper 32 bits of a 64-bit id. Negative ids mark the end of a test and are skipped.
+``tcp``
+    The byte sequence number is turned into a segment index per flow: distinct segment starts
+    are numbered in byte order, and a hole in the byte space between two starts counts
+    ceil(hole / MSS) missing segments (MSS from the SYN's option, else the most common segment
+    size). A segment seen again at the same start (a retransmission) keeps its index, so it
+    becomes the next transmission (``tx``) of that ``seq``; segments whose bytes were all sent
+    before (keep-alives, partial retransmissions) take the index of the segment before them.
+    The timestamps option's TSval is the sender clock, its tick rate inferred and snapped to
+    the usual ones (1000 Hz, ...) within 10 %.
+a :class:`FieldSpec`
+    Any other protocol: where the sequence number and the send time sit in the payload
+    (offset, width, byte order) and the time's units.
+
+Vantage. ``receiver`` (the default): each captured packet is an arrival (``t_recv`` = capture
+time, ``t_send`` = the in-band send time). Sequence numbers never seen between the first and
+the last seen become ``lost`` rows (``reason`` ``seq-gap``; size the flow's median; ``t_send``
+interpolated between the in-order arrivals around them); none is invented after the last one.
+For TCP, a segment that arrives to fill a hole with a TSval later than the packet that opened
+the hole is a retransmission: its first transmission was lost (a ``lost`` row with ``reason``
+``retransmitted``). With 1 ms TSval ticks, a retransmission sent within the same tick as that
+packet cannot be told from reordering. ``sender``: each captured packet is a transmission
+(``t_send`` = capture time, ``t_recv`` NaN, ``fate`` ``unobserved``).
+
+Which flows: with ``payload="auto"`` each flow gets the first kind that fits it (RTP, iperf3,
+iperf2 for UDP; TCP for TCP flows that carry data); a kind fits when its fields read as a
+sequence (steps between consecutive packets mostly small and forward, and the numbers span
+not much more than the packets). Flows nothing fits are skipped with a warning; flows named
+in ``flows`` must fit, or the reader raises a TraceError naming the flow and its first byte.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..errors import TraceError, UsageError
+from ..packets import DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, make_packet_table
+from ..timeline import unwrap_sequence
+from .linklayer import F_TCP_MSS, F_TCP_TIMESTAMP, S_DECODED
+
+VANTAGES = ("receiver", "sender")
+KINDS = ("auto", "rtp", "iperf3", "iperf2", "tcp")
+COUNTER_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+PAIR_UNITS = {"sec+usec": 1e-6, "sec+nsec": 1e-9, "ntp": 2.0**-32}
+USUAL_RTP_RATES = (8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 90000, 96000)
+USUAL_TSVAL_RATES = (1, 10, 100, 250, 300, 1000, 1024, 10_000, 100_000, 1_000_000, 1_000_000_000)
+# RFC 3551 static payload types and their clock rates
+RTP_STATIC_RATES = {
+    0: 8000, 3: 8000, 4: 8000, 5: 8000, 6: 16000, 7: 8000, 8: 8000, 9: 8000, 10: 44100, 11: 44100,
+    12: 8000, 13: 8000, 14: 90000, 15: 8000, 16: 11025, 17: 22050, 18: 8000, 25: 90000, 26: 90000,
+    28: 90000, 31: 90000, 32: 90000, 33: 90000, 34: 90000,
+}
+MIN_AUTO_PACKETS = 3  # fewer readable packets: too few to recognise a kind
+MAX_STEP = 1000  # largest step between consecutive packets that still looks like a sequence
+MIN_CLOCK_SPAN = 0.02  # seconds of capture time needed to infer a clock rate
+SSRC = "/ssrc="  # joins a flow label and an RTP stream's SSRC
+ACKS_ONLY = "no TCP payload (acknowledgements only)"
+GAP = "seq-gap"
+RETRANSMITTED = "retransmitted"
+REASONS = ("", GAP, RETRANSMITTED)
+
+
+@dataclasses.dataclass(frozen=True)
+class Field:
+    """An integer in the payload: ``width`` bytes from ``offset``, in ``order`` byte order."""
+
+    offset: int
+    width: int
+    order: str = "big"
+    signed: bool = False
+
+    def __post_init__(self) -> None:
+        if self.width not in (1, 2, 4, 8):
+            raise UsageError(f"a payload field is 1, 2, 4 or 8 bytes wide, not {self.width}")
+        if self.order not in ("big", "little"):
+            raise UsageError(f"byte order is 'big' or 'little', not {self.order!r}")
+        if self.offset < 0:
+            raise UsageError(f"payload offset must be >= 0, not {self.offset}")
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.width
+
+    def read(self, head: np.ndarray) -> np.ndarray:
+        """The field of every row of ``head`` (payload bytes), as int64."""
+        positions = range(self.offset, self.end)
+        value = np.zeros(head.shape[0], np.uint64)
+        for k in positions if self.order == "big" else reversed(positions):
+            value = (value << np.uint64(8)) | head[:, k].astype(np.uint64)
+        if self.signed and self.width < 8:
+            value = value.astype(np.int64)
+            return np.where(value >= 1 << (8 * self.width - 1), value - (1 << (8 * self.width)), value)
+        return value.view(np.int64)
+
+    def halves(self) -> tuple[Field, Field]:
+        """The two 32-bit words of an 8-byte field, first word first."""
+        return Field(self.offset, 4, self.order), Field(self.offset + 4, 4, self.order)
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldSpec:
+    """Where a payload carries its sequence number and send time.
+
+    ``time_units``: ``"s"``, ``"ms"``, ``"us"``, ``"ns"`` (a counter of that unit);
+    ``"sec+usec"``, ``"sec+nsec"`` or ``"ntp"`` (an 8-byte field: seconds, then microseconds,
+    nanoseconds or 2^-32 fractions); a number (ticks per second); or None (ticks of a clock
+    whose rate is inferred). Counters narrower than 8 bytes are unwrapped. ``stream`` splits a
+    flow into sequence spaces (RTP's SSRC); ``seq_high`` holds the upper 32 bits of a split
+    64-bit sequence number (iperf2).
+    """
+
+    seq: Field
+    send_time: Field | None = None
+    time_units: str | float | None = "s"
+    stream: Field | None = None
+    seq_high: Field | None = None
+    name: str = "custom"
+
+    def __post_init__(self) -> None:
+        units = self.time_units
+        if isinstance(units, str) and units not in COUNTER_UNITS and units not in PAIR_UNITS:
+            raise UsageError(f"unknown time units {units!r}; use one of "
+                             f"{', '.join([*COUNTER_UNITS, *PAIR_UNITS])}, a rate in Hz, or None")
+        if isinstance(units, str) and units in PAIR_UNITS and self.send_time is not None and self.send_time.width != 8:
+            raise UsageError(f"time units {units!r} need an 8-byte send_time field")
+        if units is not None and not isinstance(units, str) and not units > 0:
+            raise UsageError(f"a clock rate must be positive, not {units!r}")
+
+    @property
+    def needed_bytes(self) -> int:
+        """Payload bytes a packet must carry for every field to be read."""
+        fields = (self.seq, self.send_time, self.stream, self.seq_high)
+        return max(f.end for f in fields if f is not None)
+
+
+RTP = FieldSpec(seq=Field(2, 2), send_time=Field(4, 4), time_units=None, stream=Field(8, 4), name="rtp")
+IPERF3 = FieldSpec(seq=Field(8, 4), send_time=Field(0, 8), time_units="sec+usec", name="iperf3")
+IPERF3_64 = FieldSpec(seq=Field(8, 8), send_time=Field(0, 8), time_units="sec+usec", name="iperf3-64")
+IPERF2 = FieldSpec(seq=Field(0, 4, signed=True), send_time=Field(4, 8), time_units="sec+usec", name="iperf2")
+IPERF2_64 = FieldSpec(seq=Field(0, 4), send_time=Field(4, 8), time_units="sec+usec", seq_high=Field(12, 4),
+                      name="iperf2-64")
+UDP_SPECS = {"rtp": (RTP,), "iperf3": (IPERF3, IPERF3_64), "iperf2": (IPERF2_64, IPERF2)}  # in order of trial
+TCP, UDP = 6, 17
+
+
+def payload_name(payload) -> str:
+    return payload.name if isinstance(payload, FieldSpec) else str(payload)
+
+
+@dataclasses.dataclass
+class Stream:
+    """One sequence space of a flow, in capture order: the records, their sequence numbers
+    and in-band send times (NaN when not read), and how they were obtained."""
+
+    label: str
+    kind: str
+    rows: np.ndarray
+    seq: np.ndarray
+    sent: np.ndarray
+    info: dict
+
+
+class NotThisKind(Exception):
+    """The flow's payload does not fit a kind; the message says why."""
+
+
+# -- the entry points --------------------------------------------------------------------------
+def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows=None,
+                    clock_rate: float | None = None) -> tuple[pd.DataFrame, dict]:
+    """The PacketTable of a decoded one-point capture, and what was taken and skipped
+    (``meta['skipped_flows']``: flow label → why).
+
+    See the module docstring for ``payload`` and ``vantage``; ``flows`` names flows by label
+    (as ``list_flows`` prints them) and makes them mandatory; ``clock_rate`` (Hz) is the rate
+    of the in-band clock (RTP timestamp, TCP TSval) when you know it.
+    """
+    if vantage not in VANTAGES:
+        raise UsageError(f"vantage must be one of {VANTAGES}, not {vantage!r}")
+    if not isinstance(payload, FieldSpec) and payload not in KINDS:
+        raise UsageError(f"payload must be a FieldSpec or one of {KINDS}, not {payload!r}")
+    if clock_rate is not None and not clock_rate > 0:
+        raise UsageError(f"clock_rate must be a positive number of Hz, not {clock_rate!r}")
+    receiver = vantage == "receiver"
+    chosen, wanted = _chosen_flows(capture, flows)
+    times = capture.times()
+    streams, skipped = [], {}
+    for flow, rows, records in flow_groups(capture.records):
+        if chosen is not None and flow not in chosen:
+            continue
+        try:
+            streams += flow_streams(capture, flow, rows, records, payload, times, clock_rate=clock_rate,
+                                    forced=chosen is not None, send_times=receiver)
+        except NotThisKind as why:
+            label = capture.flows["label"].iat[flow]
+            first = int(records["offset"][0])
+            if chosen is not None:
+                raise TraceError(capture.path, f"flow {label}: {why}", offset=first) from None
+            skipped[label] = f"{why} (first packet at byte {first})"
+    if wanted is not None:  # a named RTP stream leaves out the other streams of its flow
+        streams = [s for s in streams if s.label in wanted or s.label.partition(SSRC)[0] in wanted]
+    if not streams:
+        counts = capture.counts
+        raise TraceError(capture.path, f"no decodable flow with sequence numbers: {counts['records']} "
+                         f"records, {counts['decoded']} decoded into {len(capture.flows)} flows"
+                         + (f"; {first_reasons(skipped)}" if skipped else ""))
+    table, per_stream = _packet_rows(capture, streams, times, receiver)
+    meta = {"flows": per_stream, "skipped_flows": skipped}
+    return table, meta
+
+
+def detect_kinds(capture) -> dict[int, str]:
+    """The payload kind of every flow (flow id → ``rtp``, ``iperf3``, ..., or ``""``)."""
+    kinds = {}
+    for flow, rows, records in flow_groups(capture.records):
+        try:
+            streams = flow_streams(capture, flow, rows, records, "auto", None, send_times=False)
+            kinds[flow] = streams[0].kind
+        except NotThisKind:
+            kinds[flow] = ""
+    return kinds
+
+
+def flow_groups(records: np.ndarray):
+    """(flow id, record indices, those records) of each flow, decoded records only, in
+    capture order within a flow."""
+    flow = np.where(records["status"] == S_DECODED, records["flow"], -1)
+    order = np.argsort(flow, kind="stable")
+    grouped = np.take(records, order)  # one copy; fancy indexing of packed records is far slower
+    sorted_flow = flow[order]
+    starts = np.flatnonzero(np.diff(sorted_flow, prepend=-2))
+    for start, end in zip(starts, np.append(starts[1:], order.shape[0])):
+        if sorted_flow[start] >= 0:
+            yield int(sorted_flow[start]), order[start:end], grouped[start:end]
+
+
+def _chosen_flows(capture, flows) -> tuple[set[int] | None, set[str] | None]:
+    """The flow ids and the labels (flows or RTP streams) asked for; (None, None): all."""
+    if flows is None:
+        return None, None
+    wanted = {flows} if isinstance(flows, str) else set(flows)
+    index = {label: i for i, label in enumerate(capture.flows["label"])}
+    unknown = sorted(f for f in wanted if f.partition(SSRC)[0] not in index)
+    if unknown:
+        shown = ", ".join(list(index)[:5]) + (" ..." if len(index) > 5 else "")
+        raise UsageError(f"{capture.path} has no flow {unknown[0]!r} (flows: {shown or 'none'})")
+    return {index[f.partition(SSRC)[0]] for f in wanted}, wanted
+
+
+def first_reasons(skipped: dict[str, str], shown: int = 3) -> str:
+    """The first few skipped flows with why, for a message."""
+    items = [f"{label}: {why}" for label, why in list(skipped.items())[:shown]]
+    return "; ".join(items) + ("; ..." if len(skipped) > shown else "")
+
+
+# -- one flow ----------------------------------------------------------------------------------
+def flow_streams(capture, flow: int, rows: np.ndarray, records: np.ndarray, payload, times, *, clock_rate=None,
+                 forced=False, send_times=True) -> list[Stream]:
+    """The sequence spaces of one flow (its records and their indices) under ``payload``;
+    raises NotThisKind when it does not fit.
+
+    ``send_times`` asks for the in-band send times (a receiver-side trace needs them).
+    """
+    label = capture.flows["label"].iat[flow]
+    proto = int(capture.flows["proto"].iat[flow])
+    custom = isinstance(payload, FieldSpec)
+    if proto == TCP:
+        if payload in ("auto", "tcp"):
+            return [_tcp_stream(label, rows, records, times, clock_rate, send_times)]
+        if not (custom and forced):
+            raise NotThisKind(f"a TCP flow (name it in flows to read it with a {payload_name(payload)} spec)"
+                              if custom else f"a TCP flow cannot carry {payload} packets")
+    elif payload == "tcp":
+        raise NotThisKind("not a TCP flow")
+    elif payload == "auto" and proto != UDP:
+        raise NotThisKind(f"no payload kind is known for IP protocol {proto}")
+    if custom:
+        specs = (payload,)
+    elif payload == "auto":
+        specs = tuple(s for group in UDP_SPECS.values() for s in group)
+    else:
+        specs = UDP_SPECS[payload]
+    reasons = []
+    for spec in specs:
+        try:
+            return _spec_streams(spec, label, rows, records, times, clock_rate, send_times,
+                                 min_packets=1 if forced or payload != "auto" else MIN_AUTO_PACKETS)
+        except NotThisKind as why:
+            reasons.append(f"not {spec.name}: {why}")
+    why = "; ".join(reasons)
+    raise NotThisKind(why if payload != "auto" else f"no sequence numbers found ({why})")
+
+
+def _spec_streams(spec: FieldSpec, label, rows, records, times, clock_rate, send_times, min_packets):
+    """Apply a field spec to one flow's records."""
+    need = spec.needed_bytes
+    if need > records.dtype["head"].shape[0]:
+        raise UsageError(f"the payload spec reads {need} payload bytes; decode with head_bytes >= {need}")
+    head = np.ascontiguousarray(records["head"])  # one pass over the records, not one per byte
+    long_enough = records["payload_len"] >= need
+    captured = records["head_len"] >= need
+    valid = long_enough & captured
+    excluded = {"short_payload": int((~long_enough).sum()), "cut_by_snaplen": int((long_enough & ~captured).sum())}
+    if spec is RTP:
+        version_2 = head[:, 0] >> 6 == 2
+        rtcp = (head[:, 1] >= 200) & (head[:, 1] <= 204)  # RTCP multiplexed on the port
+        excluded["not_rtp"] = int((valid & ~(version_2 & ~rtcp)).sum())
+        valid &= version_2 & ~rtcp
+    if spec.time_units in PAIR_UNITS and spec.send_time is not None:
+        fraction = spec.send_time.halves()[1].read(head)
+        out_of_range = valid & (fraction >= round(1 / PAIR_UNITS[spec.time_units])) & (spec.time_units != "ntp")
+        if out_of_range.any():
+            raise NotThisKind(f"{int(out_of_range.sum())} packets have a sub-second field out of range")
+    seq = spec.seq.read(head)
+    if spec.seq_high is not None:  # in use when nonzero and small, or negative (an end marker)
+        high = spec.seq_high.read(head)
+        if not (valid & (high > 0)).any() or (valid & (high > 0xFFFF) & (high < 1 << 31)).any():
+            raise NotThisKind("no upper sequence word in use")
+        seq = ((high.astype(np.uint64) << np.uint64(32)) | seq.astype(np.uint64)).view(np.int64)
+    if spec.seq.signed or spec.seq_high is not None:
+        excluded["end_of_test"] = int((valid & (seq < 0)).sum())
+        valid &= seq >= 0
+    if int(valid.sum()) < min_packets:
+        raise NotThisKind(f"{int(valid.sum())} packets carry the fields (payload of {need} bytes or more)")
+    rows, head, seq = rows[valid], head[valid], seq[valid]
+    keys = spec.stream.read(head) if spec.stream is not None else np.zeros(seq.shape[0], np.int64)
+    distinct_keys = pd.unique(keys)
+    info = {"kind": spec.name, "excluded": {k: v for k, v in excluded.items() if v}}  # of the whole flow
+    streams = []
+    for key in distinct_keys:
+        mine = keys == key if len(distinct_keys) > 1 else slice(None)
+        own = seq[mine]
+        if spec.seq.width < 8 and not spec.seq.signed and spec.seq_high is None:
+            own = unwrap_sequence(own, 1 << (8 * spec.seq.width))
+        if own.shape[0] >= min_packets:
+            problem = _not_a_sequence(own)
+            if problem:
+                raise NotThisKind(problem)
+        name = label if len(distinct_keys) == 1 else f"{label}{SSRC}0x{int(key):08x}"
+        own_info = dict(info)
+        sent = np.full(own.shape[0], np.nan)
+        if send_times and spec.send_time is not None:
+            sent = _send_seconds(spec, head[mine], times[rows[mine]], clock_rate, own_info, name)
+        streams.append(Stream(name, spec.name, rows[mine], own, sent, own_info))
+    return streams
+
+
+def _not_a_sequence(seq: np.ndarray) -> str | None:
+    """Why these numbers (in capture order) are not a packet sequence, or None when they are."""
+    steps = np.diff(seq)
+    moving = steps[steps != 0]
+    if seq.shape[0] > 1 and moving.shape[0] == 0:
+        return "the field never changes"
+    if moving.shape[0] < steps.shape[0] / 2:
+        return "most packets repeat the number of the packet before"
+    if moving.shape[0]:
+        small = np.mean(np.abs(moving) <= MAX_STEP)
+        if small < 0.9:
+            return f"only {small:.0%} of the steps between consecutive packets are small"
+        if np.mean(moving > 0) < 0.5:
+            return "the numbers mostly go backwards"
+    span = int(seq.max() - seq.min()) + 1
+    if span > 10 * seq.shape[0] + MAX_STEP:
+        return f"the numbers span {span} values for {seq.shape[0]} packets"
+    return None
+
+
+def _send_seconds(spec: FieldSpec, head, times, clock_rate, info, name) -> np.ndarray:
+    """In-band send times in seconds (on the sender's clock, its own origin) from the
+    packets' first payload bytes."""
+    units, field = spec.time_units, spec.send_time
+    if units in PAIR_UNITS:
+        whole, fraction = (f.read(head) for f in field.halves())
+        return whole + fraction * PAIR_UNITS[units]
+    ticks = field.read(head)
+    if field.width < 8:
+        ticks = unwrap_sequence(ticks, 1 << (8 * field.width))
+    if units in COUNTER_UNITS:
+        return ticks * COUNTER_UNITS[units]
+    static = RTP_STATIC_RATES.get(int(np.bincount(head[:, 1] & 0x7F).argmax())) if spec is RTP else None
+    if units is None and clock_rate is None and static is not None:
+        rate, source = float(static), "payload type"
+    elif units is None and clock_rate is None:
+        rate, source = infer_clock_rate(ticks, times, USUAL_RTP_RATES, 0.02, name)
+    else:
+        rate, source = float(clock_rate if units is None else units), "given"
+    info.update(clock_rate=rate, clock_source=source)
+    return ticks / rate
+
+
+def infer_clock_rate(ticks, times, usual, tolerance, name) -> tuple[float, str]:
+    """Ticks per second of an in-band clock: the least-squares slope of ticks against capture
+    time, taken as the nearest ``usual`` rate when within ``tolerance`` (relative). Raises
+    NotThisKind when the capture is too short to tell."""
+    ok = np.isfinite(times)
+    t, k = times[ok], ticks[ok].astype(np.float64)
+    if t.shape[0] < 2 or np.ptp(t) < MIN_CLOCK_SPAN or np.ptp(k) == 0:
+        raise NotThisKind(f"stream {name}: too few packets over too short a time to infer the clock rate; "
+                          "give clock_rate")
+    t = t - t.mean()
+    slope = float(np.dot(t, k - k.mean()) / np.dot(t, t))
+    if slope <= 0:
+        raise NotThisKind(f"stream {name}: the in-band clock does not advance with capture time")
+    nearest = min(usual, key=lambda r: abs(math.log(slope / r)))
+    if abs(slope / nearest - 1) <= tolerance:
+        return float(nearest), "inferred"
+    return slope, "inferred (not a usual rate)"
+
+
+def _tcp_stream(label, rows, records, times, clock_rate, send_times) -> Stream:
+    """Segment indices (and TSval send times) of one direction of a TCP connection."""
+    data = records["payload_len"] > 0
+    if not data.any():
+        raise NotThisKind(ACKS_ONLY)
+    flags = records["flags"]
+    syn = (records["tcp_flags"] & 0x02) != 0
+    byte = unwrap_sequence(records["tcp_seq"].astype(np.int64), 1 << 32)
+    base = byte[syn][0] + 1 if syn.any() else byte[data].min()
+    lengths = records["payload_len"][data].astype(np.int64)
+    with_mss = syn & ((flags & F_TCP_MSS) != 0)
+    mss = int(records["tcp_mss"][with_mss][0]) if with_mss.any() else int(np.bincount(lengths).argmax())
+    start, inverse = distinct(byte[data] - base)
+    seg_len = np.zeros(start.shape[0], np.int64)
+    np.maximum.at(seg_len, inverse, lengths)
+    seq = segment_index(start, seg_len, max(mss, 1))[inverse]
+    problem = _not_a_sequence(seq)  # e.g. a second connection on the same ports
+    if problem:
+        raise NotThisKind(f"segment numbers: {problem}")
+    info = {"kind": "tcp", "mss": mss}
+    sent = np.full(seq.shape[0], np.nan)
+    if send_times:
+        stamped = (flags[data] & F_TCP_TIMESTAMP) != 0
+        if not stamped.all():
+            raise NotThisKind(f"{int((~stamped).sum())} of {stamped.shape[0]} data segments carry no TCP "
+                              "timestamps option: no sender clock")
+        ticks = unwrap_sequence(records["tcp_tsval"][data].astype(np.int64), 1 << 32)
+        if clock_rate is None:
+            rate, source = infer_clock_rate(ticks, times[rows[data]], USUAL_TSVAL_RATES, 0.1, label)
+        else:
+            rate, source = float(clock_rate), "given"
+        info.update(clock_rate=rate, clock_source=source)
+        sent = ticks / rate
+    return Stream(label, "tcp", rows[data], seq, sent, info)
+
+
+def segment_index(start: np.ndarray, length: np.ndarray, mss: int) -> np.ndarray:
+    """Packet index of each distinct segment start (sorted, relative to the first data byte).
+
+    A new start is one more than the previous new start, plus ceil(hole / mss) for a hole in
+    the bytes before it; a start whose bytes were all covered before takes the index of the
+    last new start.
+    """
+    end = start + length
+    covered_to = np.maximum.accumulate(np.concatenate(([start[0]], end[:-1])))
+    new = end > covered_to
+    new[0] = True
+    hole = np.maximum(start - covered_to, 0)
+    step = np.where(new, 1 + -(-hole // mss), 0)
+    step[0] = -(-max(int(start[0]), 0) // mss)
+    index = np.cumsum(step)
+    last_new = np.maximum.accumulate(np.where(new, np.arange(start.shape[0]), 0))
+    return index[last_new]
+
+
+def distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values, sorted, and the index of each value among them (sort-based:
+    faster than np.unique's hashing on these nearly sorted integers)."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    new = np.empty(ordered.shape[0], bool)
+    new[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    index = np.empty(values.shape[0], np.int64)
+    index[order] = np.cumsum(new) - 1
+    return ordered[new], index
+
+
+# -- rows --------------------------------------------------------------------------------------
+def _packet_rows(capture, streams: list[Stream], times, receiver: bool) -> tuple[pd.DataFrame, dict]:
+    """The PacketTable of all streams, with lost rows at the receiver."""
+    records = capture.records
+    size_all = records["ip_len"].astype(np.int64)
+    parts, per_stream = [], {}
+    next_uid = len(records)
+    for s in streams:
+        t = times[s.rows]
+        if np.isnan(t).any():
+            first = int(records["offset"][s.rows[np.argmax(np.isnan(t))]])
+            raise TraceError(capture.path, f"flow {s.label}: {int(np.isnan(t).sum())} packets come from simple "
+                             "packet blocks, which carry no timestamp; a trace needs their capture times",
+                             offset=first)
+        size = size_all[s.rows]
+        if receiver:
+            if np.isnan(s.sent).any():
+                raise TraceError(capture.path, f"flow {s.label}: its {s.kind} packets carry no send time, which a "
+                                 "receiver-side trace needs", offset=int(records["offset"][s.rows[0]]))
+            part = _receiver_rows(s, t, size, next_uid)
+            next_uid += part["lost"]
+        else:
+            n = s.rows.shape[0]
+            part = {"seq": s.seq, "uid": s.rows, "size": size, "t_send": t, "t_recv": np.full(n, np.nan),
+                    "fate": np.full(n, FATES.index(UNOBSERVED), np.int8), "reason": np.zeros(n, np.int8),
+                    "lost": 0}
+        part["flow"] = np.full(part["seq"].shape[0], len(parts), np.int32)
+        parts.append(part)
+        per_stream[s.label] = {**s.info, "packets": int(s.rows.shape[0]), "lost": int(part["lost"])}
+    columns = {name: np.concatenate([p[name] for p in parts]) for name in
+               ("flow", "seq", "uid", "size", "t_send", "t_recv", "fate", "reason")}
+    table = make_packet_table(
+        flow=pd.Categorical.from_codes(columns["flow"], categories=[s.label for s in streams]),
+        seq=columns["seq"], uid=columns["uid"], size=columns["size"],
+        t_send=columns["t_send"], t_recv=columns["t_recv"],
+        fate=pd.Categorical.from_codes(columns["fate"], dtype=FATE_DTYPE),
+        reason=pd.Categorical.from_codes(columns["reason"], categories=list(REASONS)),
+    )
+    return table, per_stream
+
+
+def _receiver_rows(s: Stream, t_recv, size, first_uid: int) -> dict:
+    """Arrivals, plus a lost row per sequence number never seen inside the range seen and
+    per TCP retransmission that fills a hole."""
+    order = np.argsort(t_recv, kind="stable")
+    seq, sent = s.seq[order], s.sent[order]
+    best_before = np.maximum.accumulate(np.concatenate(([seq[0] - 1], seq[:-1])))
+    in_order = seq > best_before
+    io_seq, io_sent = seq[in_order], sent[in_order]
+    seen, _ = distinct(seq)
+    missing = np.setdiff1d(np.arange(seen[0], seen[-1] + 1), seen, assume_unique=True)
+    lost_seq, lost_reason = [missing], [np.full(missing.shape[0], REASONS.index(GAP), np.int8)]
+    if s.kind == "tcp":
+        by_seq = np.argsort(seq, kind="stable")
+        ordered = seq[by_seq]
+        fills = np.zeros(seq.shape[0], bool)
+        fills[by_seq[np.diff(ordered, prepend=ordered[0] - 1) != 0]] = True  # first arrival of its seq
+        fills &= ~in_order
+        opener = np.searchsorted(io_seq, seq[fills], side="right")  # first in-order arrival above it
+        resent = seq[fills][sent[fills] > io_sent[opener]]
+        lost_seq.append(resent)
+        lost_reason.append(np.full(resent.shape[0], REASONS.index(RETRANSMITTED), np.int8))
+    lost = np.concatenate(lost_seq)
+    n, k = seq.shape[0], lost.shape[0]
+    return {
+        "seq": np.concatenate((seq, lost)),
+        "uid": np.concatenate((s.rows[order], first_uid + np.arange(k))),
+        "size": np.concatenate((size[order], np.full(k, int(np.median(size)), np.int64))),
+        "t_send": np.concatenate((sent, np.interp(lost, io_seq, io_sent))),
+        "t_recv": np.concatenate((t_recv[order], np.full(k, np.nan))),
+        "fate": np.concatenate((np.full(n, FATES.index(DELIVERED), np.int8), np.full(k, FATES.index(LOST), np.int8))),
+        "reason": np.concatenate((np.zeros(n, np.int8), *lost_reason)),
+        "lost": k,
+    }
