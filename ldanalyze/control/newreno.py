@@ -82,7 +82,8 @@ class NewReno(Controller):
         max_window = np.inf if self.max_window is None else float(self.max_window)
         args = (sig.start, sig.t_recv, sig.new, sig.s, sig.srtt, sig.rttvar, sig.loss_at, sig.loss_t, congestion,
                 float(self.initial_window), max_window, float(self.min_rto))
-        rate = newreno_kernel(*args, False)[0] * 8.0
+        rate = newreno_kernel(*args, False)[0]
+        rate *= 8.0  # bytes/s → bits/s, in place
         keys = ("cwnd", "ssthresh", "srtt")
 
         def state():

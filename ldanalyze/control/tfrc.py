@@ -218,7 +218,8 @@ class Tfrc(Controller):
             sig.loss_at, sig.loss_seq, sig.loss_t, np.asarray(congestion, dtype=np.bool_),
             interval_weights(self.n), bool(self.discounting), float(self.b), float(self.rto_factor), float(self.t_mbi),
         )
-        rate = tfrc_kernel(*args, False)[0] * 8.0
+        rate = tfrc_kernel(*args, False)[0]
+        rate *= 8.0  # bytes/s → bits/s, in place: no second array of this size
         keys = ("p", "x_recv_bps", "R", "loss_events")
 
         def state():

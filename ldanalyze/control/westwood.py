@@ -286,7 +286,8 @@ class _Westwood(Controller):
                    "U_k_bps": U * 8.0, "cwnd": cwnd, "ssthresh": ssthresh, "srtt": sig.srtt}
             return {k: out[k] for k in keys}
 
-        return rate * 8.0, LazyState(keys, state)
+        rate *= 8.0  # bytes/s → bits/s, in place
+        return rate, LazyState(keys, state)
 
 
 @dataclasses.dataclass(frozen=True)

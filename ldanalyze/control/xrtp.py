@@ -248,7 +248,8 @@ class Xrtp(Controller):
             self.estimator == "kde", float(self.alpha), int(self.n), float(self.width),
             float(self.pair_gap), int(self.jitters), self.halving == "event",
         )
-        rate = xrtp_kernel(*args, False)[0] * 8.0  # bytes/s → bits/s
+        rate = xrtp_kernel(*args, False)[0]
+        rate *= 8.0  # bytes/s → bits/s, in place
         keys = ("sample_bps", "estimate_bps", "cut_bps")
         return rate, LazyState(keys, lambda: {k: v * 8.0 for k, v in zip(keys, xrtp_kernel(*args, True)[1:], strict=True)})
 
