@@ -220,15 +220,12 @@ class LdaPlus(Controller):
         ``A_bps``, ``r_tcp_bps`` (NaN after a report without loss), ``rule`` (code in ``RULES``);
         before a flow's first report l and r_tcp_bps are NaN, A_bps is A_0 and rule 0."""
         rate, at, l, A, r_tcp, rule = ldaplus_kernel(
-            np.asarray(sig.start, np.bool_), np.asarray(sig.t_recv, np.float64), np.asarray(sig.seq, np.int64),
-            np.asarray(sig.s, np.float64), np.asarray(sig.R, np.float64), np.asarray(sig.flow, np.int64),
-            np.asarray(sig.capacity, np.float64), np.asarray(sig.loss_at, np.int64),
-            np.asarray(sig.loss_seq, np.int64), np.asarray(congestion, np.bool_),
-            float(self.T), self.r_0 / 8.0, self.A_0 / 8.0, float(self.D),
+            sig.start, sig.t_recv, sig.seq, sig.s, sig.R, sig.flow, sig.capacity, sig.loss_at, sig.loss_seq,
+            np.asarray(congestion, np.bool_), float(self.T), self.r_0 / 8.0, self.A_0 / 8.0, float(self.D),
         )
         rate *= 8.0
         keys = ("report", "l", "A_bps", "r_tcp_bps", "rule")
-        held = (np.asarray(sig.start, np.bool_), at, l, A * 8.0, r_tcp * 8.0, rule, float(self.A_0))
+        held = (sig.start, at, l, A * 8.0, r_tcp * 8.0, rule, float(self.A_0))
         return rate, LazyState(keys, lambda: dict(zip(keys, held_state(*held), strict=True)))
 
 

@@ -124,10 +124,10 @@ def xrtp_kernel(start, t_recv, t_send, seq, size, s, R, jitter, loss_at, loss_t,
     eq. 10 cut last computed (NaN before the history is full)."""
     N = t_recv.shape[0]
     rate_out = np.empty(N)  # every entry is written below
-    m = N if keep_state else 0  # the state arrays only when asked for
-    sample_out = np.empty(m)
-    est_out = np.empty(m)
-    cut_out = np.empty(m)
+    kept = N if keep_state else 0  # the state arrays only when asked for
+    sample_out = np.empty(kept)
+    est_out = np.empty(kept)
+    cut_out = np.empty(kept)
     obs = np.zeros(n)
     pdf = np.zeros(n)
     hist = np.zeros(jitters)
