@@ -55,6 +55,9 @@ def capture_of(tmp_path, payloads_at, ends=UDP, name="c.pcap", linktype=1):
 
 
 def read(path, **options):
+    """The capture as read, receive times as captured (these tests pin the raw decoding; the
+    skew removal has tests of its own)."""
+    options.setdefault("skew", "keep")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         trace = read_capture(path, **options)

@@ -27,6 +27,10 @@ each flow's packets (``decode_capture`` keeps the first payload bytes of every p
     before (keep-alives, partial retransmissions) take the index of the segment before them.
     The timestamps option's TSval is the sender clock, its tick rate inferred and snapped to
     the usual ones (1000 Hz, ...) within 10 %.
+``order``
+    No field at all: the k-th packet of the flow in the capture gets sequence number k. Only
+    at the sender of a multi-point capture (``vantage.py``), where capture order is send order
+    and the other captures say what arrived; a receiver cannot number what it never saw.
 a :class:`FieldSpec`
     Any other protocol: where the sequence number and the send time sit in the payload
     (offset, width, byte order) and the time's units.
@@ -62,7 +66,8 @@ from ..timeline import unwrap_sequence
 from .linklayer import F_TCP_MSS, F_TCP_TIMESTAMP, S_DECODED
 
 VANTAGES = ("receiver", "sender")
-KINDS = ("auto", "rtp", "iperf3", "iperf2", "tcp")
+KINDS = ("auto", "rtp", "iperf3", "iperf2", "tcp", "order")
+ORDER = "order"
 COUNTER_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 PAIR_UNITS = {"sec+usec": 1e-6, "sec+nsec": 1e-9, "ntp": 2.0**-32}
 USUAL_RTP_RATES = (8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 90000, 96000)
@@ -189,13 +194,14 @@ class NotThisKind(Exception):
 
 # -- the entry points --------------------------------------------------------------------------
 def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows=None,
-                    clock_rate: float | None = None) -> tuple[pd.DataFrame, dict]:
+                    clock_rate: float | None = None, fallback: str | None = None) -> tuple[pd.DataFrame, dict]:
     """The PacketTable of a decoded one-point capture, and what was taken and skipped
     (``meta['skipped_flows']``: flow label → why).
 
     See the module docstring for ``payload`` and ``vantage``; ``flows`` names flows by label
     (as ``list_flows`` prints them) and makes them mandatory; ``clock_rate`` (Hz) is the rate
-    of the in-band clock (RTP timestamp, TCP TSval) when you know it.
+    of the in-band clock (RTP timestamp, TCP TSval) when you know it. ``fallback`` (a kind)
+    reads the data-carrying flows that ``payload`` does not fit instead of skipping them.
     """
     if vantage not in VANTAGES:
         raise UsageError(f"vantage must be one of {VANTAGES}, not {vantage!r}")
@@ -212,8 +218,12 @@ def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows
             continue
         try:
             streams += flow_streams(capture, flow, rows, records, payload, times, clock_rate=clock_rate,
-                                    forced=chosen is not None, send_times=receiver)
+                                    forced=chosen is not None and fallback is None, send_times=receiver)
         except NotThisKind as why:
+            if fallback is not None and not str(why).startswith(ACKS_ONLY):
+                streams += flow_streams(capture, flow, rows, records, fallback, times, forced=True,
+                                        send_times=receiver)
+                continue
             label = capture.flows["label"].iat[flow]
             first = int(records["offset"][0])
             if chosen is not None:
@@ -286,6 +296,9 @@ def flow_streams(capture, flow: int, rows: np.ndarray, records: np.ndarray, payl
     label = capture.flows["label"].iat[flow]
     proto = int(capture.flows["proto"].iat[flow])
     custom = isinstance(payload, FieldSpec)
+    if payload == ORDER:
+        return [Stream(label, ORDER, rows, np.arange(rows.shape[0], dtype=np.int64), np.full(rows.shape[0], np.nan),
+                       {"kind": ORDER})]
     if proto == TCP:
         if payload in ("auto", "tcp"):
             return [_tcp_stream(label, rows, records, times, clock_rate, send_times)]

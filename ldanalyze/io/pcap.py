@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from ..clocks import remove_skew
 from ..errors import TraceError, UsageError
 from ..packets import Trace, empty_rtt
 from . import payload as payloads
@@ -82,6 +83,7 @@ CHUNK_BYTES = 16 << 20  # input window: memory does not grow with the file
 BLOCK_RECORDS = 1 << 22  # records per output block (np.empty: untouched pages cost nothing)
 MAX_CAPLEN = 64 << 20  # a record claiming more is taken as corruption
 DEFAULT_HEAD_BYTES = 16
+SKEW_CHOICES = ("remove", "keep")
 
 # kernel stop codes and problems
 STOP_INPUT, STOP_FULL, STOP_GROW, STOP_BLOCK, STOP_CORRUPT = 1, 2, 3, 4, 5
@@ -800,6 +802,7 @@ def read_capture(
     vantage: str = "receiver",
     flows: Iterable[str] | str | None = None,
     clock_rate: float | None = None,
+    skew: str = "remove",
     chunk_bytes: int = CHUNK_BYTES,
 ) -> Trace:
     """Read a one-point capture (pcap or pcapng, plain or gzip) into a Trace.
@@ -810,13 +813,19 @@ def read_capture(
     sequence become lost rows) or at the ``sender`` (transmissions, fate ``unobserved``);
     ``flows`` picks flows by label (see :func:`list_flows`), all that fit otherwise;
     ``clock_rate`` is the rate (Hz) of the in-band clock (RTP timestamp, TSval) when known.
-    The two ends' clocks are separate (``meta['clock']``): only relative delays (ROTT) mean
-    something. Capture times are float seconds since the epoch (a resolution of about 0.24 µs
+    The two ends' clocks are separate: only relative delays (ROTT) mean something, and at the
+    receiver ``skew="remove"`` (the default) fits each flow's delays with
+    :func:`~ldanalyze.clocks.remove_skew` and takes the skew out of the receive times, which
+    stay the capture times at the flow's first packet (``meta['clock_fit']`` reports offset
+    and skew; ``meta['clock']`` becomes ``skew-removed``); ``skew="keep"`` leaves them as
+    they are. Capture times are float seconds since the epoch (a resolution of about 0.24 µs
     today; ``decode_capture`` keeps the integer nanoseconds); RTP and TSval send times count
     from their own clock's origin. ``size`` is the IP datagram's length. ``meta`` also holds
     per-flow kinds, clock rates and exclusions, the skipped flows, the record counts by
     decode status and the warnings issued.
     """
+    if skew not in SKEW_CHOICES:
+        raise UsageError(f"skew must be one of {SKEW_CHOICES}, not {skew!r}")
     head_bytes = max(DEFAULT_HEAD_BYTES, payload.needed_bytes if isinstance(payload, payloads.FieldSpec) else 0)
     capture = decode_capture(path, head_bytes=head_bytes, chunk_bytes=chunk_bytes)
     packets, taken = payloads.capture_packets(capture, payload=payload, vantage=vantage, flows=flows,
@@ -839,4 +848,5 @@ def read_capture(
         "interfaces": capture.interfaces.to_dict("records"),
         "notes": capture.notes,
     }
-    return Trace(packets=packets, rtt=empty_rtt(), path=capture.path, format=capture.format, meta=meta)
+    trace = Trace(packets=packets, rtt=empty_rtt(), path=capture.path, format=capture.format, meta=meta)
+    return remove_skew(trace) if skew == "remove" and vantage == "receiver" else trace

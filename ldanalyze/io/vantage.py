@@ -1,0 +1,282 @@
+"""Several captures of the same packets along their path: delays across clocks, and the cause
+of every loss from where the packet was last seen.
+
+A *vantage chain* is a list of captures in path order: the sender's (its egress), then one
+after each hop of interest, the receiver's last. Each later vantage names the cause of the
+losses of the segment that ends at it: a packet last seen at vantage k−1 and never at k was
+lost between them, by that segment's cause (a router's queue: ``congestion``; a radio link or
+a random drop: ``wireless``; not known: ``lost``). Two captures (sender and receiver) with no
+cause give a trace with exact send and receive times and losses of unknown cause.
+
+Matching. A packet is recognised in another capture by its 5-tuple (the flow label), its IPv4
+identification and a hash of its first payload bytes (``linklayer.payload_hash``): routers
+change neither (TTL and checksum are not used). Where IDs are useless (IPv6; 0 on unconnected
+UDP sockets with DF) the payload hash still tells packets apart, as long as payloads differ
+(RTP, iperf and TCP payloads carry a sequence number). Packets that share all three (identical
+retransmitted payloads with repeated IDs) are matched in capture order and counted in
+``meta['vantages'][k]['ambiguous']``. NAT between the vantages is not supported (the 5-tuple
+changes).
+
+Rows. One row per packet the sender capture holds (``uid`` its record index there): ``seq``
+from the payload as in ``read_capture`` (``payload``; flows no kind fits are numbered in
+capture order, ``order``), ``t_send`` its capture time at the sender, ``t_recv`` its capture
+time at the last vantage. Each capture's clock is fitted against the sender's
+(``clocks.fit_lower_envelope``) and reported; with ``clocks="separate"`` the receive times
+are then moved onto the sender's clock per flow, offset and skew removed
+(``clocks.remove_skew``). A packet missing at
+vantage k that could not have reached k while k was capturing (sent before k's first record
+or so late that its latest plausible arrival, the fitted minimal delay plus the deepest queue
+seen, is after k's last record) is ``unobserved``, not lost.
+
+Flows. The sender capture's flows that carry data and reach the last vantage, unless
+``flows`` names them. A flow whose TTL is larger downstream travels the other way (the
+acknowledgements of a capture taken in both directions): it is left out with a note, and when
+every flow does, the vantages were given in the wrong order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import warnings
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..clocks import fit_lower_envelope, remove_skew
+from ..errors import TraceError, UsageError
+from ..packets import CONGESTION, DELIVERED, FATE_DTYPE, LOST, UNOBSERVED, WIRELESS, Trace, empty_rtt, \
+    make_packet_table
+from . import payload as payloads
+from .pcap import CHUNK_BYTES, DEFAULT_HEAD_BYTES, CaptureWarning, decode_capture
+
+CAUSES = {"congestion": CONGESTION, "wireless": WIRELESS, "unknown": LOST, "lost": LOST}
+CLOCKS = ("separate", "common")
+VANTAGE_FORMAT = "vantages"
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@dataclasses.dataclass(frozen=True)
+class Vantage:
+    """One capture of a chain and the cause of losses on the segment that ends at it
+    (ignored for the first capture, the sender's)."""
+
+    path: str
+    cause: str = LOST
+
+    def __post_init__(self) -> None:
+        if self.cause not in (CONGESTION, WIRELESS, LOST):
+            raise UsageError(f"vantage {self.path}: cause must be congestion, wireless or lost, not {self.cause!r}")
+
+
+def parse_vantage(text: str) -> Vantage:
+    """``PATH`` or ``PATH:CAUSE`` (cause ``congestion``, ``wireless`` or ``unknown``); a
+    colon that is part of an existing file's name stays in the path."""
+    path, colon, cause = text.rpartition(":")
+    if not colon or os.path.exists(text):
+        return Vantage(text)
+    if cause not in CAUSES:
+        raise UsageError(f"vantage {text!r}: unknown cause {cause!r} (say congestion, wireless or unknown)")
+    return Vantage(path, CAUSES[cause])
+
+
+def read_vantages(
+    vantages: Sequence[Vantage | str],
+    *,
+    payload: str | payloads.FieldSpec = "auto",
+    flows: Iterable[str] | str | None = None,
+    clocks: str = "separate",
+    chunk_bytes: int = CHUNK_BYTES,
+) -> Trace:
+    """One Trace from a chain of captures along the path, sender first (module docstring).
+
+    ``vantages``: :class:`Vantage` objects or ``PATH[:CAUSE]`` strings. ``clocks``:
+    ``separate`` (each capture has its own clock: delays are relative, skew is removed) or
+    ``common`` (the captures share a clock, e.g. one host or PTP: times are kept and
+    ``meta['clock']`` is ``common``, so one-way delays are absolute).
+    """
+    chain = [v if isinstance(v, Vantage) else parse_vantage(v) for v in vantages]
+    if len(chain) < 2:
+        raise UsageError("a vantage chain needs at least two captures: the sender's and the receiver's")
+    if clocks not in CLOCKS:
+        raise UsageError(f"clocks must be one of {CLOCKS}, not {clocks!r}")
+    head_bytes = max(DEFAULT_HEAD_BYTES, payload.needed_bytes if isinstance(payload, payloads.FieldSpec) else 0)
+    captures = [decode_capture(v.path, head_bytes=head_bytes, chunk_bytes=chunk_bytes) for v in chain]
+    sender = captures[0]
+    table, taken = payloads.capture_packets(sender, payload=payload, vantage="sender", flows=flows,
+                                            fallback=payloads.ORDER if payload == "auto" else None)
+    rows = table["uid"].to_numpy()
+    five_tuple = sender.flows["label"].to_numpy()[sender.records["flow"][rows]]
+    label_code = {label: i for i, label in enumerate(pd.unique(five_tuple))}
+    keys = [_match_keys(c, label_code) for c in captures]
+    sender_key = keys[0][rows]
+    sender_time = sender.times()[rows]
+    seen, arrival, ttl_gap, reports = _follow(chain, captures, keys, rows, sender_key, sender_time)
+    keep, left_out = _chosen(table["flow"].to_numpy().astype(str), seen, ttl_gap, chain, named=flows is not None)
+    if not keep.all():
+        table, rows, seen, arrival = table[keep].reset_index(drop=True), rows[keep], seen[keep], arrival[keep]
+        sender_time = sender_time[keep]
+    fate, reason, segments = _fates(chain, seen, sender_time, reports)
+    t_recv = np.where(fate == DELIVERED, arrival[:, -1], np.nan)
+    packets = make_packet_table(
+        flow=table["flow"].to_numpy().astype(str), seq=table["seq"].to_numpy(), tx=table["tx"].to_numpy(),
+        uid=rows, size=table["size"].to_numpy(), t_send=sender_time, t_recv=t_recv,
+        fate=pd.Categorical(fate, dtype=FATE_DTYPE), reason=reason,
+    )
+    meta = {
+        "format": VANTAGE_FORMAT,
+        "vantage": "chain",
+        "clock": clocks,
+        "payload": payloads.payload_name(payload),
+        "flows": {k: v for k, v in taken["flows"].items() if k not in left_out},
+        "skipped_flows": {**taken["skipped_flows"], **left_out},
+        "vantages": reports,
+        "segments": segments,
+        "notes": [n for c in captures for n in c.notes],
+    }
+    trace = Trace(packets=packets, rtt=empty_rtt(), path="+".join(v.path for v in chain), format=VANTAGE_FORMAT,
+                  meta=meta)
+    return remove_skew(trace, offset=True) if clocks == "separate" else trace
+
+
+def _match_keys(capture, label_code: dict[str, int]) -> np.ndarray:
+    """One 64-bit key per record from (flow label, IP ID, payload hash); 0 for records of
+    flows the sender does not have."""
+    code = np.array([label_code.get(label, -1) for label in capture.flows["label"]] + [-1], np.int64)
+    records = capture.records
+    flow_code = code[records["flow"]]  # flow -1 (no flow) reads the appended -1
+    key = (flow_code.astype(np.uint64) + np.uint64(1)) * _GOLDEN
+    key ^= records["ip_id"].astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9)
+    key ^= records["payload_hash"]
+    key ^= key >> np.uint64(31)
+    key *= np.uint64(0x94D049BB133111EB)
+    key ^= key >> np.uint64(29)
+    key |= np.uint64(1)  # never 0
+    key[flow_code < 0] = 0
+    return key
+
+
+def _occurrence(keys: np.ndarray) -> np.ndarray:
+    """0 for the first record of each key, 1 for the second ... (in record order)."""
+    return pd.Series(keys).groupby(keys).cumcount().to_numpy()
+
+
+def _follow(chain, captures, keys, rows, sender_key, sender_time):
+    """For each sender row and later vantage: seen there? at what time? and the TTL drop."""
+    n, k_all = rows.shape[0], len(chain)
+    seen = np.zeros((n, k_all), bool)
+    seen[:, 0] = True
+    arrival = np.full((n, k_all), np.nan)
+    arrival[:, 0] = sender_time
+    ttl_gap = np.zeros(n, np.int64)  # TTL at the sender minus TTL at the furthest vantage seen
+    sender = captures[0]
+    sender_rank = _occurrence(keys[0])[rows]
+    ambiguous = int((pd.Series(sender_key).duplicated(keep=False)).sum())
+    left = pd.DataFrame({"key": sender_key, "rank": sender_rank, "row": np.arange(n)})
+    reports = [_report(chain[0], sender, n, 0, None)]
+    reports[0]["ambiguous"] = ambiguous
+    if ambiguous:
+        _warn(f"{sender.path}: {ambiguous} packets share flow, IP ID and payload with another packet; they are "
+              "matched across captures in capture order")
+    for k in range(1, k_all):
+        capture, key = captures[k], keys[k]
+        candidate = np.flatnonzero(key != 0)
+        right = pd.DataFrame({"key": key[candidate], "rank": _occurrence(key[candidate]), "record": candidate})
+        joined = left.merge(right, on=["key", "rank"], how="inner")
+        row, record = joined["row"].to_numpy(), joined["record"].to_numpy()
+        seen[row, k] = True
+        arrival[row, k] = capture.times()[record]
+        ttl_gap[row] = sender.records["ttl"][rows[row]].astype(np.int64) - capture.records["ttl"][record]
+        unmatched = int(candidate.shape[0] - record.shape[0])
+        fit = fit_lower_envelope(sender_time[row], arrival[row, k] - sender_time[row]) if row.size else None
+        reports.append(_report(chain[k], capture, int(row.shape[0]), unmatched, fit))
+        if unmatched:
+            _warn(f"{capture.path}: {unmatched} packet(s) of the sender's flows were never seen in "
+                  f"{sender.path} (it started later, ended earlier or dropped packets)")
+    return seen, arrival, ttl_gap, reports
+
+
+def _report(vantage: Vantage, capture, matched: int, unmatched: int, fit) -> dict:
+    """What ``meta['vantages']`` says of one capture: its span, the matches, its clock fit
+    against the sender's (``offset_s`` + ``skew_ppm``·1e-6·(t_send − ``t0``) is the minimal
+    delay; ``excess_s`` the deepest queue above it)."""
+    times = capture.times()
+    finite = times[np.isfinite(times)]
+    return {
+        "path": capture.path, "cause": vantage.cause, "records": int(capture.records.shape[0]),
+        "first": float(finite.min()) if finite.size else np.nan, "last": float(finite.max()) if finite.size else np.nan,
+        "matched": matched, "unmatched": unmatched, "missed": 0,
+        "offset_s": fit.offset if fit else np.nan, "skew_ppm": fit.skew * 1e6 if fit else np.nan,
+        "excess_s": fit.excess if fit else np.nan, "t0": fit.t0 if fit else np.nan,
+    }
+
+
+def _chosen(labels: np.ndarray, seen: np.ndarray, ttl_gap: np.ndarray, chain, *, named: bool):
+    """Rows of the flows to keep, and the flows left out with why."""
+    keep = np.ones(labels.shape[0], bool)
+    left_out, backwards = {}, []
+    last = chain[-1].path
+    for label in pd.unique(labels):
+        mine = labels == label
+        downstream = mine & seen[:, 1:].any(axis=1)
+        if downstream.any() and np.median(ttl_gap[downstream]) < 0:
+            backwards.append(label)
+            if named:
+                raise UsageError(f"flow {label} travels from {last} towards {chain[0].path} (its TTL grows): "
+                                 "give the vantages in path order, sender first")
+            left_out[label] = f"travels the other way: its TTL grows from {chain[0].path} to {last}"
+        elif not named and not (mine & seen[:, -1]).any():
+            left_out[label] = f"never reaches {last}"
+        else:
+            continue
+        keep &= ~mine
+    if not keep.any():
+        if backwards:
+            raise UsageError(f"every flow of {chain[0].path} that reaches {last} travels the other way (its TTL "
+                             "grows): give the vantages in path order, sender first")
+        raise TraceError(chain[0].path, f"none of its flows reaches {last}: are these captures of the same "
+                         "packets?")
+    return keep, left_out
+
+
+def _names(chain) -> list[str]:
+    """Short names of the vantages for reasons and reports: file names, whole paths if those clash."""
+    short = [os.path.basename(v.path) for v in chain]
+    return short if len(set(short)) == len(short) else [v.path for v in chain]
+
+
+def _fates(chain, seen: np.ndarray, sender_time: np.ndarray, reports: list[dict]):
+    """Fate and reason of each row from the furthest vantage that saw it; per-segment counts."""
+    n, k_all = seen.shape
+    names = _names(chain)
+    furthest = k_all - 1 - np.argmax(seen[:, ::-1], axis=1)
+    fate = np.full(n, DELIVERED, dtype=object)
+    reason = np.full(n, "", dtype=object)
+    segments = []
+    for k in range(1, k_all):
+        report = reports[k]
+        missed = ~seen[:, k] & (furthest > k)
+        report["missed"] = int(missed.sum())
+        if report["missed"]:
+            _warn(f"{report['path']}: {report['missed']} packet(s) seen further down the path are missing from it "
+                  "(it started later, ended earlier or dropped packets)")
+        here = furthest == k - 1
+        if here.any() and not np.isfinite(report["offset_s"]):
+            raise TraceError(report["path"], f"none of the {n} packets of the sender's flows appear in it: is it a "
+                             "capture of the same packets?")
+        earliest = sender_time[here] + report["offset_s"] + report["skew_ppm"] * 1e-6 * (sender_time[here] - report["t0"])
+        outside = (earliest < report["first"]) | (earliest + report["excess_s"] > report["last"])
+        index = np.flatnonzero(here)
+        fate[index] = chain[k].cause
+        fate[index[outside]] = UNOBSERVED
+        segment = f"{names[k - 1]}>{names[k]}"
+        reason[index] = segment
+        reason[index[outside]] = f"outside {names[k]}"
+        segments.append({"segment": segment, "cause": chain[k].cause, "lost": int((~outside).sum()),
+                         "unobserved": int(outside.sum())})
+    return fate, reason, segments
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, CaptureWarning, stacklevel=4)
