@@ -18,6 +18,7 @@ from .control import PathModel, replay
 from .errors import UsageError
 from .io import read_trace
 from .lda import Replay, classify
+from .packets import Trace
 from .timeline import build_timeline
 
 
@@ -32,7 +33,7 @@ class Batch:
 
 
 def analyze_traces(
-    paths: Iterable[str | os.PathLike],
+    sources: Iterable[str | os.PathLike | Trace],
     ldas="all",
     *,
     controller=None,
@@ -42,14 +43,15 @@ def analyze_traces(
     seq_modulus: int | None = None,
     **read_options,
 ) -> Batch:
-    """Classify every trace with ``ldas`` and, given a ``controller`` spec, replay it fed each
+    """Classify every trace (a path to read with ``read_options``, or a Trace) with ``ldas`` and, given a ``controller`` spec, replay it fed each
     LDA's decisions (open loop; see ``docs/controllers.md``). With ``controller_optional``, a
     trace the controller cannot be replayed on (no RTT to be had, say) gets a warning and no
     throughput rows instead of an error."""
     decisions, summaries, throughputs = [], [], []
-    for source in paths:
-        name = os.fspath(source)
-        timeline = build_timeline(read_trace(source, **read_options), seq_modulus=seq_modulus)
+    for source in sources:
+        trace = source if isinstance(source, Trace) else read_trace(source, **read_options)
+        name = trace.path
+        timeline = build_timeline(trace, seq_modulus=seq_modulus)
         decided = classify(timeline, ldas, replay=replay_options)
         decided.insert(0, "trace", name)
         decisions.append(decided)

@@ -25,6 +25,11 @@ from .control.agreement import agreement
 from .errors import TraceError, UsageError
 from .io import FORMATS, list_flows, read_trace
 from .io.detect import PCAP, PCAPNG
+from .io.labels import apply_labels, write_labels
+from .io.payload import KINDS, ORDER
+from .io.pcap import SKEW_CHOICES
+from .io.vantage import CLOCKS, parse_vantage, read_vantages
+from .packets import LOSS_FATES, Trace
 from .lda import REGISTRY, Replay, classify, runnable_ldas
 from .lda.zbs import Zbs
 from .report.tables import markdown_table, text_table
@@ -47,8 +52,47 @@ def _trace_options(args: argparse.Namespace) -> dict:
     return options
 
 
+def _read(args: argparse.Namespace, path: str | None) -> Trace:
+    """The trace of ``path``, or of the ``--vantage`` chain when ``path`` is None, with the
+    ``--labels`` file joined on."""
+    if path is None:
+        trace = read_vantages(args.vantage, clocks=args.clocks or "separate", payload=args.payload or "auto")
+    else:
+        options = _trace_options(args)
+        for name in ("payload", "skew"):
+            if getattr(args, name):
+                options[name] = getattr(args, name)
+        trace = read_trace(path, **options)
+    return apply_labels(trace, args.labels) if args.labels else trace
+
+
+def _sources(args: argparse.Namespace) -> list[str | None]:
+    """The traces named on the command line; None stands for the ``--vantage`` chain."""
+    paths = args.traces if hasattr(args, "traces") else [args.trace] if args.trace else []
+    if args.vantage:
+        if len(args.vantage) < 2:
+            raise UsageError("--vantage: a chain needs the sender's capture and at least one more")
+        paths = [*paths, None]
+    if not paths:
+        raise UsageError("give a trace file, or a capture chain with --vantage (at least two)")
+    if args.clocks and not args.vantage:
+        raise UsageError("--clocks is about a --vantage chain")
+    if args.labels and len(paths) > 1:
+        raise UsageError("--labels joins one labels file onto one trace; give one trace (or one --vantage chain)")
+    if not hasattr(args, "traces") and len(paths) > 1:
+        raise UsageError("give either a trace file or a --vantage chain, not both")
+    return paths
+
+
+def _inputs(args: argparse.Namespace) -> list[str]:
+    """Every file the command reads: never to be overwritten."""
+    named = [p for p in _sources(args) if p is not None]
+    chain = [parse_vantage(v).path for v in args.vantage or []]
+    return named + chain + ([args.labels] if args.labels else [])
+
+
 def _load(args: argparse.Namespace):
-    trace = read_trace(args.trace, **_trace_options(args))
+    trace = _read(args, _sources(args)[0])
     return trace, build_timeline(trace, seq_modulus=args.seq_modulus)
 
 
@@ -94,12 +138,26 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             "rtt_samples": int(len(trace.rtt)),
             "flows": json.loads(summary.to_json(orient="records")),
         }
-        print(json.dumps(payload, indent=2))
+        print(json.dumps(payload, indent=2, default=_json_value))
         return 0
     print(f"{trace.path}: {trace.format}, {len(summary)} flow(s), {len(trace.packets)} data packets")
     if trace.format in (PCAP, PCAPNG):
         print("\nflows in the capture (5-tuple and direction):")
         print(list_flows(trace.path).to_string(index=False))
+    if "vantages" in trace.meta:
+        print("\ncaptures along the path (clock fit against the sender's: minimal delay and skew):")
+        vantages = pd.DataFrame(trace.meta["vantages"])
+        vantages["offset_ms"] = vantages["offset_s"] * 1e3
+        print(vantages[["path", "cause", "records", "matched", "unmatched", "missed", "offset_ms",
+                        "skew_ppm"]].round(3).to_string(index=False))
+        print("\nlosses per segment:")
+        print(pd.DataFrame(trace.meta["segments"]).to_string(index=False))
+    if "clock_fit" in trace.meta:
+        removed = "skew and offset" if trace.meta.get("offset_removed") else "skew"
+        print(f"\nclock {removed} removed from the receive times (lower-envelope fit per flow):")
+        print(trace.meta["clock_fit"].round(6).to_string(index=False))
+    if "labels" in trace.meta:
+        print("\nlabels: " + ", ".join(f"{k} {v}" for k, v in trace.meta["labels"].items()))
     ignored = trace.meta.get("ignored_types")
     if ignored:
         print("ignored packet types: " + ", ".join(f"{k} ({v})" for k, v in ignored.items()))
@@ -114,6 +172,15 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _json_value(value):
+    """What json cannot write by itself in a trace's meta: tables as records, numbers as numbers."""
+    if isinstance(value, pd.DataFrame):
+        return json.loads(value.to_json(orient="records"))
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)
+
+
 def _format_summary(summary: pd.DataFrame) -> str:
     table = summary.copy()
     for col in ("loss_rate", "congestion_rate", "wireless_rate"):
@@ -124,28 +191,36 @@ def _format_summary(summary: pd.DataFrame) -> str:
     return table.to_string(index=False)
 
 
+def cmd_labels(args: argparse.Namespace) -> int:
+    trace = _read(args, _sources(args)[0])
+    losses = int(trace.packets["fate"].isin(LOSS_FATES).sum())
+    _atomic_write(args.output, _inputs(args), lambda tmp: write_labels(trace, tmp))
+    print(f"wrote {losses} labels (the losses of {trace.path}) to {args.output}")
+    return 0
+
+
 def cmd_timeline(args: argparse.Namespace) -> int:
     _, timeline = _load(args)
     table = timeline.per_packet()
     table["fate"] = table["fate"].astype(str)
     table["kind"] = table["kind"].astype(str).replace("nan", "")
-    kind = _write_table(table, args.output, [args.trace], args.output_format)
+    kind = _write_table(table, args.output, _inputs(args), args.output_format)
     print(f"wrote {len(table)} packets of {len(timeline.flows)} flow(s) to {args.output} ({kind})")
     return 0
 
 
 def cmd_classify(args: argparse.Namespace) -> int:
-    _, timeline = _load(args)
+    trace, timeline = _load(args)
     ldas = runnable_ldas(timeline, args.lda)
     decisions = classify(timeline, ldas, replay=_replay(args))
     if args.output:
         table = decisions.astype({"lda": str, "flow": str, "decision": str})
-        kind = _write_table(table, args.output, [args.trace], args.output_format)
+        kind = _write_table(table, args.output, _inputs(args), args.output_format)
         print(f"wrote {len(table)} decisions ({table['lda'].nunique()} LDAs, "
               f"{len(timeline.losses)} lost packets) to {args.output} ({kind})")
         return 0
     counts = decisions.groupby(["lda", "decision"], observed=False).size().unstack(fill_value=0)
-    print(f"{args.trace}: {len(timeline.losses)} lost packets in {len(timeline.gaps)} gaps; "
+    print(f"{trace.path}: {len(timeline.losses)} lost packets in {len(timeline.gaps)} gaps; "
           "decisions per LDA (write them all with -o FILE):")
     print(counts.to_string())
     for lda in ldas:
@@ -161,9 +236,9 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise UsageError("--average mean needs --by trace or --by pooled (a flow is its own mean)")
     controller = {"none": None, "auto": "tfrc"}.get(args.controller, args.controller)
     batch = analyze_traces(
-        args.traces, args.lda, controller=controller, controller_optional=args.controller == "auto",
-        replay_options=_replay(args), path_model=_path(args),
-        seq_modulus=args.seq_modulus, **_trace_options(args),
+        (_read(args, path) for path in _sources(args)), args.lda, controller=controller,
+        controller_optional=args.controller == "auto", replay_options=_replay(args), path_model=_path(args),
+        seq_modulus=args.seq_modulus,
     )
     scores = score(batch.decisions, batch.summary, by=args.by, average=args.average, bootstrap=args.bootstrap,
                    seed=args.seed, throughput=batch.throughput)
@@ -178,7 +253,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     else:
         text = text_table(scores)
     if args.output:
-        _atomic_write(args.output, args.traces, lambda tmp: pathlib.Path(tmp).write_text(text))
+        _atomic_write(args.output, _inputs(args), lambda tmp: pathlib.Path(tmp).write_text(text))
         print(f"wrote {len(scores)} score rows to {args.output} ({args.format})")
     else:
         sys.stdout.write(text)
@@ -190,14 +265,14 @@ def _path(args: argparse.Namespace) -> PathModel:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    _, timeline = _load(args)
+    trace, timeline = _load(args)
     result = replay(timeline, args.controller, args.lda, replay=_replay(args), path=_path(args))
     if args.output:
         table = result.rates.astype({"lda": str, "controller": str, "flow": str})
-        kind = _write_table(table, args.output, [args.trace], args.output_format)
+        kind = _write_table(table, args.output, _inputs(args), args.output_format)
         print(f"wrote {len(table)} rate steps to {args.output} ({kind}); {OPEN_LOOP_NOTE}")
     summary = result.summary.copy()
-    print(f"{args.trace}: modeled throughput per flow ({OPEN_LOOP_NOTE})")
+    print(f"{trace.path}: modeled throughput per flow ({OPEN_LOOP_NOTE})")
     for col in ("mean_rate_bps", "capacity_bps"):
         summary[col] = summary[col] / 1e3
     summary = summary.rename(columns={"mean_rate_bps": "mean_kbps", "capacity_bps": "capacity_kbps"})
@@ -239,9 +314,23 @@ def build_parser() -> argparse.ArgumentParser:
                         help="ns-2 wired: how packets are grouped into flows (default auto)")
     reading.add_argument("--seq-modulus", type=int, metavar="M",
                         help="unwrap sequence numbers that wrap modulo M (e.g. 65536)")
+    reading.add_argument("--payload", choices=[k for k in KINDS if k != ORDER],
+                         help="captures: where sequence numbers and send times come from (default auto)")
+    reading.add_argument("--skew", choices=SKEW_CHOICES,
+                         help="receiver captures: remove the clock skew fitted to the delays (default) or keep "
+                              "the capture times")
+    reading.add_argument("--vantage", action="append", metavar="PCAP[:CAUSE]",
+                         help="one capture of a chain along the path, in path order, sender first; CAUSE "
+                              "(congestion, wireless, unknown) names what loses packets on the way to it")
+    reading.add_argument("--clocks", choices=CLOCKS,
+                         help="--vantage: the captures have separate clocks (default: skew and offset are "
+                              "removed) or a common one (one host, PTP: one-way delays are absolute)")
+    reading.add_argument("--labels", metavar="CSV",
+                         help="labels file (flow,seq,cause[,tx]) giving the causes of the trace's losses")
 
     one = argparse.ArgumentParser(add_help=False, parents=[reading])
-    one.add_argument("trace", help="trace file (ns-2 wired or wireless, pcap or pcapng; plain or gzip)")
+    one.add_argument("trace", nargs="?",
+                     help="trace file (ns-2 wired or wireless, pcap or pcapng; plain or gzip); or use --vantage")
 
     replaying = argparse.ArgumentParser(add_help=False)
     replaying.add_argument("--lda", default="all", metavar="SPEC,SPEC",
@@ -268,6 +357,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_inspect)
 
+    p = sub.add_parser("labels", parents=[one], help="write the causes of a trace's losses as a labels file")
+    p.add_argument("-o", "--output", required=True, help="output labels file (.csv)")
+    p.set_defaults(func=cmd_labels)
+
     p = sub.add_parser("timeline", parents=[one], help="write the per-packet timeline")
     p.add_argument("-o", "--output", required=True, help="output file (.parquet, .csv or .csv.gz)")
     p.add_argument("--output-format", choices=("parquet", "csv"), help="default: from the extension")
@@ -293,7 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("score", parents=[reading, replaying, controlling],
                        help="score LDAs against the true causes (M_c, M_w, accuracy, ...)")
-    p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files")
+    p.add_argument("traces", nargs="*", metavar="TRACE", help="trace files (and/or one --vantage chain)")
     p.add_argument("--by", choices=("flow", "trace", "pooled"), default="trace",
                    help="one score per flow, per trace (default) or pooled over all traces")
     p.add_argument("--average", choices=("pooled", "mean"), default="pooled",

@@ -36,6 +36,7 @@ from .errors import UsageError
 from .packets import DELIVERED, Trace
 
 MIN_FIT_SAMPLES = 2  # fewer delivered packets: no slope can be told, the skew is taken as 0
+PLAUSIBLE_SKEW_PPM = 200  # quartz clocks drift by tens of ppm; more suggests a queue that never drained
 
 
 class ClockWarning(UserWarning):
@@ -143,6 +144,10 @@ def remove_skew(trace: Trace, *, offset: bool = False) -> Trace:
         fit = fit_lower_envelope(t_send[got], t_recv[got] - t_send[got])
         t_recv[got] -= fit.envelope(t_send[got]) if offset else fit.skew * (t_send[got] - fit.t0)
         rows.append(_fit_row(flow, fit))
+        if abs(fit.skew) * 1e6 > PLAUSIBLE_SKEW_PPM:
+            warnings.warn(f"{trace.path}: flow {flow}: estimated clock skew {fit.skew * 1e6:+.0f} ppm is more than "
+                          "clocks drift; a queue that stays full for the whole trace looks like skew to the fit "
+                          "(keep the skew if the clocks are known to agree)", ClockWarning, stacklevel=2)
         if fit.samples < MIN_FIT_SAMPLES:
             warnings.warn(f"{trace.path}: flow {flow}: {fit.samples} delivered packet(s), too few to estimate "
                           "a clock skew; it is taken as 0", ClockWarning, stacklevel=2)

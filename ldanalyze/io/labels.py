@@ -9,7 +9,9 @@ trace), so that a receiver-only capture of the same flow can be scored against i
 
 Joining is strict, because a label silently put on the wrong packet is a wrong score: a label
 for a packet the trace does not have, or has as delivered, is an error naming the file and line;
-two lines that disagree on a packet are too. Lost packets without a label keep their fate
+two lines that disagree on a packet are too. Only labels beyond the trace's sequence range of
+their flow (a receiver capture that started later or stopped earlier than the labels' source)
+are left out, with a warning, and counted in ``meta['labels']['outside']``. Lost packets without a label keep their fate
 (``lost`` if the trace did not know the cause), with a warning counting them; labels that
 change a cause the trace already had are counted in ``meta['labels']``.
 """
@@ -105,7 +107,7 @@ def apply_labels(trace: Trace, labels: pd.DataFrame | str | os.PathLike) -> Trac
     any_tx = table[table["tx"] < 0].drop(columns="tx").merge(rows, on=["flow", "seq"], how="left")
     one_tx = table[table["tx"] >= 0].merge(rows, on=["flow", "seq", "tx"], how="left")
     joined = pd.concat([any_tx, one_tx], ignore_index=True)
-    _check_targets(joined, trace, source)
+    joined, outside = _check_targets(joined, trace, source)
     joined = joined[joined["loss"].astype(bool)]
     target = joined["row"].to_numpy(np.int64)
     before = packets["fate"].to_numpy()[target].astype(str)
@@ -120,20 +122,28 @@ def apply_labels(trace: Trace, labels: pd.DataFrame | str | os.PathLike) -> Trac
         warnings.warn(f"{trace.path}: {unlabeled} lost packet(s) have no label in {source}; they keep their "
                       "fate", LabelWarning, stacklevel=2)
     meta = {**trace.meta, "labels": {"path": source, "labels": len(table), "labeled": int(np.unique(target).shape[0]),
-                                     "unlabeled": unlabeled, "changed": changed}}
+                                     "unlabeled": unlabeled, "changed": changed,
+                                     "outside": outside}}
     return dataclasses.replace(trace, packets=packets, meta=meta)
 
 
-def _check_targets(joined: pd.DataFrame, trace: Trace, source: str) -> None:
-    """Every label must name a lost packet of the trace."""
-    absent = joined["row"].isna()
-    if absent.any():
-        line = joined.loc[absent, "line"].min()
-        bad = joined[joined["line"] == line].iloc[0]
+def _check_targets(joined: pd.DataFrame, trace: Trace, source: str) -> tuple[pd.DataFrame, int]:
+    """Every label must name a lost packet of the trace, or one outside the sequence range of
+    its flow (the trace began later or ended earlier): those are dropped and counted."""
+    absent = joined["row"].isna().to_numpy()
+    span = trace.packets.groupby("flow", observed=True)["seq"].agg(["min", "max"])
+    low = joined["flow"].map(span["min"]).to_numpy(np.float64)
+    high = joined["flow"].map(span["max"]).to_numpy(np.float64)
+    seq = joined["seq"].to_numpy(np.float64)
+    outside = absent & ((seq < low) | (seq > high))
+    inside = absent & ~outside  # includes flows the trace does not have (NaN bounds)
+    if inside.any():
+        bad = joined[inside].sort_values("line").iloc[0]
         flows = trace.flows
         hint = "" if bad["flow"] in flows else f" (its flows: {', '.join(flows[:5])}{' ...' if len(flows) > 5 else ''})"
-        raise TraceError(source, f"{int(absent.sum())} label(s) name packets {trace.path} does not have; this one: "
-                         f"flow {bad['flow']} seq {bad['seq']}{hint}", line=int(line))
+        raise TraceError(source, f"{int(inside.sum())} label(s) name packets {trace.path} does not have; this one: "
+                         f"flow {bad['flow']} seq {bad['seq']}{hint}", line=int(bad["line"]))
+    joined = joined[~outside]
     per_line = joined.groupby("line")["loss"].any()
     not_lost = per_line[~per_line.astype(bool)]
     if not not_lost.empty:
@@ -141,6 +151,11 @@ def _check_targets(joined: pd.DataFrame, trace: Trace, source: str) -> None:
         bad = joined[joined["line"] == line].iloc[0]
         raise TraceError(source, f"{len(not_lost)} label(s) name packets {trace.path} does not have as lost; this "
                          f"one: flow {bad['flow']} seq {bad['seq']}", line=line)
+    if outside.any():
+        warnings.warn(f"{source}: {int(outside.sum())} label(s) name packets outside the sequence range of their flow "
+                      f"in {trace.path} (before its first or after its last packet); they are left out",
+                      LabelWarning, stacklevel=3)
+    return joined, int(outside.sum())
 
 
 def write_labels(trace: Trace, path: str | os.PathLike | io.TextIOBase) -> int:

@@ -110,9 +110,8 @@ def read_vantages(
     five_tuple = sender.flows["label"].to_numpy()[sender.records["flow"][rows]]
     label_code = {label: i for i, label in enumerate(pd.unique(five_tuple))}
     keys = [_match_keys(c, label_code) for c in captures]
-    sender_key = keys[0][rows]
     sender_time = sender.times()[rows]
-    seen, arrival, ttl_gap, reports = _follow(chain, captures, keys, rows, sender_key, sender_time)
+    seen, arrival, ttl_gap, reports = _follow(chain, captures, keys, rows, sender_time)
     keep, left_out = _chosen(table["flow"].to_numpy().astype(str), seen, ttl_gap, chain, named=flows is not None)
     if not keep.all():
         table, rows, seen, arrival = table[keep].reset_index(drop=True), rows[keep], seen[keep], arrival[keep]
@@ -162,8 +161,12 @@ def _occurrence(keys: np.ndarray) -> np.ndarray:
     return pd.Series(keys).groupby(keys).cumcount().to_numpy()
 
 
-def _follow(chain, captures, keys, rows, sender_key, sender_time):
-    """For each sender row and later vantage: seen there? at what time? and the TTL drop."""
+def _follow(chain, captures, keys, rows, sender_time):
+    """For each sender row and later vantage: seen there? at what time? and the TTL drop.
+
+    Every sender record of the chosen flows' 5-tuples takes part in the matching (also those
+    that are not rows, like pure acknowledgements), so that only packets the sender capture
+    lacks count as unmatched."""
     n, k_all = rows.shape[0], len(chain)
     seen = np.zeros((n, k_all), bool)
     seen[:, 0] = True
@@ -171,10 +174,13 @@ def _follow(chain, captures, keys, rows, sender_key, sender_time):
     arrival[:, 0] = sender_time
     ttl_gap = np.zeros(n, np.int64)  # TTL at the sender minus TTL at the furthest vantage seen
     sender = captures[0]
-    sender_rank = _occurrence(keys[0])[rows]
-    ambiguous = int((pd.Series(sender_key).duplicated(keep=False)).sum())
-    left = pd.DataFrame({"key": sender_key, "rank": sender_rank, "row": np.arange(n)})
+    row_of = np.full(sender.records.shape[0], -1, np.int64)
+    row_of[rows] = np.arange(n)
+    keyed = np.flatnonzero(keys[0] != 0)
+    left = pd.DataFrame({"key": keys[0][keyed], "rank": _occurrence(keys[0][keyed]), "row": row_of[keyed]})
+    ambiguous = int((left["key"].duplicated(keep=False) & (left["row"] >= 0)).sum())
     reports = [_report(chain[0], sender, n, 0, None)]
+    reports[0]["cause"] = ""  # the sender ends no segment
     reports[0]["ambiguous"] = ambiguous
     if ambiguous:
         _warn(f"{sender.path}: {ambiguous} packets share flow, IP ID and payload with another packet; they are "
@@ -184,11 +190,12 @@ def _follow(chain, captures, keys, rows, sender_key, sender_time):
         candidate = np.flatnonzero(key != 0)
         right = pd.DataFrame({"key": key[candidate], "rank": _occurrence(key[candidate]), "record": candidate})
         joined = left.merge(right, on=["key", "rank"], how="inner")
+        unmatched = int(candidate.shape[0] - len(joined))
+        joined = joined[joined["row"] >= 0]
         row, record = joined["row"].to_numpy(), joined["record"].to_numpy()
         seen[row, k] = True
         arrival[row, k] = capture.times()[record]
         ttl_gap[row] = sender.records["ttl"][rows[row]].astype(np.int64) - capture.records["ttl"][record]
-        unmatched = int(candidate.shape[0] - record.shape[0])
         fit = fit_lower_envelope(sender_time[row], arrival[row, k] - sender_time[row]) if row.size else None
         reports.append(_report(chain[k], capture, int(row.shape[0]), unmatched, fit))
         if unmatched:
