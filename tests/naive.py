@@ -1248,3 +1248,25 @@ def tcp_segment_numbers_naive(segments, mss):
         index[s] = current
         covered_to = end if covered_to is None else max(covered_to, end)
     return [index[s] for s, _ in segments]
+
+
+# --- clocks -----------------------------------------------------------------------------------
+def lower_envelope_naive(t, d, tolerance=1e-9):
+    """The Moon-Skelly-Towsley LP by brute force: among the lines through two points with
+    different send times that no point lies below, the one with the smallest total distance
+    to the points, as (total distance, slope). One distinct send time: slope 0 under the
+    lowest point. ``tolerance`` (relative to the delays' range) absorbs rounding."""
+    points = list(zip(t, d))
+    slack = tolerance * (max(d) - min(d) + 1.0)
+    best = (sum(y - min(d) for y in d), 0.0) if len(set(t)) == 1 else None
+    for i, (ti, di) in enumerate(points):
+        for tj, dj in points[i + 1:]:
+            if tj == ti:
+                continue
+            slope = (dj - di) / (tj - ti)
+            line = [di + slope * (x - ti) for x in t]
+            if all(y >= h - slack for y, h in zip(d, line)):
+                total = sum(y - h for y, h in zip(d, line))
+                if best is None or total < best[0]:
+                    best = (total, slope)
+    return best

@@ -1,0 +1,140 @@
+"""Clock offset and skew (``ldanalyze/clocks.py``): the lower-envelope fit against its
+brute-force LP twin, hand-computed cases, and the removal from traces."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ldanalyze.clocks import ClockWarning, fit_lower_envelope, remove_skew
+from ldanalyze.errors import UsageError
+from ldanalyze.packets import Trace, empty_rtt, make_packet_table
+
+from .naive import lower_envelope_naive
+
+
+def total_distance(t, d, fit):
+    return float(np.sum(np.asarray(d) - fit.envelope(np.asarray(t))))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 50)), min_size=1, max_size=14))
+def test_fit_is_the_lp_optimum(points):
+    """Same optimum as the brute-force LP, and no point below the fitted line (integer grid
+    points make collinear and tied cases common)."""
+    t = [0.1 * a for a, _ in points]
+    d = [0.001 * b for _, b in points]
+    fit = fit_lower_envelope(np.array(t) + 1.7e9, np.array(d))
+    line = fit.envelope(np.array(t) + 1.7e9)
+    assert np.all(np.array(d) >= line - 1e-9)
+    best, _ = lower_envelope_naive(t, d)
+    assert total_distance(np.array(t) + 1.7e9, d, fit) == pytest.approx(best, abs=1e-8)
+    assert fit.excess == pytest.approx(max(np.array(d) - line), abs=1e-9)
+
+
+def test_hand_computed_envelope():
+    """Points (0, 1), (1, 0), (2, 0.5), (3, 3), (4, 1). (2, 0.5) lies above the chord from
+    (1, 0) to (4, 1) (1/3 at t = 2), so the lower hull is (0, 1), (1, 0), (4, 1). The mean
+    t = 2 lies on the edge (1, 0)-(4, 1): slope 1/3, intercept -1/3."""
+    fit = fit_lower_envelope(np.array([0.0, 1, 2, 3, 4]), np.array([1.0, 0, 0.5, 3, 1]))
+    assert fit.skew == pytest.approx(1 / 3)
+    assert fit.offset == pytest.approx(-1 / 3)
+    assert fit.t0 == 0.0 and fit.samples == 5 and fit.span == 4.0
+    assert fit.excess == pytest.approx(3 - (-1 / 3 + 1))  # (3, 3) sits 7/3 above the line
+
+
+def test_mean_on_a_hull_vertex_takes_the_edge_on_its_left():
+    """Points (0, 0), (1, -1), (2, 0): the mean t = 1 is a hull vertex, so both edges are
+    optimal (total distance 0 + 0 + 2 either way); the fit takes the left one, slope -1."""
+    fit = fit_lower_envelope(np.array([0.0, 1, 2]), np.array([0.0, -1, 0]))
+    assert fit.skew == pytest.approx(-1.0) and fit.offset == pytest.approx(0.0)
+
+
+def test_degenerate_inputs():
+    one = fit_lower_envelope(np.array([5.0]), np.array([0.25]))
+    assert (one.offset, one.skew, one.excess, one.samples, one.span) == (0.25, 0.0, 0.0, 1, 0.0)
+    same_time = fit_lower_envelope(np.array([5.0, 5.0, 5.0]), np.array([0.3, 0.1, 0.2]))
+    assert same_time.offset == pytest.approx(0.1) and same_time.skew == 0.0
+    assert same_time.excess == pytest.approx(0.2)
+    unsorted = fit_lower_envelope(np.array([2.0, 0.0, 1.0, np.nan]), np.array([0.2, 0.0, 0.5, 0.0]))
+    assert unsorted.skew == pytest.approx(0.1) and unsorted.samples == 3
+    with pytest.raises(UsageError, match="no delay samples"):
+        fit_lower_envelope(np.array([np.nan]), np.array([1.0]))
+
+
+def test_recovers_a_skew_under_queueing():
+    """50 ppm skew, 3 ms offset, exponential queueing that empties a third of the time."""
+    rng = np.random.default_rng(7)
+    t = 1.7e9 + np.sort(rng.uniform(0, 600, 20_000))
+    queue = np.where(rng.random(t.size) < 0.3, 0.0, rng.exponential(0.02, t.size))
+    d = 0.003 + 50e-6 * (t - t[0]) + queue
+    fit = fit_lower_envelope(t, d)
+    assert fit.skew * 1e6 == pytest.approx(50, abs=0.01)
+    assert fit.offset == pytest.approx(0.003, abs=1e-6)
+    # a least-squares fit would be pulled up by the queue: the envelope is not
+    assert np.min(d - fit.envelope(t)) == pytest.approx(0.0, abs=1e-12)
+
+
+def separate_trace(t_send, t_recv, flows=None) -> Trace:
+    n = len(t_send)
+    delivered = np.isfinite(t_recv)
+    packets = make_packet_table(
+        flow=flows if flows is not None else ["f"] * n, seq=np.arange(n), size=np.full(n, 100),
+        t_send=t_send, t_recv=t_recv,
+        fate=pd.Categorical(np.where(delivered, "delivered", "lost"), categories=["delivered", "congestion",
+                                                                                  "wireless", "lost", "unobserved"]),
+    )
+    return Trace(packets=packets, rtt=empty_rtt(), path="mem.pcap", format="pcap", meta={"clock": "separate"})
+
+
+def test_remove_skew_per_flow_keeps_or_removes_the_offset():
+    t = np.arange(0.0, 100.0, 0.5)
+    recv = t + 10.0 + 100e-6 * t + np.where(np.arange(t.size) % 3 == 0, 0.0, 0.004)
+    recv[7] = np.nan  # a loss: untouched
+    trace = separate_trace(t, recv)
+    before = trace.packets.copy()
+    kept = remove_skew(trace)
+    moved = remove_skew(trace, offset=True)
+    pd.testing.assert_frame_equal(trace.packets, before)  # the input is not modified
+    fit = kept.meta["clock_fit"].iloc[0]
+    assert fit["skew_ppm"] == pytest.approx(100, abs=1e-6) and fit["offset_s"] == pytest.approx(10.0)
+    assert fit["samples"] == t.size - 1 and fit["excess_s"] == pytest.approx(0.004)
+    owd_kept = (kept.packets["t_recv"] - kept.packets["t_send"]).to_numpy()
+    owd_moved = (moved.packets["t_recv"] - moved.packets["t_send"]).to_numpy()
+    assert np.nanmin(owd_kept) == pytest.approx(10.0) and np.nanmax(owd_kept) == pytest.approx(10.004)
+    assert np.nanmin(owd_moved) == pytest.approx(0.0, abs=1e-9) and np.nanmax(owd_moved) == pytest.approx(0.004)
+    assert kept.packets["t_recv"].iloc[0] == recv[0]  # at t0 the receive time is the capture time
+    assert np.isnan(kept.packets["t_recv"].iloc[7])
+    assert kept.meta["clock"] == "skew-removed" and moved.meta["offset_removed"] is True
+
+
+def test_remove_skew_fits_each_flow_alone():
+    t = np.tile(np.arange(0.0, 10.0, 0.1), 2)
+    flows = ["a"] * 100 + ["b"] * 100
+    recv = t + np.where(np.array(flows) == "a", 20e-6 * t, -30e-6 * t + 1.0)
+    fits = remove_skew(separate_trace(t, recv, flows)).meta["clock_fit"].set_index("flow")
+    assert fits.loc["a", "skew_ppm"] == pytest.approx(20) and fits.loc["b", "skew_ppm"] == pytest.approx(-30)
+
+
+def test_remove_skew_warns_on_implausible_skew_and_lone_packets():
+    t = np.arange(0.0, 10.0, 0.1)
+    with pytest.warns(ClockWarning, match=r"\+1000 ppm is more than clocks drift"):
+        remove_skew(separate_trace(t, t + 1e-3 * t))
+    with pytest.warns(ClockWarning, match="1 delivered packet"):
+        remove_skew(separate_trace(np.array([0.0, 1.0]), np.array([0.5, np.nan])))
+
+
+def test_remove_skew_refuses_a_common_clock():
+    trace = separate_trace(np.array([0.0, 1.0]), np.array([0.1, 1.1]))
+    common = dataclasses.replace(trace, meta={"clock": "common"})
+    with pytest.raises(UsageError, match="only separate clocks"):
+        remove_skew(common)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        remove_skew(trace)
