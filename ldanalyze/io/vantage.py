@@ -23,10 +23,12 @@ capture order, ``order``), ``t_send`` its capture time at the sender, ``t_recv``
 time at the last vantage. Each capture's clock is fitted against the sender's
 (``clocks.fit_lower_envelope``) and reported; with ``clocks="separate"`` the receive times
 are then moved onto the sender's clock per flow, offset and skew removed
-(``clocks.remove_skew``). A packet missing at
-vantage k that could not have reached k while k was capturing (sent before k's first record
-or so late that its latest plausible arrival, the fitted minimal delay plus the deepest queue
-seen, is after k's last record) is ``unobserved``, not lost.
+(``clocks.remove_skew``). A packet missing at vantage k is ``unobserved``, not lost, when k
+may not have been capturing as it passed: sent before every packet k saw and with its
+earliest plausible arrival (send time plus the smallest delay to k seen) before k's first
+record, or sent after every packet k saw and with its latest plausible arrival (plus the
+largest delay seen) after k's last record. Delays here are across the two clocks, so no
+clock model is extrapolated.
 
 Flows. The sender capture's flows that carry data and reach the last vantage, unless
 ``flows`` names them. A flow whose TTL is larger downstream travels the other way (the
@@ -179,7 +181,7 @@ def _follow(chain, captures, keys, rows, sender_time):
     keyed = np.flatnonzero(keys[0] != 0)
     left = pd.DataFrame({"key": keys[0][keyed], "rank": _occurrence(keys[0][keyed]), "row": row_of[keyed]})
     ambiguous = int((left["key"].duplicated(keep=False) & (left["row"] >= 0)).sum())
-    reports = [_report(chain[0], sender, n, 0, None)]
+    reports = [_report(chain[0], sender, sender_time, sender_time, 0)]
     reports[0]["cause"] = ""  # the sender ends no segment
     reports[0]["ambiguous"] = ambiguous
     if ambiguous:
@@ -193,27 +195,35 @@ def _follow(chain, captures, keys, rows, sender_time):
         unmatched = int(candidate.shape[0] - len(joined))
         joined = joined[joined["row"] >= 0]
         row, record = joined["row"].to_numpy(), joined["record"].to_numpy()
+        if row.size == 0:
+            raise TraceError(capture.path, f"none of the {n} packets of {sender.path}'s flows appear in it: is it a "
+                             "capture of the same packets?")
         seen[row, k] = True
         arrival[row, k] = capture.times()[record]
         ttl_gap[row] = sender.records["ttl"][rows[row]].astype(np.int64) - capture.records["ttl"][record]
-        fit = fit_lower_envelope(sender_time[row], arrival[row, k] - sender_time[row]) if row.size else None
-        reports.append(_report(chain[k], capture, int(row.shape[0]), unmatched, fit))
+        reports.append(_report(chain[k], capture, sender_time[row], arrival[row, k], unmatched))
         if unmatched:
             _warn(f"{capture.path}: {unmatched} packet(s) of the sender's flows were never seen in "
                   f"{sender.path} (it started later, ended earlier or dropped packets)")
     return seen, arrival, ttl_gap, reports
 
 
-def _report(vantage: Vantage, capture, matched: int, unmatched: int, fit) -> dict:
-    """What ``meta['vantages']`` says of one capture: its span, the matches, its clock fit
-    against the sender's (``offset_s`` + ``skew_ppm``·1e-6·(t_send − ``t0``) is the minimal
-    delay; ``excess_s`` the deepest queue above it)."""
+def _report(vantage: Vantage, capture, sent: np.ndarray, seen_at: np.ndarray, unmatched: int) -> dict:
+    """What ``meta['vantages']`` says of one capture: its span (``first``, ``last``), the
+    packets matched (sent from ``first_sent`` to ``last_sent``, with delays across the two
+    clocks from ``delay_min_s`` to ``delay_max_s``), and its clock fit against the sender's
+    (``offset_s`` + ``skew_ppm``·1e-6·(t_send − ``t0``) is the minimal delay; ``excess_s``
+    the deepest queue above it)."""
     times = capture.times()
     finite = times[np.isfinite(times)]
+    delay = seen_at - sent
+    fit = fit_lower_envelope(sent, delay) if sent.size else None
     return {
         "path": capture.path, "cause": vantage.cause, "records": int(capture.records.shape[0]),
         "first": float(finite.min()) if finite.size else np.nan, "last": float(finite.max()) if finite.size else np.nan,
-        "matched": matched, "unmatched": unmatched, "missed": 0,
+        "matched": int(sent.shape[0]), "unmatched": unmatched, "missed": 0,
+        "first_sent": float(sent.min()) if sent.size else np.nan, "last_sent": float(sent.max()) if sent.size else np.nan,
+        "delay_min_s": float(delay.min()) if sent.size else np.nan, "delay_max_s": float(delay.max()) if sent.size else np.nan,
         "offset_s": fit.offset if fit else np.nan, "skew_ppm": fit.skew * 1e6 if fit else np.nan,
         "excess_s": fit.excess if fit else np.nan, "t0": fit.t0 if fit else np.nan,
     }
@@ -238,12 +248,9 @@ def _chosen(labels: np.ndarray, seen: np.ndarray, ttl_gap: np.ndarray, chain, *,
         else:
             continue
         keep &= ~mine
-    if not keep.any():
-        if backwards:
-            raise UsageError(f"every flow of {chain[0].path} that reaches {last} travels the other way (its TTL "
-                             "grows): give the vantages in path order, sender first")
-        raise TraceError(chain[0].path, f"none of its flows reaches {last}: are these captures of the same "
-                         "packets?")
+    if not keep.any():  # every vantage matched something, so some flow got through: backwards
+        raise UsageError(f"every flow of {chain[0].path} that reaches {last} travels the other way (its TTL "
+                         "grows): give the vantages in path order, sender first")
     return keep, left_out
 
 
@@ -269,11 +276,9 @@ def _fates(chain, seen: np.ndarray, sender_time: np.ndarray, reports: list[dict]
             _warn(f"{report['path']}: {report['missed']} packet(s) seen further down the path are missing from it "
                   "(it started later, ended earlier or dropped packets)")
         here = furthest == k - 1
-        if here.any() and not np.isfinite(report["offset_s"]):
-            raise TraceError(report["path"], f"none of the {n} packets of the sender's flows appear in it: is it a "
-                             "capture of the same packets?")
-        earliest = sender_time[here] + report["offset_s"] + report["skew_ppm"] * 1e-6 * (sender_time[here] - report["t0"])
-        outside = (earliest < report["first"]) | (earliest + report["excess_s"] > report["last"])
+        t = sender_time[here]
+        outside = ((t < report["first_sent"]) & (t + report["delay_min_s"] < report["first"])) | (
+            (t > report["last_sent"]) & (t + report["delay_max_s"] > report["last"]))
         index = np.flatnonzero(here)
         fate[index] = chain[k].cause
         fate[index[outside]] = UNOBSERVED
