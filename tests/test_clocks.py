@@ -28,13 +28,13 @@ def total_distance(t, d, fit):
 def test_fit_is_the_lp_optimum(points):
     """Same optimum as the brute-force LP, and no point below the fitted line (integer grid
     points make collinear and tied cases common)."""
-    t = [0.1 * a for a, _ in points]
+    epoch = np.array([0.1 * a for a, _ in points]) + 1.7e9  # epoch seconds, as captures give them
     d = [0.001 * b for _, b in points]
-    fit = fit_lower_envelope(np.array(t) + 1.7e9, np.array(d))
-    line = fit.envelope(np.array(t) + 1.7e9)
+    fit = fit_lower_envelope(epoch, np.array(d))
+    line = fit.envelope(epoch)
     assert np.all(np.array(d) >= line - 1e-9)
-    best, _ = lower_envelope_naive(t, d)
-    assert total_distance(np.array(t) + 1.7e9, d, fit) == pytest.approx(best, abs=1e-8)
+    best, _ = lower_envelope_naive(list(epoch - epoch.min()), d)  # the times the fit sees
+    assert total_distance(epoch, d, fit) == pytest.approx(best, abs=1e-9)
     assert fit.excess == pytest.approx(max(np.array(d) - line), abs=1e-9)
 
 

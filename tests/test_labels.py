@@ -186,8 +186,9 @@ def test_bad_labels_name_the_file_and_line(tmp_path, name, gz):
     assert words in error.message
 
 
-@pytest.mark.xfail(strict=True, reason="library bug: _integer accepts any int, np.array(seqs, np.int64) then "
-                   "raises OverflowError without the file and line")
+@pytest.mark.xfail(strict=True, raises=OverflowError,
+                   reason="library bug: _integer accepts any int, then np.array(seqs, np.int64) raises "
+                          "OverflowError without the file and line")
 def test_a_seq_too_large_names_the_line(tmp_path):
     """A seq beyond int64 is bad input like any other: a TraceError at its line."""
     path = write(tmp_path / "labels.csv", "flow,seq,cause\na,1,wireless\na,99999999999999999999,wireless\n")
@@ -196,8 +197,9 @@ def test_a_seq_too_large_names_the_line(tmp_path):
     assert caught.value.line == 3
 
 
-@pytest.mark.xfail(strict=True, reason="library bug: apply_labels counts 'changed' per label line, so a "
-                   "repeated (agreeing) line counts the same packet twice")
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="library bug: apply_labels counts 'changed' per label line, so a repeated "
+                          "(agreeing) line counts the same packet twice")
 def test_a_repeated_label_changes_a_packet_once(tmp_path):
     """Two agreeing lines for b,11 (congestion in the trace) change one packet: changed 1."""
     path = write(tmp_path / "labels.csv", "flow,seq,cause\nb,11,wireless\nb,11,wireless\n")
