@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 
 from ldanalyze.clocks import ClockWarning, fit_lower_envelope, remove_skew
 from ldanalyze.errors import UsageError
+from ldanalyze.io.pcap import read_capture
 from ldanalyze.packets import Trace, empty_rtt, make_packet_table
 
+from .captures import T0, Endpoints, Record, ip_packet, link_frame, rtp_payload, write_pcap
 from .naive import lower_envelope_naive
 
 
@@ -138,3 +140,27 @@ def test_remove_skew_refuses_a_common_clock():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         remove_skew(trace)
+
+
+def test_receiver_capture_with_in_band_timestamps_loses_its_skew(tmp_path):
+    """An RTP flow (8000 Hz timestamps) captured by a receiver whose clock runs 60 ppm fast,
+    with queueing on two packets in three: the reader reports the skew and takes it out, and
+    ``skew="keep"`` leaves the capture times alone."""
+    ends = Endpoints(proto="udp", src="10.0.0.1", dst="10.0.0.2", sport=5004, dport=6000)
+    records = []
+    for k in range(3000):  # 60 s of 20 ms packets
+        sent = k * 0.02
+        arrival = T0 + sent * (1 + 60e-6) + 0.03 + (0.008 if k % 3 else 0.0)
+        records.append(Record(int(round(arrival * 1e9)), link_frame(1, ip_packet(ends, rtp_payload(k, 160 * k, 7), ip_id=k))))
+    write_pcap(tmp_path / "rx.pcap", records, 1)
+    trace = read_capture(tmp_path / "rx.pcap")
+    fit = trace.meta["clock_fit"].iloc[0]
+    assert fit["skew_ppm"] == pytest.approx(60, abs=0.01) and fit["samples"] == 3000
+    rott = trace.packets["t_recv"] - trace.packets["t_send"]
+    assert rott.max() - rott.min() == pytest.approx(0.008, abs=2e-6)  # only the queue is left
+    kept = read_capture(tmp_path / "rx.pcap", skew="keep")
+    raw = kept.packets["t_recv"] - kept.packets["t_send"]
+    assert raw.max() - raw.min() == pytest.approx(0.008 + 60e-6 * 59.98, abs=2e-6)
+    assert "clock_fit" not in kept.meta and kept.meta["clock"] == "separate"
+    with pytest.raises(UsageError, match="skew must be one of"):
+        read_capture(tmp_path / "rx.pcap", skew="fit")

@@ -48,8 +48,7 @@ import pandas as pd
 
 from ..clocks import fit_lower_envelope, remove_skew
 from ..errors import TraceError, UsageError
-from ..packets import CONGESTION, DELIVERED, FATE_DTYPE, LOST, UNOBSERVED, WIRELESS, Trace, empty_rtt, \
-    make_packet_table
+from ..packets import CONGESTION, DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, WIRELESS, Trace, empty_rtt
 from . import payload as payloads
 from .pcap import CHUNK_BYTES, DEFAULT_HEAD_BYTES, CaptureWarning, decode_capture
 
@@ -114,17 +113,14 @@ def read_vantages(
     keys = [_match_keys(c, label_code) for c in captures]
     sender_time = sender.times()[rows]
     seen, arrival, ttl_gap, reports = _follow(chain, captures, keys, rows, sender_time)
-    keep, left_out = _chosen(table["flow"].to_numpy().astype(str), seen, ttl_gap, chain, named=flows is not None)
+    keep, left_out = _chosen(table["flow"], seen, ttl_gap, chain, named=flows is not None)
     if not keep.all():
-        table, rows, seen, arrival = table[keep].reset_index(drop=True), rows[keep], seen[keep], arrival[keep]
-        sender_time = sender_time[keep]
+        table, seen, arrival, sender_time = table[keep].reset_index(drop=True), seen[keep], arrival[keep], sender_time[keep]
+        table["flow"] = table["flow"].cat.remove_unused_categories()
     fate, reason, segments = _fates(chain, seen, sender_time, reports)
-    t_recv = np.where(fate == DELIVERED, arrival[:, -1], np.nan)
-    packets = make_packet_table(
-        flow=table["flow"].to_numpy().astype(str), seq=table["seq"].to_numpy(), tx=table["tx"].to_numpy(),
-        uid=rows, size=table["size"].to_numpy(), t_send=sender_time, t_recv=t_recv,
-        fate=pd.Categorical(fate, dtype=FATE_DTYPE), reason=reason,
-    )
+    # the sender's table is a PacketTable already (t_send: capture time at the sender), in order
+    packets = table.assign(t_recv=np.where(fate == FATES.index(DELIVERED), arrival[:, -1], np.nan),
+                           fate=pd.Categorical.from_codes(fate, dtype=FATE_DTYPE), reason=reason)
     meta = {
         "format": VANTAGE_FORMAT,
         "vantage": "chain",
@@ -158,9 +154,21 @@ def _match_keys(capture, label_code: dict[str, int]) -> np.ndarray:
     return key
 
 
-def _occurrence(keys: np.ndarray) -> np.ndarray:
-    """0 for the first record of each key, 1 for the second ... (in record order)."""
-    return pd.Series(keys).groupby(keys).cumcount().to_numpy()
+def _ranked(keys: np.ndarray) -> np.ndarray:
+    """Keys made unique by their occurrence: the k-th record (in record order) with a key gets
+    that key mixed with k, so that repeats match repeats in order; 0 stays 0."""
+    if pd.Index(keys).is_unique:  # a hash table: the common case costs no sort
+        return keys
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    first = np.ones(keys.shape[0], bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    starts = np.flatnonzero(first)
+    rank = np.arange(keys.shape[0]) - np.repeat(starts, np.diff(np.append(starts, keys.shape[0])))
+    ranked = np.empty_like(keys)
+    ranked[order] = (ordered ^ (rank.astype(np.uint64) * _GOLDEN)) | np.uint64(1)
+    ranked[keys == 0] = 0
+    return ranked
 
 
 def _follow(chain, captures, keys, rows, sender_time):
@@ -179,8 +187,11 @@ def _follow(chain, captures, keys, rows, sender_time):
     row_of = np.full(sender.records.shape[0], -1, np.int64)
     row_of[rows] = np.arange(n)
     keyed = np.flatnonzero(keys[0] != 0)
-    left = pd.DataFrame({"key": keys[0][keyed], "rank": _occurrence(keys[0][keyed]), "row": row_of[keyed]})
-    ambiguous = int((left["key"].duplicated(keep=False) & (left["row"] >= 0)).sum())
+    ranked = _ranked(keys[0][keyed])
+    left = pd.Index(ranked)
+    left_rows = row_of[keyed]
+    repeated = ranked != keys[0][keyed]
+    ambiguous = int((repeated | np.isin(keys[0][keyed], keys[0][keyed][repeated])).sum() if repeated.any() else 0)
     reports = [_report(chain[0], sender, sender_time, sender_time, 0)]
     reports[0]["cause"] = ""  # the sender ends no segment
     reports[0]["ambiguous"] = ambiguous
@@ -188,13 +199,14 @@ def _follow(chain, captures, keys, rows, sender_time):
         _warn(f"{sender.path}: {ambiguous} packets share flow, IP ID and payload with another packet; they are "
               "matched across captures in capture order")
     for k in range(1, k_all):
-        capture, key = captures[k], keys[k]
-        candidate = np.flatnonzero(key != 0)
-        right = pd.DataFrame({"key": key[candidate], "rank": _occurrence(key[candidate]), "record": candidate})
-        joined = left.merge(right, on=["key", "rank"], how="inner")
-        unmatched = int(candidate.shape[0] - len(joined))
-        joined = joined[joined["row"] >= 0]
-        row, record = joined["row"].to_numpy(), joined["record"].to_numpy()
+        capture = captures[k]
+        candidate = np.flatnonzero(keys[k] != 0)
+        at = left.get_indexer(_ranked(keys[k][candidate]))
+        found = at >= 0
+        unmatched = int((~found).sum())
+        row, record = left_rows[at[found]], candidate[found]
+        record = record[row >= 0]
+        row = row[row >= 0]
         if row.size == 0:
             raise TraceError(capture.path, f"none of the {n} packets of {sender.path}'s flows appear in it: is it a "
                              "capture of the same packets?")
@@ -229,16 +241,19 @@ def _report(vantage: Vantage, capture, sent: np.ndarray, seen_at: np.ndarray, un
     }
 
 
-def _chosen(labels: np.ndarray, seen: np.ndarray, ttl_gap: np.ndarray, chain, *, named: bool):
+def _chosen(flow: pd.Series, seen: np.ndarray, ttl_gap: np.ndarray, chain, *, named: bool):
     """Rows of the flows to keep, and the flows left out with why."""
-    keep = np.ones(labels.shape[0], bool)
-    left_out, backwards = {}, []
+    codes = flow.cat.codes.to_numpy()
+    keep = np.ones(codes.shape[0], bool)
+    left_out = {}
     last = chain[-1].path
-    for label in pd.unique(labels):
-        mine = labels == label
-        downstream = mine & seen[:, 1:].any(axis=1)
-        if downstream.any() and np.median(ttl_gap[downstream]) < 0:
-            backwards.append(label)
+    downstream = seen[:, 1:].any(axis=1)
+    for code, label in enumerate(flow.cat.categories):
+        mine = codes == code
+        if not mine.any():
+            continue
+        ahead = mine & downstream
+        if ahead.any() and np.median(ttl_gap[ahead]) < 0:
             if named:
                 raise UsageError(f"flow {label} travels from {last} towards {chain[0].path} (its TTL grows): "
                                  "give the vantages in path order, sender first")
@@ -261,12 +276,14 @@ def _names(chain) -> list[str]:
 
 
 def _fates(chain, seen: np.ndarray, sender_time: np.ndarray, reports: list[dict]):
-    """Fate and reason of each row from the furthest vantage that saw it; per-segment counts."""
+    """Fate codes (``FATES`` order) and reasons of the rows from the furthest vantage that saw
+    each; per-segment counts."""
     n, k_all = seen.shape
     names = _names(chain)
     furthest = k_all - 1 - np.argmax(seen[:, ::-1], axis=1)
-    fate = np.full(n, DELIVERED, dtype=object)
-    reason = np.full(n, "", dtype=object)
+    fate = np.full(n, FATES.index(DELIVERED), np.int8)
+    reason = np.zeros(n, np.int64)  # index into labels
+    labels = [""]
     segments = []
     for k in range(1, k_all):
         report = reports[k]
@@ -275,19 +292,19 @@ def _fates(chain, seen: np.ndarray, sender_time: np.ndarray, reports: list[dict]
         if report["missed"]:
             _warn(f"{report['path']}: {report['missed']} packet(s) seen further down the path are missing from it "
                   "(it started later, ended earlier or dropped packets)")
-        here = furthest == k - 1
-        t = sender_time[here]
+        index = np.flatnonzero(furthest == k - 1)
+        t = sender_time[index]
         outside = ((t < report["first_sent"]) & (t + report["delay_min_s"] < report["first"])) | (
             (t > report["last_sent"]) & (t + report["delay_max_s"] > report["last"]))
-        index = np.flatnonzero(here)
-        fate[index] = chain[k].cause
-        fate[index[outside]] = UNOBSERVED
         segment = f"{names[k - 1]}>{names[k]}"
-        reason[index] = segment
-        reason[index[outside]] = f"outside {names[k]}"
+        fate[index] = FATES.index(chain[k].cause)
+        fate[index[outside]] = FATES.index(UNOBSERVED)
+        reason[index] = len(labels)
+        reason[index[outside]] = len(labels) + 1
+        labels += [segment, f"outside {names[k]}"]
         segments.append({"segment": segment, "cause": chain[k].cause, "lost": int((~outside).sum()),
                          "unobserved": int(outside.sum())})
-    return fate, reason, segments
+    return fate, pd.Categorical.from_codes(reason, categories=labels), segments
 
 
 def _warn(message: str) -> None:
