@@ -4,13 +4,18 @@ The data flow is one way: ``read_trace`` (a file → :class:`Trace` with its Pac
 ``build_timeline`` (→ :class:`Timeline`: arrivals, gaps, losses per flow) → ``classify``
 (every LDA's decision per lost packet) → ``score`` (M_c, M_w, accuracy, ... per flow or pooled);
 and ``replay`` (every rate controller fed every LDA's decisions, open loop → the rate each would
-have allowed: the modeled throughput).
+have allowed: the modeled throughput). ``read_vantages`` reads a chain of captures along a
+path into one Trace with ground truth per segment; ``apply_labels``/``write_labels`` join and
+write labels files; ``remove_skew`` fits and removes a clock skew.
 """
 
+from .clocks import remove_skew
 from .control import REGISTRY as CONTROLLERS
 from .control import PathModel, controller_state, get_controller, replay
 from .errors import TraceError, UsageError
 from .io import read_trace
+from .io.labels import apply_labels, read_labels, write_labels
+from .io.vantage import Vantage, read_vantages
 from .lda import REGISTRY as LDAS
 from .lda import Replay, classify, get_lda, lda_state
 from .packets import FATES, LOSS_FATES, Trace
@@ -18,8 +23,9 @@ from .scoring import score
 from .timeline import Timeline, build_timeline
 
 __all__ = [
-    "read_trace", "build_timeline", "classify", "score", "get_lda", "lda_state", "Replay", "LDAS",
+    "read_trace", "read_vantages", "Vantage", "apply_labels", "read_labels", "write_labels", "remove_skew",
+    "build_timeline", "classify", "score", "get_lda", "lda_state", "Replay", "LDAS",
     "replay", "controller_state", "get_controller", "PathModel", "CONTROLLERS",
     "Trace", "Timeline", "TraceError", "UsageError", "FATES", "LOSS_FATES",
 ]
-__version__ = "0.3.0"
+__version__ = "0.4.0"
