@@ -56,10 +56,11 @@ def _read(args: argparse.Namespace, path: str | None) -> Trace:
     """The trace of ``path``, or of the ``--vantage`` chain when ``path`` is None, with the
     ``--labels`` file joined on."""
     if path is None:
-        trace = read_vantages(args.vantage, clocks=args.clocks or "separate", payload=args.payload or "auto")
+        trace = read_vantages(args.vantage, clocks=args.clocks or "separate", payload=args.payload or "auto",
+                              flows=args.flows)
     else:
         options = _trace_options(args)
-        for name in ("payload", "skew"):
+        for name in ("payload", "skew", "flows"):
             if getattr(args, name):
                 options[name] = getattr(args, name)
         trace = read_trace(path, **options)
@@ -316,6 +317,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="unwrap sequence numbers that wrap modulo M (e.g. 65536)")
     reading.add_argument("--payload", choices=[k for k in KINDS if k != ORDER],
                          help="captures: where sequence numbers and send times come from (default auto)")
+    reading.add_argument("--flows", type=_csv_list, metavar="FLOW,FLOW",
+                         help="captures: the flows to read, by label as `inspect` lists them (default: all "
+                              "that carry sequence numbers)")
     reading.add_argument("--skew", choices=SKEW_CHOICES,
                          help="receiver captures: remove the clock skew fitted to the delays (default) or keep "
                               "the capture times")
