@@ -56,6 +56,11 @@ def _read(args: argparse.Namespace, path: str | None) -> Trace:
     """The trace of ``path``, or of the ``--vantage`` chain when ``path`` is None, with the
     ``--labels`` file joined on."""
     if path is None:
+        ignored = [flag for flag, given in (("--skew", args.skew), ("--trace-format", args.trace_format != "auto"),
+                                            ("--data-types", args.data_types), ("--feedback-types", args.feedback_types),
+                                            ("--flow-by", args.flow_by)) if given]
+        if ignored:
+            raise UsageError(f"{', '.join(ignored)} do(es) not apply to a --vantage chain (see --clocks)")
         trace = read_vantages(args.vantage, clocks=args.clocks or "separate", payload=args.payload or "auto",
                               flows=args.flows)
     else:

@@ -171,6 +171,10 @@ USAGE_ERRORS = {
     "clocks without a chain": ("inspect {d}/d.pcap --clocks common", "--clocks is about a --vantage chain"),
     "a trace and a chain": ("inspect {d}/d.pcap --vantage {d}/s.pcap --vantage {d}/d.pcap",
                             "give either a trace file or a --vantage chain, not both"),
+    "skew on a chain": ("inspect --vantage {d}/s.pcap --vantage {d}/d.pcap --skew keep",
+                        "--skew do(es) not apply to a --vantage chain"),
+    "a cause on the sender": ("inspect --vantage {d}/s.pcap:wireless --vantage {d}/d.pcap",
+                              "vantage {d}/s.pcap is the sender's capture: no segment ends there"),
     "reverse order": ("inspect --vantage {d}/d.pcap --vantage {d}/r1.pcap --vantage {d}/s.pcap",
                       "every flow of {d}/d.pcap that reaches {d}/s.pcap travels the other way (its TTL grows): "
                       "give the vantages in path order, sender first"),

@@ -186,9 +186,6 @@ def test_bad_labels_name_the_file_and_line(tmp_path, name, gz):
     assert words in error.message
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError,
-                   reason="library bug: _integer accepts any int, then np.array(seqs, np.int64) raises "
-                          "OverflowError without the file and line")
 def test_a_seq_too_large_names_the_line(tmp_path):
     """A seq beyond int64 is bad input like any other: a TraceError at its line."""
     path = write(tmp_path / "labels.csv", "flow,seq,cause\na,1,wireless\na,99999999999999999999,wireless\n")
@@ -197,9 +194,6 @@ def test_a_seq_too_large_names_the_line(tmp_path):
     assert caught.value.line == 3
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="library bug: apply_labels counts 'changed' per label line, so a repeated "
-                          "(agreeing) line counts the same packet twice")
 def test_a_repeated_label_changes_a_packet_once(tmp_path):
     """Two agreeing lines for b,11 (congestion in the trace) change one packet: changed 1."""
     path = write(tmp_path / "labels.csv", "flow,seq,cause\nb,11,wireless\nb,11,wireless\n")
@@ -280,3 +274,25 @@ def test_labels_set_exactly_the_labelled_losses(tmp_path, case):
     meta = out.meta["labels"]
     assert meta["labeled"] == expected_reasons.count("label") and meta["labels"] == len(case.labels)
     assert meta["unlabeled"] == sum(f in LOSS_FATES for f in expected_fates) - meta["labeled"]
+
+
+def test_labels_with_and_without_tx_must_agree_on_a_packet():
+    """A table may hold ``a,4`` (every lost transmission, tx -1) and ``a,4`` tx 1: they name
+    the same packet, so a clash is an error at the later line, and agreement labels it once."""
+    def table(second_cause):
+        return pd.DataFrame({"flow": ["a", "a"], "seq": [4, 4], "tx": [-1, 1], "cause": [WIRELESS, second_cause],
+                             "line": [2, 3]})
+    with pytest.raises(TraceError, match="cause congestion here but wireless on line 2") as caught:
+        labelled(trace_of(HAND), table(CONGESTION))
+    assert caught.value.line == 3
+    assert labelled(trace_of(HAND), table(WIRELESS)).meta["labels"]["labeled"] == 2  # both transmissions of a,4
+
+
+def test_odd_spellings_of_numbers_and_headers(tmp_path):
+    """A byte-order mark before the header is not part of the first column's name; a seq
+    written with an underscore is not an integer."""
+    bom = write(tmp_path / "bom.csv", "\ufeffflow,seq,cause\nb,11,wireless\n")
+    assert labelled(trace_of(HAND), bom).meta["labels"]["labeled"] == 1
+    underscore = write(tmp_path / "underscore.csv", "flow,seq,cause\na,1_0,wireless\n")
+    with pytest.raises(TraceError, match="seq '1_0' is not an integer"):
+        labelled(trace_of(HAND), underscore)

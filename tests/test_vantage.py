@@ -305,6 +305,7 @@ def test_vantage_syntax(tmp_path):
     assert parse_vantage("a.pcap:wireless") == Vantage("a.pcap", "wireless")
     assert parse_vantage("a.pcap:congestion") == Vantage("a.pcap", "congestion")
     assert parse_vantage("a.pcap:unknown") == Vantage("a.pcap", "lost")
+    assert parse_vantage("a.pcap:Wireless") == Vantage("a.pcap", "wireless")
     odd = tmp_path / "at:10h.pcap"
     odd.write_bytes(b"")
     assert parse_vantage(str(odd)) == Vantage(str(odd), "lost")
@@ -314,6 +315,8 @@ def test_vantage_syntax(tmp_path):
         Vantage("a.pcap", "radio")
     with pytest.raises(UsageError, match="at least two captures"):
         read_vantages(["a.pcap"])
+    with pytest.raises(UsageError, match="is the sender's capture: no segment ends there"):
+        read_vantages(["s.pcap:wireless", "d.pcap"])
     with pytest.raises(UsageError, match="clocks must be"):
         read_vantages(["a.pcap", "b.pcap"], clocks="ntp")
     with pytest.raises(TraceError, match=os.path.basename("missing.pcap")):

@@ -48,7 +48,7 @@ def read_labels(path: str | os.PathLike) -> pd.DataFrame:
     header_line, header = next(rows, (None, None))
     if header is None:
         raise TraceError(path, "the labels file has no header line (flow,seq,cause)")
-    names = [h.strip() for h in header]
+    names = [h.strip().lstrip("\ufeff") for h in header]  # a byte-order mark, as spreadsheets write
     missing = [c for c in REQUIRED if c not in names]
     if missing:
         raise TraceError(path, f"the header lacks column(s) {', '.join(missing)} (it needs flow, seq, cause; "
@@ -75,12 +75,15 @@ def read_labels(path: str | os.PathLike) -> pd.DataFrame:
 
 
 def _integer(text: str, name: str, path: str, line: int, fields: list[str]) -> int:
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise TraceError(path, f"{name} {text.strip()!r} is not an integer", line=line, text=",".join(fields)) from None
-    if value < 0:
-        raise TraceError(path, f"{name} {value} is negative", line=line, text=",".join(fields))
+    """A non-negative decimal integer that fits int64 (no sign, no underscores)."""
+    digits = text.strip()
+    if digits.startswith("-") and digits[1:].isdigit():
+        raise TraceError(path, f"{name} {digits} is negative", line=line, text=",".join(fields))
+    if not (digits.isascii() and digits.isdigit()):
+        raise TraceError(path, f"{name} {digits!r} is not an integer", line=line, text=",".join(fields))
+    value = int(digits)
+    if value >= 2**63:
+        raise TraceError(path, f"{name} {digits} is too large (at most 2**63 - 1)", line=line, text=",".join(fields))
     return value
 
 
@@ -108,7 +111,7 @@ def apply_labels(trace: Trace, labels: pd.DataFrame | str | os.PathLike) -> Trac
     one_tx = table[table["tx"] >= 0].merge(rows, on=["flow", "seq", "tx"], how="left")
     joined = pd.concat([any_tx, one_tx], ignore_index=True)
     joined, outside = _check_targets(joined, trace, source)
-    joined = joined[joined["loss"].astype(bool)]
+    joined = _one_cause_per_packet(joined[joined["loss"].astype(bool)], source)
     target = joined["row"].to_numpy(np.int64)
     before = packets["fate"].to_numpy()[target].astype(str)
     changed = int(((before != LOST) & (before != joined["cause"].to_numpy())).sum())
@@ -117,11 +120,11 @@ def apply_labels(trace: Trace, labels: pd.DataFrame | str | os.PathLike) -> Trac
         packets["reason"] = packets["reason"].cat.add_categories(["label"])
     packets.loc[target, "reason"] = "label"
     lost = packets["fate"].isin(LOSS_FATES).to_numpy()
-    unlabeled = int(lost.sum() - np.unique(target).shape[0])
+    unlabeled = int(lost.sum() - target.shape[0])
     if unlabeled:
         warnings.warn(f"{trace.path}: {unlabeled} lost packet(s) have no label in {source}; they keep their "
                       "fate", LabelWarning, stacklevel=2)
-    meta = {**trace.meta, "labels": {"path": source, "labels": len(table), "labeled": int(np.unique(target).shape[0]),
+    meta = {**trace.meta, "labels": {"path": source, "labels": len(table), "labeled": int(target.shape[0]),
                                      "unlabeled": unlabeled, "changed": changed,
                                      "outside": outside}}
     return dataclasses.replace(trace, packets=packets, meta=meta)
@@ -156,6 +159,20 @@ def _check_targets(joined: pd.DataFrame, trace: Trace, source: str) -> tuple[pd.
                       f"in {trace.path} (before its first or after its last packet); they are left out",
                       LabelWarning, stacklevel=3)
     return joined, int(outside.sum())
+
+
+def _one_cause_per_packet(joined: pd.DataFrame, source: str) -> pd.DataFrame:
+    """One label row per packet: a label with ``tx`` and one without may both name a packet,
+    and must then agree."""
+    joined = joined.sort_values("line", kind="stable")
+    first = joined.drop_duplicates("row")
+    clash = joined.merge(first[["row", "cause", "line"]], on="row", suffixes=("", "_first"))
+    clash = clash[clash["cause"] != clash["cause_first"]]
+    if not clash.empty:
+        row = clash.iloc[0]
+        raise TraceError(source, f"flow {row['flow']} seq {row['seq']}: cause {row['cause']} here but "
+                         f"{row['cause_first']} on line {row['line_first']}", line=int(row["line"]))
+    return first
 
 
 def write_labels(trace: Trace, path: str | os.PathLike | io.TextIOBase) -> int:

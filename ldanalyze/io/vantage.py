@@ -75,6 +75,7 @@ def parse_vantage(text: str) -> Vantage:
     """``PATH`` or ``PATH:CAUSE`` (cause ``congestion``, ``wireless`` or ``unknown``); a
     colon that is part of an existing file's name stays in the path."""
     path, colon, cause = text.rpartition(":")
+    cause = cause.lower()
     if not colon or os.path.exists(text):
         return Vantage(text)
     if cause not in CAUSES:
@@ -102,6 +103,9 @@ def read_vantages(
         raise UsageError("a vantage chain needs at least two captures: the sender's and the receiver's")
     if clocks not in CLOCKS:
         raise UsageError(f"clocks must be one of {CLOCKS}, not {clocks!r}")
+    if chain[0].cause != LOST:
+        raise UsageError(f"vantage {chain[0].path} is the sender's capture: no segment ends there, so it takes no "
+                         f"cause ({chain[0].cause} given)")
     head_bytes = max(DEFAULT_HEAD_BYTES, payload.needed_bytes if isinstance(payload, payloads.FieldSpec) else 0)
     captures = [decode_capture(v.path, head_bytes=head_bytes, chunk_bytes=chunk_bytes) for v in chain]
     sender = captures[0]
