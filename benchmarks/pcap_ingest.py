@@ -78,15 +78,18 @@ def times_ns(n: int, start: int = 0) -> np.ndarray:
     return T0_NS + i * 2_500_000 + (i * 7919) % 400_000
 
 
-def write_pcap(path: pathlib.Path, n: int, payload: int, batch: int = 200_000) -> None:
+def write_pcap(path: pathlib.Path, n: int, payload: int, batch: int = 200_000, hop=None) -> None:
+    """The capture of ``n`` packets; ``hop(frames, ts_ns, start)`` may change each batch (drop
+    packets, lower the TTL, delay them) and returns the frames and times to write."""
     tmp = path.with_suffix(".tmp")
     with open(tmp, "wb") as out:
         out.write(np.array([0xA1B23C4D, 0x00040002, 0, 0, 262144, 1], "<u4").tobytes()[:24])
         for start in range(0, n, batch):
             m = min(batch, n - start)
-            f = frames(m, payload, start)
-            ts = times_ns(m, start)
-            header = np.empty((m, 4), "<u4")
+            f, ts = frames(m, payload, start), times_ns(m, start)
+            if hop is not None:
+                f, ts = hop(f, ts, start)
+            header = np.empty((f.shape[0], 4), "<u4")
             header[:, 0], header[:, 1] = ts // 10**9, ts % 10**9
             header[:, 2] = header[:, 3] = f.shape[1]
             out.write(np.concatenate([header.view(np.uint8), f], axis=1).tobytes())

@@ -14,6 +14,16 @@ TRACES = ROOT / "traces"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+def write_text(path: pathlib.Path, text: str, *, gz: bool = False) -> pathlib.Path:
+    """Write ``text`` to ``path``, gzipped when ``gz``."""
+    if gz:
+        with gzip.open(path, "wt") as f:
+            f.write(text)
+    else:
+        path.write_text(text)
+    return path
+
+
 @pytest.fixture
 def write_trace(tmp_path):
     """Write lines (a list or one string) to a trace file; ``gz=True`` gzips it."""
@@ -21,13 +31,7 @@ def write_trace(tmp_path):
 
     def write(lines, *, gz: bool = False, name: str | None = None) -> pathlib.Path:
         text = lines if isinstance(lines, str) else "\n".join(lines) + "\n"
-        path = tmp_path / (name or f"trace{next(counter)}.tr" + (".gz" if gz else ""))
-        if gz:
-            with gzip.open(path, "wt") as f:
-                f.write(text)
-        else:
-            path.write_text(text)
-        return path
+        return write_text(tmp_path / (name or f"trace{next(counter)}.tr" + (".gz" if gz else "")), text, gz=gz)
 
     return write
 

@@ -16,7 +16,6 @@ The hand-built trace (rows in send order, ``tx`` counted per ``(flow, seq)``)::
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import warnings
 
 import numpy as np
@@ -29,6 +28,8 @@ from ldanalyze.errors import TraceError
 from ldanalyze.io.labels import LabelWarning, apply_labels, write_labels
 from ldanalyze.packets import CONGESTION, DELIVERED, FATE_DTYPE, FATES, LOSS_FATES, LOST, WIRELESS, Trace, \
     empty_rtt, make_packet_table
+
+from .conftest import write_text
 
 HAND = [("a", 0, DELIVERED), ("a", 1, LOST), ("a", 2, LOST), ("a", 3, DELIVERED), ("a", 2, DELIVERED),
         ("a", 4, LOST), ("a", 4, LOST), ("a", 5, DELIVERED),
@@ -47,15 +48,6 @@ def trace_of(rows: list[tuple[str, int, str]], path: str = "hand.tr") -> Trace:
                                 t_recv=np.where(delivered, t_send + 0.05, np.nan), size=np.full(len(rows), 100),
                                 fate=pd.Categorical(fate, dtype=FATE_DTYPE))
     return Trace(packets=packets, rtt=empty_rtt(), path=path, format="hand", meta={})
-
-
-def write(path, text: str, *, gz: bool = False):
-    if gz:
-        with gzip.open(path, "wt") as f:
-            f.write(text)
-    else:
-        path.write_text(text)
-    return path
 
 
 def labelled(trace: Trace, path) -> Trace:
@@ -87,7 +79,7 @@ def test_labels_without_tx_apply_to_every_lost_transmission(tmp_path, gz):
     counted; the one loss left without a label warns and keeps its fate. Plain or gzip."""
     trace = trace_of(HAND)
     before = trace.packets.copy(deep=True)
-    path = write(tmp_path / "labels.csv", PREAMBLE + "flow,seq,cause\na,1,congestion\na,2,wireless\n\n"
+    path = write_text(tmp_path / "labels.csv", PREAMBLE + "flow,seq,cause\na,1,congestion\na,2,wireless\n\n"
                  "# a retransmitted packet lost twice\na,4,Congestion\nb,11, wireless\n", gz=gz)
     with pytest.warns(LabelWarning, match=r"hand.tr: 1 lost packet\(s\) have no label"):
         out = apply_labels(trace, path)
@@ -102,7 +94,7 @@ def test_labels_without_tx_apply_to_every_lost_transmission(tmp_path, gz):
 
 def test_labels_with_tx_apply_to_that_transmission_only(tmp_path):
     """With a tx column a label names one transmission: a,4 tx 1 changes, a,4 tx 0 does not."""
-    path = write(tmp_path / "labels.csv", "flow,seq,tx,cause\na,4,1,wireless\na,2,0,congestion\n")
+    path = write_text(tmp_path / "labels.csv", "flow,seq,tx,cause\na,4,1,wireless\na,2,0,congestion\n")
     out = labelled(trace_of(HAND), path)
     assert fates(out) == [DELIVERED, LOST, CONGESTION, DELIVERED, DELIVERED, LOST, WIRELESS, DELIVERED,
                           DELIVERED, CONGESTION, LOST, DELIVERED]
@@ -112,7 +104,7 @@ def test_labels_with_tx_apply_to_that_transmission_only(tmp_path):
 
 def test_a_label_for_every_loss_gives_no_warning(tmp_path):
     """Columns may come in any order, with extra ones ignored; every loss labelled: no warning."""
-    path = write(tmp_path / "labels.csv", "cause,note,seq,flow\nwireless,x,1,a\nwireless,,2,a\ncongestion,,4,a\n"
+    path = write_text(tmp_path / "labels.csv", "cause,note,seq,flow\nwireless,x,1,a\nwireless,,2,a\ncongestion,,4,a\n"
                  "congestion,,11,b\ncongestion,y,12,b\n")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -125,7 +117,7 @@ def test_a_label_for_every_loss_gives_no_warning(tmp_path):
 def test_unknown_and_lost_mean_fate_lost(tmp_path, cause):
     """'unknown' and 'lost' (any case) both mean a loss of unknown cause; relabelling the
     congestion loss b,11 so counts as a change."""
-    path = write(tmp_path / "labels.csv", f"flow,seq,cause\nb,11,{cause}\na,1,{cause}\n")
+    path = write_text(tmp_path / "labels.csv", f"flow,seq,cause\nb,11,{cause}\na,1,{cause}\n")
     out = labelled(trace_of(HAND), path)
     assert fates(out)[9] == LOST and fates(out)[1] == LOST
     assert reasons(out)[9] == reasons(out)[1] == "label"
@@ -135,7 +127,7 @@ def test_unknown_and_lost_mean_fate_lost(tmp_path, cause):
 def test_labels_beyond_the_flows_sequence_range_are_left_out(tmp_path):
     """a,6 is after a's last seq (5), b,9 before b's first (10): left out with a warning and
     counted as outside; the label inside the range still applies."""
-    path = write(tmp_path / "labels.csv", "flow,seq,cause\na,6,wireless\nb,9,congestion\na,1,wireless\n")
+    path = write_text(tmp_path / "labels.csv", "flow,seq,cause\na,6,wireless\nb,9,congestion\na,1,wireless\n")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = apply_labels(trace_of(HAND), path)
@@ -177,7 +169,7 @@ def test_bad_labels_name_the_file_and_line(tmp_path, name, gz):
     """Every defect is a TraceError naming the file and the line as counted in the file
     (comments and blank lines included), never a numpy/pandas traceback."""
     text, line, words = BAD[name]
-    path = write(tmp_path / "labels.csv", text, gz=gz)
+    path = write_text(tmp_path / "labels.csv", text, gz=gz)
     with pytest.raises(TraceError) as caught:
         labelled(trace_of(HAND), path)
     error = caught.value
@@ -188,7 +180,7 @@ def test_bad_labels_name_the_file_and_line(tmp_path, name, gz):
 
 def test_a_seq_too_large_names_the_line(tmp_path):
     """A seq beyond int64 is bad input like any other: a TraceError at its line."""
-    path = write(tmp_path / "labels.csv", "flow,seq,cause\na,1,wireless\na,99999999999999999999,wireless\n")
+    path = write_text(tmp_path / "labels.csv", "flow,seq,cause\na,1,wireless\na,99999999999999999999,wireless\n")
     with pytest.raises(TraceError) as caught:
         labelled(trace_of(HAND), path)
     assert caught.value.line == 3
@@ -196,7 +188,7 @@ def test_a_seq_too_large_names_the_line(tmp_path):
 
 def test_a_repeated_label_changes_a_packet_once(tmp_path):
     """Two agreeing lines for b,11 (congestion in the trace) change one packet: changed 1."""
-    path = write(tmp_path / "labels.csv", "flow,seq,cause\nb,11,wireless\nb,11,wireless\n")
+    path = write_text(tmp_path / "labels.csv", "flow,seq,cause\nb,11,wireless\nb,11,wireless\n")
     out = labelled(trace_of(HAND), path)
     assert fates(out)[9] == WIRELESS and out.meta["labels"]["labeled"] == 1
     assert out.meta["labels"]["changed"] == 1
@@ -258,7 +250,7 @@ def test_labels_set_exactly_the_labelled_losses(tmp_path, case):
     labels' causes, every other row keeps its fate and reason."""
     header = "flow,seq,tx,cause" if case.with_tx else "flow,seq,cause"
     lines = [",".join(str(part) for part in (*key, case.labels[key])) for key in case.order]
-    path = write(tmp_path / "labels.csv", "\n".join([header, *lines]) + "\n")
+    path = write_text(tmp_path / "labels.csv", "\n".join([header, *lines]) + "\n")
     out = labelled(case.trace, path)
     expected_fates, expected_reasons = [], []
     for row in case.trace.packets.itertuples(index=False):
@@ -291,8 +283,8 @@ def test_labels_with_and_without_tx_must_agree_on_a_packet():
 def test_odd_spellings_of_numbers_and_headers(tmp_path):
     """A byte-order mark before the header is not part of the first column's name; a seq
     written with an underscore is not an integer."""
-    bom = write(tmp_path / "bom.csv", "\ufeffflow,seq,cause\nb,11,wireless\n")
+    bom = write_text(tmp_path / "bom.csv", "\ufeffflow,seq,cause\nb,11,wireless\n")
     assert labelled(trace_of(HAND), bom).meta["labels"]["labeled"] == 1
-    underscore = write(tmp_path / "underscore.csv", "flow,seq,cause\na,1_0,wireless\n")
+    underscore = write_text(tmp_path / "underscore.csv", "flow,seq,cause\na,1_0,wireless\n")
     with pytest.raises(TraceError, match="seq '1_0' is not an integer"):
         labelled(trace_of(HAND), underscore)
