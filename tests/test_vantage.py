@@ -241,7 +241,7 @@ def test_repeated_packets_are_matched_in_order_and_counted(tmp_path):
         if p not in packets[1:3]:
             p.times[1:] = [p.times[0] + 0.001, p.times[0] + 0.002]
     with pytest.warns(CaptureWarning, match="6 packets share flow, IP ID and payload"):
-        trace = read_vantages(write_chain(tmp_path, packets), payload="order")
+        trace = read_vantages(write_chain(tmp_path, packets), payload="order", clocks="common")
     assert trace.meta["vantages"][0]["ambiguous"] == 6
     assert list(fates_by_seq(trace, "10.0.0.1:7>10.0.0.2:7/udp").values()) == ["delivered"] * 4 + ["lost"] * 2
 
