@@ -28,7 +28,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from pcap_ingest import DATA, best_of, build, frames, times_ns, write_pcap  # noqa: E402
+from pcap_ingest import DATA, best_of, build, write_pcap  # noqa: E402
 
 from ldanalyze.io.pcap import decode_capture  # noqa: E402
 from ldanalyze.io.vantage import read_vantages  # noqa: E402
