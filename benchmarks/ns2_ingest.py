@@ -28,7 +28,7 @@ import pyarrow.csv as pacsv
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ldanalyze.io.ns2 import read_ns2_wired  # noqa: E402
+from ldanalyze.io.ns2.wired import read_ns2_wired  # noqa: E402
 from tests import naive  # noqa: E402
 
 SAMPLE = ROOT / "traces" / "wlh_mix_4flow_high.tr.gz"
@@ -74,7 +74,7 @@ def peak_rss_of_reader(path: pathlib.Path, block_mb: int) -> float:
     """
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
-        "from ldanalyze.io.ns2 import read_ns2_wired;"
+        "from ldanalyze.io.ns2.wired import read_ns2_wired;"
         "read_ns2_wired(sys.argv[2], block_bytes=int(sys.argv[3]) << 20);"
         "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))"
     )

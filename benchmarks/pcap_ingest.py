@@ -32,7 +32,7 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ldanalyze.io.pcap import decode_capture, read_capture  # noqa: E402
+from ldanalyze.io.capture.pcap import decode_capture, read_capture  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "_data"
 FLOWS = 8
@@ -170,7 +170,7 @@ def peak_rss_mb(path: pathlib.Path) -> float:
     report this parent's peak)."""
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
-        "from ldanalyze.io.pcap import decode_capture;"
+        "from ldanalyze.io.capture.pcap import decode_capture;"
         "c = decode_capture(sys.argv[2]); print(len(c.records), file=sys.stderr);"
         "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))"
     )
@@ -180,7 +180,7 @@ def peak_rss_mb(path: pathlib.Path) -> float:
 
 def baseline_rss_mb() -> float:
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import ldanalyze.io.pcap;"
+        "import sys; sys.path.insert(0, sys.argv[1]); import ldanalyze.io.capture.pcap;"
         "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))"
     )
     out = subprocess.run([sys.executable, "-c", code, str(ROOT)], check=True, capture_output=True, text=True)

@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from pcap_ingest import DATA, best_of, build, write_pcap  # noqa: E402
 
-from ldanalyze.io.pcap import decode_capture  # noqa: E402
-from ldanalyze.io.vantage import read_vantages  # noqa: E402
+from ldanalyze.io.capture.pcap import decode_capture  # noqa: E402
+from ldanalyze.io.capture.vantage import read_vantages  # noqa: E402
 
 PAYLOAD = 172
 DROP_EVERY = 50  # one packet in 50 never reaches the receiver

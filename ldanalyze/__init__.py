@@ -15,7 +15,7 @@ from .control import PathModel, controller_state, get_controller, replay
 from .errors import TraceError, UsageError
 from .io import read_trace
 from .io.labels import apply_labels, read_labels, write_labels
-from .io.vantage import Vantage, read_vantages
+from .io.capture.vantage import Vantage, read_vantages
 from .lda import REGISTRY as LDAS
 from .lda import Replay, classify, get_lda, lda_state
 from .packets import FATES, LOSS_FATES, Trace

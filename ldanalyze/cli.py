@@ -26,9 +26,9 @@ from .errors import TraceError, UsageError
 from .io import FORMATS, list_flows, read_trace
 from .io.detect import PCAP, PCAPNG
 from .io.labels import apply_labels, write_labels
-from .io.payload import KINDS, ORDER
-from .io.pcap import SKEW_CHOICES
-from .io.vantage import CLOCKS, parse_vantage, read_vantages
+from .io.capture.payload import KINDS, ORDER
+from .io.capture.pcap import SKEW_CHOICES
+from .io.capture.vantage import CLOCKS, parse_vantage, read_vantages
 from .packets import LOSS_FATES, Trace
 from .lda import REGISTRY, Replay, classify, runnable_ldas
 from .lda.zbs import Zbs

@@ -858,9 +858,9 @@ CONTROLLER_TWINS["westwood_abse"] = controller_westwood_abse
 
 # --- captures ---------------------------------------------------------------------------------
 # A readable, struct-based reader of pcap and pcapng captures, written from the file format
-# specifications and ldanalyze/io/linklayer.py's docstring: the twin of the numba kernels of
-# ldanalyze.io.pcap (decode_capture), and of the one-point receiver rules of
-# ldanalyze/io/payload.py. One dict per record; flows are 5-tuples.
+# specifications and ldanalyze/io/capture/linklayer.py's docstring: the twin of the numba kernels of
+# ldanalyze.io.capture.pcap (decode_capture), and of the one-point receiver rules of
+# ldanalyze/io/capture/payload.py. One dict per record; flows are 5-tuples.
 
 import ipaddress as _ipaddress
 import struct as _struct
@@ -971,7 +971,7 @@ def _pcapng_records(data, head_bytes):
 
 
 def decode_frame_naive(frame, wirelen, linktype, head_bytes=16, **record):
-    """One frame → a dict of its decoded fields (see ldanalyze/io/linklayer.py)."""
+    """One frame → a dict of its decoded fields (see ldanalyze/io/capture/linklayer.py)."""
     rec = dict(record, caplen=len(frame), wirelen=wirelen, status="decoded", flow=None, first_fragment=False,
                ip_ver=0, proto=0, ttl=0, ip_len=0, ip_id=0, payload_len=0, head=b"", payload_hash=0,
                tcp_seq=0, tcp_ack=0, tcp_flags=0, tcp_tsval=None, tcp_tsecr=None, tcp_mss=None)
@@ -1233,7 +1233,7 @@ def receiver_rows_naive(arrivals, gap_reason="seq-gap"):
 
 
 def tcp_segment_numbers_naive(segments, mss):
-    """Packet index of each (start byte, length) segment, following ldanalyze/io/payload.py:
+    """Packet index of each (start byte, length) segment, following ldanalyze/io/capture/payload.py:
     distinct starts in byte order; a hole of h bytes before a start adds ceil(h / mss); a start
     whose bytes were all covered before takes the index of the last start that was not."""
     starts = sorted({s for s, _ in segments})

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from ldanalyze.clocks import ClockWarning, fit_lower_envelope, remove_skew
 from ldanalyze.errors import UsageError
-from ldanalyze.io.pcap import read_capture
+from ldanalyze.io.capture.pcap import read_capture
 from ldanalyze.packets import Trace, empty_rtt, make_packet_table
 
 from .captures import T0, Endpoints, Record, ip_packet, link_frame, rtp_payload, write_pcap

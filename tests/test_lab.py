@@ -18,7 +18,7 @@ import pytest
 import ldanalyze as la
 from ldanalyze.cli import main
 from ldanalyze.io.labels import apply_labels, write_labels
-from ldanalyze.io.vantage import Vantage, read_vantages
+from ldanalyze.io.capture.vantage import Vantage, read_vantages
 
 from .conftest import IN_CI
 from .netns_lab import LabConfig, lab_unavailable, run_lab

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from ldanalyze import read_trace
-from ldanalyze.io.ns2 import read_ns2_wired
+from ldanalyze.io.ns2.wired import read_ns2_wired
 from ldanalyze.packets import validate_packets
 
 from . import naive

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ldanalyze.errors import TraceError, UsageError
-from ldanalyze.io.payload import Field, FieldSpec, segment_index
-from ldanalyze.io.pcap import read_capture
+from ldanalyze.io.capture.payload import Field, FieldSpec, segment_index
+from ldanalyze.io.capture.pcap import read_capture
 from ldanalyze.packets import validate_packets
 from ldanalyze.timeline import build_timeline
 

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ldanalyze.errors import TraceError
-from ldanalyze.io.linklayer import F_FIRST_FRAGMENT, F_TCP_MSS, F_TCP_TIMESTAMP, NO_TIME, STATUS_NAMES
-from ldanalyze.io.pcap import CaptureWarning, capture_format, decode_capture, list_flows, read_capture
+from ldanalyze.io.capture.linklayer import F_FIRST_FRAGMENT, F_TCP_MSS, F_TCP_TIMESTAMP, NO_TIME, STATUS_NAMES
+from ldanalyze.io.capture.pcap import CaptureWarning, capture_format, decode_capture, list_flows, read_capture
 
 from . import naive
 from .captures import (

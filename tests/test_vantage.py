@@ -1,4 +1,4 @@
-"""Vantage chains (``ldanalyze/io/vantage.py``): matching packets across captures, the cause of
+"""Vantage chains (``ldanalyze/io/capture/vantage.py``): matching packets across captures, the cause of
 each loss from where it was last seen, capture windows, flow direction, clocks.
 
 Captures are written with scapy; a plain dictionary matcher in this file is the twin of the
@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ldanalyze.errors import TraceError, UsageError
-from ldanalyze.io.pcap import CaptureWarning
-from ldanalyze.io.vantage import Vantage, parse_vantage, read_vantages
+from ldanalyze.io.capture.pcap import CaptureWarning
+from ldanalyze.io.capture.vantage import Vantage, parse_vantage, read_vantages
 from ldanalyze.packets import validate_packets
 
 from .captures import T0, Endpoints, Record, ip_packet, iperf3_payload, link_frame, write_pcap

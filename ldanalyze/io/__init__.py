@@ -13,10 +13,10 @@ from typing import Any
 from ..errors import UsageError
 from ..packets import Trace
 from .detect import FORMATS, NS2_WIRED, NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, PCAP, PCAPNG, detect_format
-from .ns2 import read_ns2_wired
-from .ns2_wireless import read_ns2_wireless
-from .payload import Field, FieldSpec
-from .pcap import decode_capture, list_flows, read_capture
+from .ns2.wired import read_ns2_wired
+from .ns2.wireless import read_ns2_wireless
+from .capture.payload import Field, FieldSpec
+from .capture.pcap import decode_capture, list_flows, read_capture
 
 READERS = {
     NS2_WIRED: read_ns2_wired,

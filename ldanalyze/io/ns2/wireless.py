@@ -35,8 +35,8 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from ..errors import TraceError
-from ..packets import (
+from ...errors import TraceError
+from ...packets import (
     CONGESTION,
     DELIVERED,
     LOST,
@@ -48,9 +48,9 @@ from ..packets import (
     mark_vanished,
     rtt_from_feedback,
 )
-from .detect import NS2_WIRED, NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, line_format
-from .ns2 import DATA_TYPES, FEEDBACK_TYPES
-from .text import iter_lines
+from ..detect import NS2_WIRED, NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, line_format
+from .wired import DATA_TYPES, FEEDBACK_TYPES
+from ..text import iter_lines
 
 CONGESTION_REASONS = ("IFQ",)
 WIRELESS_REASONS = ("ERR", "COL", "RET")

@@ -60,9 +60,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..errors import TraceError, UsageError
-from ..packets import DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, make_packet_table
-from ..timeline import unwrap_sequence
+from ...errors import TraceError, UsageError
+from ...packets import DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, make_packet_table
+from ...timeline import unwrap_sequence
 from .linklayer import F_TCP_MSS, F_TCP_TIMESTAMP, S_DECODED
 
 VANTAGES = ("receiver", "sender")

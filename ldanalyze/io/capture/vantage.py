@@ -46,9 +46,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..clocks import fit_lower_envelope, remove_skew
-from ..errors import TraceError, UsageError
-from ..packets import CONGESTION, DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, WIRELESS, Trace, empty_rtt
+from ...clocks import fit_lower_envelope, remove_skew
+from ...errors import TraceError, UsageError
+from ...packets import CONGESTION, DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, WIRELESS, Trace, empty_rtt
 from . import payload as payloads
 from .pcap import CHUNK_BYTES, DEFAULT_HEAD_BYTES, CaptureWarning, decode_capture
 

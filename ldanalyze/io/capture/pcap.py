@@ -43,9 +43,9 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from ..clocks import remove_skew
-from ..errors import TraceError, UsageError
-from ..packets import Trace, empty_rtt
+from ...clocks import remove_skew
+from ...errors import TraceError, UsageError
+from ...packets import Trace, empty_rtt
 from . import payload as payloads
 from .linklayer import (
     LINK_NAMES,
@@ -808,7 +808,7 @@ def read_capture(
     """Read a one-point capture (pcap or pcapng, plain or gzip) into a Trace.
 
     ``payload`` says where sequence numbers and send times come from (``auto``, ``rtp``,
-    ``iperf3``, ``iperf2``, ``tcp`` or a :class:`~ldanalyze.io.payload.FieldSpec`);
+    ``iperf3``, ``iperf2``, ``tcp`` or a :class:`~ldanalyze.io.capture.payload.FieldSpec`);
     ``vantage`` whether the capture was taken at the ``receiver`` (arrivals; gaps in the
     sequence become lost rows) or at the ``sender`` (transmissions, fate ``unobserved``);
     ``flows`` picks flows by label (see :func:`list_flows`), all that fit otherwise;

@@ -44,8 +44,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 from numba import njit
 
-from ..errors import TraceError, UsageError
-from ..packets import (
+from ...errors import TraceError, UsageError
+from ...packets import (
     CONGESTION,
     DELIVERED,
     FATE_DTYPE,
@@ -59,8 +59,8 @@ from ..packets import (
     mark_vanished,
     rtt_from_feedback,
 )
-from .detect import NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, line_format
-from .text import iter_blocks, locate_row
+from ..detect import NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, line_format
+from ..text import iter_blocks, locate_row
 
 DATA_TYPES = ("tcpFriend", "cbr", "udp", "tcp", "exp", "pareto", "rtp", "Traffic", "data")
 FEEDBACK_TYPES = ("tcpFriendCtl", "ack", "rtcp")
