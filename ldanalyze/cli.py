@@ -33,7 +33,7 @@ from .packets import LOSS_FATES, Trace
 from .lda import REGISTRY, Replay, classify, runnable_ldas
 from .lda.zbs import Zbs
 from .report.tables import markdown_table, text_table
-from .scoring import score
+from .scoring import ROUTE_AS, score
 from .timeline import build_timeline
 
 
@@ -247,7 +247,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         seq_modulus=args.seq_modulus,
     )
     scores = score(batch.decisions, batch.summary, by=args.by, average=args.average, bootstrap=args.bootstrap,
-                   seed=args.seed, throughput=batch.throughput)
+                   seed=args.seed, throughput=batch.throughput, route_as=args.route_as)
     if batch.throughput is not None and args.format == "table":
         print(f"throughput: {OPEN_LOOP_NOTE}", file=sys.stderr)
     if args.format == "json":
@@ -405,6 +405,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                    help="resamples for the loss-burst bootstrap intervals (0: Wilson only)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--route-as", choices=ROUTE_AS, default="excluded",
+                   help="losses to routing and mobility (ns-2 wireless NRTE, RTR IFQ, CBK ...): left out of "
+                        "M_c/M_w (default) or scored as congestion or wireless")
     p.add_argument("--controller", default="auto", metavar="SPEC",
                    help="controller whose modeled throughput is added: 'auto' (default: tfrc, paper 000's "
                         "base, where the trace gives RTTs), a controller spec, or 'none'")

@@ -15,12 +15,15 @@ size      int64    bytes on the wire
 t_send    float64  seconds on the sender's clock (first enqueue at the source)
 t_recv    float64  seconds on the receiver's clock; NaN when never received
 t_drop    float64  time of the drop record when the trace has one; else NaN
-fate      category delivered | congestion | wireless | lost | unobserved
+fate      category delivered | congestion | wireless | route | lost | unobserved
 reason    category what the fate was derived from (e.g. ``queue``, ``link-error``, ``IFQ ---``)
 ========  =======  ===========================================================================
 
-``lost`` is a loss whose cause is unknown; ``unobserved`` is a packet still in flight when the
-trace ends: it is never counted as a loss.
+``route`` is a loss to routing and mobility (no route, a route-wait buffer full, a broken link
+reported by the MAC, a loop, TTL): neither congestion nor the radio's doing, so scores leave it
+out of M_c/M_w unless told to count it as one of them. ``lost`` is a loss whose cause is
+unknown; ``unobserved`` is a packet still in flight when the trace ends: it is never counted as
+a loss.
 """
 
 from __future__ import annotations
@@ -35,11 +38,12 @@ import pandas as pd
 DELIVERED = "delivered"
 CONGESTION = "congestion"
 WIRELESS = "wireless"
+ROUTE = "route"
 LOST = "lost"
 UNOBSERVED = "unobserved"
 
-FATES = (DELIVERED, CONGESTION, WIRELESS, LOST, UNOBSERVED)
-LOSS_FATES = (CONGESTION, WIRELESS, LOST)
+FATES = (DELIVERED, CONGESTION, WIRELESS, ROUTE, LOST, UNOBSERVED)
+LOSS_FATES = (CONGESTION, WIRELESS, ROUTE, LOST)
 FATE_DTYPE = pd.CategoricalDtype(list(FATES))
 
 COLUMNS = {
@@ -210,8 +214,9 @@ def rtt_from_feedback(packets: pd.DataFrame, feedback: pd.DataFrame) -> pd.DataF
 
 
 def mark_vanished(packets: pd.DataFrame) -> pd.DataFrame:
-    """Neither received nor dropped: lost if a later packet of the flow was delivered."""
-    undecided = (packets["fate"] == UNOBSERVED).to_numpy()
+    """Neither received nor dropped: lost if a later packet of the flow was delivered. A packet
+    with a drop record that says it was in flight (ns-2's ``END``) stays unobserved."""
+    undecided = (packets["fate"] == UNOBSERVED).to_numpy() & np.isnan(packets["t_drop"].to_numpy())
     if not undecided.any():
         return packets
     # rows are sorted by (flow, t_send, uid): look for any delivered row later in the flow

@@ -7,13 +7,17 @@ The decisions table
 -------------------
 ``trace`` (optional; absent = one trace named ""), ``flow``, ``lda`` (str or categorical),
 ``uid``, ``gap`` (the loss burst within ``(trace, flow)``; -1 when undetected), ``cause`` (the
-true cause: ``congestion``, ``wireless`` or ``lost`` = unknown) and ``decision``
+true cause: ``congestion``, ``wireless``, ``route`` or ``lost`` = unknown) and ``decision``
 (``congestion``, ``wireless`` or ``undetected``).
 
 Which losses are scored
 -----------------------
-Every row is counted in ``losses``. A loss of unknown cause (``unknown``) or one the receiver
-never detected (``undetected``) is counted but not scored (a loss can be both). The ``scored``
+Every row is counted in ``losses``. A loss of unknown cause (``unknown``), a loss to routing and
+mobility (``route``) or one the receiver never detected (``undetected``) is counted but not
+scored (a loss can be two of these). ``route_as="wireless"`` or ``"congestion"`` scores the route
+losses as that cause instead (some MANET studies count link breaks as wireless losses); the
+``route`` column still counts them, and every table's ``route_as`` column says which mapping
+was used (``excluded`` by default). The ``scored``
 losses have cause congestion or wireless *and* decision congestion or wireless; ``congestion``
 and ``wireless`` split them by true cause, ``congestion_as_wireless``, ``wireless_as_congestion``
 and ``decided_wireless`` count the scored losses so decided. Every metric is over scored losses.
@@ -77,13 +81,12 @@ import pandas as pd
 
 from .control.models import jain_fairness_index, throughput_deviation
 from .errors import UsageError
-from .packets import natural_sorted
+from .packets import CONGESTION, LOST, ROUTE, WIRELESS, natural_sorted
 
-CONGESTION = "congestion"
-WIRELESS = "wireless"
-LOST = "lost"
 UNDETECTED = "undetected"
-CAUSES = (CONGESTION, WIRELESS, LOST)
+EXCLUDED = "excluded"
+CAUSES = (CONGESTION, WIRELESS, ROUTE, LOST)
+ROUTE_AS = (EXCLUDED, CONGESTION, WIRELESS)
 DECISIONS = (CONGESTION, WIRELESS, UNDETECTED)
 
 BY = {"flow": ("trace", "flow", "lda"), "trace": ("trace", "lda"), "pooled": ("lda",)}
@@ -94,6 +97,7 @@ SUMMARY_REQUIRED = ("flow", "sent", "unobserved", CONGESTION, WIRELESS)
 COUNTS = (
     "losses",
     "unknown",
+    "route",
     "undetected",
     "scored",
     "congestion",
@@ -132,6 +136,7 @@ def score(
     bootstrap: int = 1000,
     seed=0,
     throughput: pd.DataFrame | None = None,
+    route_as: str = EXCLUDED,
 ) -> pd.DataFrame:
     """Counts, metrics and confidence intervals per group and LDA (see the module docstring).
 
@@ -140,8 +145,11 @@ def score(
     per-flow metrics and adds ``flows``, without intervals. ``bootstrap``: resamples for the
     burst bootstrap (0 = no bootstrap columns), drawn from ``numpy.random.default_rng(seed)``.
     ``throughput``: a controller replay's summary (:func:`ldanalyze.control.replay`) adds the
-    modeled-throughput columns (see the module docstring).
+    modeled-throughput columns (see the module docstring). ``route_as``: ``"excluded"`` leaves
+    route losses out of the metrics; ``"wireless"``/``"congestion"`` scores them as that cause.
     """
+    if route_as not in ROUTE_AS:
+        raise UsageError(f"score: unknown route_as={route_as!r}; expected one of {', '.join(map(repr, ROUTE_AS))}")
     if by not in BY:
         raise UsageError(f"score: unknown by={by!r}; expected one of {', '.join(map(repr, BY))}")
     if average not in AVERAGES:
@@ -158,7 +166,7 @@ def score(
         raise UsageError(f"score: decisions must be a DataFrame, not {type(decisions).__name__}")
 
     with_boot = bootstrap > 0 and average == "pooled"
-    losses = _prepare(decisions, need_gap=with_boot)
+    losses = _prepare(decisions, need_gap=with_boot, route_as=route_as)
     if average == "pooled":
         out, codes, gid = _pooled(losses, BY[by])
         _wilson_columns(out, float(confidence))
@@ -170,13 +178,14 @@ def score(
         _rate_columns(out, codes, losses, summary, by)
     if throughput is not None:
         out = _throughput_columns(out, throughput, by)
+    out.insert(out.columns.get_loc("lda") + 1, "route_as", route_as)
     return out
 
 
 # --- input ---------------------------------------------------------------------------------
 
 
-def _prepare(decisions: pd.DataFrame, *, need_gap: bool) -> _Losses:
+def _prepare(decisions: pd.DataFrame, *, need_gap: bool, route_as: str = EXCLUDED) -> _Losses:
     """Check the decisions table and turn it into codes and indicators (vectorised)."""
     required = REQUIRED + (("gap",) if need_gap else ())
     missing = [c for c in required if c not in decisions.columns]
@@ -210,7 +219,9 @@ def _prepare(decisions: pd.DataFrame, *, need_gap: bool) -> _Losses:
         categories = [str(x) for x in decisions["lda"].cat.categories]
         lda_labels, lda_codes = _reorder(lda_labels, [c for c in categories if c in set(lda_labels)], lda_codes)
 
-    is_cause = {c: (cause == c).to_numpy(bool) for c in (CONGESTION, WIRELESS, LOST)}
+    is_cause = {c: (cause == c).to_numpy(bool) for c in CAUSES}
+    if route_as != EXCLUDED:
+        is_cause[route_as] = is_cause[route_as] | is_cause[ROUTE]
     is_decision = {d: (decision == d).to_numpy(bool) for d in DECISIONS}
     decided = is_decision[CONGESTION] | is_decision[WIRELESS]
     true_c = is_cause[CONGESTION] & decided
@@ -218,6 +229,7 @@ def _prepare(decisions: pd.DataFrame, *, need_gap: bool) -> _Losses:
     flags = {
         "losses": np.ones(n, bool),
         "unknown": is_cause[LOST],
+        "route": is_cause[ROUTE],
         "undetected": is_decision[UNDETECTED],
         "scored": true_c | true_w,
         "congestion": true_c,

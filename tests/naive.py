@@ -110,7 +110,7 @@ def unwrap(seqs, modulus):
 # Loss differentiation algorithms, replayed per flow exactly as docs/ldas.md describes.
 # ---------------------------------------------------------------------------------------------
 
-LOSS_CAUSES = ("congestion", "wireless", "lost")
+LOSS_CAUSES = ("congestion", "wireless", "route", "lost")
 
 LDA_DEFAULTS = {
     "unaware": {},

@@ -54,10 +54,10 @@ def test_counts_agree_with_awk(name, flow):
 
 # counts from traces/wireless/FORMAT.md (traces/wireless/flowcounts.awk)
 WIRELESS_COUNTS = {
-    # flow: (sent, delivered, IFQ drops (both levels), RET drops ending a packet)
-    "0.0>1.0": (1121, 453, 478, 6),
-    "2.0>1.1": (4584, 3042, 1232, 5),
-    "3.0>1.2": (59, 38, 0, 4),
+    # flow: (sent, delivered, last drop IFQ/--- (interface queue), MAC/RET, RTR/CBK+IFQ+NRTE (routing))
+    "0.0>1.0": (1121, 453, 0, 6, 120 + 478 + 64),
+    "2.0>1.1": (4584, 3042, 1111, 5, 241 + 121),
+    "3.0>1.2": (59, 38, 0, 4, 10 + 6),
 }
 
 
@@ -66,9 +66,10 @@ def test_wireless_sample_counts(fmt):
     trace = read_trace(TRACES / "wireless" / f"wlan_{fmt}.tr.gz")
     assert trace.format == f"ns2-wireless-{fmt}"
     s = build_timeline(trace).summary().set_index("flow")
-    for flow, (sent, got, congestion, wireless) in WIRELESS_COUNTS.items():
+    for flow, (sent, got, congestion, wireless, route) in WIRELESS_COUNTS.items():
         assert (s.loc[flow, "sent"], s.loc[flow, "delivered"]) == (sent, got)
-        assert (s.loc[flow, "congestion"], s.loc[flow, "wireless"]) == (congestion, wireless)
+        assert (s.loc[flow, "congestion"], s.loc[flow, "wireless"], s.loc[flow, "route"]) == (congestion, wireless,
+                                                                                              route)
 
 
 @pytest.mark.parametrize("name", ["wlan", "wlan_simple"])

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import ldanalyze.scoring as score_module
 from ldanalyze.errors import UsageError
+from ldanalyze.report.tables import text_table
 from ldanalyze.scoring import COUNTS, METRICS, score
 
 C, W, L, U = "congestion", "wireless", "lost", "undetected"
@@ -63,11 +64,40 @@ MIXED = table(
 )
 
 
+ROUTED = table(
+    # 2 congestion losses decided congestion, 1 wireless decided wireless, 3 route losses decided
+    # wireless, congestion, wireless; 1 undetected route loss
+    [("1", "x", 0, C, C), ("1", "x", 1, C, C), ("1", "x", 2, W, W)]
+    + [("1", "x", 3, "route", W), ("1", "x", 4, "route", C), ("1", "x", 5, "route", W), ("1", "x", -1, "route", U)]
+)
+
+
+@pytest.mark.parametrize("route_as, expected", [
+    # (scored, congestion, wireless, M_c, M_w)
+    ("excluded", (3, 2, 1, 0.0, 0.0)),
+    ("wireless", (6, 2, 4, 0.0, 1 / 4)),
+    ("congestion", (6, 5, 1, 2 / 5, 0.0)),
+])
+def test_route_losses_are_left_out_or_scored_as_asked(route_as, expected):
+    row = one(score(ROUTED, bootstrap=0, route_as=route_as), flow="1", lda="x")
+    assert (row["losses"], row["route"], row["undetected"], row["route_as"]) == (7, 4, 1, route_as)
+    assert (row["scored"], row["congestion"], row["wireless"]) == expected[:3]
+    assert (row["M_c"], row["M_w"]) == pytest.approx(expected[3:])
+
+
+def test_route_mapping_is_checked_and_named_in_the_table():
+    with pytest.raises(UsageError, match="route_as"):
+        score(ROUTED, route_as="radio")
+    assert "route losses left out of M_c/M_w" in text_table(score(ROUTED, bootstrap=0))
+    assert "route losses scored as wireless" in text_table(score(ROUTED, bootstrap=0, route_as="wireless"))
+
+
 def test_counts_and_metrics_by_hand():
     row = one(score(MIXED, bootstrap=0), flow="1", lda="x")
     counts = {
         "losses": 10,
         "unknown": 2,
+        "route": 0,
         "undetected": 2,
         "scored": 7,
         "congestion": 4,
@@ -189,7 +219,7 @@ def test_row_order_traces_flows_ldas():
     assert keys == [(t, f, lda) for t in ("run-b", "run-a") for f in ("1", "2", "10") for lda in ("zbs", "biaz")]
     assert list(score(table(rows, trace=True), by="trace", bootstrap=0).columns[:2]) == ["trace", "lda"]
     pooled = score(table(rows, trace=True), by="pooled", bootstrap=0)
-    assert list(pooled.columns[:2]) == ["lda", "losses"]
+    assert list(pooled.columns[:3]) == ["lda", "route_as", "losses"]
     assert pooled["lda"].tolist() == ["zbs", "biaz"] and pooled["losses"].tolist() == [6, 6]
 
     df = table(rows, trace=True)

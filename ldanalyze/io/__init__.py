@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..packets import Trace
-from .detect import FORMATS, NS2_WIRED, NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, PCAP, PCAPNG, detect_format
+from .detect import FORMATS, NS2_WIRED, NS2_WIRELESS, PCAP, PCAPNG, detect_format
 from .ns2.wired import read_ns2_wired
 from .ns2.wireless import read_ns2_wireless
 from .capture.payload import Field, FieldSpec
@@ -20,8 +20,7 @@ from .capture.pcap import decode_capture, list_flows, read_capture
 
 READERS = {
     NS2_WIRED: read_ns2_wired,
-    NS2_WIRELESS_OLD: read_ns2_wireless,
-    NS2_WIRELESS_NEW: read_ns2_wireless,
+    **dict.fromkeys(NS2_WIRELESS, read_ns2_wireless),
     PCAP: read_capture,
     PCAPNG: read_capture,
 }

@@ -11,10 +11,13 @@ from .text import first_lines
 NS2_WIRED = "ns2-wired"
 NS2_WIRELESS_OLD = "ns2-wireless-old"
 NS2_WIRELESS_NEW = "ns2-wireless-new"
-FORMATS = (NS2_WIRED, NS2_WIRELESS_OLD, NS2_WIRELESS_NEW, PCAP, PCAPNG)
+NS2_WIRELESS_TAGGED = "ns2-wireless-tagged"
+NS2_WIRELESS = (NS2_WIRELESS_OLD, NS2_WIRELESS_NEW, NS2_WIRELESS_TAGGED)
+FORMATS = (NS2_WIRED, *NS2_WIRELESS, PCAP, PCAPNG)
 
 _WIRED_EVENTS = {"+", "-", "r", "d"}
 _WIRELESS_EVENTS = {"s", "r", "f", "D", "d"}
+_TAGGED_EVENTS = {"+", "h", "r", "d"}
 
 
 def line_format(line: str) -> str | None:
@@ -26,6 +29,8 @@ def line_format(line: str) -> str | None:
         return NS2_WIRELESS_NEW
     if fields[0] in _WIRELESS_EVENTS | {"M", "N"} and fields[2].startswith("_") and fields[2].endswith("_"):
         return NS2_WIRELESS_OLD
+    if fields[0] in _TAGGED_EVENTS and fields[2] == "-s" and "-k" in fields:
+        return NS2_WIRELESS_TAGGED
     if fields[0] in _WIRED_EVENTS and len(fields) == 12:
         return NS2_WIRED
     return None
@@ -49,7 +54,7 @@ def detect_format(path: str | os.PathLike) -> str:
         raise TraceError(
             path,
             "unknown trace format: neither an ns-2 wired trace (ev time from to type size flags "
-            "fid src dst seq uid) nor an ns-2 wireless trace (old or new format)",
+            "fid src dst seq uid) nor an ns-2 wireless trace (old, new or tagged format)",
             line=1,
             text=lines[0],
         )

@@ -1,7 +1,7 @@
 """Ground-truth labels files: the cause of each lost packet, joined onto any trace.
 
 A labels file is CSV with a header line naming at least ``flow``, ``seq`` and ``cause``
-(``congestion``, ``wireless``, or ``unknown``/``lost``), and optionally ``tx`` (which
+(``congestion``, ``wireless``, ``route`` (routing and mobility), or ``unknown``/``lost``), and optionally ``tx`` (which
 transmission of the sequence number; without it a label applies to every lost transmission
 of that ``(flow, seq)``). Other columns are ignored; lines starting with ``#`` are comments.
 ``write_labels`` writes one from a trace whose losses have causes (a vantage chain, an ns-2
@@ -28,10 +28,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
-from ..packets import CONGESTION, LOSS_FATES, LOST, WIRELESS, Trace
+from ..packets import CONGESTION, LOSS_FATES, LOST, ROUTE, WIRELESS, Trace
 from .text import iter_lines
 
-CAUSE_NAMES = {"congestion": CONGESTION, "wireless": WIRELESS, "unknown": LOST, "lost": LOST}
+CAUSE_NAMES = {"congestion": CONGESTION, "wireless": WIRELESS, "route": ROUTE, "unknown": LOST, "lost": LOST}
 REQUIRED = ("flow", "seq", "cause")
 
 
@@ -61,7 +61,7 @@ def read_labels(path: str | os.PathLike) -> pd.DataFrame:
                              text=",".join(fields))
         cause = fields[column["cause"]].strip().lower()
         if cause not in CAUSE_NAMES:
-            raise TraceError(path, f"unknown cause {cause!r} (congestion, wireless or unknown)", line=number,
+            raise TraceError(path, f"unknown cause {cause!r} (congestion, wireless, route or unknown)", line=number,
                              text=",".join(fields))
         flows.append(fields[column["flow"]].strip())
         seqs.append(_integer(fields[column["seq"]], "seq", path, number, fields))

@@ -17,6 +17,7 @@ ROWS = (
     ("losses", "losses", "count"),
     ("  undetected", "undetected", "count"),
     ("  unknown cause", "unknown", "count"),
+    ("  route", "route", "count"),
     ("  scored", "scored", "count"),
     ("    congestion", "congestion", "count"),
     ("    wireless", "wireless", "count"),
@@ -83,6 +84,10 @@ def _blocks(scores: pd.DataFrame):
         if "congestion_rate" in group.columns and not _missing(first["congestion_rate"]):
             title += (f" (true loss rates: congestion {first['congestion_rate'] * 100:.2f} %, "
                       f"wireless {first['wireless_rate'] * 100:.2f} %)")
+        if "route_as" in group.columns and first["route"] > 0:
+            mapping = first["route_as"]
+            title += (" (route losses left out of M_c/M_w)" if mapping == "excluded"
+                      else f" (route losses scored as {mapping})")
         if "flows" in group.columns:
             title += f" (metrics averaged over {int(first['flows'])} flows)"
         if "controller" in group.columns:

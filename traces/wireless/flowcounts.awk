@@ -1,6 +1,7 @@
 # flowcounts.awk -- per-flow reference counts for the ldanalyze wireless test
-# traces.  Works on both the old (CMU) and the new (-t ...) wireless format;
-# the format is detected per line ($2 == "-t" => new).
+# traces.  Works on the old (CMU), the new (-t ...) and the tagged (+ t -s ...)
+# wireless formats; the format is detected per line ($2 == "-t" => new,
+# $3 == "-s" => tagged, which prints no drop reason: "?").
 #
 #   zcat wlan_old.tr.gz | awk -f flowcounts.awk
 #
@@ -22,7 +23,26 @@
 #  * second table: each LOST uid is attributed to the reason of the LAST drop
 #    line (file order) that carries its (uid,type); "(none)" = no drop line.
 {
-    if ($2 == "-t") {                         # ---------- new format
+    if ($3 == "-s") {                         # ---------- tagged format
+        ev = $1; if (ev == "+") ev = "s"; else if (ev == "h") ev = "f"; else if (ev == "d") ev = "D"
+        lvl = ""; why = "?"; uid = ""; typ = ""; node = ""; fid = ""
+        sa = ""; sp = ""; da = ""; dp = ""
+        # first occurrence of each key; braced values ({x y z}) hold only numbers
+        for (i = 2; i < NF; i++) {
+            k = $i
+            if      (k == "-s"     && node == "") node = $(i+1)
+            else if (k == "-k"     && lvl  == "") lvl  = $(i+1)
+            else if (k == "-i"     && uid  == "") uid  = $(i+1)
+            else if (k == "-p"     && typ  == "") typ  = $(i+1)
+            else if (k == "-c"     && fid  == "") fid  = $(i+1)
+            else if (k == "-IP:s"  && sa   == "") sa   = $(i+1)
+            else if (k == "-IP:sp" && sp   == "") sp   = $(i+1)
+            else if (k == "-IP:d"  && da   == "") da   = $(i+1)
+            else if (k == "-IP:dp" && dp   == "") dp   = $(i+1)
+        }
+        src = (sa == "") ? "" : sa ":" sp
+        dst = (da == "") ? "" : da ":" dp
+    } else if ($2 == "-t") {                  # ---------- new format
         ev = $1; if (ev == "d") ev = "D"
         lvl = ""; why = ""; uid = ""; typ = ""; node = ""; src = ""; dst = ""; fid = ""
         for (i = 2; i < NF; i++) {

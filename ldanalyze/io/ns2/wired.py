@@ -59,7 +59,7 @@ from ...packets import (
     mark_vanished,
     rtt_from_feedback,
 )
-from ..detect import NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, line_format
+from ..detect import NS2_WIRELESS, line_format
 from ..text import iter_blocks, locate_row
 
 DATA_TYPES = ("tcpFriend", "cbr", "udp", "tcp", "exp", "pareto", "rtp", "Traffic", "data")
@@ -419,7 +419,7 @@ class _WiredReader:
                     "(ev time from to type size flags fid src.port dst.port seqno uid), "
                     f"got {len(fields)}"
                 )
-                if line_format(text) in (NS2_WIRELESS_OLD, NS2_WIRELESS_NEW):
+                if line_format(text) in NS2_WIRELESS:
                     problem += "; this looks like an ns-2 wireless trace, not the wired format"
             else:
                 for name, kind in _FIELD_CHECKS.items():
