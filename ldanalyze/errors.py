@@ -43,3 +43,7 @@ class TraceError(ValueError):
 
 class UsageError(ValueError):
     """Options that do not fit together or do not fit the input (not a defect of the file)."""
+
+
+class TraceWarning(UserWarning):
+    """Something of a trace was left out or guessed; the message says what and how much."""

@@ -34,6 +34,7 @@ numba kernel walks the data-packet events and keeps per-uid state.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -44,7 +45,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 from numba import njit
 
-from ...errors import TraceError, UsageError
+from ...errors import TraceError, TraceWarning, UsageError
 from ...packets import (
     CONGESTION,
     DELIVERED,
@@ -463,10 +464,15 @@ class _WiredReader:
         t_send = tm[:, T_SEND]
         # a packet dropped before it left its source node has no send event on its own link
         t_send = np.where(np.isnan(t_send), tm[:, T_DROP], t_send)
+        # one first seen past its source (a trace whose head was cut) has no send time at all
+        sent = ~np.isnan(t_send)
+        if not sent.all():
+            warnings.warn(f"{self.path}: {int((~sent).sum())} data packet(s) appear without their enqueue at the "
+                          "source (the trace starts mid-run?); left out", TraceWarning, stacklevel=3)
 
         packets = make_packet_table(
-            flow=flow, seq=st[:, S_SEQ], uid=uids, size=st[:, S_SIZE], t_send=t_send,
-            t_recv=tm[:, T_RECV], t_drop=tm[:, T_DROP], fate=fate, reason=reason,
+            flow=flow[sent], seq=st[sent, S_SEQ], uid=uids[sent], size=st[sent, S_SIZE], t_send=t_send[sent],
+            t_recv=tm[sent, T_RECV], t_drop=tm[sent, T_DROP], fate=fate[sent], reason=reason[sent],
         )
         packets = mark_vanished(packets)
         rtt = self._rtt_samples(packets, pairs)
@@ -480,6 +486,7 @@ class _WiredReader:
             },
             "flow_by": flow_by,
             "clock": "common",
+            "no_send": int((~sent).sum()),
         }
         return Trace(packets=packets, rtt=rtt, path=self.path, format="ns2-wired", meta=meta)
 
