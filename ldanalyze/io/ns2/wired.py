@@ -400,6 +400,7 @@ class _WiredReader:
                 convert_options=pacsv.ConvertOptions(
                     column_types=_SCHEMA,
                     include_columns=[c for c in COLUMN_NAMES if c != "flags"],
+                    null_values=[],  # "nan", "NULL", "" are values to check, not missing ones
                     strings_can_be_null=False,
                     quoted_strings_can_be_null=False,
                 ),

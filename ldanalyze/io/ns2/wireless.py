@@ -65,7 +65,6 @@ has no flow id.
 from __future__ import annotations
 
 import os
-from collections import Counter
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -86,11 +85,11 @@ from ...packets import (
     mark_vanished,
     rtt_from_feedback,
 )
-from ..detect import NS2_WIRED, NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, NS2_WIRELESS_TAGGED, line_format
-from ..text import iter_lines
+from ..detect import NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, NS2_WIRELESS_TAGGED
+from ..text import iter_blocks, iter_lines
+from . import cmu_scan
 from .wired import DATA_TYPES, FEEDBACK_TYPES
 
-NO_REASON = "?"  # the tagged format prints the level only
 DROP_CAUSES = {
     "IFQ ---": CONGESTION,
     "IFQ IFQ": CONGESTION,
@@ -111,99 +110,12 @@ DROP_CAUSES = {
     "RTR ?": ROUTE,
 }
 END = "END"
-_PACKET_EVENTS = {"s", "r", "f", "D", "d"}
-_TAGGED_EVENTS = {"+": "s", "h": "f", "r": "r", "d": "D"}
-
-
-class _Line:
-    """The fields of one packet event that the reader needs."""
-
-    __slots__ = ("ev", "time", "node", "level", "reason", "uid", "ptype", "size", "src", "dst", "seq")
-    # ``seq`` stays text until the packet turns out to be one we keep: routing packets put
-    # other things (hex flags) where a data packet has its sequence number
-
-
-def _int(text: str) -> int:
-    """An integer field, refused beyond int64 (where the PacketTable's columns end)."""
-    value = int(text)
-    if not -(1 << 63) <= value < (1 << 63):
-        raise ValueError(f"{text} is out of range")
-    return value
-
-
-def _parse_old(fields: list[str]) -> _Line:
-    rec = _Line()
-    rec.ev = fields[0]
-    rec.time = float(fields[1])
-    rec.node = _int(fields[2].strip("_"))
-    rec.level = fields[3]
-    rec.reason = fields[4]
-    rec.uid = _int(fields[5])
-    rec.ptype = fields[6]
-    rec.size = _int(fields[7])
-    rec.src = rec.dst = None
-    rec.seq = None
-    # the IP header bracket [src:port dst:port ttl nexthop] follows the MAC bracket (and the
-    # energy bracket, when the trace has one); ARP and MAC control frames have none
-    for j in range(8, len(fields) - 3):
-        tok = fields[j]
-        if tok.startswith("[") and ":" in tok and ":" in fields[j + 1]:
-            rec.src = tok[1:].replace(":", ".")
-            rec.dst = fields[j + 1].replace(":", ".")
-            if j + 4 < len(fields) and fields[j + 4].startswith("["):
-                rec.seq = fields[j + 4].strip("[]")
-            break
-    return rec
-
-
-def _parse_new(fields: list[str]) -> _Line:
-    kv = dict(zip(fields[1::2], fields[2::2]))
-    rec = _Line()
-    rec.ev = "D" if fields[0] == "d" else fields[0]
-    rec.time = float(kv["-t"])
-    node = kv.get("-Ni", kv.get("-Hs"))
-    if node is None:
-        raise ValueError("no node (-Ni or -Hs)")
-    rec.node = _int(node)
-    rec.level = kv.get("-Nl", "")
-    rec.reason = kv.get("-Nw", "---")
-    rec.uid = _int(kv["-Ii"]) if "-Ii" in kv else -1
-    rec.ptype = kv.get("-It", "")
-    rec.size = _int(kv["-Il"]) if "-Il" in kv else 0
-    rec.src, rec.dst = kv.get("-Is"), kv.get("-Id")
-    rec.seq = kv.get("-Pi", kv.get("-Ps"))
-    return rec
-
-
-def _parse_tagged(fields: list[str]) -> _Line:
-    kv: dict[str, str] = {}
-    j, n = 2, len(fields)
-    while j < n - 1:
-        key, value = fields[j], fields[j + 1]
-        j += 2
-        if value.startswith("{"):  # a braced value spans tokens up to the closing brace
-            while not fields[j - 1].endswith("}") and j < n:
-                j += 1
-        kv.setdefault(key, value)
-    rec = _Line()
-    rec.ev = _TAGGED_EVENTS[fields[0]]
-    rec.time = float(fields[1])
-    rec.node = _int(kv["-s"])
-    rec.level = kv.get("-k", "")
-    rec.reason = NO_REASON
-    rec.uid = _int(kv["-i"]) if "-i" in kv else -1
-    rec.ptype = kv.get("-p", "")
-    rec.size = _int(kv["-e"]) if "-e" in kv else 0
-    if "-IP:s" in kv and "-IP:d" in kv:
-        rec.src = f"{kv['-IP:s']}.{kv.get('-IP:sp', '0')}"
-        rec.dst = f"{kv['-IP:d']}.{kv.get('-IP:dp', '0')}"
-    else:
-        rec.src = rec.dst = None
-    rec.seq = kv.get(f"-{rec.ptype}:s", kv.get("-tcp:s"))
-    return rec
-
-
-_PARSERS = {NS2_WIRELESS_OLD: _parse_old, NS2_WIRELESS_NEW: _parse_new, NS2_WIRELESS_TAGGED: _parse_tagged}
+NO_REASON = "?"  # the tagged format prints the level only
+BLOCK_BYTES = 1 << 24
+_FORMATS = (NS2_WIRELESS_OLD, NS2_WIRELESS_NEW, NS2_WIRELESS_TAGGED)
+_EV = {name: ord(name) for name in "srD"}
+_AGT = cmu_scan.pack(b"AGT")
+_CBK, _RET, _RTR, _MAC = (cmu_scan.pack(x) for x in (b"CBK", b"RET", b"RTR", b"MAC"))
 
 
 def drop_causes(causes: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -233,121 +145,154 @@ def read_ns2_wireless(
     """
     table = drop_causes(causes)
     path = os.fspath(path)
-    data_types, feedback_types = set(data_types), set(feedback_types)
-    sends: dict[int, tuple] = {}
-    recvs: dict[int, float] = {}
-    drops: dict[int, tuple[float, str, str]] = {}
-    feedback: list[tuple] = []
-    fmt_seen: set[str] = set()
-    skipped: Counter[str] = Counter()
-    last_time = -np.inf
-    for line_no, text in iter_lines(path):
-        fields = text.split()
-        if not fields:
-            continue
-        fmt = line_format(text)
-        if fmt not in _PARSERS or fields[0] not in _PACKET_EVENTS | set(_TAGGED_EVENTS):
-            if fmt == NS2_WIRED:
-                raise TraceError(path, "not an ns-2 wireless trace line (this looks like an ns-2 wired trace)",
-                                 line=line_no, text=text)
-            skipped[fields[0][:16]] += 1
-            continue
-        fmt_seen.add(fmt)
-        try:
-            rec = _PARSERS[fmt](fields)
-        except (ValueError, KeyError, IndexError) as exc:
-            raise TraceError(path, f"malformed ns-2 wireless line ({exc})", line=line_no, text=text) from None
-        if not np.isfinite(rec.time):
-            raise TraceError(path, f"time {rec.time} is not a finite number", line=line_no, text=text)
-        last_time = max(last_time, rec.time)
-        if rec.ev == "D":
-            # MAC control frames, ARP and routing packets share uid 0 with the first data
-            # packet: only drops of data packets count. A CBK at the time of the packet's
-            # MAC RET echoes it: the RET stays the packet's last drop.
-            if rec.ptype in data_types:
-                before = drops.get(rec.uid)
-                echo = (before is not None and rec.level == "RTR" and rec.reason == "CBK"
-                        and before[1:] == ("MAC", "RET") and before[0] == rec.time)
-                if not echo:
-                    drops[rec.uid] = (rec.time, rec.level, rec.reason)
-            continue
-        if rec.level != "AGT":
-            continue
-        if rec.ptype in data_types:
-            if rec.src is None or rec.seq is None:
-                raise TraceError(path, "agent-level data packet without IP addresses or sequence number",
-                                 line=line_no, text=text)
-            if rec.ev == "s" and rec.uid not in sends:
-                sends[rec.uid] = (rec.time, rec.src, rec.dst, _seq(rec, path, line_no, text), rec.size)
-            elif rec.ev == "r" and rec.uid not in recvs and _node(rec.dst, path, line_no, text) == rec.node:
-                recvs[rec.uid] = rec.time
-        elif rec.ptype in feedback_types and rec.ev == "r" and rec.src is not None and rec.seq is not None:
-            if _node(rec.dst, path, line_no, text) == rec.node:
-                feedback.append((rec.time, rec.src, rec.dst, _seq(rec, path, line_no, text)))
-    if not fmt_seen:
+    data_types = list(dict.fromkeys(data_types))
+    feedback_types = [t for t in dict.fromkeys(feedback_types) if t not in data_types]
+    rec, skipped, packet_lines = _scan(path, data_types + feedback_types, len(data_types))
+    if not packet_lines:
         if skipped:
-            kinds = ", ".join(f"{k} ({n})" for k, n in skipped.most_common(5))
+            kinds = ", ".join(f"{k} ({n})" for k, n in sorted(skipped.items(), key=lambda kv: -kv[1])[:5])
             raise TraceError(path, f"no ns-2 wireless packet line in the trace (only {kinds})")
         raise TraceError(path, "the trace is empty")
-    if not sends:
+    if not np.any((rec["ev"] == _EV["s"]) & (rec["level"] == _AGT) & (rec["ptype"] < len(data_types))):
         raise TraceError(path, f"no data packets sent at the agent level (types {sorted(data_types)})")
-    if end_time is None:
-        end_time = _flush_time(drops, last_time)
-    return _build(path, sends, recvs, drops, feedback, fmt_seen, table, skipped, end_time)
+    return _build(path, rec, skipped, data_types, table, end_time)
 
 
-def _seq(rec: _Line, path: str, line: int, text: str) -> int:
-    try:
-        return _int(rec.seq)
-    except ValueError:
-        raise TraceError(path, f"sequence number {rec.seq!r} is not an integer", line=line, text=text) from None
+def _scan(path: str, types: list[str], n_data: int) -> tuple[np.ndarray, dict[str, int], int]:
+    """The kept records of every block, the counts of lines that are no packet event (by their
+    first word), and the number of packet lines."""
+    type_codes = cmu_scan.type_table(types)
+    parts, words = [], []
+    line, packet_lines = 1, 0
+    for block, _offset in iter_blocks(path, BLOCK_BYTES):
+        b = np.frombuffer(block, np.uint8)
+        lines = int(np.count_nonzero(b == 10)) + 1
+        out = np.empty(lines, cmu_scan.RECORD)
+        skipped = np.empty((lines, 2), np.int64)
+        where = np.zeros(2, np.int64)
+        n, k, packets, error, last = cmu_scan.scan(b, line, type_codes, n_data, out, skipped, where)
+        packet_lines += packets
+        if error:
+            token = bytes(b[where[0]:where[1]]).decode("utf-8", "replace").strip("[]")
+            raise TraceError(path, cmu_scan.MESSAGES[error].format(repr(token)), line=last,
+                             text=_line_text(path, last))
+        kept = out[:n].copy()
+        for r in np.flatnonzero(kept["time_at"] >= 0):  # numbers the scanner leaves to Python
+            at, size = kept["time_at"][r], kept["time_len"][r]
+            kept["time"][r] = float(bytes(b[at:at + size]))
+        if not np.isfinite(kept["time"]).all():
+            bad = int(kept["line"][~np.isfinite(kept["time"])][0])
+            raise TraceError(path, "a time is not a finite number", line=bad, text=_line_text(path, bad))
+        parts.append(kept)
+        words.append(skipped[:k].copy())
+        line = last + 1
+    rec = np.concatenate(parts) if parts else np.empty(0, cmu_scan.RECORD)
+    counts: dict[str, int] = {}
+    if words:
+        keys, n = np.unique(np.concatenate(words), axis=0, return_counts=True)
+        counts = {cmu_scan.unpack(int(a)) + cmu_scan.unpack(int(b)): int(c) for (a, b), c in zip(keys, n)}
+    return rec, counts, packet_lines
 
 
-def _node(address: str, path: str, line: int, text: str) -> int:
-    try:
-        return _int(address.split(".")[0])
-    except ValueError:
-        raise TraceError(path, f"address {address!r} has no node number", line=line, text=text) from None
+def _line_text(path: str, number: int) -> str | None:
+    for line_no, text in iter_lines(path):
+        if line_no == number:
+            return text
+    return None
 
 
-def _flush_time(drops: dict[int, tuple[float, str, str]], last_time: float) -> float:
+def _first(uid: np.ndarray) -> np.ndarray:
+    """Positions of the first row of each uid (rows in file order)."""
+    _, first = np.unique(uid, return_index=True)
+    return np.sort(first)
+
+
+def _last_drops(drops: np.ndarray) -> np.ndarray:
+    """Per uid, the row of its last drop line, except that a CBK at the time of the MAC RET
+    just before it (the routing agent echoing the MAC's give-up) leaves the RET last."""
+    order = np.argsort(drops["uid"], kind="stable")
+    uid = drops["uid"][order]
+    last = np.flatnonzero(np.r_[uid[1:] != uid[:-1], True])
+    rows = order[last]
+    prev = order[np.maximum(last - 1, 0)]
+    echo = ((last > 0) & (uid[np.maximum(last - 1, 0)] == uid[last])
+            & (drops["level"][rows] == _RTR) & (drops["reason"][rows] == _CBK)
+            & (drops["level"][prev] == _MAC) & (drops["reason"][prev] == _RET)
+            & (drops["time"][prev] == drops["time"][rows]))
+    return np.where(echo, prev, rows)
+
+
+def _flush_time(drops: np.ndarray, last_time: float) -> float:
     """The last instant at which two or more queue drops of the tagged format happened, when it
     lies within the trace's last second (the run's end flushing the queues), or NaN."""
-    times = Counter(t for t, level, why in drops.values() if level == "IFQ" and why == NO_REASON)
-    flushes = [t for t, n in times.items() if n >= 2]
-    return max(flushes) if flushes and max(flushes) >= last_time - 1.0 else np.nan
+    tagged = drops[(drops["level"] == cmu_scan.pack(b"IFQ")) & (drops["reason"] == cmu_scan.NO_REASON)]
+    times, counts = np.unique(tagged["time"], return_counts=True)
+    flushes = times[counts >= 2]
+    return float(flushes[-1]) if flushes.size and flushes[-1] >= last_time - 1.0 else np.nan
 
 
-def _build(path, sends, recvs, drops, feedback, fmt_seen, table, skipped, end_time) -> Trace:
-    uids = np.fromiter(sends.keys(), np.int64, len(sends))
-    t_send, src, dst, seq, size = zip(*sends.values())
-    src, dst = np.asarray(src, dtype=object), np.asarray(dst, dtype=object)
-    flow = (src + ">" + dst).astype(object)
-    t_recv = np.array([recvs.get(u, np.nan) for u in uids.tolist()])
-    t_drop = np.full(uids.size, np.nan)
-    fate = np.full(uids.size, UNOBSERVED, dtype=object)
-    reason = np.full(uids.size, "", dtype=object)
-    for k, u in enumerate(uids.tolist()):
-        if np.isfinite(t_recv[k]):
-            fate[k] = DELIVERED
-        elif u in drops:
-            t, level, why = drops[u]
-            t_drop[k] = t
-            reason[k] = f"{level} {why}"
-            flushed = why == END or (why == NO_REASON and level == "IFQ" and t >= end_time)
-            fate[k] = UNOBSERVED if flushed else table.get(f"{level} {why}", LOST)
+def _addresses(node: np.ndarray, port: np.ndarray) -> np.ndarray:
+    """'node.port' text per row, formatted once per distinct pair."""
+    pairs, inverse = np.unique(np.stack([node, port], axis=1), axis=0, return_inverse=True)
+    labels = np.array([f"{a}.{b}" for a, b in pairs.tolist()], dtype=object)
+    return labels[inverse.ravel()]
+
+
+def _build(path, rec, skipped, data_types, table, end_time) -> Trace:
+    agent = rec["level"] == _AGT
+    data = rec["ptype"] < len(data_types)
+    sends = rec[agent & data & (rec["ev"] == _EV["s"])]
+    sends = sends[_first(sends["uid"])]
+    at_dst = rec["node"] == rec["dst"]
+    recvs = rec[agent & data & (rec["ev"] == _EV["r"]) & at_dst]
+    recvs = recvs[_first(recvs["uid"])]
+    drops = rec[(rec["ev"] == _EV["D"]) & data]
+    if end_time is None:
+        end_time = _flush_time(drops, float(rec["time"].max()))
+    drops = drops[_last_drops(drops)] if drops.size else drops
+
+    uid = sends["uid"]
+    flow = _addresses(sends["src"], sends["sport"]) + ">" + _addresses(sends["dst"], sends["dport"])
+    t_recv = np.full(uid.size, np.nan)
+    got = np.isin(uid, recvs["uid"])
+    t_recv[got] = _lookup(recvs["uid"], recvs["time"], uid[got])
+    dropped = np.isin(uid, drops["uid"]) & ~got
+    t_drop = np.full(uid.size, np.nan)
+    t_drop[dropped] = _lookup(drops["uid"], drops["time"], uid[dropped])
+    level = _lookup(drops["uid"], drops["level"], uid[dropped])
+    why = _lookup(drops["uid"], drops["reason"], uid[dropped])
+    fate = np.full(uid.size, UNOBSERVED, dtype=object)
+    fate[got] = DELIVERED
+    reason = np.full(uid.size, "", dtype=object)
+    codes, inverse = np.unique(np.stack([level, why], axis=1), axis=0, return_inverse=True)
+    names = [f"{cmu_scan.unpack(int(a))} {cmu_scan.unpack(int(b))}" for a, b in codes.tolist()]
+    code_fate = np.array([UNOBSERVED if n.split()[1] == END else table.get(n, LOST) for n in names], dtype=object)
+    inverse = inverse.ravel()
+    reason[dropped] = np.array(names, dtype=object)[inverse] if names else []
+    cause = code_fate[inverse] if names else np.empty(0, dtype=object)
+    flushed = (why == cmu_scan.NO_REASON) & (level == cmu_scan.pack(b"IFQ")) & (t_drop[dropped] >= end_time)
+    fate[dropped] = np.where(flushed, UNOBSERVED, cause)
+
     packets = make_packet_table(
-        flow=flow, seq=np.asarray(seq, np.int64), uid=uids, size=np.asarray(size, np.int64),
-        t_send=np.asarray(t_send, np.float64), t_recv=t_recv, t_drop=t_drop, fate=fate, reason=reason,
+        flow=flow, seq=sends["seq"], uid=uid, size=sends["size"], t_send=sends["time"], t_recv=t_recv,
+        t_drop=t_drop, fate=fate, reason=reason,
     )
     packets = mark_vanished(packets)
-    if feedback:
-        fb = pd.DataFrame(feedback, columns=["t", "fsrc", "fdst", "seq"])
-        fb["flow"] = (fb["fdst"] + ">" + fb["fsrc"]).astype(object)
-        rtt = rtt_from_feedback(packets, fb[fb["flow"].isin(set(flow))][["flow", "t", "seq"]])
+    feedback = rec[agent & ~data & (rec["ev"] == _EV["r"]) & at_dst & rec["has_ip"] & rec["has_seq"]]
+    if feedback.size:
+        fb_flow = _addresses(feedback["dst"], feedback["dport"]) + ">" + _addresses(feedback["src"], feedback["sport"])
+        fb = pd.DataFrame({"flow": fb_flow, "t": feedback["time"], "seq": feedback["seq"]})
+        rtt = rtt_from_feedback(packets, fb[fb["flow"].isin(set(flow))])
     else:
         rtt = empty_rtt()
-    fmt = next(iter(fmt_seen)) if len(fmt_seen) == 1 else NS2_WIRELESS_OLD
-    meta = {"clock": "common", "flow_by": "addr", "formats": sorted(fmt_seen), "causes": table,
-            "skipped_lines": dict(skipped)}
+    seen = sorted(set(rec["fmt"].tolist()))
+    fmt = _FORMATS[seen[0]] if len(seen) == 1 else NS2_WIRELESS_OLD
+    meta = {"clock": "common", "flow_by": "addr", "formats": [_FORMATS[f] for f in seen], "causes": table,
+            "skipped_lines": skipped}
     return Trace(packets=packets, rtt=rtt, path=path, format=fmt, meta=meta)
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """values[k] where keys[k] == wanted (keys distinct, every wanted one present)."""
+    order = np.argsort(keys, kind="stable")
+    return values[order[np.searchsorted(keys, wanted, sorter=order)]]
