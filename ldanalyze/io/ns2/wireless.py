@@ -74,6 +74,7 @@ from ...errors import TraceError, UsageError
 from ...packets import (
     CONGESTION,
     DELIVERED,
+    FATE_DTYPE,
     FATES,
     LOST,
     ROUTE,
@@ -166,9 +167,10 @@ def _scan(path: str, types: list[str], n_data: int) -> tuple[np.ndarray, dict[st
     line, packet_lines = 1, 0
     for block, _offset in iter_blocks(path, BLOCK_BYTES):
         b = np.frombuffer(block, np.uint8)
-        lines = int(np.count_nonzero(b == 10)) + 1
-        out = np.empty(lines, cmu_scan.RECORD)
-        skipped = np.empty((lines, 2), np.int64)
+        # room for every record the block can hold: a kept line has 8 or more fields (16 bytes
+        # or more), any line 2 bytes or more; pages are touched only as rows are written
+        out = np.empty(b.size // 16 + 1, cmu_scan.RECORD)
+        skipped = np.empty((b.size // 2 + 1, 2), np.int64)
         where = np.zeros(2, np.int64)
         n, k, packets, error, last = cmu_scan.scan(b, line, type_codes, n_data, out, skipped, where)
         packet_lines += packets
@@ -231,11 +233,26 @@ def _flush_time(drops: np.ndarray, last_time: float) -> float:
     return float(flushes[-1]) if flushes.size and flushes[-1] >= last_time - 1.0 else np.nan
 
 
-def _addresses(node: np.ndarray, port: np.ndarray) -> np.ndarray:
-    """'node.port' text per row, formatted once per distinct pair."""
-    pairs, inverse = np.unique(np.stack([node, port], axis=1), axis=0, return_inverse=True)
-    labels = np.array([f"{a}.{b}" for a, b in pairs.tolist()], dtype=object)
-    return labels[inverse.ravel()]
+def _flow_labels(src, sport, dst, dport) -> np.ndarray:
+    """'src.sport>dst.dport' per row, formatted once per distinct flow."""
+    key = np.zeros(len(src), np.int64)
+    columns = []
+    for values in (src, sport, dst, dport):
+        codes, uniques = pd.factorize(values)
+        key = key * len(uniques) + codes  # distinct (src, sport, dst, dport) → distinct key
+        columns.append((codes, uniques))
+    codes, first = _factorize_first(key)
+    parts = [uniques[c[first]] for c, uniques in columns]
+    labels = np.array([f"{a}.{b}>{c}.{d}" for a, b, c, d in zip(*(p.tolist() for p in parts))], dtype=object)
+    return labels[codes]
+
+
+def _factorize_first(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of ``key`` and the row where each code first occurs."""
+    codes, uniques = pd.factorize(key)
+    first = np.full(len(uniques), len(key), np.int64)
+    np.minimum.at(first, codes, np.arange(len(key)))
+    return codes, first
 
 
 def _build(path, rec, skipped, data_types, table, end_time) -> Trace:
@@ -252,7 +269,7 @@ def _build(path, rec, skipped, data_types, table, end_time) -> Trace:
     drops = drops[_last_drops(drops)] if drops.size else drops
 
     uid = sends["uid"]
-    flow = _addresses(sends["src"], sends["sport"]) + ">" + _addresses(sends["dst"], sends["dport"])
+    flow = _flow_labels(sends["src"], sends["sport"], sends["dst"], sends["dport"])
     t_recv = np.full(uid.size, np.nan)
     got = np.isin(uid, recvs["uid"])
     t_recv[got] = _lookup(recvs["uid"], recvs["time"], uid[got])
@@ -261,17 +278,20 @@ def _build(path, rec, skipped, data_types, table, end_time) -> Trace:
     t_drop[dropped] = _lookup(drops["uid"], drops["time"], uid[dropped])
     level = _lookup(drops["uid"], drops["level"], uid[dropped])
     why = _lookup(drops["uid"], drops["reason"], uid[dropped])
-    fate = np.full(uid.size, UNOBSERVED, dtype=object)
-    fate[got] = DELIVERED
-    reason = np.full(uid.size, "", dtype=object)
-    codes, inverse = np.unique(np.stack([level, why], axis=1), axis=0, return_inverse=True)
-    names = [f"{cmu_scan.unpack(int(a))} {cmu_scan.unpack(int(b))}" for a, b in codes.tolist()]
-    code_fate = np.array([UNOBSERVED if n.split()[1] == END else table.get(n, LOST) for n in names], dtype=object)
+    # fate and reason as categorical codes, named once per distinct (level, reason)
+    fate = np.full(uid.size, FATES.index(UNOBSERVED), np.int8)
+    fate[got] = FATES.index(DELIVERED)
+    reason = np.zeros(uid.size, np.int64)  # 0: ""
+    pairs, inverse = np.unique(np.stack([level, why], axis=1).reshape(-1, 2), axis=0, return_inverse=True)
+    names = [f"{cmu_scan.unpack(int(a))} {cmu_scan.unpack(int(b))}" for a, b in pairs.tolist()]
+    pair_fate = np.array([FATES.index(UNOBSERVED if n.split()[1] == END else table.get(n, LOST)) for n in names],
+                         np.int8)
     inverse = inverse.ravel()
-    reason[dropped] = np.array(names, dtype=object)[inverse] if names else []
-    cause = code_fate[inverse] if names else np.empty(0, dtype=object)
+    reason[dropped] = inverse + 1
     flushed = (why == cmu_scan.NO_REASON) & (level == cmu_scan.pack(b"IFQ")) & (t_drop[dropped] >= end_time)
-    fate[dropped] = np.where(flushed, UNOBSERVED, cause)
+    fate[dropped] = np.where(flushed, FATES.index(UNOBSERVED), pair_fate[inverse])
+    fate = pd.Categorical.from_codes(fate, dtype=FATE_DTYPE)
+    reason = pd.Categorical.from_codes(reason, categories=[""] + names)
 
     packets = make_packet_table(
         flow=flow, seq=sends["seq"], uid=uid, size=sends["size"], t_send=sends["time"], t_recv=t_recv,
@@ -280,7 +300,7 @@ def _build(path, rec, skipped, data_types, table, end_time) -> Trace:
     packets = mark_vanished(packets)
     feedback = rec[agent & ~data & (rec["ev"] == _EV["r"]) & at_dst & rec["has_ip"] & rec["has_seq"]]
     if feedback.size:
-        fb_flow = _addresses(feedback["dst"], feedback["dport"]) + ">" + _addresses(feedback["src"], feedback["sport"])
+        fb_flow = _flow_labels(feedback["dst"], feedback["dport"], feedback["src"], feedback["sport"])
         fb = pd.DataFrame({"flow": fb_flow, "t": feedback["time"], "seq": feedback["seq"]})
         rtt = rtt_from_feedback(packets, fb[fb["flow"].isin(set(flow))])
     else:
