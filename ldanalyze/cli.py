@@ -41,6 +41,13 @@ def _csv_list(text: str) -> list[str]:
     return [item for item in text.split(",") if item]
 
 
+def _drop_cause(text: str) -> tuple[str, str]:
+    key, sep, cause = text.rpartition("=")
+    if not sep or len(key.split()) != 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected 'LEVEL REASON=CAUSE', e.g. 'RTR CBK=wireless'")
+    return " ".join(key.split()), cause.strip()
+
+
 def _trace_options(args: argparse.Namespace) -> dict:
     options = {"format": args.trace_format}
     if args.data_types:
@@ -49,6 +56,8 @@ def _trace_options(args: argparse.Namespace) -> dict:
         options["feedback_types"] = args.feedback_types
     if args.flow_by:
         options["flow_by"] = args.flow_by
+    if args.drop_cause:
+        options["causes"] = dict(args.drop_cause)
     return options
 
 
@@ -58,7 +67,7 @@ def _read(args: argparse.Namespace, path: str | None) -> Trace:
     if path is None:
         ignored = [flag for flag, given in (("--skew", args.skew), ("--trace-format", args.trace_format != "auto"),
                                             ("--data-types", args.data_types), ("--feedback-types", args.feedback_types),
-                                            ("--flow-by", args.flow_by)) if given]
+                                            ("--flow-by", args.flow_by), ("--drop-cause", args.drop_cause)) if given]
         if ignored:
             raise UsageError(f"{', '.join(ignored)} do(es) not apply to a --vantage chain (see --clocks)")
         trace = read_vantages(args.vantage, clocks=args.clocks or "separate", payload=args.payload or "auto",
@@ -164,6 +173,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(trace.meta["clock_fit"].round(6).to_string(index=False))
     if "labels" in trace.meta:
         print("\nlabels: " + ", ".join(f"{k} {v}" for k, v in trace.meta["labels"].items()))
+    skipped = trace.meta.get("skipped_lines")
+    if skipped:
+        print("lines that are no packet event, skipped: " + ", ".join(f"{k} ({v})" for k, v in skipped.items()))
+    if int((trace.packets["fate"] == "route").sum()):
+        print("route: losses to routing and mobility; `score` leaves them out of M_c/M_w (see --route-as)")
     ignored = trace.meta.get("ignored_types")
     if ignored:
         print("ignored packet types: " + ", ".join(f"{k} ({v})" for k, v in ignored.items()))
@@ -316,6 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="packet types that are data (default: tcpFriend,cbr,udp,tcp,exp,...)")
     reading.add_argument("--feedback-types", type=_csv_list, metavar="T,T",
                         help="packet types that are feedback/ACKs (default: tcpFriendCtl,ack,rtcp)")
+    reading.add_argument("--drop-cause", action="append", type=_drop_cause, metavar="'LEVEL REASON=CAUSE'",
+                         help="ns-2 wireless: amend the drop table, e.g. 'RTR CBK=wireless' (repeatable)")
     reading.add_argument("--flow-by", choices=("auto", "fid", "addr"),
                         help="ns-2 wired: how packets are grouped into flows (default auto)")
     reading.add_argument("--seq-modulus", type=int, metavar="M",
@@ -426,6 +442,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (TraceError, UsageError) as exc:
             print(f"ldanalyze: error: {exc}", file=sys.stderr)
             return 2
+        except BrokenPipeError:  # the reader of our output left (`ldanalyze inspect X | head`)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
         finally:
             for warning in caught:
                 print(f"ldanalyze: warning: {warning.message}", file=sys.stderr)

@@ -207,3 +207,23 @@ def test_new_format_line_without_a_node_is_a_clear_error(write_trace):
     line = "s -t 1.0 -Nl AGT -Nw --- -Is 0.0 -Id 2.0 -It cbr -Il 512 -If 1 -Ii 0 -Pn cbr -Pi 0"
     with pytest.raises(TraceError, match=r":1: malformed ns-2 wireless line \(no node"):
         read_trace(write_trace([line]))
+
+
+def test_cli_amends_the_drop_table_and_maps_route_losses(write_trace, capsys):
+    from ldanalyze.cli import main
+
+    path = str(write_trace(lines([[("RTR", "CBK", 1.1)], [("IFQ", "---", 2.1)]], delivered=[2, 3])))
+    assert main(["inspect", path]) == 0
+    out = capsys.readouterr().out
+    assert "route: losses to routing and mobility" in out
+    assert main(["inspect", path, "--drop-cause", "RTR CBK=wireless", "--json"]) == 0
+    assert '"RTR CBK": "wireless"' in capsys.readouterr().out
+    assert main(["score", path, "--lda", "biaz", "--bootstrap", "0", "--controller", "none", "--format", "csv",
+                 "--route-as", "wireless"]) == 0
+    row = capsys.readouterr().out.splitlines()
+    header, values = row[0].split(","), row[1].split(",")
+    record = dict(zip(header, values))
+    assert (record["route_as"], record["route"], record["wireless"], record["congestion"]) == ("wireless", "1", "1",
+                                                                                               "1")
+    assert main(["inspect", path, "--drop-cause", "RTR CBK=radio"]) == 2
+    assert "causes: 'RTR CBK': 'radio'" in capsys.readouterr().err
