@@ -1,25 +1,43 @@
 """Many traces at once: read, build the timeline, classify, replay a controller, keep the name.
 
-The results stack into one decisions table, one per-flow summary and (with a controller) one
-per-flow modeled-throughput table, each with a ``trace`` column, ready for
-:func:`ldanalyze.scoring.score` (which scores per flow, per trace or pooled).
+``analyze_traces`` runs in this process and stacks the results into one decisions table, one
+per-flow summary and (with a controller) one per-flow modeled-throughput table, each with a
+``trace`` column, ready for :func:`ldanalyze.scoring.score`.
+
+``run_batch`` is the same work for a batch job (``ldanalyze batch``): one :class:`Job` per
+trace, each run on its own (in this process, a process pool, or a Dask cluster), a trace that
+fails reported with its error instead of stopping the others, parsed traces cached by content,
+and the results scored per flow, per trace and pooled. Results do not depend on how the jobs
+were run: they are combined in job order.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
+import glob
+import hashlib
+import json
 import os
+import pathlib
+import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import pandas as pd
 
 from .control import PathModel, replay
-from .errors import UsageError
+from .errors import TraceError, UsageError
 from .io import read_trace
+from .io.capture.vantage import read_vantages
+from .io.detect import detect_format
+from .io.labels import apply_labels
 from .lda import Replay, classify
 from .packets import Trace
+from .scoring import score
 from .timeline import build_timeline
+
+CACHE_VERSION = 1
 
 
 @dataclasses.dataclass
@@ -43,30 +61,361 @@ def analyze_traces(
     seq_modulus: int | None = None,
     **read_options,
 ) -> Batch:
-    """Classify every trace (a path to read with ``read_options``, or a Trace) with ``ldas`` and, given a ``controller`` spec, replay it fed each
-    LDA's decisions (open loop; see ``docs/controllers.md``). With ``controller_optional``, a
-    trace the controller cannot be replayed on (no RTT to be had, say) gets a warning and no
-    throughput rows instead of an error."""
-    decisions, summaries, throughputs = [], [], []
-    for source in sources:
-        trace = source if isinstance(source, Trace) else read_trace(source, **read_options)
-        name = trace.path
-        timeline = build_timeline(trace, seq_modulus=seq_modulus)
-        decided = classify(timeline, ldas, replay=replay_options)
-        decided.insert(0, "trace", name)
-        decisions.append(decided)
-        summaries.append(timeline.summary().assign(trace=name))
-        if controller is not None:
-            try:
-                result = replay(timeline, [controller], ldas, replay=replay_options, path=path_model, rates=False)
-            except UsageError as exc:
-                if not controller_optional:
-                    raise
-                warnings.warn(f"{name}: no modeled throughput: {exc}", stacklevel=2)
-                continue
-            throughputs.append(result.summary.assign(trace=name))
+    """Classify every trace (a path to read with ``read_options``, or a Trace) with ``ldas`` and,
+    given a ``controller`` spec, replay it fed each LDA's decisions (open loop; see
+    ``docs/controllers.md``). With ``controller_optional``, a trace the controller cannot be
+    replayed on (no RTT to be had, say) gets a warning and no throughput rows instead of an
+    error."""
+    parts = [_analyze(source if isinstance(source, Trace) else read_trace(source, **read_options), ldas,
+                      controller=controller, controller_optional=controller_optional, replay_options=replay_options,
+                      path_model=path_model, seq_modulus=seq_modulus)
+             for source in sources]
+    return _stack(parts)
+
+
+def _analyze(trace: Trace, ldas, *, controller, controller_optional, replay_options, path_model, seq_modulus,
+             name: str | None = None) -> Batch:
+    name = trace.path if name is None else name
+    timeline = build_timeline(trace, seq_modulus=seq_modulus)
+    decided = classify(timeline, ldas, replay=replay_options)
+    decided.insert(0, "trace", name)
+    throughput = None
+    if controller is not None:
+        try:
+            result = replay(timeline, [controller], ldas, replay=replay_options, path=path_model, rates=False)
+            throughput = result.summary.assign(trace=name)
+        except UsageError as exc:
+            if not controller_optional:
+                raise
+            warnings.warn(f"{name}: no modeled throughput: {exc}", stacklevel=3)
+    return Batch(decisions=decided, summary=timeline.summary().assign(trace=name), throughput=throughput)
+
+
+def _stack(parts: Sequence[Batch]) -> Batch:
+    throughputs = [p.throughput for p in parts if p.throughput is not None]
     return Batch(
-        decisions=pd.concat(decisions, ignore_index=True),
-        summary=pd.concat(summaries, ignore_index=True),
+        decisions=pd.concat([p.decisions for p in parts], ignore_index=True),
+        summary=pd.concat([p.summary for p in parts], ignore_index=True),
         throughput=pd.concat(throughputs, ignore_index=True) if throughputs else None,
     )
+
+
+# --- batch jobs ----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One trace of a batch: a file, or a chain of captures (``vantage``), with a labels file
+    to join and the reader's options (sorted ``(name, value)`` pairs)."""
+
+    name: str
+    path: str | None = None
+    vantage: tuple[str, ...] = ()
+    labels: str | None = None
+    read_options: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def files(self) -> list[str]:
+        from .io.capture.vantage import parse_vantage
+
+        return ([self.path] if self.path else []) + [parse_vantage(v).path for v in self.vantage]
+
+
+@dataclasses.dataclass(frozen=True)
+class Analysis:
+    """What every job of a batch computes (picklable: it travels to the workers)."""
+
+    ldas: str = "all"
+    controller: str | None = None
+    replay: Replay = dataclasses.field(default_factory=Replay)
+    seq_modulus: int | None = None
+    cache_dir: str | None = None
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What one job gave: its tables (None on error), the error, packets read, seconds taken
+    and whether the parsed trace came from the cache."""
+
+    job: Job
+    result: Batch | None
+    error: str | None
+    packets: int
+    seconds: float
+    cached: bool
+
+
+def discover(paths: Sequence[str], exclude: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """Every trace under ``paths`` (files, directories walked recursively, globs), in a stable
+    order, decided by content; and the files passed over (no supported format, or excluded)."""
+    found: list[str] = []
+    for given in paths:
+        matches = sorted(glob.glob(given, recursive=True)) if glob.has_magic(given) else [given]
+        if not matches:
+            raise UsageError(f"{given}: no such file, directory or match")
+        for match in matches:
+            if os.path.isdir(match):
+                found += sorted(str(p) for p in pathlib.Path(match).rglob("*") if p.is_file())
+            elif os.path.exists(match):
+                found.append(match)
+            else:
+                raise UsageError(f"{match}: no such file or directory")
+    traces, passed = [], []
+    for path in dict.fromkeys(found):
+        if any(fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(os.path.basename(path), pattern)
+               for pattern in exclude):
+            passed.append(path)
+            continue
+        try:
+            detect_format(path)
+        except TraceError:
+            passed.append(path)
+            continue
+        traces.append(path)
+    return traces, passed
+
+
+def run_job(job: Job, analysis: Analysis) -> Outcome:
+    """Read (or take from the cache), analyse; any failure becomes the outcome's error."""
+    start = time.perf_counter()
+    cached = False
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trace, cached = _read_job(job, analysis.cache_dir)
+            if job.labels:
+                trace = apply_labels(trace, job.labels)
+            result = _analyze(trace, analysis.ldas, controller=analysis.controller,
+                              controller_optional=True, replay_options=analysis.replay,
+                              path_model=None, seq_modulus=analysis.seq_modulus, name=job.name)
+        return Outcome(job, result, None, len(trace.packets), time.perf_counter() - start, cached)
+    except Exception as exc:  # noqa: BLE001 - a batch reports what broke one trace and goes on
+        message = str(exc) if isinstance(exc, (TraceError, UsageError)) else f"{type(exc).__name__}: {exc}"
+        return Outcome(job, None, message, 0, time.perf_counter() - start, cached)
+
+
+def _read_job(job: Job, cache_dir: str | None) -> tuple[Trace, bool]:
+    options = dict(job.read_options)
+    if cache_dir is None:
+        return _read_fresh(job, options), False
+    key = cache_key(job)
+    entry = pathlib.Path(cache_dir) / key[:2] / key
+    if (entry / "meta.json").exists():
+        meta = json.loads((entry / "meta.json").read_text())
+        stored = meta.pop("path")  # another file with the same bytes may have stored it
+        trace = Trace(packets=pd.read_parquet(entry / "packets.parquet"), rtt=pd.read_parquet(entry / "rtt.parquet"),
+                      path=job.path or stored, format=meta.pop("format"), meta=meta)
+        return trace, True
+    trace = _read_fresh(job, options)
+    _store(entry, trace)
+    return trace, False
+
+
+def _read_fresh(job: Job, options: dict) -> Trace:
+    if job.vantage:
+        return read_vantages(list(job.vantage), **options)
+    return read_trace(job.path, **options)
+
+
+def cache_key(job: Job) -> str:
+    """A digest of every input file's bytes, the read options and the cache's layout version:
+    a changed file, option or ldanalyze cache layout never meets an old entry."""
+    from . import __version__
+
+    digest = hashlib.blake2b(digest_size=20)
+    digest.update(json.dumps([CACHE_VERSION, __version__, list(job.vantage) and "chain", repr(job.read_options)])
+                  .encode())
+    for path in job.files:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _store(entry: pathlib.Path, trace: Trace) -> None:
+    """Write a cache entry atomically (a temporary folder renamed into place)."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+    tmp.mkdir(exist_ok=True)
+    trace.packets.to_parquet(tmp / "packets.parquet")
+    trace.rtt.to_parquet(tmp / "rtt.parquet")
+    meta = {"path": trace.path, "format": trace.format, **trace.meta}
+    (tmp / "meta.json").write_text(json.dumps(meta, default=_json_default))
+    try:
+        os.replace(tmp, entry)
+    except OSError:  # another worker stored the same entry first
+        for f in tmp.iterdir():
+            f.unlink()
+        tmp.rmdir()
+
+
+def _json_default(value):
+    if isinstance(value, pd.DataFrame):
+        return json.loads(value.to_json(orient="records"))
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)
+
+
+def execute(jobs: Sequence[Job], analysis: Analysis, *, workers: int = 1, scheduler: str | None = None,
+            on_outcome: Callable[[Outcome], None] | None = None, strict: bool = False) -> list[Outcome]:
+    """Run the jobs (serially, on ``workers`` processes, or on the Dask cluster at
+    ``scheduler``) and return their outcomes in job order. ``on_outcome`` sees each as it
+    finishes; ``strict`` stops at the first error (raising a TraceError naming the trace).
+    Ctrl-C returns what had finished, in job order."""
+    done: dict[int, Outcome] = {}
+
+    def take(index: int, outcome: Outcome) -> None:
+        done[index] = outcome
+        if on_outcome is not None:
+            on_outcome(outcome)
+        if strict and outcome.error is not None:
+            raise TraceError(outcome.job.name, outcome.error)
+
+    try:
+        if scheduler is not None:
+            _on_dask(jobs, analysis, scheduler, take)
+        elif workers > 1 and len(jobs) > 1:
+            _on_pool(jobs, analysis, workers, take)
+        else:
+            for index, job in enumerate(jobs):
+                take(index, run_job(job, analysis))
+    except KeyboardInterrupt:
+        pass
+    return [done[i] for i in sorted(done)]
+
+
+def _on_pool(jobs, analysis, workers, take) -> None:
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(run_job, job, analysis): i for i, job in enumerate(jobs)}
+        try:
+            for future in as_completed(futures):
+                take(futures[future], future.result())
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+
+def _on_dask(jobs, analysis, scheduler, take) -> None:
+    try:
+        from dask.distributed import Client, as_completed
+    except ImportError:
+        raise UsageError("--scheduler needs Dask: pip install 'ldanalyze[dask]'") from None
+    with Client(scheduler) as client:
+        futures = client.map(run_job, jobs, analysis=analysis, pure=False)
+        index = {future.key: i for i, future in enumerate(futures)}
+        try:
+            for future in as_completed(futures):
+                take(index[future.key], future.result())
+        except BaseException:
+            client.cancel(futures)
+            raise
+
+
+# --- results ---------------------------------------------------------------------------------
+
+SCOPES = ("flow", "trace", "pooled")
+
+
+def results_table(outcomes: Sequence[Outcome], *, bootstrap: int = 0, seed=0) -> pd.DataFrame:
+    """One tidy table of scores: ``scope`` flow (per trace and flow), trace, and pooled (every
+    trace); the modeled-throughput columns where a controller was replayed."""
+    parts = [o.result for o in outcomes if o.result is not None]
+    if not parts:
+        return pd.DataFrame(columns=["scope", "trace", "flow", "lda"])
+    batch = _stack(parts)
+    tables = []
+    for scope in SCOPES:
+        table = score(batch.decisions, batch.summary, by=scope, bootstrap=bootstrap, seed=seed,
+                      throughput=batch.throughput)
+        for key in ("trace", "flow"):
+            if key not in table.columns:
+                table.insert(0, key, "*")
+        table.insert(0, "scope", scope)
+        tables.append(table)
+    out = pd.concat(tables, ignore_index=True)
+    out["lda"] = out["lda"].astype(str)
+    out["trace"] = out["trace"].astype(str)
+    out["flow"] = out["flow"].astype(str)
+    return out
+
+
+def errors_table(outcomes: Sequence[Outcome]) -> pd.DataFrame:
+    rows = [{"trace": o.job.name, "error": o.error} for o in outcomes if o.error is not None]
+    return pd.DataFrame(rows, columns=["trace", "error"])
+
+
+# --- manifests and configuration ------------------------------------------------------------
+
+MANIFEST_KEYS = ("name", "path", "vantage", "labels", "payload", "flows", "clocks", "skew", "format")
+
+
+def read_manifest(path: str) -> list[Job]:
+    """Jobs from a manifest: TOML (``[[trace]]`` tables) or CSV (a header naming the keys;
+    ``vantage`` and ``flows`` separated by ``;``). Keys: ``path`` or ``vantage`` (a chain,
+    sender first, ``PCAP[:CAUSE]``), and optionally ``name``, ``labels``, ``payload``, ``flows``,
+    ``clocks`` (chains), ``skew``, ``format``. Relative paths are taken from the manifest's
+    folder."""
+    import csv
+    import tomllib
+
+    base = os.path.dirname(os.path.abspath(path))
+    try:
+        if path.endswith(".toml"):
+            with open(path, "rb") as f:
+                entries = tomllib.load(f).get("trace", [])
+        else:
+            with open(path, newline="", encoding="utf-8-sig") as f:
+                entries = [{k: v for k, v in row.items() if v not in (None, "")}
+                           for row in csv.DictReader(line for line in f if not line.startswith("#"))]
+                for entry in entries:
+                    for key in ("vantage", "flows"):
+                        if key in entry:
+                            entry[key] = [part.strip() for part in entry[key].split(";") if part.strip()]
+    except (OSError, ValueError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"--manifest {path}: {exc}") from None
+    jobs = []
+    for number, entry in enumerate(entries, 1):
+        unknown = sorted(set(entry) - set(MANIFEST_KEYS))
+        if unknown or ("path" in entry) == ("vantage" in entry):
+            raise UsageError(f"--manifest {path}: entry {number}: give a path or a vantage chain"
+                             + (f"; unknown key(s) {', '.join(unknown)}" if unknown else ""))
+
+        def local(p: str) -> str:
+            return p if os.path.isabs(p) else os.path.join(base, p)
+
+        vantage = tuple(local(v) for v in entry.get("vantage", []))
+        options = {k: entry[k] for k in ("payload", "flows", "clocks", "skew", "format") if k in entry}
+        if "flows" in options:
+            options["flows"] = list(options["flows"])
+        name = entry.get("name") or entry.get("path") or " > ".join(entry["vantage"])
+        jobs.append(Job(name=name, path=local(entry["path"]) if "path" in entry else None, vantage=vantage,
+                        labels=local(entry["labels"]) if "labels" in entry else None,
+                        read_options=tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                                                  for k, v in options.items()))))
+    return jobs
+
+
+def load_config(folder: str = ".") -> tuple[dict, str | None]:
+    """The batch settings of ``ldanalyze.toml`` (top level) or of ``pyproject.toml``'s
+    ``[tool.ldanalyze]`` in ``folder``, and which file they came from."""
+    import tomllib
+
+    for name, section in (("ldanalyze.toml", ()), ("pyproject.toml", ("tool", "ldanalyze"))):
+        path = os.path.join(folder, name)
+        if not os.path.exists(path):
+            continue
+        try:
+            with open(path, "rb") as f:
+                config = tomllib.load(f)
+        except tomllib.TOMLDecodeError as exc:
+            raise UsageError(f"{path}: {exc}") from None
+        for key in section:
+            config = config.get(key, {})
+        if config:
+            return config, path
+    return {}, None

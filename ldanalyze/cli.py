@@ -12,12 +12,15 @@ import os
 import pathlib
 import sys
 import tempfile
+import time
 import warnings
 from collections.abc import Sequence
 
 import pandas as pd
 
 from . import __version__
+from . import batch as batching
+from . import gates
 from .batch import analyze_traces
 from .control import OPEN_LOOP_NOTE, PathModel, replay
 from .control import REGISTRY as CONTROLLERS
@@ -32,6 +35,7 @@ from .io.capture.vantage import CLOCKS, parse_vantage, read_vantages
 from .packets import LOSS_FATES, Trace
 from .lda import REGISTRY, Replay, classify, runnable_ldas
 from .lda.zbs import Zbs
+from .report import ci
 from .report.tables import markdown_table, text_table
 from .scoring import ROUTE_AS, score
 from .timeline import build_timeline
@@ -315,6 +319,111 @@ def _bits_per_second(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a rate in bits/s: {text!r} (e.g. 150k, 1.5M)") from None
 
 
+BATCH_DEFAULTS = {"lda": "all", "controller": "auto", "fail_if": [], "fail_scope": "pooled", "baseline": None,
+                  "tolerance": 0.02, "baseline_ci": False, "jobs": os.cpu_count() or 1, "scheduler": None,
+                  "cache_dir": None, "no_cache": False, "exclude": [], "bootstrap": 0, "strict": False,
+                  "manifest": None, "output": None, "junit": None, "summary": None, "json": None}
+
+
+def _batch_settings(args: argparse.Namespace) -> dict:
+    """Command line over the config file (ldanalyze.toml or [tool.ldanalyze]) over defaults."""
+    config, source = batching.load_config(".")
+    unknown = sorted(set(k.replace("-", "_") for k in config) - set(BATCH_DEFAULTS) - {"paths"})
+    if unknown:
+        raise UsageError(f"{source}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(BATCH_DEFAULTS)})")
+    settings = {**BATCH_DEFAULTS, **{k.replace("-", "_"): v for k, v in config.items()}}
+    for key in BATCH_DEFAULTS:
+        given = getattr(args, key, None)
+        if given not in (None, [], False):
+            settings[key] = given
+    settings["paths"] = args.paths or config.get("paths", [])
+    settings["config"] = source
+    return settings
+
+
+def _progress(total: int):
+    """A progress bar on a terminal; one line per trace in a log."""
+    start = time.perf_counter()
+    state = {"done": 0, "packets": 0}
+    bar = None
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, unit="trace", file=sys.stderr)
+
+    def step(outcome) -> None:
+        state["done"] += 1
+        state["packets"] += outcome.packets
+        rate = state["packets"] / max(time.perf_counter() - start, 1e-9)
+        if bar is not None:
+            bar.set_postfix_str(f"{rate / 1e3:.0f} k packets/s")
+            bar.update(1)
+            return
+        status = f"error: {outcome.error.splitlines()[0]}" if outcome.error else f"{outcome.packets} packets"
+        cached = ", cached" if outcome.cached else ""
+        print(f"batch: [{state['done']}/{total}] {outcome.job.name}: {status} ({outcome.seconds:.2f} s{cached})",
+              file=sys.stderr, flush=True)
+
+    return step, bar
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    s = _batch_settings(args)
+    thresholds = [gates.Threshold.parse(t) for t in s["fail_if"]]
+    baseline = gates.read_results(s["baseline"]) if s["baseline"] else None
+    jobs = batching.read_manifest(s["manifest"]) if s["manifest"] else []
+    traces, passed_over = batching.discover(s["paths"], s["exclude"]) if s["paths"] else ([], [])
+    jobs += [batching.Job(name=path, path=path) for path in traces]
+    if not jobs:
+        raise UsageError("batch: no trace found (give files, folders or globs, or a --manifest)")
+    inputs = [f for job in jobs for f in job.files] + [j.labels for j in jobs if j.labels]
+    cache_dir = None if s["no_cache"] else (s["cache_dir"] or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ldanalyze"))
+    controller = {"none": None, "auto": "tfrc"}.get(s["controller"], s["controller"])
+    analysis = batching.Analysis(ldas=s["lda"], controller=controller, replay=_replay(args),
+                                 seq_modulus=args.seq_modulus, cache_dir=cache_dir)
+    step, bar = _progress(len(jobs))
+    outcomes = batching.execute(jobs, analysis, workers=int(s["jobs"]), scheduler=s["scheduler"],
+                                on_outcome=step, strict=s["strict"])
+    if bar is not None:
+        bar.close()
+    interrupted = len(outcomes) < len(jobs)
+    results = batching.results_table(outcomes, bootstrap=int(s["bootstrap"]))
+    errors = batching.errors_table(outcomes)
+    checks = [gates.check_thresholds(results, thresholds, s["fail_scope"])] if thresholds and len(results) else []
+    if baseline is not None:
+        checks.append(gates.compare_baseline(results, baseline, float(s["tolerance"]), bool(s["baseline_ci"])))
+    checks = pd.concat(checks, ignore_index=True) if checks else pd.DataFrame(columns=["check", "status", "message"])
+    failed_checks = int(checks["status"].isin(ci.FAILED).sum())
+    passed = failed_checks == 0 and errors.empty and not interrupted
+    done = [o.job.name for o in outcomes]
+
+    if s["output"]:
+        _write_table(results, s["output"], inputs, None)
+    if s["junit"]:
+        _atomic_write(s["junit"], inputs, lambda tmp: pathlib.Path(tmp).write_text(ci.junit_xml(done, errors, checks)))
+    if s["summary"]:
+        text = ci.markdown_summary(results, errors, checks, passed=passed, passed_over=len(passed_over))
+        _atomic_write(s["summary"], inputs, lambda tmp: pathlib.Path(tmp).write_text(text))
+    if s["json"]:
+        report = ci.json_report(results, errors, checks, passed_over=len(passed_over), passed=passed)
+        _atomic_write(s["json"], inputs, lambda tmp: pathlib.Path(tmp).write_text(json.dumps(report, indent=1)))
+
+    print(f"batch: {results.loc[results['scope'] == 'trace', 'trace'].nunique() if len(results) else 0} trace(s) "
+          f"scored, {len(errors)} failed, {len(passed_over)} file(s) passed over"
+          + (f" (settings from {s['config']})" if s["config"] else ""))
+    for _, row in errors.iterrows():
+        print(f"  error: {row['trace']}: {row['error'].splitlines()[0]}")
+    for _, row in checks[checks["status"].isin(ci.FAILED)].iterrows():
+        print(f"  FAILED {row.get('check', 'baseline')}: {row['message']}")
+    if interrupted:
+        print(f"batch: interrupted after {len(outcomes)} of {len(jobs)} traces; the outputs hold those")
+        return 130
+    if not s["output"] and len(results):
+        sys.stdout.write(text_table(results[results["scope"] == "pooled"].drop(columns=["scope", "trace", "flow"])))
+    return 0 if passed else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ldanalyze",
@@ -429,6 +538,37 @@ def build_parser() -> argparse.ArgumentParser:
                         "base, where the trace gives RTTs), a controller spec, or 'none'")
     p.add_argument("-o", "--output", help="write to this file instead of standard output")
     p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("batch", parents=[replaying],
+                       help="score every trace under folders/globs (CI: thresholds, baselines, JUnit, summary)",
+                       description="Exit status: 0 passed; 1 a threshold or regression failed, or a trace could not "
+                                   "be scored; 2 bad usage (or, with --strict, the first bad trace); 130 interrupted "
+                                   "(the outputs hold the traces done). Settings may come from ldanalyze.toml or "
+                                   "[tool.ldanalyze] in pyproject.toml in the current folder; options override them.")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="trace files, folders (walked) and globs")
+    p.add_argument("--manifest", help="TOML or CSV listing traces with options (chains, labels, payload, flows)")
+    p.add_argument("--exclude", action="append", metavar="GLOB", help="leave out matching files (repeatable)")
+    p.add_argument("-o", "--output", help="results table: .parquet, .csv or .csv.gz")
+    p.add_argument("--junit", metavar="XML", help="JUnit XML: one case per trace and per check")
+    p.add_argument("--summary", metavar="MD", help="Markdown job summary")
+    p.add_argument("--json", metavar="FILE", help="JSON report (schema version 1: ldanalyze.report.ci.JSON_SCHEMA)")
+    p.add_argument("--controller", metavar="SPEC", help="controller for the throughput columns: auto (tfrc), "
+                                                         "a spec, or none")
+    p.add_argument("--fail-if", action="append", metavar="'LDA.METRIC OP X'",
+                   help="fail when it holds, e.g. 'zbs.M_c > 0.05' (repeatable; LDA may be *)")
+    p.add_argument("--fail-scope", choices=("pooled", "trace"), help="thresholds on pooled scores (default) or on "
+                                                                     "each trace's")
+    p.add_argument("--baseline", metavar="FILE", help="an earlier results table: fail on a regression")
+    p.add_argument("--tolerance", type=float, help="regression margin for --baseline (default 0.02)")
+    p.add_argument("--baseline-ci", action="store_true", help="a regression must also leave the baseline's CI")
+    p.add_argument("--jobs", "-j", type=int, help="worker processes (default: every core)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask cluster (tcp://host:8786)")
+    p.add_argument("--cache-dir", help="parsed-trace cache (default ~/.cache/ldanalyze)")
+    p.add_argument("--no-cache", action="store_true", help="read every trace afresh")
+    p.add_argument("--bootstrap", type=int, help="burst-bootstrap resamples (default 0: Wilson intervals only)")
+    p.add_argument("--strict", action="store_true", help="stop at the first trace that fails (exit 2)")
+    p.add_argument("--seq-modulus", type=int, metavar="M", help="sequence number wrap")
+    p.set_defaults(func=cmd_batch)
     return parser
 
 

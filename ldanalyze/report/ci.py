@@ -1,0 +1,110 @@
+"""What a CI system shows of a batch: JUnit XML, a Markdown job summary, a versioned JSON report.
+
+JUnit: one test suite ``ldanalyze``; per trace a test case ``read <trace>`` (an error when the
+trace failed), and one test case per check row (threshold or baseline comparison): a failure
+when it failed, skipped when undefined. The JSON report follows ``JSON_SCHEMA``
+(``schema_version`` 1): the results, errors and checks tables as records.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import xml.etree.ElementTree as ET
+
+import pandas as pd
+
+from .tables import markdown_table
+
+SCHEMA_VERSION = 1
+_ROW = {"type": "object"}
+JSON_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "ldanalyze batch report",
+    "type": "object",
+    "required": ["schema_version", "ldanalyze", "passed", "traces", "results", "errors", "checks"],
+    "properties": {
+        "schema_version": {"const": SCHEMA_VERSION},
+        "ldanalyze": {"type": "string"},
+        "passed": {"type": "boolean"},
+        "traces": {"type": "object", "required": ["scored", "failed", "passed_over"],
+                   "properties": {k: {"type": "integer", "minimum": 0} for k in ("scored", "failed", "passed_over")}},
+        "results": {"type": "array", "items": {**_ROW, "required": ["scope", "trace", "flow", "lda", "M_c", "M_w"],
+                                               "properties": {"scope": {"enum": ["flow", "trace", "pooled"]},
+                                                              "M_c": {"type": ["number", "null"]},
+                                                              "M_w": {"type": ["number", "null"]}}}},
+        "errors": {"type": "array", "items": {**_ROW, "required": ["trace", "error"]}},
+        "checks": {"type": "array", "items": {**_ROW, "required": ["check", "status", "message"],
+                                              "properties": {"status": {"enum": ["pass", "fail", "undefined",
+                                                                                 "regressed", "missing"]}}}},
+    },
+}
+FAILED = ("fail", "regressed", "missing")
+
+
+def _records(table: pd.DataFrame) -> list[dict]:
+    return json.loads(table.to_json(orient="records")) if len(table) else []
+
+
+def json_report(results: pd.DataFrame, errors: pd.DataFrame, checks: pd.DataFrame, *, passed_over: int,
+                passed: bool) -> dict:
+    from .. import __version__
+
+    scored = results.loc[results["scope"] == "trace", "trace"].nunique() if len(results) else 0
+    return {"schema_version": SCHEMA_VERSION, "ldanalyze": __version__, "passed": passed,
+            "traces": {"scored": int(scored), "failed": int(len(errors)), "passed_over": int(passed_over)},
+            "results": _records(results), "errors": _records(errors), "checks": _records(checks)}
+
+
+def junit_xml(traces: list[str], errors: pd.DataFrame, checks: pd.DataFrame) -> str:
+    suite = ET.Element("testsuite", name="ldanalyze")
+    failed = dict(zip(errors["trace"], errors["error"]))
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for trace in traces:
+        case = ET.SubElement(suite, "testcase", classname="ldanalyze.read", name=f"read {trace}")
+        counts["tests"] += 1
+        if trace in failed:
+            ET.SubElement(case, "error", message=failed[trace][:200]).text = failed[trace]
+            counts["errors"] += 1
+    for _, row in checks.iterrows():
+        where = " ".join(str(row[k]) for k in ("scope", "trace", "flow", "lda") if k in row and str(row[k]) != "*"
+                         and not (isinstance(row[k], float) and math.isnan(row[k])))
+        name = f"{row['check'] if 'check' in row else 'baseline ' + row['metric']} [{where}]"
+        case = ET.SubElement(suite, "testcase", classname="ldanalyze.checks", name=name)
+        counts["tests"] += 1
+        if row["status"] in FAILED:
+            ET.SubElement(case, "failure", message=row["message"]).text = row["message"]
+            counts["failures"] += 1
+        elif row["status"] == "undefined":
+            ET.SubElement(case, "skipped", message=f"undefined: {row['message']}")
+            counts["skipped"] += 1
+    for key, value in counts.items():
+        suite.set(key, str(value))
+    ET.indent(suite)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def markdown_summary(results: pd.DataFrame, errors: pd.DataFrame, checks: pd.DataFrame, *, passed: bool,
+                     passed_over: int) -> str:
+    scored = results.loc[results["scope"] == "trace", "trace"].nunique() if len(results) else 0
+    verdict = "passed" if passed else "**failed**"
+    out = [f"### ldanalyze batch: {verdict}", "",
+           f"{scored} trace(s) scored, {len(errors)} failed, {passed_over} file(s) passed over.", ""]
+    bad = checks[checks["status"].isin(FAILED)] if len(checks) else checks
+    if len(bad):
+        out += ["#### Failed checks", "", "| check | where | detail |", "|---|---|---|"]
+        for _, row in bad.iterrows():
+            check = row["check"] if "check" in row else f"baseline {row['metric']}"
+            where = " ".join(str(row[k]) for k in ("scope", "trace", "flow", "lda") if k in row)
+            out.append(f"| {check} | {where} | {row['message']} |")
+        out.append("")
+    if len(errors):
+        out += ["#### Traces that failed", "", "| trace | error |", "|---|---|"]
+        for _, row in errors.iterrows():
+            first = str(row["error"]).splitlines()[0].replace("|", "\\|")
+            out.append(f"| {row['trace']} | {first} |")
+        out.append("")
+    pooled = results[results["scope"] == "pooled"].drop(columns=["scope", "trace", "flow"]) if len(results) else None
+    if pooled is not None and len(pooled):
+        out.append(markdown_table(pooled))
+    return "\n".join(out).rstrip() + "\n"

@@ -1,0 +1,210 @@
+"""``ldanalyze batch``: discovery, isolation of broken traces, pool and Dask against serial, the
+content-keyed cache, thresholds, baselines, JUnit/Markdown/JSON outputs, config and manifests."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+
+import jsonschema
+import pandas as pd
+import pytest
+
+from ldanalyze import batch as batching
+from ldanalyze.cli import main
+from ldanalyze.errors import UsageError
+from ldanalyze.gates import Threshold, check_thresholds, compare_baseline
+from ldanalyze.report.ci import JSON_SCHEMA
+
+from .conftest import TRACES
+
+SUITE = ["wlh_cbr_1flow_bursty.tr.gz", "wlh_tcp_1flow_high.tr.gz", "wlh_tfrc_1flow_high.tr.gz"]
+
+
+@pytest.fixture
+def suite(tmp_path):
+    """A folder of three bundled traces, a broken one, and a file that is no trace."""
+    folder = tmp_path / "suite"
+    (folder / "sub").mkdir(parents=True)
+    for i, name in enumerate(SUITE):
+        shutil.copy(TRACES / name, (folder / "sub" if i == 2 else folder) / name)
+    (folder / "README.txt").write_text("not a trace\n")
+    return folder
+
+
+def broken(folder):
+    path = folder / "broken.tr"
+    path.write_text("+ 0.1 0 1 cbr 500 ------- 1 0.0 1.0 0 0\n+ x 0 1 cbr 500 ------- 1 0.0 1.0 1 1\n")
+    return path
+
+
+def run(tmp_path, *args):
+    return main(["batch", *map(str, args), "--no-cache", "--jobs", "1", "--lda", "biaz,zbs,spike"])
+
+
+def test_discovery_walks_folders_and_globs_and_passes_over_what_is_no_trace(suite):
+    traces, passed = batching.discover([str(suite)])
+    assert sorted(p.split("/")[-1] for p in traces) == sorted(SUITE)
+    assert [p.split("/")[-1] for p in passed] == ["README.txt"]
+    traces, _ = batching.discover([str(suite / "**" / "*.tr.gz")], exclude=["*tcp*"])
+    assert sorted(p.split("/")[-1] for p in traces) == sorted(n for n in SUITE if "tcp" not in n)
+    with pytest.raises(UsageError, match="no such"):
+        batching.discover([str(suite / "missing.tr")])
+
+
+def test_a_broken_trace_is_reported_and_the_others_are_scored(suite, tmp_path, capsys):
+    bad = broken(suite)
+    out = tmp_path / "results.csv"
+    assert run(tmp_path, suite, "-o", out, "--controller", "none") == 1
+    printed = capsys.readouterr().out
+    assert f"error: {bad}" in printed and "3 trace(s) scored, 1 failed" in printed
+    results = pd.read_csv(out)
+    assert sorted(results.loc[results["scope"] == "trace", "trace"].unique()) == sorted(
+        str(p) for p in suite.rglob("*.tr.gz"))
+    assert run(tmp_path, suite, "--strict", "--controller", "none") == 2
+
+
+def analysis(cache_dir=None, ldas="biaz,zbs,spike"):
+    return batching.Analysis(ldas=ldas, controller="tfrc", cache_dir=cache_dir)
+
+
+def jobs_of(folder):
+    traces, _ = batching.discover([str(folder)])
+    return [batching.Job(name=p, path=p) for p in traces]
+
+
+def test_process_pool_and_dask_give_the_serial_results(suite):
+    from dask.distributed import LocalCluster
+
+    jobs = jobs_of(suite)
+    serial = batching.results_table(batching.execute(jobs, analysis()))
+    pooled = batching.results_table(batching.execute(jobs, analysis(), workers=2))
+    pd.testing.assert_frame_equal(serial, pooled)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        dask = batching.results_table(batching.execute(jobs, analysis(), scheduler=cluster.scheduler_address))
+    pd.testing.assert_frame_equal(serial, dask)
+
+
+def test_the_cache_is_keyed_by_content_and_options(suite, tmp_path):
+    cache = str(tmp_path / "cache")
+    jobs = jobs_of(suite)
+    cold = batching.execute(jobs, analysis(cache))
+    warm = batching.execute(jobs, analysis(cache, ldas="biaz:upper=1.5,zbs,spike"))
+    assert not any(o.cached for o in cold) and all(o.cached for o in warm)
+    pd.testing.assert_frame_equal(batching.results_table(batching.execute(jobs, analysis(cache))),
+                                  batching.results_table(cold))
+    # same name, other content: a new entry, read afresh; the same content under another name: a hit
+    target = suite / SUITE[0]
+    shutil.copy(TRACES / "wlh_mix_4flow_high.tr.gz", target)
+    again = {o.job.name: o for o in batching.execute(jobs, analysis(cache))}
+    assert not again[str(target)].cached and again[str(target)].packets == 8319
+    twin = suite / "copy.tr.gz"
+    shutil.copy(TRACES / SUITE[1], twin)
+    (hit,) = batching.execute([batching.Job(name=str(twin), path=str(twin))], analysis(cache))
+    assert hit.cached and hit.result.summary["trace"].unique().tolist() == [str(twin)]
+    optioned = batching.Job(name="x", path=str(suite / "sub" / SUITE[2]), read_options=(("flow_by", "addr"),))
+    assert batching.cache_key(optioned) != batching.cache_key(batching.Job(name="x", path=optioned.path))
+
+
+def test_ctrl_c_keeps_what_finished(suite):
+    jobs = jobs_of(suite)
+    seen = []
+
+    def interrupt(outcome):
+        seen.append(outcome)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    outcomes = batching.execute(jobs, analysis(), on_outcome=interrupt)
+    assert [o.job.name for o in outcomes] == [j.name for j in jobs[:2]]
+    assert set(batching.results_table(outcomes)["trace"]) >= {jobs[0].name, jobs[1].name}
+
+
+@pytest.mark.parametrize("text", ["__import__('os').system('true')", "zbs.M_c > x", "zbs.M_c >> 1", "M_c > 1",
+                                  "zbs.M_c > 1; rm", ""])
+def test_threshold_expressions_are_parsed_never_evaluated(text):
+    with pytest.raises(UsageError, match="LDA.METRIC OP NUMBER"):
+        Threshold.parse(text)
+
+
+def test_thresholds_pass_fail_and_undefined():
+    results = pd.DataFrame({"scope": ["pooled"] * 3, "trace": ["*"] * 3, "flow": ["*"] * 3,
+                            "lda": ["zbs", "biaz", "spike"], "M_c": [0.04, 0.06, float("nan")]})
+    checks = check_thresholds(results, [Threshold.parse("*.M_c > 0.05")])
+    assert checks["status"].tolist() == ["pass", "fail", "undefined"]
+    assert check_thresholds(results, [Threshold.parse("zbs.M_c <= 0.04")])["status"].tolist() == ["fail"]
+    with pytest.raises(UsageError, match="no metric"):
+        check_thresholds(results, [Threshold.parse("zbs.M_x > 1")])
+    with pytest.raises(UsageError, match="no LDA"):
+        check_thresholds(results, [Threshold.parse("zigzag.M_c > 1")])
+
+
+def test_baseline_regressions_beyond_the_tolerance():
+    keys = {"scope": ["pooled", "pooled"], "trace": ["*", "*"], "flow": ["*", "*"], "lda": ["zbs", "biaz"]}
+    old = pd.DataFrame({**keys, "M_c": [0.10, 0.10], "M_w": [0.2, 0.2], "accuracy": [0.8, 0.8]})
+    new = pd.DataFrame({**keys, "M_c": [0.115, 0.13], "M_w": [0.2, 0.1], "accuracy": [0.8, 0.7]})
+    table = compare_baseline(new, old, tolerance=0.02)
+    bad = table[table["status"] == "regressed"]
+    assert sorted(zip(bad["lda"], bad["metric"])) == [("biaz", "M_c"), ("biaz", "accuracy")]
+    gone = compare_baseline(new.iloc[:1], old, tolerance=0.02)
+    assert gone.loc[gone["lda"] == "biaz", "status"].tolist() == ["missing"]
+
+
+def test_ci_outputs_parse_validate_and_count(suite, tmp_path):
+    broken(suite)
+    junit, summary, report = tmp_path / "junit.xml", tmp_path / "summary.md", tmp_path / "report.json"
+    code = run(tmp_path, suite, "--junit", junit, "--summary", summary, "--json", report, "--controller", "none",
+               "--fail-if", "*.M_c > 0.5", "--fail-if", "zbs.accuracy < 0.01")
+    assert code == 1
+    suite_xml = ET.parse(junit).getroot()
+    cases = suite_xml.findall("testcase")
+    checks = 3 + 1  # '*.M_c' on three LDAs, 'zbs.accuracy' on one
+    assert int(suite_xml.get("tests")) == len(cases) == 4 + checks
+    assert int(suite_xml.get("errors")) == len(suite_xml.findall("testcase/error")) == 1
+    failures = int(suite_xml.get("failures"))
+    payload = json.loads(report.read_text())
+    jsonschema.validate(payload, JSON_SCHEMA)
+    assert payload["passed"] is False and payload["traces"] == {"scored": 3, "failed": 1, "passed_over": 1}
+    assert failures == sum(c["status"] == "fail" for c in payload["checks"])
+    text = summary.read_text()
+    assert text.startswith("### ldanalyze batch: **failed**") and "broken.tr" in text
+
+
+def test_baseline_round_trip_on_the_command_line(suite, tmp_path, capsys):
+    saved = tmp_path / "baseline.parquet"
+    assert run(tmp_path, suite, "-o", saved, "--controller", "none") == 0
+    assert run(tmp_path, suite, "--baseline", saved, "--controller", "none") == 0
+    # a worse biaz (a threshold far from the paper's) regresses its accuracy
+    code = main(["batch", str(suite), "--no-cache", "--jobs", "1", "--lda", "biaz:upper=3,zbs,spike",
+                 "--controller", "none", "--baseline", str(saved)])
+    out = capsys.readouterr().out
+    assert code == 1 and "FAILED baseline" in out and "biaz" in out
+
+
+def test_settings_come_from_ldanalyze_toml_and_the_command_line_wins(suite, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ldanalyze.toml").write_text(
+        f'paths = ["{suite}"]\nlda = "biaz,zbs"\ncontroller = "none"\nno_cache = true\njobs = 1\n'
+        'fail_if = ["zbs.M_c > 0.0"]\n')
+    assert main(["batch"]) == 1
+    assert "settings from" in capsys.readouterr().out
+    assert main(["batch", "--fail-if", "zbs.M_c > 0.99"]) == 0
+    (tmp_path / "ldanalyze.toml").write_text('colour = "red"\n')
+    assert main(["batch", str(suite)]) == 2
+
+
+def test_manifest_lists_traces_with_labels_and_options(suite, tmp_path):
+    trace = suite / SUITE[0]
+    labels = tmp_path / "labels.csv"
+    assert main(["labels", str(trace), "-o", str(labels)]) == 0
+    (tmp_path / "m.toml").write_text(f'[[trace]]\nname = "bursty"\npath = "{trace}"\nlabels = "labels.csv"\n')
+    (tmp_path / "m.csv").write_text(f"name,path,labels\nbursty,{trace},labels.csv\n")
+    for manifest in ("m.toml", "m.csv"):
+        (job,) = batching.read_manifest(str(tmp_path / manifest))
+        assert (job.name, job.path, job.labels) == ("bursty", str(trace), str(labels))
+        (outcome,) = batching.execute([job], analysis())
+        assert outcome.error is None and outcome.result.summary["trace"].unique().tolist() == ["bursty"]
+    (tmp_path / "bad.toml").write_text('[[trace]]\nlabels = "x.csv"\n')
+    with pytest.raises(UsageError, match="entry 1: give a path or a vantage chain"):
+        batching.read_manifest(str(tmp_path / "bad.toml"))
