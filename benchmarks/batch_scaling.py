@@ -1,0 +1,76 @@
+"""Batch scaling, in one run: traces/s serially, on a 2-process pool and on a 2-worker Dask
+LocalCluster, and a re-run from a warm cache after changing only an LDA parameter.
+
+The batch is the bundled traces (traces/ and traces/wireless/, error-model files left out),
+repeated under distinct names to at least ``--traces`` jobs; every job reads its file afresh
+(no cache) except in the warm-cache run. The batch issue targets: >= 1.8x with 2 workers, Dask
+within 1.3x of the pool, warm cache >= 5x faster than cold. Usage:
+``python benchmarks/batch_scaling.py [--traces 40]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ldanalyze import batch as batching  # noqa: E402
+
+
+def timed(fn) -> tuple[float, object]:
+    t0 = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - t0, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--traces", type=int, default=40)
+    parser.add_argument("--lda", default="all")
+    args = parser.parse_args()
+
+    found, _ = batching.discover([str(ROOT / "traces")], exclude=["*.em.gz"])
+    jobs = [batching.Job(name=f"{i}:{path}", path=path)
+            for i, path in enumerate((found * (args.traces // len(found) + 1))[: args.traces])]
+    plain = batching.Analysis(ldas=args.lda, controller="tfrc")
+    batching.execute(jobs[:len(found)], plain)  # warm numba's cache and the page cache
+
+    t_serial, serial = timed(lambda: batching.execute(jobs, plain))
+    t_pool, pooled = timed(lambda: batching.execute(jobs, plain, workers=2))
+    from dask.distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        batching.execute(jobs[:2], plain, scheduler=cluster.scheduler_address)  # workers import ldanalyze
+        t_dask, dasked = timed(lambda: batching.execute(jobs, plain, scheduler=cluster.scheduler_address))
+    same = (batching.results_table(serial).equals(batching.results_table(pooled))
+            and batching.results_table(serial).equals(batching.results_table(dasked)))
+
+    with tempfile.TemporaryDirectory() as cache:
+        cold = batching.Analysis(ldas=args.lda, controller="tfrc", cache_dir=cache)
+        t_cold, _ = timed(lambda: batching.execute(jobs, cold))
+        changed = batching.Analysis(ldas=args.lda.replace("all", "all") + ",biaz:upper=1.4", controller="tfrc",
+                                    cache_dir=cache)
+        t_warm, warm = timed(lambda: batching.execute(jobs, changed))
+        assert all(o.cached for o in warm)
+        read_share = sum(o.seconds for o in serial)
+
+    n = len(jobs)
+    print(f"batch: {n} traces ({len(found)} distinct files), LDAs {args.lda}, controller tfrc")
+    print(f"serial                  : {n / t_serial:6.1f} traces/s  ({t_serial:.2f} s)")
+    print(f"process pool, 2 workers : {n / t_pool:6.1f} traces/s  ({t_pool:.2f} s)   {t_serial / t_pool:.2f}x serial "
+          "(target >= 1.8x)")
+    print(f"Dask LocalCluster, 2    : {n / t_dask:6.1f} traces/s  ({t_dask:.2f} s)   {t_dask / t_pool:.2f}x the pool's "
+          "time (target <= 1.3x)")
+    print(f"results identical       : {same}")
+    print(f"cold cache (serial)     : {t_cold:.2f} s")
+    print(f"warm cache, LDA changed : {t_warm:.2f} s   {t_cold / t_warm:.1f}x faster (target >= 5x)")
+    print(f"(sum of per-job seconds, serial run: {read_share:.2f} s)")
+
+
+if __name__ == "__main__":
+    main()
