@@ -19,10 +19,12 @@ from .io.capture.vantage import Vantage, read_vantages
 from .lda import REGISTRY as LDAS
 from .lda import Replay, classify, get_lda, lda_state
 from .packets import FATES, LOSS_FATES, Trace
+from .report import plots as plot
 from .scoring import score
 from .timeline import Timeline, build_timeline
 
 __all__ = [
+    "plot",
     "read_trace", "read_vantages", "Vantage", "apply_labels", "read_labels", "write_labels", "remove_skew",
     "build_timeline", "classify", "score", "get_lda", "lda_state", "Replay", "LDAS",
     "replay", "controller_state", "get_controller", "PathModel", "CONTROLLERS",

@@ -367,6 +367,17 @@ def _progress(total: int):
     return step, bar
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report.html import build_report
+
+    traces = [_read(args, path) for path in _sources(args)]
+    controller = None if args.controller == "none" else args.controller
+    page = build_report(traces, ldas=args.lda, controller=controller)
+    _atomic_write(args.output, _inputs(args), lambda tmp: pathlib.Path(tmp).write_text(page))
+    print(f"wrote {args.output} ({len(page) / 1e6:.1f} MB, {len(traces)} trace(s))")
+    return 0
+
+
 def cmd_batch(args: argparse.Namespace) -> int:
     s = _batch_settings(args)
     thresholds = [gates.Threshold.parse(t) for t in s["fail_if"]]
@@ -538,6 +549,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "base, where the trace gives RTTs), a controller spec, or 'none'")
     p.add_argument("-o", "--output", help="write to this file instead of standard output")
     p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("report", parents=[reading],
+                       help="one self-contained HTML page per set of traces: summary, scores, figures")
+    p.add_argument("traces", nargs="*", metavar="TRACE", help="trace files (and/or one --vantage chain)")
+    p.add_argument("--lda", default="all", metavar="SPEC,SPEC", help="LDAs to score (default all)")
+    p.add_argument("--controller", default="tfrc", metavar="SPEC", help="controller for throughput ('none': skip)")
+    p.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("batch", parents=[replaying],
                        help="score every trace under folders/globs (CI: thresholds, baselines, JUnit, summary)",

@@ -79,6 +79,11 @@ class Trace:
     def flows(self) -> list[str]:
         return natural_sorted(self.packets["flow"].unique())
 
+    def _repr_html_(self) -> str:
+        from .report.html import trace_html
+
+        return trace_html(self)
+
 
 def natural_sorted(labels) -> list[str]:
     """Flow labels sorted so that "2" comes before "10": digit runs compare as numbers."""

@@ -74,6 +74,11 @@ class Timeline:
     def flows(self) -> list[str]:
         return natural_sorted(self.packets["flow"].unique())
 
+    def _repr_html_(self) -> str:
+        from .report.html import timeline_html
+
+        return timeline_html(self)
+
     def summary(self) -> pd.DataFrame:
         """One row per flow: packet counts by fate, loss rates, ROTT and IAT statistics.
 
@@ -161,7 +166,7 @@ def build_timeline(source: Trace | pd.DataFrame, *, seq_modulus: int | None = No
     """
     packets = source.packets if isinstance(source, Trace) else source
     rtt = source.rtt if isinstance(source, Trace) else empty_rtt()
-    meta = dict(source.meta) if isinstance(source, Trace) else {}
+    meta = {**source.meta, "path": source.path} if isinstance(source, Trace) else {}
     packets = packets.reset_index(drop=True)
     if seq_modulus is not None:
         packets = packets.copy()

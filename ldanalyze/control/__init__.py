@@ -60,6 +60,11 @@ class ReplayResult:
     summary: pd.DataFrame
     note: str = OPEN_LOOP_NOTE
 
+    def _repr_html_(self) -> str:
+        from ..report.html import replay_html
+
+        return replay_html(self)
+
 
 def replay(
     timeline: Timeline,

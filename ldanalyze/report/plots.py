@@ -1,0 +1,335 @@
+"""Figures in the manner of the papers' (matplotlib; ``ldanalyze.plot``). Each function returns
+its Figure, or draws into the ``ax`` it is given.
+
+- ``timeline``: ROTT and inter-arrival time of one flow against time, every loss marked where
+  the receiver detected it, by true cause (marker shape) and by each LDA's decision (colour);
+  the first LDA's internal state below. Lines are decimated to the pixels they cover; losses
+  never are.
+- ``mc_mw``: M_c against M_w, one point per LDA with its confidence intervals, the per-flow
+  spread behind it, the ideal corner marked (paper 000 §VI weighs the two this way).
+- ``confusion``: paper 001 Table I as a 2 × 2 heat map per LDA.
+- ``rates``: each controller's allowed rate fed several LDAs, omniscient and unaware as
+  bounds, against time (open-loop replay).
+- ``across``: a metric against a trace property over a set of traces (paper 000 Figs. 8-9).
+
+Colours are Okabe and Ito's colour-blind-safe palette. matplotlib is imported when a figure is
+drawn, not with ldanalyze.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..errors import UsageError
+
+# Okabe-Ito
+BLACK, ORANGE, SKY, GREEN, YELLOW, BLUE, VERMILLION, PURPLE = (
+    "#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
+PALETTE = (BLUE, VERMILLION, GREEN, ORANGE, PURPLE, SKY, YELLOW, BLACK)
+DECISION_COLOUR = {"congestion": VERMILLION, "wireless": BLUE, "undetected": "#999999"}
+CAUSE_MARKER = {"congestion": "v", "wireless": "o", "route": "s", "lost": "X"}
+MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "h", "p")
+MAX_POINTS = 4000  # line vertices per panel after decimation
+SECONDS = {"d", "start_threshold", "end_threshold", "mean", "dev", "T_avg", "T_min"}  # state columns in s
+
+
+def _outside(ax, **kwargs) -> None:
+    """A legend to the right of the axes, where it hides no data."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False, **kwargs)
+
+
+def _plt():
+    import matplotlib
+
+    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
+        try:
+            import IPython  # noqa: F401 - in a notebook the inline backend is already chosen
+        except ImportError:
+            matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _style(ax, xlabel: str | None, ylabel: str | None) -> None:
+    if xlabel:
+        ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    ax.grid(True, color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+
+
+def decimate(t: np.ndarray, y: np.ndarray, points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``points`` vertices that keep each bin's first, lowest, highest and last value,
+    in time order: the line looks the same at any pixel width up to points/4 bins."""
+    n = t.size
+    if n <= points:
+        return t, y
+    bins = points // 4
+    edges = np.linspace(0, n, bins + 1).astype(np.int64)
+    keep = [edges[:-1], edges[1:] - 1]
+    finite = np.where(np.isfinite(y), y, np.nan)
+    for pick in (np.nanargmin, np.nanargmax):
+        idx = np.empty(bins, np.int64)
+        for b in range(bins):
+            segment = finite[edges[b]:edges[b + 1]]
+            idx[b] = edges[b] + (pick(segment) if np.isfinite(segment).any() else 0)
+        keep.append(idx)
+    rows = np.unique(np.concatenate(keep))
+    return t[rows], y[rows]
+
+
+def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, replay=None, figsize=(11, 7.5)):
+    """ROTT, inter-arrival time, the losses and the decisions of ``ldas`` for one ``flow``
+    (default: the flow with the most losses), between ``window = (t0, t1)`` seconds."""
+    from ..lda import classify, lda_state
+
+    plt = _plt()
+    flows = tl.flows
+    if not flows:
+        raise UsageError("timeline plot: the timeline has no flow")
+    if flow is None:
+        counts = tl.losses["flow"].astype(str).value_counts()
+        flow = counts.index[0] if len(counts) else flows[0]
+    flow = str(flow)
+    if flow not in flows:
+        raise UsageError(f"timeline plot: no flow {flow!r} (flows: {', '.join(flows[:10])})")
+    ldas = [ldas] if isinstance(ldas, str) else list(ldas)
+    a = tl.arrivals[tl.arrivals["flow"].astype(str) == flow]
+    losses = tl.losses[(tl.losses["flow"].astype(str) == flow) & tl.losses["detected"]]
+    t = a["t_recv"].to_numpy(np.float64)
+    if window is not None:
+        t0, t1 = window
+        a = a[(t >= t0) & (t <= t1)]
+        losses = losses[(losses["t_detect"] >= t0) & (losses["t_detect"] <= t1)]
+        t = a["t_recv"].to_numpy(np.float64)
+    panels = 3 + (1 if state and ldas else 0)
+    ratios = [3, 2, 0.4 + 0.35 * max(len(ldas), 1)] + ([2] if panels == 4 else [])
+    fig, axes = plt.subplots(panels, 1, sharex=True, figsize=figsize, height_ratios=ratios,
+                             constrained_layout=True)
+    rott = a["rott"].to_numpy(np.float64) * 1e3
+    axes[0].plot(*decimate(t, rott), color=BLACK, linewidth=0.7, label="ROTT")
+    _style(axes[0], None, "ROTT (ms)")
+    iat = a["iat"].to_numpy(np.float64) * 1e3
+    axes[1].plot(*decimate(t, iat), color="#555555", linewidth=0.6)
+    _style(axes[1], None, "inter-arrival (ms)")
+
+    # where each loss was revealed: the ROTT of the revealing arrival
+    at = np.searchsorted(t, losses["t_detect"].to_numpy(np.float64))
+    y_loss = rott[np.clip(at, 0, max(len(rott) - 1, 0))] if len(rott) else np.zeros(len(losses))
+    cause = losses["cause"].astype(str).to_numpy()
+    for name, marker in CAUSE_MARKER.items():
+        chosen = cause == name
+        if chosen.any():
+            axes[0].scatter(losses["t_detect"].to_numpy()[chosen], y_loss[chosen], marker=marker, s=28,
+                            facecolor="none", edgecolor=BLACK, linewidth=0.9, zorder=3, label=f"lost: {name}")
+    _outside(axes[0])
+
+    strip = axes[2]
+    if ldas and len(losses):
+        decisions = classify(tl, ldas, replay=replay)
+        decisions = decisions[decisions["flow"].astype(str) == flow]
+        names = [str(x) for x in decisions["lda"].cat.categories]
+        for row, name in enumerate(names):
+            d = decisions[decisions["lda"] == name].set_index("uid").reindex(losses["uid"])
+            decided = d["decision"].astype(str).to_numpy()
+            wrong = (decided != cause) & (decided != "undetected")
+            for cause_name, marker in CAUSE_MARKER.items():
+                for decision, colour in DECISION_COLOUR.items():
+                    chosen = (cause == cause_name) & (decided == decision)
+                    if chosen.any():
+                        strip.scatter(losses["t_detect"].to_numpy()[chosen], np.full(chosen.sum(), row),
+                                      marker=marker, s=30, color=colour,
+                                      edgecolor=np.where(wrong[chosen], BLACK, colour), linewidth=0.8, zorder=3)
+        strip.set_yticks(range(len(names)), names)
+        strip.set_ylim(-0.6, len(names) - 0.4)
+        handles = [plt.Line2D([], [], marker="s", linestyle="", color=c, label=f"decided {d}")
+                   for d, c in DECISION_COLOUR.items()]
+        handles.append(plt.Line2D([], [], marker="o", linestyle="", markerfacecolor="white",
+                                  markeredgecolor=BLACK, label="black edge: wrong"))
+        strip.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    else:
+        strip.set_yticks([])
+        strip.text(0.5, 0.5, "no loss detected in this window", transform=strip.transAxes, ha="center",
+                   va="center", color="#777777")
+    _style(strip, None, None)
+    strip.grid(False)
+
+    if panels == 4:
+        st = lda_state(tl, ldas[0], replay=replay)
+        st = st[st["flow"].astype(str) == flow]
+        if window is not None:
+            st = st[(st["t_recv"] >= window[0]) & (st["t_recv"] <= window[1])]
+        _state_panel(axes[3], st, ldas[0])
+    axes[-1].set_xlabel("receive time (s)")
+    fig.suptitle(f"{tl.meta.get('path') or 'trace'}: flow {flow}", fontsize=11)
+    return fig
+
+
+def _state_panel(ax, st: pd.DataFrame, lda) -> None:
+    """The LDA's internal state: delays and thresholds (ms) on the left axis, dimensionless
+    quantities on the right one, a boolean state shaded, a chosen scheme as coloured bands."""
+    t = st["t_recv"].to_numpy(np.float64)
+    columns = [c for c in st.columns if c not in ("flow", "seq", "t_recv")]
+    right = None
+    k = 0
+    for column in columns:
+        values = st[column]
+        if values.dtype.kind == "f":
+            target = ax
+            if column not in SECONDS:
+                right = right or ax.twinx()
+                target = right
+            scale = 1e3 if column in SECONDS else 1.0
+            target.plot(*decimate(t, values.to_numpy(np.float64) * scale), color=PALETTE[k % len(PALETTE)],
+                        linewidth=0.8, label=column if column in SECONDS else f"{column} (right)")
+            k += 1
+        elif values.dtype.kind == "b":
+            ax.fill_between(t, 0, 1, where=values.to_numpy(bool), transform=ax.get_xaxis_transform(),
+                            color=ORANGE, alpha=0.18, linewidth=0, step="post", label=column)
+        else:
+            codes, labels = pd.factorize(values.astype(str))
+            for j, label in enumerate(labels):
+                if label:
+                    ax.fill_between(t, 0.92, 1.0, where=codes == j, transform=ax.get_xaxis_transform(),
+                                    color=PALETTE[(4 + j) % len(PALETTE)], alpha=0.5, linewidth=0, step="post",
+                                    label=f"{column}: {label}")
+    handles, labels = ax.get_legend_handles_labels()
+    if right is not None:
+        more = right.get_legend_handles_labels()
+        handles, labels = handles + more[0], labels + more[1]
+        _style(right, None, None)
+        right.grid(False)
+        right.spines["right"].set_visible(True)
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.06 if right is not None else 1.01, 1.0),
+              fontsize=8, frameon=False)
+    _style(ax, None, f"{lda} state (ms)")
+
+
+def mc_mw(scores: pd.DataFrame, per_flow: pd.DataFrame | None = None, ax=None, title: str | None = None):
+    """M_c against M_w in %, one point per LDA (pooled or per-trace rows of ``score``), with its
+    intervals; ``per_flow`` (``score(..., by="flow")``) adds each flow's point behind it."""
+    plt = _plt()
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7.5, 5.5), constrained_layout=True)
+    rows = scores.drop_duplicates("lda")
+    for k, (_, row) in enumerate(rows.iterrows()):
+        colour = PALETTE[k % len(PALETTE)]
+        name = str(row["lda"])
+        if per_flow is not None:
+            flows = per_flow[per_flow["lda"].astype(str) == name]
+            ax.scatter(flows["M_c"] * 100, flows["M_w"] * 100, s=12, color=colour, alpha=0.3, linewidth=0,
+                       marker=MARKERS[k % len(MARKERS)])
+        x, y = row["M_c"] * 100, row["M_w"] * 100
+        if not (np.isfinite(x) and np.isfinite(y)):
+            continue
+        xerr = yerr = None
+        for lo, hi in (("_boot_lo", "_boot_hi"), ("_lo", "_hi")):
+            if f"M_c{lo}" in row.index and np.isfinite(row[f"M_c{lo}"]):
+                xerr = [[x - row[f"M_c{lo}"] * 100], [row[f"M_c{hi}"] * 100 - x]]
+            if f"M_w{lo}" in row.index and np.isfinite(row[f"M_w{lo}"]):
+                yerr = [[y - row[f"M_w{lo}"] * 100], [row[f"M_w{hi}"] * 100 - y]]
+            if xerr is not None or yerr is not None:
+                break
+        ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt=MARKERS[k % len(MARKERS)], color=colour, markersize=7,
+                    capsize=2, linewidth=1, label=name)
+    ax.scatter([0], [0], marker="*", s=160, color=GREEN, zorder=4, clip_on=False, label="ideal")
+    ax.set_xlim(-3, 103)
+    ax.set_ylim(-3, 103)
+    _style(ax, "M_c: congestion losses called wireless (%)", "M_w: wireless losses called congestion (%)")
+    ax.set_title(title or "misclassification: M_c against M_w" + (" (faint: per flow)" if per_flow is not None
+                                                                  else ""), fontsize=10)
+    _outside(ax)
+    return fig if fig is not None else ax.figure
+
+
+def confusion(scores: pd.DataFrame, ncols: int = 4):
+    """Per LDA, paper 001 Table I: decided cause (rows) against true cause (columns), in % of
+    the scored losses."""
+    plt = _plt()
+    rows = scores.drop_duplicates("lda")
+    n = len(rows)
+    if n == 0:
+        raise UsageError("confusion plot: no score rows")
+    ncols = min(ncols, n)
+    nrows = (n + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 2.5 * nrows), constrained_layout=True,
+                             squeeze=False)
+    for ax, (_, row) in zip(axes.flat, rows.iterrows()):
+        matrix = np.array([[row["CC"], row["CW"]], [row["WC"], row["WW"]]], dtype=np.float64) * 100
+        ax.imshow(matrix, cmap="Blues", vmin=0, vmax=100)
+        for i in range(2):
+            for j in range(2):
+                value = matrix[i, j]
+                ax.text(j, i, "-" if not np.isfinite(value) else f"{value:.1f}", ha="center", va="center",
+                        color="white" if np.isfinite(value) and value > 55 else BLACK, fontsize=10)
+        ax.set_xticks([0, 1], ["congestion", "wireless"], fontsize=8)
+        ax.set_yticks([0, 1], ["congestion", "wireless"], fontsize=8)
+        ax.set_xlabel("true cause", fontsize=8)
+        ax.set_ylabel("decided", fontsize=8)
+        ax.set_title(str(row["lda"]), fontsize=9)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.suptitle("decisions against true causes (% of scored losses)", fontsize=10)
+    return fig
+
+
+def rates(result, flow=None, controller=None, ldas=None, *, capacity_bps=None, ax=None):
+    """The allowed rate (kb/s) of one controller fed each LDA over one flow, from
+    ``replay(..., rates=True)``; the omniscient and unaware baselines dashed."""
+    plt = _plt()
+    table = result.rates
+    if table.empty:
+        raise UsageError("rates plot: the replay holds no rate steps (replay with rates=True)")
+    controller = str(controller or table["controller"].astype(str).iloc[0])
+    table = table[table["controller"].astype(str) == controller]
+    flow = str(flow if flow is not None else table["flow"].astype(str).iloc[0])
+    table = table[table["flow"].astype(str) == flow]
+    names = [str(x) for x in dict.fromkeys(table["lda"].astype(str))] if ldas is None else list(ldas)
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(10, 4.2), constrained_layout=True)
+    k = 0
+    for name in names:
+        part = table[table["lda"].astype(str) == name]
+        if part.empty:
+            continue
+        t, r = decimate(part["t"].to_numpy(np.float64), part["rate_bps"].to_numpy(np.float64) / 1e3)
+        if name in ("omniscient", "unaware"):
+            ax.step(t, r, where="post", color=BLACK if name == "omniscient" else "#888888", linestyle="--",
+                    linewidth=0.7, alpha=0.6, zorder=1, label=name)
+        else:
+            ax.step(t, r, where="post", color=PALETTE[k % len(PALETTE)], linewidth=0.8, alpha=0.9, label=name)
+            k += 1
+    if capacity_bps:
+        ax.axhline(capacity_bps / 1e3, color=GREEN, linewidth=1, linestyle=":", label="capacity")
+    _style(ax, "time (s)", "allowed rate (kb/s)")
+    ax.set_title(f"{controller}, flow {flow}: allowed rate (open-loop replay: the trace's timing is fixed)",
+                 fontsize=10)
+    _outside(ax)
+    return fig if fig is not None else ax.figure
+
+
+def across(scores: pd.DataFrame, x: str, metric: str = "M_c", ax=None, xlabel: str | None = None):
+    """``metric`` (%) against ``x`` over traces: one line per LDA through the per-trace rows of
+    ``score(..., by="trace")`` (x: a score column, e.g. congestion_rate, or one you add)."""
+    plt = _plt()
+    for column in (x, metric):
+        if column not in scores.columns:
+            raise UsageError(f"across plot: no column {column!r} in the scores")
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.5, 4.5), constrained_layout=True)
+    for k, (name, part) in enumerate(scores.groupby(scores["lda"].astype(str), sort=False)):
+        part = part.sort_values(x)
+        ax.plot(part[x] * (100 if x.endswith("_rate") else 1), part[metric] * 100, marker=MARKERS[k % len(MARKERS)],
+                markersize=5,
+                color=PALETTE[k % len(PALETTE)], linewidth=1, label=name)
+    _style(ax, xlabel or (f"{x} (%)" if x.endswith("_rate") else x), f"{metric} (%)")
+    _outside(ax)
+    return fig if fig is not None else ax.figure
