@@ -107,11 +107,14 @@ def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, r
         a = a[(t >= t0) & (t <= t1)]
         losses = losses[(losses["t_detect"] >= t0) & (losses["t_detect"] <= t1)]
         t = a["t_recv"].to_numpy(np.float64)
+    # capture times are epoch seconds: show them from the flow's first arrival
+    origin = float(t[0]) if t.size and t[0] > 1e8 else 0.0
     panels = 3 + (1 if state and ldas else 0)
     ratios = [3, 2, 0.4 + 0.35 * max(len(ldas), 1)] + ([2] if panels == 4 else [])
     fig, axes = plt.subplots(panels, 1, sharex=True, figsize=figsize, height_ratios=ratios,
                              constrained_layout=True)
     rott = a["rott"].to_numpy(np.float64) * 1e3
+    t = t - origin
     axes[0].plot(*decimate(t, rott), color=BLACK, linewidth=0.7, label="ROTT")
     _style(axes[0], None, "ROTT (ms)")
     iat = a["iat"].to_numpy(np.float64) * 1e3
@@ -119,13 +122,14 @@ def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, r
     _style(axes[1], None, "inter-arrival (ms)")
 
     # where each loss was revealed: the ROTT of the revealing arrival
-    at = np.searchsorted(t, losses["t_detect"].to_numpy(np.float64))
+    detect = losses["t_detect"].to_numpy(np.float64) - origin
+    at = np.searchsorted(t, detect)
     y_loss = rott[np.clip(at, 0, max(len(rott) - 1, 0))] if len(rott) else np.zeros(len(losses))
     cause = losses["cause"].astype(str).to_numpy()
     for name, marker in CAUSE_MARKER.items():
         chosen = cause == name
         if chosen.any():
-            axes[0].scatter(losses["t_detect"].to_numpy()[chosen], y_loss[chosen], marker=marker, s=28,
+            axes[0].scatter(detect[chosen], y_loss[chosen], marker=marker, s=28,
                             facecolor="none", edgecolor=BLACK, linewidth=0.9, zorder=3, label=f"lost: {name}")
     _outside(axes[0])
 
@@ -142,7 +146,7 @@ def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, r
                 for decision, colour in DECISION_COLOUR.items():
                     chosen = (cause == cause_name) & (decided == decision)
                     if chosen.any():
-                        strip.scatter(losses["t_detect"].to_numpy()[chosen], np.full(chosen.sum(), row),
+                        strip.scatter(detect[chosen], np.full(chosen.sum(), row),
                                       marker=marker, s=30, color=colour,
                                       edgecolor=np.where(wrong[chosen], BLACK, colour), linewidth=0.8, zorder=3)
         strip.set_yticks(range(len(names)), names)
@@ -164,16 +168,18 @@ def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, r
         st = st[st["flow"].astype(str) == flow]
         if window is not None:
             st = st[(st["t_recv"] >= window[0]) & (st["t_recv"] <= window[1])]
-        _state_panel(axes[3], st, ldas[0])
-    axes[-1].set_xlabel("receive time (s)")
-    fig.suptitle(f"{tl.meta.get('path') or 'trace'}: flow {flow}", fontsize=11)
+        _state_panel(axes[3], st, ldas[0], origin)
+    axes[-1].set_xlabel("receive time (s)" if not origin else
+                        f"time since the flow's first arrival (s; that is {pd.Timestamp(origin, unit='s'):%Y-%m-%d %H:%M:%S} UTC)")
+    source = " + ".join(part.rsplit("/", 1)[-1] for part in str(tl.meta.get("path") or "trace").split("+"))
+    fig.suptitle(f"{source}: flow {flow}", fontsize=11)
     return fig
 
 
-def _state_panel(ax, st: pd.DataFrame, lda) -> None:
+def _state_panel(ax, st: pd.DataFrame, lda, origin: float = 0.0) -> None:
     """The LDA's internal state: delays and thresholds (ms) on the left axis, dimensionless
     quantities on the right one, a boolean state shaded, a chosen scheme as coloured bands."""
-    t = st["t_recv"].to_numpy(np.float64)
+    t = st["t_recv"].to_numpy(np.float64) - origin
     columns = [c for c in st.columns if c not in ("flow", "seq", "t_recv")]
     right = None
     k = 0
@@ -315,9 +321,11 @@ def rates(result, flow=None, controller=None, ldas=None, *, capacity_bps=None, a
     return fig if fig is not None else ax.figure
 
 
-def across(scores: pd.DataFrame, x: str, metric: str = "M_c", ax=None, xlabel: str | None = None):
-    """``metric`` (%) against ``x`` over traces: one line per LDA through the per-trace rows of
-    ``score(..., by="trace")`` (x: a score column, e.g. congestion_rate, or one you add)."""
+def across(scores: pd.DataFrame, x: str, metric: str = "M_c", ax=None, xlabel: str | None = None,
+           connect: bool = True):
+    """``metric`` (%) against ``x`` over traces: per LDA the per-trace rows of
+    ``score(..., by="trace")`` (x: a score column, e.g. congestion_rate, or one you add), joined
+    by a line when ``connect`` (a sweep of one scenario, as in paper 000 Figs. 8-9)."""
     plt = _plt()
     for column in (x, metric):
         if column not in scores.columns:
@@ -328,8 +336,7 @@ def across(scores: pd.DataFrame, x: str, metric: str = "M_c", ax=None, xlabel: s
     for k, (name, part) in enumerate(scores.groupby(scores["lda"].astype(str), sort=False)):
         part = part.sort_values(x)
         ax.plot(part[x] * (100 if x.endswith("_rate") else 1), part[metric] * 100, marker=MARKERS[k % len(MARKERS)],
-                markersize=5,
-                color=PALETTE[k % len(PALETTE)], linewidth=1, label=name)
+                markersize=5, color=PALETTE[k % len(PALETTE)], linewidth=1 if connect else 0, label=name)
     _style(ax, xlabel or (f"{x} (%)" if x.endswith("_rate") else x), f"{metric} (%)")
     _outside(ax)
     return fig if fig is not None else ax.figure
