@@ -80,3 +80,14 @@ def test_decimation_keeps_every_extreme_in_time_order(values, points):
     assert td[0] == t[0] and td[-1] == t[-1]
     if y.size > points:
         assert td.size <= points
+
+
+def test_zbs_usage_stacks_every_scheme_per_flow(mix):
+    tl, _ = mix
+    usage = la.get_lda("zbs").usage(tl)
+    ax = la.plot.zbs_usage(usage).axes[0]
+    assert len(ax.patches) == len(usage) * 3
+    tops = np.zeros(len(usage))
+    for patch in ax.patches:
+        tops[round(patch.get_x() + patch.get_width() / 2)] += patch.get_height()
+    assert np.allclose(tops, 100)

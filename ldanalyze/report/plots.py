@@ -11,6 +11,7 @@ its Figure, or draws into the ``ax`` it is given.
 - ``rates``: each controller's allowed rate fed several LDAs, omniscient and unaware as
   bounds, against time (open-loop replay).
 - ``across``: a metric against a trace property over a set of traces (paper 000 Figs. 8-9).
+- ``zbs_usage``: the share of time each ZBS base scheme was in force (paper 000 Fig. 13).
 
 Colours are Okabe and Ito's colour-blind-safe palette. matplotlib is imported when a figure is
 drawn, not with ldanalyze.
@@ -338,5 +339,31 @@ def across(scores: pd.DataFrame, x: str, metric: str = "M_c", ax=None, xlabel: s
         ax.plot(part[x] * (100 if x.endswith("_rate") else 1), part[metric] * 100, marker=MARKERS[k % len(MARKERS)],
                 markersize=5, color=PALETTE[k % len(PALETTE)], linewidth=1 if connect else 0, label=name)
     _style(ax, xlabel or (f"{x} (%)" if x.endswith("_rate") else x), f"{metric} (%)")
+    _outside(ax)
+    return fig if fig is not None else ax.figure
+
+
+def zbs_usage(usage: pd.DataFrame, ax=None, labels: dict | None = None):
+    """Share of time each ZBS base scheme was in force, one stacked bar per row of ``usage``
+    (``Zbs.usage(timeline)``, or such tables of several traces stacked with a label column
+    first), as in paper 000 Fig. 13."""
+    plt = _plt()
+    schemes = [c for c in usage.columns if usage[c].dtype.kind == "f"]
+    names = usage.iloc[:, 0].astype(str).tolist()
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(max(5.0, 0.6 * len(names) + 3), 4), constrained_layout=True)
+    bottom = np.zeros(len(usage))
+    x = np.arange(len(usage))
+    for k, scheme in enumerate(schemes):
+        share = usage[scheme].to_numpy(np.float64) * 100
+        ax.bar(x, share, bottom=bottom, color=PALETTE[k % len(PALETTE)], width=0.7, label=scheme)
+        bottom += np.nan_to_num(share)
+    shown = [labels.get(n, n) if labels else n for n in names]
+    tilt = len(shown) > 6 or max(len(n) for n in shown) > 8
+    ax.set_xticks(x, shown, rotation=30 if tilt else 0, ha="right" if tilt else "center", fontsize=8)
+    ax.set_ylim(0, 100)
+    _style(ax, usage.columns[0], "time in force (%)")
+    ax.set_title("ZBS: the base scheme in force", fontsize=10)
     _outside(ax)
     return fig if fig is not None else ax.figure
