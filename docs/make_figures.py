@@ -32,6 +32,7 @@ def main() -> None:
     la.plot.mc_mw(scores, per_flow).savefig(OUT / "mc_mw.png", dpi=72)
     la.plot.confusion(scores[scores["lda"].isin(["biaz", "spike", "zbs", "xrtp"])]).savefig(OUT / "confusion.png",
                                                                                            dpi=72)
+    la.plot.zbs_usage(la.get_lda("zbs").usage(tl)).savefig(OUT / "zbs_usage.png", dpi=72)
     result = la.replay(tl, "tfrc", "zbs,spike,omniscient,unaware")
     la.plot.rates(result, flow="1").savefig(OUT / "rates.png", dpi=72)
     traces, _ = batch.discover([str(ROOT / "traces")], exclude=["*.em.gz", "*.pcap"])
