@@ -94,6 +94,10 @@ def test_the_cache_is_keyed_by_content_and_options(suite, tmp_path):
     assert not any(o.cached for o in cold) and all(o.cached for o in warm)
     pd.testing.assert_frame_equal(batching.results_table(batching.execute(jobs, analysis(cache))),
                                   batching.results_table(cold))
+    pd.testing.assert_frame_equal(batching.results_table(batching.execute(jobs, analysis())),
+                                  batching.results_table(cold))  # the cached path scores as the plain one
+    changed = batching.results_table(warm)
+    assert set(changed["lda"]) == {"biaz:upper=1.5", "zbs", "spike"}
     # same name, other content: a new entry, read afresh; the same content under another name: a hit
     target = suite / SUITE[0]
     shutil.copy(TRACES / "wlh_mix_4flow_high.tr.gz", target)
