@@ -29,7 +29,7 @@ from .errors import TraceError, UsageError
 from .io import FORMATS, list_flows, read_trace
 from .io.detect import PCAP, PCAPNG
 from .io.labels import apply_labels, write_labels
-from .io.capture.payload import KINDS, ORDER
+from .io.capture.payload import KINDS, ORDER, FieldSpec
 from .io.capture.pcap import SKEW_CHOICES
 from .io.capture.vantage import CLOCKS, parse_vantage, read_vantages
 from .packets import LOSS_FATES, Trace
@@ -70,17 +70,25 @@ def _read(args: argparse.Namespace, path: str | None) -> Trace:
     ``--labels`` file joined on."""
     if path is None:
         ignored = [flag for flag, given in (("--skew", args.skew), ("--trace-format", args.trace_format != "auto"),
+                                            ("--field", args.field), ("--clock-rate", args.clock_rate),
                                             ("--data-types", args.data_types), ("--feedback-types", args.feedback_types),
                                             ("--flow-by", args.flow_by), ("--drop-cause", args.drop_cause)) if given]
         if ignored:
             raise UsageError(f"{', '.join(ignored)} do(es) not apply to a --vantage chain (see --clocks)")
+        chain_options = {"skew_limit_ppm": args.skew_limit} if args.skew_limit is not None else {}
         trace = read_vantages(args.vantage, clocks=args.clocks or "separate", payload=args.payload or "auto",
-                              flows=args.flows)
+                              flows=args.flows, **chain_options)
     else:
         options = _trace_options(args)
-        for name in ("payload", "skew", "flows"):
+        for name in ("payload", "skew", "flows", "clock_rate"):
             if getattr(args, name):
                 options[name] = getattr(args, name)
+        if args.skew_limit is not None:
+            options["skew_limit_ppm"] = args.skew_limit
+        if args.field:
+            if args.payload:
+                raise UsageError("give either --payload or --field")
+            options["payload"] = FieldSpec.parse(args.field)
         trace = read_trace(path, **options)
     return apply_labels(trace, args.labels) if args.labels else trace
 
@@ -173,8 +181,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(pd.DataFrame(trace.meta["segments"]).to_string(index=False))
     if "clock_fit" in trace.meta:
         removed = "skew and offset" if trace.meta.get("offset_removed") else "skew"
-        print(f"\nclock {removed} removed from the receive times (lower-envelope fit per flow):")
-        print(trace.meta["clock_fit"].round(6).to_string(index=False))
+        print(f"\nclock {removed} fitted per pair of clocks (lower envelope) and removed from the receive times "
+              "where the status says applied:")
+        fit = trace.meta["clock_fit"]
+        print(fit[["flow", "offset_s", "skew_ppm", "uncertainty_ppm", "samples", "status"]].round(6)
+              .to_string(index=False))
     if "labels" in trace.meta:
         print("\nlabels: " + ", ".join(f"{k} {v}" for k, v in trace.meta["labels"].items()))
     skipped = trace.meta.get("skipped_lines")
@@ -461,6 +472,14 @@ def build_parser() -> argparse.ArgumentParser:
     reading.add_argument("--flows", type=_csv_list, metavar="FLOW,FLOW",
                          help="captures: the flows to read, by label as `inspect` lists them (default: all "
                               "that carry sequence numbers)")
+    reading.add_argument("--field", metavar="seq=OFF:W[:ORDER],time=OFF:W:UNITS",
+                         help="captures: where another protocol's payload carries its sequence number and send "
+                              "time, e.g. ns-3's SeqTsHeader: seq=0:4,time=4:8:ns (UNITS s, ms, us, ns, "
+                              "sec+usec, sec+nsec, ntp, a rate in Hz, or ? to infer it)")
+    reading.add_argument("--clock-rate", type=float, metavar="HZ",
+                         help="captures: the in-band clock's rate (RTP timestamp, TSval) when known")
+    reading.add_argument("--skew-limit", type=float, metavar="PPM",
+                         help="captures: a fitted clock skew beyond this is reported, not applied (default 200)")
     reading.add_argument("--skew", choices=SKEW_CHOICES,
                          help="receiver captures: remove the clock skew fitted to the delays (default) or keep "
                               "the capture times")

@@ -119,49 +119,147 @@ def fit_lower_envelope(t_send: np.ndarray, delay: np.ndarray) -> ClockFit:
                     samples=int(t.shape[0]), span=float(rel[-1]))
 
 
-def remove_skew(trace: Trace, *, offset: bool = False) -> Trace:
-    """Take each flow's clock skew (and with ``offset``, its offset) out of its receive times:
+def pair_of(flow: str) -> str:
+    """The pair of clocks a capture flow's delays measure: its two hosts (``10.0.0.1>10.0.0.2``
+    from ``10.0.0.1:5004>10.0.0.2:6000/udp[/ssrc=...]``); a label of another shape is its own."""
+    src, sep, rest = str(flow).partition(">")
+    if not sep:
+        return str(flow)
+    dst = rest.split("/", 1)[0]
+    return f"{_host(src)}>{_host(dst)}"
+
+
+def _host(endpoint: str) -> str:
+    """``10.0.0.1:5004`` → ``10.0.0.1``; ``[::1]:5004`` → ``[::1]``; ``10.0.0.1`` (no port) as is."""
+    if endpoint.startswith("["):
+        return endpoint[: endpoint.index("]") + 1] if "]" in endpoint else endpoint
+    return endpoint.rsplit(":", 1)[0] if ":" in endpoint else endpoint
+
+
+def common_skew(groups: list[tuple[np.ndarray, np.ndarray]]) -> float:
+    """The skew b minimising Σ_f Σ_i (d_fi − a_f − b·t_fi) with every point on or above its
+    flow's line a_f + b·t: the Moon-Skelly-Towsley LP with one intercept per flow and one slope
+    for the pair of clocks they share. For a given b the best a_f is min_i (d_fi − b·t_fi), so
+    the objective is a convex function of b alone; its minimum lies between the flows' own fits
+    and is found there by golden-section search."""
+    fits = [fit_lower_envelope(t, d) for t, d in groups]
+    if len(groups) == 1:
+        return fits[0].skew
+    rel = [(np.asarray(t, np.float64) - fit.t0, np.asarray(d, np.float64)) for (t, d), fit in zip(groups, fits)]
+    rel = [(t[np.isfinite(t) & np.isfinite(d)], d[np.isfinite(t) & np.isfinite(d)]) for t, d in rel]
+    lo, hi = min(f.skew for f in fits), max(f.skew for f in fits)
+    if hi - lo < 1e-12:
+        return lo
+    ratio = (5 ** 0.5 - 1) / 2
+    x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+    f1, f2 = _joint_objective(rel, x1), _joint_objective(rel, x2)
+    for _ in range(80):
+        if f1 <= f2:
+            hi, x2, f2 = x2, x1, f1
+            x1 = hi - ratio * (hi - lo)
+            f1 = _joint_objective(rel, x1)
+        else:
+            lo, x1, f1 = x1, x2, f2
+            x2 = lo + ratio * (hi - lo)
+            f2 = _joint_objective(rel, x2)
+    return (lo + hi) / 2
+
+
+def _joint_objective(groups, b: float) -> float:
+    total = 0.0
+    for t, d in groups:
+        r = d - b * t
+        total += float(r.sum() - r.size * r.min())
+    return total
+
+
+def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
+                skew_limit_ppm: float = PLAUSIBLE_SKEW_PPM) -> Trace:
+    """Take the clock skew (and with ``offset``, each flow's offset) out of the receive times:
     t_recv −= skew·(t_send − t0) [+ offset] (see the module docstring).
+
+    Skew belongs to a pair of clocks, not to a flow: the flows of one pair (``pairs="hosts"``:
+    the same sender and receiver hosts, :func:`pair_of`; ``"all"``: every flow, as between two
+    captures; ``"flow"``: each flow alone) share one skew, fitted jointly
+    (:func:`common_skew`), each with its own offset. A skew beyond ``skew_limit_ppm`` is **not
+    applied**: the times are kept and the report says why (a queue that never drains looks like
+    skew to the fit; oscillators drift by tens of ppm).
 
     Only for traces whose clocks are separate (``meta['clock'] == 'separate'``); the result's
     ``meta['clock']`` says ``'skew-removed'`` and ``meta['clock_fit']`` holds one row per flow:
-    ``offset_s`` (the minimal delay as measured across the two clocks at the flow's first send),
-    ``skew_ppm`` (positive: the receiver's clock runs fast), ``samples``, ``span_s``,
-    ``excess_s`` (the deepest queue above the envelope). The input trace is not modified.
+    ``pair``, ``offset_s`` (the minimal delay across the two clocks at the flow's first send),
+    ``skew_ppm`` (the pair's; positive: the receiver's clock runs fast), ``uncertainty_ppm``
+    (half the difference between the fits of the first and the second half of the pair's
+    time span: how stable the estimate is), ``samples``, ``span_s``, ``excess_s`` (the deepest
+    queue above the envelope) and ``status`` (``applied``, ``not applied: ...``). The input
+    trace is not modified.
     """
     if trace.meta.get("clock") != "separate":
         raise UsageError(f"{trace.path}: the trace's clocks are {trace.meta.get('clock', 'common')!r}; "
                          "only separate clocks have a skew to remove")
+    if pairs not in ("hosts", "all", "flow"):
+        raise UsageError(f"pairs={pairs!r}: hosts, all or flow")
+    if not skew_limit_ppm > 0:
+        raise UsageError(f"the skew limit must be a positive number of ppm, not {skew_limit_ppm!r}")
     packets = trace.packets.copy()
     t_recv = packets["t_recv"].to_numpy(copy=True)
     t_send = packets["t_send"].to_numpy()
     delivered = (packets["fate"] == DELIVERED).to_numpy()
-    rows = []
+    members: dict[str, list[tuple[str, np.ndarray]]] = {}
     for flow, index in packets.groupby("flow", observed=True).indices.items():
         got = index[delivered[index]]
-        if got.shape[0] == 0:
-            continue
-        fit = fit_lower_envelope(t_send[got], t_recv[got] - t_send[got])
-        t_recv[got] -= fit.envelope(t_send[got]) if offset else fit.skew * (t_send[got] - fit.t0)
-        rows.append(_fit_row(flow, fit))
-        if abs(fit.skew) * 1e6 > PLAUSIBLE_SKEW_PPM:
-            warnings.warn(f"{trace.path}: flow {flow}: estimated clock skew {fit.skew * 1e6:+.0f} ppm is more than "
-                          "clocks drift; a queue that stays full for the whole trace looks like skew to the fit "
-                          "(keep the skew if the clocks are known to agree)", ClockWarning, stacklevel=2)
-        if fit.samples < MIN_FIT_SAMPLES:
-            warnings.warn(f"{trace.path}: flow {flow}: {fit.samples} delivered packet(s), too few to estimate "
-                          "a clock skew; it is taken as 0", ClockWarning, stacklevel=2)
+        if got.shape[0]:
+            key = {"hosts": pair_of(flow), "all": "all", "flow": str(flow)}[pairs]
+            members.setdefault(key, []).append((flow, got))
+    rows = []
+    for pair, flows in members.items():
+        groups = [(t_send[got], t_recv[got] - t_send[got]) for _, got in flows]
+        samples = sum(g[0].size for g in groups)
+        skew = common_skew(groups) if samples >= MIN_FIT_SAMPLES else 0.0
+        uncertainty = _half_difference(groups)
+        status = "applied"
+        if samples < MIN_FIT_SAMPLES:
+            status = "not applied: too few samples"
+            warnings.warn(f"{trace.path}: {pair}: {samples} delivered packet(s), too few to estimate a clock "
+                          "skew; it is taken as 0", ClockWarning, stacklevel=2)
+        elif abs(skew) * 1e6 > skew_limit_ppm:
+            status = f"not applied: beyond {skew_limit_ppm:g} ppm"
+            warnings.warn(f"{trace.path}: {pair}: estimated clock skew {skew * 1e6:+.0f} ppm is more than clocks "
+                          f"drift (limit {skew_limit_ppm:g} ppm), so it is not applied: a queue that builds up "
+                          "over the trace looks like skew to the fit", ClockWarning, stacklevel=2)
+        applied = skew if status == "applied" else 0.0
+        for (flow, got), (t, d) in zip(flows, groups):
+            t0 = float(np.min(t))
+            envelope_offset = float(np.min(d - skew * (t - t0)))
+            if status == "applied" or offset:
+                base = envelope_offset if status == "applied" else float(np.min(d))
+                t_recv[got] -= applied * (t - t0) + (base if offset else 0.0)
+            excess = float(np.max(d - skew * (t - t0) - envelope_offset))
+            rows.append({"flow": str(flow), "pair": pair, "offset_s": envelope_offset, "skew_ppm": skew * 1e6,
+                         "uncertainty_ppm": uncertainty * 1e6, "samples": int(t.size),
+                         "span_s": float(np.max(t) - t0), "excess_s": excess, "status": status})
     packets["t_recv"] = t_recv
     meta = {**trace.meta, "clock": "skew-removed", "clock_fit": fit_table(rows), "offset_removed": offset}
     return dataclasses.replace(trace, packets=packets, meta=meta)
 
 
-def _fit_row(flow: str, fit: ClockFit) -> dict:
-    return {"flow": str(flow), "offset_s": fit.offset, "skew_ppm": fit.skew * 1e6, "samples": fit.samples,
-            "span_s": fit.span, "excess_s": fit.excess}
+def _half_difference(groups) -> float:
+    """Half the difference between the joint fits of the two halves of the pair's time span
+    (NaN when a half holds fewer than two samples of some flow's worth)."""
+    start = min(float(np.min(t)) for t, _ in groups)
+    end = max(float(np.max(t)) for t, _ in groups)
+    middle = (start + end) / 2
+    halves = []
+    for first in (True, False):
+        part = [(t[(t <= middle) == first], d[(t <= middle) == first]) for t, d in groups]
+        part = [(t, d) for t, d in part if t.size >= MIN_FIT_SAMPLES]
+        if not part:
+            return float("nan")
+        halves.append(common_skew(part))
+    return abs(halves[0] - halves[1]) / 2
 
 
 def fit_table(rows: list[dict]) -> pd.DataFrame:
     """The per-flow clock fits as a table (columns as in :func:`remove_skew`)."""
-    columns = ["flow", "offset_s", "skew_ppm", "samples", "span_s", "excess_s"]
+    columns = ["flow", "pair", "offset_s", "skew_ppm", "uncertainty_ppm", "samples", "span_s", "excess_s", "status"]
     return pd.DataFrame(rows, columns=columns)

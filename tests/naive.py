@@ -1466,3 +1466,28 @@ def read_ns2_wireless_naive(lines, data_types, feedback_types, causes, end_time=
             row["fate"] = "unobserved" if flushed else causes.get(f"{level} {why}", "lost")
         rows.append(row)
     return rows, skipped, feedback
+
+
+# --- clocks: one skew for the flows of a pair of clocks (ldanalyze/clocks.py common_skew) ---
+
+
+def joint_objective_naive(groups, b):
+    """Σ over flows of the area between the flow's points and its lowest line of slope b."""
+    total = 0.0
+    for t, d in groups:
+        t0 = min(t)
+        r = [di - b * (ti - t0) for ti, di in zip(t, d)]
+        total += sum(r) - len(r) * min(r)
+    return total
+
+
+def common_skew_naive(groups):
+    """The convex piecewise-linear objective is least at a breakpoint: a slope between two
+    points of one flow (or anywhere when it is flat); try them all."""
+    candidates = [0.0]
+    for t, d in groups:
+        for i in range(len(t)):
+            for j in range(i + 1, len(t)):
+                if t[j] != t[i]:
+                    candidates.append((d[j] - d[i]) / (t[j] - t[i]))
+    return min(joint_objective_naive(groups, b) for b in candidates)

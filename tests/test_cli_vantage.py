@@ -99,8 +99,10 @@ def test_inspect_prints_the_losses_of_each_segment(captures, capsys):
         out, "captures along the path (clock fit against the sender's: minimal delay and skew):")}
     assert [matched[name][-6:-2] for name in ("s.pcap", "r1.pcap", "d.pcap")] == [
         ["300", "300", "0", "0"], ["289", "289", "0", "0"], ["282", "282", "0", "0"]]  # records, matched, unmatched, missed
-    (fit,) = section(out, "clock skew and offset removed from the receive times (lower-envelope fit per flow):")
+    (fit,) = section(out, "clock skew and offset fitted per pair of clocks (lower envelope) and removed from the "
+                          "receive times where the status says applied:")
     assert fit[0] == FLOW and float(fit[1]) == pytest.approx(0.26) and float(fit[2]) == pytest.approx(50, abs=0.5)
+    assert fit[-1] == "applied" and float(fit[3]) < 5  # uncertainty_ppm
     summary = out.splitlines()[-1].split()
     assert summary[:7] == [FLOW, "300", "282", "7", "11", "0", "0"]  # sent delivered cong. wireless lost unobserved
 

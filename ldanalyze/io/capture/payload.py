@@ -154,6 +154,47 @@ class FieldSpec:
         if units is not None and not isinstance(units, str) and not units > 0:
             raise UsageError(f"a clock rate must be positive, not {units!r}")
 
+    @classmethod
+    def parse(cls, text: str) -> FieldSpec:
+        """``seq=OFFSET:WIDTH[:ORDER],time=OFFSET:WIDTH:UNITS[:ORDER][,stream=OFFSET:WIDTH[:ORDER]]``
+        (the command line's ``--field``): UNITS one of s, ms, us, ns, sec+usec, sec+nsec, ntp, a
+        clock rate in Hz, or ``?`` (a clock whose rate is inferred); ORDER big (default) or
+        little. ns-3's SeqTsHeader, for one: ``seq=0:4,time=4:8:ns``."""
+        parts: dict[str, list[str]] = {}
+        for item in text.split(","):
+            name, sep, value = item.strip().partition("=")
+            if not sep or name not in ("seq", "time", "stream") or name in parts:
+                raise UsageError(f"--field {text!r}: expected seq=OFFSET:WIDTH[:ORDER],time=OFFSET:WIDTH:UNITS"
+                                 "[:ORDER][,stream=OFFSET:WIDTH]")
+            parts[name] = value.split(":")
+        if "seq" not in parts:
+            raise UsageError(f"--field {text!r}: the sequence number (seq=OFFSET:WIDTH) is needed")
+
+        def field(values: list[str], order_at: int) -> Field:
+            try:
+                offset, width = int(values[0]), int(values[1])
+            except (ValueError, IndexError):
+                raise UsageError(f"--field {text!r}: OFFSET and WIDTH are whole numbers") from None
+            order = values[order_at] if len(values) > order_at else "big"
+            return Field(offset, width, order)
+
+        units: str | float | None = "s"
+        send_time = None
+        if "time" in parts:
+            values = parts["time"]
+            if len(values) < 3:
+                raise UsageError(f"--field {text!r}: time=OFFSET:WIDTH:UNITS")
+            raw = values[2]
+            try:
+                units = None if raw == "?" else float(raw) if raw[0].isdigit() else raw
+            except ValueError:
+                raise UsageError(f"--field {text!r}: units {raw!r}") from None
+            send_time = field(values, 3)
+        if len(parts["seq"]) > 3 or ("stream" in parts and len(parts["stream"]) > 3):
+            raise UsageError(f"--field {text!r}: too many parts")
+        return cls(seq=field(parts["seq"], 2), send_time=send_time, time_units=units,
+                   stream=field(parts["stream"], 2) if "stream" in parts else None, name="field")
+
     @property
     def needed_bytes(self) -> int:
         """Payload bytes a packet must carry for every field to be read."""

@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from ...clocks import remove_skew
+from ...clocks import PLAUSIBLE_SKEW_PPM, remove_skew
 from ...errors import TraceError, UsageError
 from ...packets import Trace, empty_rtt
 from . import payload as payloads
@@ -803,6 +803,7 @@ def read_capture(
     flows: Iterable[str] | str | None = None,
     clock_rate: float | None = None,
     skew: str = "remove",
+    skew_limit_ppm: float = PLAUSIBLE_SKEW_PPM,
     chunk_bytes: int = CHUNK_BYTES,
 ) -> Trace:
     """Read a one-point capture (pcap or pcapng, plain or gzip) into a Trace.
@@ -818,7 +819,7 @@ def read_capture(
     :func:`~ldanalyze.clocks.remove_skew` and takes the skew out of the receive times, which
     stay the capture times at the flow's first packet (``meta['clock_fit']`` reports offset
     and skew; ``meta['clock']`` becomes ``skew-removed``); ``skew="keep"`` leaves them as
-    they are. Capture times are float seconds since the epoch (a resolution of about 0.24 µs
+    they are; a fitted skew beyond ``skew_limit_ppm`` is reported and not applied. Capture times are float seconds since the epoch (a resolution of about 0.24 µs
     today; ``decode_capture`` keeps the integer nanoseconds); RTP and TSval send times count
     from their own clock's origin. ``size`` is the IP datagram's length. ``meta`` also holds
     per-flow kinds, clock rates and exclusions, the skipped flows, the record counts by
@@ -849,4 +850,6 @@ def read_capture(
         "notes": capture.notes,
     }
     trace = Trace(packets=packets, rtt=empty_rtt(), path=capture.path, format=capture.format, meta=meta)
-    return remove_skew(trace) if skew == "remove" and vantage == "receiver" else trace
+    if skew == "remove" and vantage == "receiver":
+        return remove_skew(trace, skew_limit_ppm=skew_limit_ppm)
+    return trace

@@ -46,7 +46,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ...clocks import fit_lower_envelope, remove_skew
+from ...clocks import PLAUSIBLE_SKEW_PPM, fit_lower_envelope, remove_skew
 from ...errors import TraceError, UsageError
 from ...packets import CONGESTION, DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, WIRELESS, Trace, empty_rtt
 from . import payload as payloads
@@ -89,6 +89,7 @@ def read_vantages(
     payload: str | payloads.FieldSpec = "auto",
     flows: Iterable[str] | str | None = None,
     clocks: str = "separate",
+    skew_limit_ppm: float = PLAUSIBLE_SKEW_PPM,
     chunk_bytes: int = CHUNK_BYTES,
 ) -> Trace:
     """One Trace from a chain of captures along the path, sender first (module docstring).
@@ -96,7 +97,9 @@ def read_vantages(
     ``vantages``: :class:`Vantage` objects or ``PATH[:CAUSE]`` strings. ``clocks``:
     ``separate`` (each capture has its own clock: delays are relative, skew is removed) or
     ``common`` (the captures share a clock, e.g. one host or PTP: times are kept and
-    ``meta['clock']`` is ``common``, so one-way delays are absolute).
+    ``meta['clock']`` is ``common``, so one-way delays are absolute). With separate clocks
+    the flows share one skew (the sender's and the receiver's capture clocks), which is not
+    applied beyond ``skew_limit_ppm``.
     """
     chain = [v if isinstance(v, Vantage) else parse_vantage(v) for v in vantages]
     if len(chain) < 2:
@@ -138,7 +141,9 @@ def read_vantages(
     }
     trace = Trace(packets=packets, rtt=empty_rtt(), path="+".join(v.path for v in chain), format=VANTAGE_FORMAT,
                   meta=meta)
-    return remove_skew(trace, offset=True) if clocks == "separate" else trace
+    if clocks == "separate":
+        return remove_skew(trace, offset=True, pairs="all", skew_limit_ppm=skew_limit_ppm)
+    return trace
 
 
 def _match_keys(capture, label_code: dict[str, int]) -> np.ndarray:

@@ -1,0 +1,55 @@
+"""The command line reads captures as the API can: --field for another protocol's payload (ns-3's
+SeqTsHeader here), --clock-rate, --skew-limit."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+
+from ldanalyze.cli import main
+
+from .captures import T0, Endpoints, Record, ip_packet, link_frame, write_pcap
+from .conftest import TRACES
+
+
+def seqts_capture(path, lost=(3, 7)):
+    """A receiver capture of a flow whose payload starts with ns-3's SeqTsHeader: seq (u32) and
+    the send time in ns (u64); 20 ms spacing, 5 ms delay."""
+    ends = Endpoints(proto="udp", src="10.1.1.1", dst="10.1.1.2", sport=49153, dport=9)
+    records = []
+    for seq in range(20):
+        if seq in lost:
+            continue
+        sent_ns = 1_000_000_000 + seq * 20_000_000
+        payload = struct.pack(">IQ", seq, sent_ns) + bytes(20)
+        records.append(Record(T0 * 10**9 + sent_ns + 5_000_000, link_frame(1, ip_packet(ends, payload))))
+    write_pcap(path, records, 1)
+    return path
+
+
+def test_field_reads_another_protocol(tmp_path, capsys):
+    path = seqts_capture(tmp_path / "ns3.pcap")
+    assert main(["inspect", str(path), "--field", "seq=0:4,time=4:8:ns", "--json"]) == 0
+    (flow,) = json.loads(capsys.readouterr().out)["flows"]
+    assert (flow["sent"], flow["delivered"], flow["lost"]) == (20, 18, 2)
+    assert flow["rott_max_ms"] == pytest.approx(0.0, abs=1e-3)  # the 5 ms delay is constant
+    assert main(["inspect", str(path), "--field", "seq=0:4,time=4:8:parsecs"]) == 2
+    assert "unknown time units 'parsecs'" in capsys.readouterr().err
+    assert main(["inspect", str(path), "--field", "seq=0:4", "--payload", "rtp"]) == 2
+    assert "either --payload or --field" in capsys.readouterr().err
+
+
+def test_skew_limit_and_clock_rate_reach_the_reader(capsys):
+    lab = str(TRACES / "captures" / "lab_receiver.pcap")
+    assert main(["inspect", lab, "--json"]) == 0
+    fits = json.loads(capsys.readouterr().out)["meta"]["clock_fit"]
+    assert {f["status"] for f in fits} == {"not applied: beyond 200 ppm"}
+    assert main(["inspect", lab, "--json", "--skew-limit", "50000"]) == 0
+    fits = json.loads(capsys.readouterr().out)["meta"]["clock_fit"]
+    assert {f["status"] for f in fits} == {"applied"}
+    assert main(["inspect", lab, "--json", "--clock-rate", "1000", "--flows",
+                 "10.231.1.1:47300>10.231.3.2:5201/tcp"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    assert list(meta["flows"].values())[0]["clock_rate"] == 1000
