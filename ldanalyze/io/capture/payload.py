@@ -63,6 +63,7 @@ import pandas as pd
 from ...errors import TraceError, UsageError
 from ...packets import DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, make_packet_table
 from ...timeline import unwrap_sequence
+from . import rtp
 from .linklayer import F_TCP_MSS, F_TCP_TIMESTAMP, S_DECODED
 
 VANTAGES = ("receiver", "sender")
@@ -85,7 +86,8 @@ SSRC = "/ssrc="  # joins a flow label and an RTP stream's SSRC
 ACKS_ONLY = "no TCP payload (acknowledgements only)"
 GAP = "seq-gap"
 RETRANSMITTED = "retransmitted"
-REASONS = ("", GAP, RETRANSMITTED)
+RTX_REPAIRED = "rtx-repaired"
+REASONS = ("", GAP, RETRANSMITTED, RTX_REPAIRED)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -227,6 +229,7 @@ class Stream:
     seq: np.ndarray
     sent: np.ndarray
     info: dict
+    repaired: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0, np.int64))  # seqs RTX carried
 
 
 class NotThisKind(Exception):
@@ -277,8 +280,11 @@ def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows
         raise TraceError(capture.path, f"no decodable flow with sequence numbers: {counts['records']} "
                          f"records, {counts['decoded']} decoded into {len(capture.flows)} flows"
                          + (f"; {first_reasons(skipped)}" if skipped else ""))
+    skipped_streams = {}
+    for stream in streams:
+        skipped_streams.update(stream.info.pop("skipped_streams", {}))
     table, per_stream = _packet_rows(capture, streams, times, receiver)
-    meta = {"flows": per_stream, "skipped_flows": skipped}
+    meta = {"flows": per_stream, "skipped_flows": skipped, "skipped_streams": skipped_streams}
     return table, meta
 
 
@@ -348,8 +354,9 @@ def flow_streams(capture, flow: int, rows: np.ndarray, records: np.ndarray, payl
                               if custom else f"a TCP flow cannot carry {payload} packets")
     elif payload == "tcp":
         raise NotThisKind("not a TCP flow")
-    elif payload == "auto" and proto != UDP:
-        raise NotThisKind(f"no payload kind is known for IP protocol {proto}")
+    elif not custom and proto != UDP:
+        raise NotThisKind(f"no payload kind is known for IP protocol {proto}" if payload == "auto"
+                          else f"{payload} is carried over UDP, not IP protocol {proto}")
     if custom:
         specs = (payload,)
     elif payload == "auto":
@@ -367,8 +374,92 @@ def flow_streams(capture, flow: int, rows: np.ndarray, records: np.ndarray, payl
     raise NotThisKind(why if payload != "auto" else f"no sequence numbers found ({why})")
 
 
+def _rtp_streams(label, rows, records, times, clock_rate, send_times) -> list[Stream]:
+    """The RTP streams of one UDP flow (``rtp.py``: demultiplexing, noise, padding probes,
+    retransmission streams); a stream that cannot be read is skipped with its reason, which
+    the first stream's ``info['skipped_streams']`` carries. NotThisKind when none is left."""
+    head = np.ascontiguousarray(records["head"])
+    head_len = records["head_len"].astype(np.int64)
+    payload_len = records["payload_len"].astype(np.int64)
+    kinds = rtp.packet_kinds(head, head_len)
+    demux = {str(k): int(n) for k, n in zip(*np.unique(kinds, return_counts=True))}
+    is_rtp = (kinds == rtp.RTP) & (payload_len >= 12)
+    excluded = {"short_payload": int((payload_len < 12).sum()), "cut_by_snaplen": int(((payload_len >= 12)
+                & (head_len < 12)).sum()), "not_rtp": int(((kinds != rtp.RTP) & (head_len >= 12)).sum())}
+    excluded = {k: v for k, v in excluded.items() if v}  # of the whole flow
+    if not is_rtp.any():
+        raise NotThisKind(f"no RTP packets ({', '.join(f'{k} {n}' for k, n in demux.items())})")
+    hlen = rtp.header_lengths(head, head_len)
+    probe = is_rtp & rtp.padding_only(head, head_len, payload_len, hlen)
+    ssrc = RTP.stream.read(head)
+    seq16 = RTP.seq.read(head)
+    osn = rtp.original_seqs(head, head_len, hlen)
+    skipped: dict[str, str] = {}
+    noise_ssrcs = noise_packets = 0
+    candidates = []
+    for key, count in zip(*np.unique(ssrc[is_rtp], return_counts=True)):
+        name = f"{label}{SSRC}0x{int(key):08x}"
+        mine = is_rtp & (ssrc == key)
+        media = mine & ~probe
+        if int(count) <= rtp.NOISE_PACKETS:
+            noise_ssrcs += 1
+            noise_packets += int(count)
+            continue
+        if int(media.sum()) < MIN_AUTO_PACKETS:
+            skipped[name] = f"{int(media.sum())} media packets ({int((mine & probe).sum())} padding-only probes)"
+            continue
+        padded = (head[media, 0] & 0x20) != 0
+        if padded.all() and np.ptp(RTP.send_time.read(head[media])) == 0:
+            skipped[name] = f"padding probes: every packet padded, the timestamp never advances ({int(count)} packets)"
+            continue
+        own = unwrap_sequence(seq16[media], 1 << 16)
+        problem = _not_a_sequence(own)
+        if problem:
+            skipped[name] = f"{problem} ({int(count)} packets)"
+            continue
+        seen = np.unique(own)
+        holes = np.setdiff1d(np.arange(seen[0], seen[-1] + 1), seen, assume_unique=True)
+        candidates.append({"name": name, "ssrc": f"0x{int(key):08x}", "mask": media, "seq": own,
+                           "probes": int((mine & probe).sum()),
+                           "pt": int(np.bincount(head[media, 1] & 0x7F).argmax()), "packets": int(media.sum()),
+                           "seq16": np.concatenate((seen, holes)) % (1 << 16), "holes": holes,
+                           "osn": osn[media]})
+    pairs = rtp.rtx_pairs(candidates)
+    if len(candidates) == 1 and not skipped and not noise_ssrcs:
+        candidates[0]["name"] = label  # one SSRC on the flow: the flow's own label, as before
+    streams = []
+    for i, c in enumerate(candidates):
+        if i in pairs:
+            continue
+        info = {"kind": "rtp", "ssrc": c["ssrc"], "excluded": excluded, "payload_type": c["pt"],
+                "padding_only": c["probes"]}
+        repaired = np.empty(0, np.int64)
+        for r, m in pairs.items():
+            if m == i:
+                carried = candidates[r]["osn"][candidates[r]["osn"] >= 0]
+                repaired = c["holes"][np.isin(c["holes"] % (1 << 16), carried)]
+                info.update(rtx_stream=candidates[r]["name"], rtx_packets=candidates[r]["packets"],
+                            rtx_payload_type=candidates[r]["pt"], rtx_repaired=int(repaired.size))
+        sent = np.full(c["packets"], np.nan)
+        if send_times:
+            try:
+                sent = _send_seconds(RTP, head[c["mask"]], times[rows[c["mask"]]], clock_rate, info, c["name"])
+            except NotThisKind as why:
+                skipped[c["name"]] = f"{why} ({c['packets']} packets)"
+                continue
+        streams.append(Stream(c["name"], "rtp", rows[c["mask"]], c["seq"], sent, info, repaired))
+    if not streams:
+        raise NotThisKind("no readable RTP stream" + (f" ({first_reasons(skipped)})" if skipped else "")
+                          + (f"; {noise_ssrcs} one-off SSRCs" if noise_ssrcs else ""))
+    streams[0].info.update(demux=demux, noise_ssrcs=noise_ssrcs, noise_packets=noise_packets,
+                           skipped_streams=skipped)
+    return streams
+
+
 def _spec_streams(spec: FieldSpec, label, rows, records, times, clock_rate, send_times, min_packets):
     """Apply a field spec to one flow's records."""
+    if spec is RTP:
+        return _rtp_streams(label, rows, records, times, clock_rate, send_times)
     need = spec.needed_bytes
     if need > records.dtype["head"].shape[0]:
         raise UsageError(f"the payload spec reads {need} payload bytes; decode with head_bytes >= {need}")
@@ -470,7 +561,9 @@ def infer_clock_rate(ticks, times, usual, tolerance, name) -> tuple[float, str]:
     NotThisKind when the capture is too short to tell."""
     ok = np.isfinite(times)
     t, k = times[ok], ticks[ok].astype(np.float64)
-    if t.shape[0] < 2 or np.ptp(t) < MIN_CLOCK_SPAN or np.ptp(k) == 0:
+    if t.shape[0] >= 2 and np.ptp(k) == 0:
+        raise NotThisKind(f"stream {name}: its clock never advances")
+    if t.shape[0] < 2 or np.ptp(t) < MIN_CLOCK_SPAN:
         raise NotThisKind(f"stream {name}: too few packets over too short a time to infer the clock rate; "
                           "give clock_rate")
     t = t - t.mean()
@@ -602,7 +695,8 @@ def _receiver_rows(s: Stream, t_recv, size, first_uid: int) -> dict:
     io_seq, io_sent = seq[in_order], sent[in_order]
     seen, _ = distinct(seq)
     missing = np.setdiff1d(np.arange(seen[0], seen[-1] + 1), seen, assume_unique=True)
-    lost_seq, lost_reason = [missing], [np.full(missing.shape[0], REASONS.index(GAP), np.int8)]
+    reason = np.where(np.isin(missing, s.repaired), REASONS.index(RTX_REPAIRED), REASONS.index(GAP)).astype(np.int8)
+    lost_seq, lost_reason = [missing], [reason]
     if s.kind == "tcp":
         by_seq = np.argsort(seq, kind="stable")
         ordered = seq[by_seq]

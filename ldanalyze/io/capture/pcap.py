@@ -83,6 +83,7 @@ CHUNK_BYTES = 16 << 20  # input window: memory does not grow with the file
 BLOCK_RECORDS = 1 << 22  # records per output block (np.empty: untouched pages cost nothing)
 MAX_CAPLEN = 64 << 20  # a record claiming more is taken as corruption
 DEFAULT_HEAD_BYTES = 16
+RTP_HEAD_BYTES = 48  # an RTP header, its CSRCs and extensions, and the first payload words (RTX)
 SKEW_CHOICES = ("remove", "keep")
 
 # kernel stop codes and problems
@@ -827,7 +828,8 @@ def read_capture(
     """
     if skew not in SKEW_CHOICES:
         raise UsageError(f"skew must be one of {SKEW_CHOICES}, not {skew!r}")
-    head_bytes = max(DEFAULT_HEAD_BYTES, payload.needed_bytes if isinstance(payload, payloads.FieldSpec) else 0)
+    head_bytes = max(DEFAULT_HEAD_BYTES, payload.needed_bytes if isinstance(payload, payloads.FieldSpec) else 0,
+                     RTP_HEAD_BYTES if payload in ("auto", "rtp") else 0)
     capture = decode_capture(path, head_bytes=head_bytes, chunk_bytes=chunk_bytes)
     packets, taken = payloads.capture_packets(capture, payload=payload, vantage=vantage, flows=flows,
                                               clock_rate=clock_rate)
@@ -838,6 +840,11 @@ def read_capture(
                    f"({payloads.first_reasons(skipped)})")
         capture.notes.append(message)
         warnings.warn(message, CaptureWarning, stacklevel=2)
+    if taken["skipped_streams"]:
+        message = (f"{capture.path}: {len(taken['skipped_streams'])} RTP stream(s) skipped "
+                   f"({payloads.first_reasons(taken['skipped_streams'])})")
+        capture.notes.append(message)
+        warnings.warn(message, CaptureWarning, stacklevel=2)
     meta = {
         "format": capture.format,
         "vantage": vantage,
@@ -845,6 +852,7 @@ def read_capture(
         "payload": payloads.payload_name(payload),
         "flows": taken["flows"],
         "skipped_flows": taken["skipped_flows"],
+        "skipped_streams": taken["skipped_streams"],
         "records": capture.counts,
         "interfaces": capture.interfaces.to_dict("records"),
         "notes": capture.notes,

@@ -1,0 +1,110 @@
+"""RTP streams of one UDP flow: demultiplexing, noise, retransmissions, padding probes.
+
+One port of a real call carries more than one RTP stream: the main media SSRC, small secondary
+SSRCs (retransmission, FEC, probing), RTCP, STUN and DTLS (WebRTC muxes them all, RFC 7983),
+and, on proprietary apps, packets whose first byte happens to read as RTP version 2. So the
+flow is taken apart packet by packet and stream by stream, and a stream that cannot be read is
+left out with its reason, never taking the flow with it:
+
+1. **Kind of packet** by its first byte (RFC 7983 §7): 0-3 STUN, 16-19 ZRTP, 20-63 DTLS,
+   64-79 TURN channel, 128-191 RTP or RTCP; RTCP when the second byte (marker bit and payload
+   type) is 192-223 (RFC 5761 §4). Counted in the stream's ``info['demux']``.
+2. **Streams** by SSRC. An SSRC with one or two packets is **noise** (packets that only look
+   like RTP), counted, not a stream. A stream whose numbers do not read as a sequence, or
+   whose media clock rate cannot be told, is **skipped with its reason** (``skipped``).
+3. **Padding-only packets** (the P bit set and nothing but zero bytes between the header and the
+   padding count, at most 255 bytes: the bandwidth probes of WebRTC senders) carry no media:
+   counted as ``padding_only`` and left out of their stream. With SRTP the padding is
+   encrypted and cannot be told from media packet by packet; a stream whose every packet is
+   padded and whose timestamp never advances is a **probe stream**, skipped as such.
+4. **Retransmission streams** (RFC 4588): a stream whose payload type differs from a media
+   stream's and whose payloads start with that stream's sequence numbers (the original
+   sequence number, OSN) is its RTX stream. Its packets are not arrivals of the media stream;
+   a sequence number the media stream never received but the RTX stream carried is a loss that
+   was **repaired**: it stays a loss of the original transmission (the receiver saw the hole),
+   with reason ``rtx-repaired``, and is counted in ``rtx_repaired``.
+
+The header length (12 bytes, 4 per CSRC, and the extension block when the X bit is set) needs
+that many payload bytes in the decoded record (``read_capture`` keeps 48, ``RTP_HEAD_BYTES``);
+an OSN beyond them is not read, and such a stream is taken as media.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+STUN, ZRTP, DTLS, TURN, RTP, RTCP, OTHER = "stun", "zrtp", "dtls", "turn", "rtp", "rtcp", "other"
+NOISE_PACKETS = 2  # an SSRC with this many packets or fewer is noise, not a stream
+RTX_SHARE = 0.9  # share of a stream's OSNs that must be the media stream's numbers
+
+
+def packet_kinds(head: np.ndarray, head_len: np.ndarray) -> np.ndarray:
+    """RFC 7983 kind of each UDP payload, as an array of the names above."""
+    first = head[:, 0].astype(np.int64)
+    second = np.where(head_len >= 2, head[:, 1], 0).astype(np.int64)
+    kinds = np.full(head.shape[0], OTHER, dtype=object)
+    kinds[first <= 3] = STUN
+    kinds[(first >= 16) & (first <= 19)] = ZRTP
+    kinds[(first >= 20) & (first <= 63)] = DTLS
+    kinds[(first >= 64) & (first <= 79)] = TURN
+    rtp_range = (first >= 128) & (first <= 191) & (head_len >= 12)
+    kinds[rtp_range & (second >= 192) & (second <= 223)] = RTCP
+    kinds[rtp_range & ~((second >= 192) & (second <= 223))] = RTP
+    return kinds
+
+
+def header_lengths(head: np.ndarray, head_len: np.ndarray) -> np.ndarray:
+    """RTP header length of each packet (fixed header, CSRCs, extension), or -1 when the
+    extension's length lies beyond the bytes kept."""
+    cc = (head[:, 0] & 0x0F).astype(np.int64)
+    length = 12 + 4 * cc
+    extended = (head[:, 0] & 0x10) != 0
+    at = length + 2  # the extension's length in 32-bit words: bytes 2-3 of its header
+    known = at + 2 <= head_len
+    rows = np.arange(head.shape[0])
+    safe = np.minimum(at, head.shape[1] - 2)
+    words = (head[rows, safe].astype(np.int64) << 8) | head[rows, safe + 1]
+    return np.where(extended, np.where(known, length + 4 + 4 * words, -1), length)
+
+
+def padding_only(head: np.ndarray, head_len: np.ndarray, payload_len: np.ndarray, hlen: np.ndarray) -> np.ndarray:
+    """The P bit set, at most 255 bytes after the header, and every kept byte after the header
+    but the last (the padding count) zero."""
+    padded = (head[:, 0] & 0x20) != 0
+    rest = payload_len - hlen
+    candidate = padded & (hlen >= 12) & (rest >= 1) & (rest <= 255)
+    out = np.zeros(head.shape[0], bool)
+    for i in np.flatnonzero(candidate):
+        end = min(int(head_len[i]), int(payload_len[i]) - 1)
+        out[i] = not head[i, hlen[i]:end].any()
+    return out
+
+
+def original_seqs(head: np.ndarray, head_len: np.ndarray, hlen: np.ndarray) -> np.ndarray:
+    """The first two payload bytes (an RTX packet's OSN), or -1 where not kept."""
+    ok = (hlen >= 12) & (hlen + 2 <= head_len)
+    rows = np.arange(head.shape[0])
+    at = np.minimum(np.maximum(hlen, 0), head.shape[1] - 2)
+    value = (head[rows, at].astype(np.int64) << 8) | head[rows, at + 1]
+    return np.where(ok, value, -1)
+
+
+def rtx_pairs(streams: list[dict]) -> dict[int, int]:
+    """RTX stream index → media stream index. Each stream is a dict with ``pt`` (its most
+    common payload type), ``seq16`` (its media sequence numbers mod 2^16, the holes included)
+    and ``osn`` (its packets' first payload words, -1 unknown)."""
+    pairs = {}
+    for i, s in enumerate(streams):
+        osn = s["osn"][s["osn"] >= 0]
+        if osn.size == 0:
+            continue
+        best, share = None, RTX_SHARE
+        for j, m in enumerate(streams):
+            if j == i or m["pt"] == s["pt"] or j in pairs:
+                continue
+            hit = float(np.isin(osn, m["seq16"]).mean())
+            if hit >= share and (best is None or m["packets"] > streams[best]["packets"]):
+                best, share = j, hit
+        if best is not None and s["packets"] <= streams[best]["packets"]:
+            pairs[i] = best
+    return pairs
