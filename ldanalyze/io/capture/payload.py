@@ -395,15 +395,14 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times) -> list[St
     seq16 = RTP.seq.read(head)
     osn = rtp.original_seqs(head, head_len, hlen)
     skipped: dict[str, str] = {}
-    noise_ssrcs = noise_packets = 0
-    candidates = []
+    candidates, small = [], []
     for key, count in zip(*np.unique(ssrc[is_rtp], return_counts=True)):
         name = f"{label}{SSRC}0x{int(key):08x}"
         mine = is_rtp & (ssrc == key)
         media = mine & ~probe
-        if int(count) <= rtp.NOISE_PACKETS:
-            noise_ssrcs += 1
-            noise_packets += int(count)
+        if int(count) <= rtp.NOISE_PACKETS:  # noise, unless it is a short retransmission stream
+            small.append({"name": name, "ssrc": f"0x{int(key):08x}", "small": True, "packets": int(count),
+                          "pt": int(head[mine, 1][0] & 0x7F), "osn": osn[mine], "seq16": np.empty(0, np.int64)})
             continue
         if int(media.sum()) < MIN_AUTO_PACKETS:
             skipped[name] = f"{int(media.sum())} media packets ({int((mine & probe).sum())} padding-only probes)"
@@ -424,12 +423,15 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times) -> list[St
                            "pt": int(np.bincount(head[media, 1] & 0x7F).argmax()), "packets": int(media.sum()),
                            "seq16": np.concatenate((seen, holes)) % (1 << 16), "holes": holes,
                            "osn": osn[media]})
-    pairs = rtp.rtx_pairs(candidates)
-    if len(candidates) == 1 and not skipped and not noise_ssrcs:
+    pairs = rtp.rtx_pairs(candidates + small)
+    noise = [c for k, c in enumerate(small, start=len(candidates)) if k not in pairs]
+    noise_ssrcs, noise_packets = len(noise), sum(c["packets"] for c in noise)
+    candidates += small
+    if len(candidates) - len(small) == 1 and not skipped and not noise_ssrcs and not pairs:
         candidates[0]["name"] = label  # one SSRC on the flow: the flow's own label, as before
     streams = []
     for i, c in enumerate(candidates):
-        if i in pairs:
+        if i in pairs or c.get("small"):
             continue
         info = {"kind": "rtp", "ssrc": c["ssrc"], "excluded": excluded, "payload_type": c["pt"],
                 "padding_only": c["probes"]}

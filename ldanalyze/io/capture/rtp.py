@@ -91,8 +91,9 @@ def original_seqs(head: np.ndarray, head_len: np.ndarray, hlen: np.ndarray) -> n
 
 def rtx_pairs(streams: list[dict]) -> dict[int, int]:
     """RTX stream index → media stream index. Each stream is a dict with ``pt`` (its most
-    common payload type), ``seq16`` (its media sequence numbers mod 2^16, the holes included)
-    and ``osn`` (its packets' first payload words, -1 unknown)."""
+    common payload type), ``seq16`` (its media sequence numbers mod 2^16, the holes included),
+    ``osn`` (its packets' first payload words, -1 unknown), ``packets``, and ``small`` when it
+    is too small to be a media stream (it can only be an RTX stream)."""
     pairs = {}
     for i, s in enumerate(streams):
         osn = s["osn"][s["osn"] >= 0]
@@ -100,7 +101,7 @@ def rtx_pairs(streams: list[dict]) -> dict[int, int]:
             continue
         best, share = None, RTX_SHARE
         for j, m in enumerate(streams):
-            if j == i or m["pt"] == s["pt"] or j in pairs:
+            if j == i or m["pt"] == s["pt"] or j in pairs or m.get("small"):
                 continue
             hit = float(np.isin(osn, m["seq16"]).mean())
             if hit >= share and (best is None or m["packets"] > streams[best]["packets"]):

@@ -1,0 +1,104 @@
+"""RTP streams of one port (ldanalyze/io/capture/rtp.py): STUN and RTCP set apart, noise SSRCs,
+streams skipped with a reason, padding-only probes, and RFC 4588 retransmission streams whose
+repairs are reported."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ldanalyze.io.capture import rtp
+
+from .test_pcap_payload import LABEL, NS, capture_of, read
+
+MEDIA, RTX_SSRC = 0xA1, 0xB2
+
+
+def packet(seq, ts, ssrc, pt, payload=b"\x11" * 40, padding=0, marker=0):
+    first = 0x80 | (0x20 if padding else 0)
+    body = payload + (bytes(padding - 1) + bytes([padding]) if padding else b"")
+    return struct.pack(">BBHII", first, (marker << 7) | pt, seq % 65536, ts % 2**32, ssrc) + body
+
+
+def call(tmp_path, *, holes=(10, 20), repaired=(10, 25), probes=3, noise=2, odd=True, stun=2):
+    """A media stream (PT 96, 50 packets, 20 ms, 48 kHz clock) with ``holes``; its RTX stream
+    (PT 97) carrying ``repaired`` OSNs; padding-only probes; one-packet noise SSRCs; a stream
+    whose numbers are no sequence; STUN and RTCP on the same port."""
+    out = []
+    for seq in range(50):
+        if seq not in holes:
+            out.append((NS + seq * 20_000_000, packet(1000 + seq, 960 * seq, MEDIA, 96)))
+    for k, osn in enumerate(repaired):
+        out.append((NS + (osn + 2) * 20_000_000 + 5, packet(7 + k, 960 * osn, RTX_SSRC, 97,
+                                                           struct.pack(">H", 1000 + osn) + b"\x22" * 40)))
+    for k in range(probes):
+        out.append((NS + (30 + k) * 20_000_000 + 7, packet(1060 + k, 960 * 30, MEDIA, 96, b"", padding=200)))
+    for k in range(noise):
+        out.append((NS + k * 1_000_003 + 11, packet(k * 7919, k * 12345, 0xC000 + k, 33)))
+    if odd:
+        for k in range(6):
+            out.append((NS + k * 30_000_000 + 13, packet((k * 20011) % 65536, k, 0xDD, 98)))
+    for k in range(stun):
+        out.append((NS + k * 500_000_000 + 17, b"\x00\x01\x00\x00" + bytes(16)))
+    out.append((NS + 900_000_000, bytes([0x80, 200]) + struct.pack(">HI", 6, MEDIA) + bytes(20)))
+    return capture_of(tmp_path, sorted(out))
+
+
+def test_a_real_call_port_is_taken_apart(tmp_path):
+    trace = read(call(tmp_path))
+    streams = trace.meta["flows"]
+    media = f"{LABEL}/ssrc=0x{MEDIA:08x}"
+    assert list(streams) == [media]
+    info = streams[media]
+    assert info["demux"] == {"rtcp": 1, "rtp": 50 - 2 + 2 + 3 + 2 + 6, "stun": 2}
+    assert (info["noise_ssrcs"], info["noise_packets"], info["padding_only"]) == (2, 2, 3)
+    assert (info["rtx_stream"], info["rtx_packets"], info["rtx_repaired"]) == (f"{LABEL}/ssrc=0x{RTX_SSRC:08x}", 2, 1)
+    assert info["clock_rate"] == 48000
+    skipped = trace.meta["skipped_streams"]
+    assert list(skipped) == [f"{LABEL}/ssrc=0x000000dd"] and "steps" in skipped[f"{LABEL}/ssrc=0x000000dd"]
+    p = trace.packets
+    assert (p["fate"] == "delivered").sum() == 48  # the probes and RTX packets are no arrivals
+    lost = p[p["fate"] == "lost"].sort_values("seq")
+    assert lost["seq"].tolist() == [1010, 1020]
+    assert lost["reason"].astype(str).tolist() == ["rtx-repaired", "seq-gap"]
+
+
+def test_without_the_secondary_streams_the_flow_keeps_its_label(tmp_path):
+    trace = read(call(tmp_path, repaired=(), probes=0, noise=0, odd=False, stun=0))
+    assert list(trace.meta["flows"]) == [LABEL] and trace.meta["skipped_streams"] == {}
+
+
+def test_a_flow_with_no_readable_stream_says_why(tmp_path):
+    from ldanalyze.errors import TraceError
+
+    out = [(NS + k * 1_000_000, packet(k * 7919, k, 0xE000 + k, 33)) for k in range(4)]
+    with pytest.raises(TraceError, match="no readable RTP stream.*4 one-off SSRCs"):
+        read(capture_of(tmp_path, out), payload="rtp")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 255), min_size=2, max_size=40))
+def test_packet_kinds_follow_rfc_7983(first_bytes):
+    head = np.zeros((len(first_bytes), 16), np.uint8)
+    head[:, 0] = first_bytes
+    head[:, 1] = [(b * 37) % 256 for b in first_bytes]
+    kinds = rtp.packet_kinds(head, np.full(len(first_bytes), 16))
+    for b, second, kind in zip(first_bytes, head[:, 1], kinds):
+        expected = ("stun" if b <= 3 else "zrtp" if 16 <= b <= 19 else "dtls" if 20 <= b <= 63 else
+                    "turn" if 64 <= b <= 79 else ("rtcp" if 192 <= second <= 223 else "rtp") if 128 <= b <= 191
+                    else "other")
+        assert kind == expected
+
+
+def test_header_lengths_count_csrcs_and_extensions():
+    head = np.zeros((3, 48), np.uint8)
+    head[0, 0] = 0x80                       # 12
+    head[1, 0] = 0x82                       # 2 CSRCs: 20
+    head[2, 0] = 0x90                       # extension of 3 words: 12 + 4 + 12
+    head[2, 14:16] = [0, 3]
+    assert rtp.header_lengths(head, np.full(3, 48)).tolist() == [12, 20, 28]
+    assert rtp.header_lengths(head, np.full(3, 14)).tolist() == [12, 20, -1]  # extension length not kept
