@@ -154,6 +154,34 @@ def _write_table(table: pd.DataFrame, output: str, inputs: Sequence[str], kind: 
     return kind
 
 
+def send_time_source(info: dict) -> str:
+    """Where a capture stream's send times came from, in words."""
+    kind = info.get("kind", "")
+    if kind == "rtp":
+        return f"RTP timestamp at {info.get('clock_rate', float('nan')):g} Hz ({info.get('clock_source', '?')})"
+    if kind == "tcp":
+        return f"TCP TSval at {info.get('clock_rate', float('nan')):g} Hz ({info.get('clock_source', '?')})"
+    if kind.startswith(("iperf3", "iperf2")):
+        return f"{kind} payload (sender's wall clock)"
+    return {"order": "sender's capture time", "vantage": "sender's capture time"}.get(kind, f"{kind} payload")
+
+
+def _print_streams(meta: dict) -> None:
+    rows = []
+    for label, info in meta.get("flows", {}).items():
+        rows.append({"stream": label, "kind": info.get("kind", ""), "packets": info.get("packets", 0),
+                     "lost": info.get("lost", 0), "rtx repaired": info.get("rtx_repaired", 0),
+                     "padding only": info.get("padding_only", 0), "send times from": send_time_source(info)})
+    if rows:
+        print("\nstreams read (send times from the best source each carries):")
+        print(pd.DataFrame(rows).to_string(index=False))
+    noise = sum(info.get("noise_ssrcs", 0) for info in meta.get("flows", {}).values())
+    if noise:
+        print(f"noise: {noise} one- or two-packet SSRCs (packets that only look like RTP)")
+    for label, why in meta.get("skipped_streams", {}).items():
+        print(f"skipped stream {label}: {why}")
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
     trace, timeline = _load(args)
     summary = timeline.summary()
@@ -171,6 +199,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if trace.format in (PCAP, PCAPNG):
         print("\nflows in the capture (5-tuple and direction):")
         print(list_flows(trace.path).to_string(index=False))
+        _print_streams(trace.meta)
     if "vantages" in trace.meta:
         print("\ncaptures along the path (clock fit against the sender's: minimal delay and skew):")
         vantages = pd.DataFrame(trace.meta["vantages"])

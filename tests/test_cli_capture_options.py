@@ -53,3 +53,13 @@ def test_skew_limit_and_clock_rate_reach_the_reader(capsys):
                  "10.231.1.1:47300>10.231.3.2:5201/tcp"]) == 0
     meta = json.loads(capsys.readouterr().out)["meta"]
     assert list(meta["flows"].values())[0]["clock_rate"] == 1000
+
+
+def test_inspect_lists_streams_with_their_send_time_source_and_what_was_skipped(capsys):
+    from .test_real_captures import REAL
+
+    assert main(["inspect", str(REAL / "stun_signal.pcapng")]) == 0
+    out = capsys.readouterr().out
+    assert "streams read (send times from the best source each carries):" in out
+    assert "RTP timestamp at 90000 Hz (payload type)" in out or "RTP timestamp at" in out
+    assert "skipped stream 18.195.131.143:61498>192.168.12.169:47767/udp/ssrc=0x000007dd: padding probes" in out
