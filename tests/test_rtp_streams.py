@@ -102,3 +102,31 @@ def test_header_lengths_count_csrcs_and_extensions():
     head[2, 14:16] = [0, 3]
     assert rtp.header_lengths(head, np.full(3, 48)).tolist() == [12, 20, 28]
     assert rtp.header_lengths(head, np.full(3, 14)).tolist() == [12, 20, -1]  # extension length not kept
+
+
+def sender_report(ssrc, ntp_seconds, rtp_ts):
+    whole = int(ntp_seconds)
+    frac = int((ntp_seconds - whole) * 2**32)
+    return (bytes([0x80, 200]) + struct.pack(">HIIII", 6, ssrc, whole, frac, rtp_ts % 2**32)
+            + struct.pack(">II", 10, 1000))
+
+
+def test_rtcp_sender_reports_give_the_media_clock_rate(tmp_path):
+    """A dynamic payload type whose arrivals alone would suggest no usual rate (a sender that
+    pauses): the sender reports say 90 kHz, and that is the rate used."""
+    out = []
+    for seq in range(40):
+        t = seq * 0.033 + (0.5 if seq >= 20 else 0.0)  # a 0.5 s pause in sending, timestamps go on
+        out.append((NS + int(t * 1e9), packet(seq, int(90000 * seq * 0.033), MEDIA, 100)))
+    for k, t in enumerate((0.1, 1.1)):
+        out.append((NS + int(t * 1e9) + 3, sender_report(MEDIA, 3_900_000_000 + t, int(90000 * t) + 7)))
+    trace = read(capture_of(tmp_path, sorted(out)))
+    (info,) = trace.meta["flows"].values()
+    assert (info["clock_rate"], info["clock_source"], info["sender_reports"]) == (90000, "RTCP sender reports", 2)
+    assert info["sender_report_rate"] == pytest.approx(90000, rel=1e-6)
+    # the RTP timestamp wraps between two reports one second apart; reports 0.2 s apart are too close
+    wrap = [sender_report(7, 100.0, 2**32 - 45000), sender_report(7, 101.0, 45000), sender_report(8, 5.0, 0),
+            sender_report(8, 5.2, 18000)]
+    head = np.stack([np.frombuffer(r + bytes(48 - len(r)), np.uint8) for r in wrap])
+    found = rtp.sender_report_rates(head, np.full(4, 28), np.ones(4, bool))
+    assert found == {7: (pytest.approx(90000), 2)}

@@ -6,12 +6,16 @@ each flow's packets (``decode_capture`` keeps the first payload bytes of every p
 
 ``rtp``
     RFC 3550 header: 16-bit sequence number and 32-bit timestamp, both unwrapped in capture
-    order, one sequence space per SSRC (a flow with several SSRCs gives one stream each,
-    labelled ``<flow>/ssrc=0x...``). The timestamp is the sender's media clock: its rate is
-    ``clock_rate`` when given, else the payload type's static rate (RFC 3551: 8000 Hz for
-    PCMU, 90000 Hz for JPEG, ...), else (dynamic types) inferred from timestamp increments
-    against capture times and taken as the nearest usual rate (8000, 16000, 48000, 90000,
-    ...) when within 2 %.
+    order. A flow is first taken apart (``rtp.py``): STUN, DTLS, TURN and RTCP packets set aside
+    (RFC 7983), one stream per SSRC (labelled ``<flow>/ssrc=0x...`` when the flow has more than
+    one), one-off SSRCs counted as noise, padding probes left out, retransmission (RTX) streams
+    joined to their media stream, and a stream that cannot be read skipped with its reason
+    (``meta['skipped_streams']``), never failing its flow. The timestamp is the sender's
+    media clock: its rate is ``clock_rate`` when given, else what the stream's RTCP sender
+    reports say, else the payload type's static rate (RFC 3551: 8000 Hz for PCMU, 90000 Hz for
+    JPEG, ...), else (dynamic types) inferred from timestamp increments against capture times
+    and taken as the nearest usual rate (8000, 16000, 48000, 90000, ...) when within 2 %.
+    ``meta['flows']`` says which (``clock_source``).
 ``iperf3``
     UDP payload starts with tv_sec, tv_usec (32 bits each) and a packet counter of 32 bits,
     or 64 bits with ``--udp-counters-64bit``: inferred from which layout counts packets.
@@ -423,6 +427,7 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times) -> list[St
                            "pt": int(np.bincount(head[media, 1] & 0x7F).argmax()), "packets": int(media.sum()),
                            "seq16": np.concatenate((seen, holes)) % (1 << 16), "holes": holes,
                            "osn": osn[media]})
+    reports = rtp.sender_report_rates(head, head_len, kinds == rtp.RTCP)
     pairs = rtp.rtx_pairs(candidates + small)
     noise = [c for k, c in enumerate(small, start=len(candidates)) if k not in pairs]
     noise_ssrcs, noise_packets = len(noise), sum(c["packets"] for c in noise)
@@ -443,9 +448,18 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times) -> list[St
                 info.update(rtx_stream=candidates[r]["name"], rtx_packets=candidates[r]["packets"],
                             rtx_payload_type=candidates[r]["pt"], rtx_repaired=int(repaired.size))
         sent = np.full(c["packets"], np.nan)
+        rate = clock_rate
+        report = reports.get(int(c["ssrc"], 16))
+        if clock_rate is None and report is not None:  # the sender said how fast its media clock runs
+            measured, count = report
+            nearest = min(USUAL_RTP_RATES, key=lambda r: abs(math.log(measured / r)) if measured > 0 else 1e9)
+            rate = float(nearest) if measured > 0 and abs(measured / nearest - 1) <= 0.01 else measured
+            info.update(sender_reports=count, sender_report_rate=measured)
         if send_times:
             try:
-                sent = _send_seconds(RTP, head[c["mask"]], times[rows[c["mask"]]], clock_rate, info, c["name"])
+                sent = _send_seconds(RTP, head[c["mask"]], times[rows[c["mask"]]], rate, info, c["name"])
+                if clock_rate is None and report is not None:
+                    info["clock_source"] = "RTCP sender reports"
             except NotThisKind as why:
                 skipped[c["name"]] = f"{why} ({c['packets']} packets)"
                 continue

@@ -24,6 +24,10 @@ left out with its reason, never taking the flow with it:
    was **repaired**: it stays a loss of the original transmission (the receiver saw the hole),
    with reason ``rtx-repaired``, and is counted in ``rtx_repaired``.
 
+5. **The media clock's rate** from the stream's RTCP sender reports on the same port (NTP time
+   against RTP timestamp, RFC 3550 §6.4.1), snapped to the usual rate within 1 %, before the
+   payload type's static rate or a rate inferred from arrivals (``payload.py``).
+
 The header length (12 bytes, 4 per CSRC, and the extension block when the X bit is set) needs
 that many payload bytes in the decoded record (``read_capture`` keeps 48, ``RTP_HEAD_BYTES``);
 an OSN beyond them is not read, and such a stream is taken as media.
@@ -109,3 +113,30 @@ def rtx_pairs(streams: list[dict]) -> dict[int, int]:
         if best is not None and s["packets"] <= streams[best]["packets"]:
             pairs[i] = best
     return pairs
+
+
+def sender_report_rates(head: np.ndarray, head_len: np.ndarray, rtcp: np.ndarray) -> dict[int, tuple[float, int]]:
+    """Per SSRC, the media clock rate that its RTCP sender reports (RFC 3550 §6.4.1) give:
+    the RTP timestamps of the first and last report over the NTP time between them; and how
+    many reports there were. Only the first packet of a compound RTCP packet is read (a
+    sender report comes first, RFC 3550 §6.1), and only from reports 0.5 s or more apart."""
+    chosen = rtcp & (head_len >= 20) & (head[:, 1] == 200)
+    if not chosen.any():
+        return {}
+    h = head[chosen].astype(np.uint64)
+    ssrc = (h[:, 4] << 24) | (h[:, 5] << 16) | (h[:, 6] << 8) | h[:, 7]
+    ntp_sec = (h[:, 8] << 24) | (h[:, 9] << 16) | (h[:, 10] << 8) | h[:, 11]
+    ntp_frac = (h[:, 12] << 24) | (h[:, 13] << 16) | (h[:, 14] << 8) | h[:, 15]
+    rtp_ts = ((h[:, 16] << 24) | (h[:, 17] << 16) | (h[:, 18] << 8) | h[:, 19]).astype(np.int64)
+    ntp = ntp_sec.astype(np.float64) + ntp_frac.astype(np.float64) / 2**32
+    rates = {}
+    for key in np.unique(ssrc):
+        mine = ssrc == key
+        t, ts = ntp[mine], rtp_ts[mine]
+        order = np.argsort(t, kind="stable")
+        t, ts = t[order], ts[order]
+        if t.size < 2 or t[-1] - t[0] < 0.5:
+            continue
+        ticks = (ts[-1] - ts[0]) % (1 << 32)  # the RTP timestamp wraps at 2^32
+        rates[int(key)] = (float(ticks / (t[-1] - t[0])), int(t.size))
+    return rates
