@@ -386,7 +386,7 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times) -> list[St
     head_len = records["head_len"].astype(np.int64)
     payload_len = records["payload_len"].astype(np.int64)
     kinds = rtp.packet_kinds(head, head_len)
-    demux = {str(k): int(n) for k, n in zip(*np.unique(kinds, return_counts=True))}
+    demux = rtp.kind_counts(kinds)
     is_rtp = (kinds == rtp.RTP) & (payload_len >= 12)
     excluded = {"short_payload": int((payload_len < 12).sum()), "cut_by_snaplen": int(((payload_len >= 12)
                 & (head_len < 12)).sum()), "not_rtp": int(((kinds != rtp.RTP) & (head_len >= 12)).sum())}
@@ -400,7 +400,8 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times) -> list[St
     osn = rtp.original_seqs(head, head_len, hlen)
     skipped: dict[str, str] = {}
     candidates, small = [], []
-    for key, count in zip(*np.unique(ssrc[is_rtp], return_counts=True)):
+    per_ssrc = pd.Series(ssrc[is_rtp]).value_counts(sort=False).sort_index()
+    for key, count in zip(per_ssrc.index.to_numpy(), per_ssrc.to_numpy()):
         name = f"{label}{SSRC}0x{int(key):08x}"
         mine = is_rtp & (ssrc == key)
         media = mine & ~probe
@@ -420,14 +421,16 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times) -> list[St
         if problem:
             skipped[name] = f"{problem} ({int(count)} packets)"
             continue
-        seen = np.unique(own)
-        holes = np.setdiff1d(np.arange(seen[0], seen[-1] + 1), seen, assume_unique=True)
         candidates.append({"name": name, "ssrc": f"0x{int(key):08x}", "mask": media, "seq": own,
                            "probes": int((mine & probe).sum()),
                            "pt": int(np.bincount(head[media, 1] & 0x7F).argmax()), "packets": int(media.sum()),
-                           "seq16": np.concatenate((seen, holes)) % (1 << 16), "holes": holes,
                            "osn": osn[media]})
     reports = rtp.sender_report_rates(head, head_len, kinds == rtp.RTCP)
+    if len(candidates) + len(small) > 1:  # what a retransmission stream would refer to
+        for c in candidates:
+            seen = np.unique(c["seq"])
+            c["holes"] = np.setdiff1d(np.arange(seen[0], seen[-1] + 1), seen, assume_unique=True)
+            c["seq16"] = np.concatenate((seen, c["holes"])) % (1 << 16)
     pairs = rtp.rtx_pairs(candidates + small)
     noise = [c for k, c in enumerate(small, start=len(candidates)) if k not in pairs]
     noise_ssrcs, noise_packets = len(noise), sum(c["packets"] for c in noise)

@@ -37,24 +37,31 @@ from __future__ import annotations
 
 import numpy as np
 
-STUN, ZRTP, DTLS, TURN, RTP, RTCP, OTHER = "stun", "zrtp", "dtls", "turn", "rtp", "rtcp", "other"
+KIND_NAMES = ("other", "stun", "zrtp", "dtls", "turn", "rtp", "rtcp")
+OTHER, STUN, ZRTP, DTLS, TURN, RTP, RTCP = range(len(KIND_NAMES))
 NOISE_PACKETS = 2  # an SSRC with this many packets or fewer is noise, not a stream
 RTX_SHARE = 0.9  # share of a stream's OSNs that must be the media stream's numbers
 
 
 def packet_kinds(head: np.ndarray, head_len: np.ndarray) -> np.ndarray:
-    """RFC 7983 kind of each UDP payload, as an array of the names above."""
-    first = head[:, 0].astype(np.int64)
-    second = np.where(head_len >= 2, head[:, 1], 0).astype(np.int64)
-    kinds = np.full(head.shape[0], OTHER, dtype=object)
+    """RFC 7983 kind of each UDP payload, as codes into ``KIND_NAMES``."""
+    first = head[:, 0]
+    second = np.where(head_len >= 2, head[:, 1], 0)
+    kinds = np.full(head.shape[0], OTHER, dtype=np.int8)
     kinds[first <= 3] = STUN
     kinds[(first >= 16) & (first <= 19)] = ZRTP
     kinds[(first >= 20) & (first <= 63)] = DTLS
     kinds[(first >= 64) & (first <= 79)] = TURN
     rtp_range = (first >= 128) & (first <= 191) & (head_len >= 12)
-    kinds[rtp_range & (second >= 192) & (second <= 223)] = RTCP
-    kinds[rtp_range & ~((second >= 192) & (second <= 223))] = RTP
+    control = (second >= 192) & (second <= 223)
+    kinds[rtp_range & control] = RTCP
+    kinds[rtp_range & ~control] = RTP
     return kinds
+
+
+def kind_counts(kinds: np.ndarray) -> dict[str, int]:
+    counts = np.bincount(kinds, minlength=len(KIND_NAMES))
+    return {KIND_NAMES[k]: int(n) for k, n in enumerate(counts) if n}
 
 
 def header_lengths(head: np.ndarray, head_len: np.ndarray) -> np.ndarray:
