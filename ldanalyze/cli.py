@@ -30,7 +30,7 @@ from .io import FORMATS, list_flows, read_trace
 from .io.detect import PCAP, PCAPNG
 from .io.labels import apply_labels, write_labels
 from .io.capture.payload import KINDS, ORDER, FieldSpec
-from .io.capture.pcap import SKEW_CHOICES
+from .io.capture.pcap import RTP_HEAD_BYTES, SKEW_CHOICES
 from .io.capture.vantage import CLOCKS, parse_vantage, read_vantages
 from .packets import LOSS_FATES, Trace
 from .lda import REGISTRY, Replay, classify, runnable_ldas
@@ -198,7 +198,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     print(f"{trace.path}: {trace.format}, {len(summary)} flow(s), {len(trace.packets)} data packets")
     if trace.format in (PCAP, PCAPNG):
         print("\nflows in the capture (5-tuple and direction):")
-        print(list_flows(trace.path).to_string(index=False))
+        print(list_flows(trace.path, head_bytes=RTP_HEAD_BYTES).to_string(index=False))  # one decode layout
         _print_streams(trace.meta)
     if "vantages" in trace.meta:
         print("\ncaptures along the path (clock fit against the sender's: minimal delay and skew):")
