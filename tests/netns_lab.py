@@ -34,6 +34,7 @@ import selectors
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -83,6 +84,9 @@ class LabConfig:
     tbf_limit_bytes: int = 10000
     port: int = 5201
     snaplen: int = 128  # Ethernet + IPv4 + UDP headers (42 bytes) and the payload's first 86 bytes
+    # (seconds after the flow starts, new tbf rate): the bottleneck steps down and up, so that its
+    # queue fills and drains within one run
+    tbf_steps: tuple[tuple[float, str], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,6 +229,11 @@ class _Lab:
         _run(["tc", "-n", self.ns["r2"], "qdisc", "add", "dev", "to-receiver", "root", "tbf",
               "rate", c.tbf_rate, "burst", str(c.tbf_burst_bytes), "limit", str(c.tbf_limit_bytes)])
 
+    def set_bottleneck_rate(self, rate: str) -> None:
+        c = self.config
+        _run(["tc", "-n", self.ns["r2"], "qdisc", "change", "dev", "to-receiver", "root", "tbf",
+              "rate", rate, "burst", str(c.tbf_burst_bytes), "limit", str(c.tbf_limit_bytes)])
+
     # -- run ---------------------------------------------------------------------------------
     def run(self) -> LabRun:
         c = self.config
@@ -232,9 +241,16 @@ class _Lab:
         tcpdumps = {name: self.start_capture(*CAPTURE_POINTS[name], captures[name]) for name in captures}
         server = self.spawn("receiver", "iperf3", "-s", "-1", "-J", "-p", str(c.port))
         self.wait_listening(server)
-        client = _run(self.exec("sender", "iperf3", "-c", RECEIVER_IP, "-p", str(c.port), "-u",
-                                "-b", c.rate, "-l", str(c.length), "-t", str(c.duration_s), "-J"),
-                      timeout=c.duration_s + 30)
+        steps = [threading.Timer(at, self.set_bottleneck_rate, (rate,)) for at, rate in c.tbf_steps]
+        for step in steps:
+            step.start()
+        try:
+            client = _run(self.exec("sender", "iperf3", "-c", RECEIVER_IP, "-p", str(c.port), "-u",
+                                    "-b", c.rate, "-l", str(c.length), "-t", str(c.duration_s), "-J"),
+                          timeout=c.duration_s + 30)
+        finally:
+            for step in steps:
+                step.cancel()
         try:
             server.communicate(timeout=STEP_TIMEOUT_S)
         except subprocess.TimeoutExpired as e:
