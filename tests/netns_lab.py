@@ -55,6 +55,7 @@ CAPTURE_POINTS = {
     "receiver": ("receiver", "to-r2", "in"),
 }
 STEP_TIMEOUT_S = 10  # any single setup or query command
+RTP_SENDER_PORT = 5006  # the GStreamer sender's source port (RTCP from the next one)
 START_TIMEOUT_S = 5  # tcpdump until "listening on", iperf3 server until its socket listens
 
 
@@ -87,6 +88,9 @@ class LabConfig:
     # (seconds after the flow starts, new tbf rate): the bottleneck steps down and up, so that its
     # queue fills and drains within one run
     tbf_steps: tuple[tuple[float, str], ...] = ()
+    # "iperf3", or "rtp-audio": a GStreamer rtpbin sender of G.711 A-law (PT 8, 20 ms frames:
+    # set length=172, the RTP packet's UDP payload) with RTCP sender reports to port + 1
+    traffic: str = "iperf3"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -229,19 +233,10 @@ class _Lab:
         _run(["tc", "-n", self.ns["r2"], "qdisc", "add", "dev", "to-receiver", "root", "tbf",
               "rate", c.tbf_rate, "burst", str(c.tbf_burst_bytes), "limit", str(c.tbf_limit_bytes)])
 
-    def set_bottleneck_rate(self, rate: str) -> None:
+    def send_iperf3(self, steps) -> dict:
         c = self.config
-        _run(["tc", "-n", self.ns["r2"], "qdisc", "change", "dev", "to-receiver", "root", "tbf",
-              "rate", rate, "burst", str(c.tbf_burst_bytes), "limit", str(c.tbf_limit_bytes)])
-
-    # -- run ---------------------------------------------------------------------------------
-    def run(self) -> LabRun:
-        c = self.config
-        captures = {name: self.workdir / f"{name}.pcap" for name in CAPTURE_POINTS}
-        tcpdumps = {name: self.start_capture(*CAPTURE_POINTS[name], captures[name]) for name in captures}
         server = self.spawn("receiver", "iperf3", "-s", "-1", "-J", "-p", str(c.port))
         self.wait_listening(server)
-        steps = [threading.Timer(at, self.set_bottleneck_rate, (rate,)) for at, rate in c.tbf_steps]
         for step in steps:
             step.start()
         try:
@@ -258,6 +253,47 @@ class _Lab:
         report = json.loads(client)
         if "error" in report:
             raise RuntimeError(f"iperf3 client: {report['error']}")
+        return report
+
+    def send_rtp_audio(self, steps) -> dict:
+        """A real RTP stack: GStreamer's rtpbin sends 20 ms G.711 frames (RTP to ``port``, RTCP
+        sender reports to ``port + 1``, from fixed ports) to sinks in the receiver namespace."""
+        c = self.config
+        for port in (c.port, c.port + 1):
+            self.spawn("receiver", "gst-launch-1.0", "-q", "udpsrc", f"port={port}", "!", "fakesink")
+        time.sleep(0.3)
+        frames = c.duration_s * 50
+        pipeline = ["rtpbin", "name=rb", "audiotestsrc", "is-live=true", f"num-buffers={frames}",
+                    "samplesperbuffer=160", "!", "audio/x-raw,rate=8000,channels=1", "!", "alawenc", "!",
+                    "rtppcmapay", "!", "rb.send_rtp_sink_0", "rb.send_rtp_src_0", "!", "udpsink",
+                    f"host={RECEIVER_IP}", f"port={c.port}", f"bind-port={RTP_SENDER_PORT}",
+                    "rb.send_rtcp_src_0", "!", "udpsink", f"host={RECEIVER_IP}", f"port={c.port + 1}",
+                    f"bind-port={RTP_SENDER_PORT + 1}", "sync=false", "async=false"]
+        for step in steps:
+            step.start()
+        try:
+            _run(self.exec("sender", "gst-launch-1.0", "-q", "-e", *pipeline), timeout=c.duration_s + 30)
+        finally:
+            for step in steps:
+                step.cancel()
+        return {"frames": frames}
+
+    def set_bottleneck_rate(self, rate: str) -> None:
+        c = self.config
+        _run(["tc", "-n", self.ns["r2"], "qdisc", "change", "dev", "to-receiver", "root", "tbf",
+              "rate", rate, "burst", str(c.tbf_burst_bytes), "limit", str(c.tbf_limit_bytes)])
+
+    # -- run ---------------------------------------------------------------------------------
+    def run(self) -> LabRun:
+        c = self.config
+        captures = {name: self.workdir / f"{name}.pcap" for name in CAPTURE_POINTS}
+        tcpdumps = {name: self.start_capture(*CAPTURE_POINTS[name], captures[name]) for name in captures}
+        steps = [threading.Timer(at, self.set_bottleneck_rate, (rate,)) for at, rate in c.tbf_steps]
+        if c.traffic == "rtp-audio":
+            report, sender_port = self.send_rtp_audio(steps), RTP_SENDER_PORT
+        else:
+            report = self.send_iperf3(steps)
+            sender_port = report["start"]["connected"][0]["local_port"]
         time.sleep(0.2)  # let the last packets reach the captures
         capture_drops = {name: self.stop_capture(proc) for name, proc in tcpdumps.items()}
         return LabRun(
@@ -267,7 +303,7 @@ class _Lab:
             capture_drops=MappingProxyType(capture_drops),
             iperf3=report,
             sender_ip=SENDER_IP,
-            sender_port=report["start"]["connected"][0]["local_port"],
+            sender_port=sender_port,
             receiver_ip=RECEIVER_IP,
             port=c.port,
         )
