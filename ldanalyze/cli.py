@@ -157,6 +157,8 @@ def _write_table(table: pd.DataFrame, output: str, inputs: Sequence[str], kind: 
 def send_time_source(info: dict) -> str:
     """Where a capture stream's send times came from, in words."""
     kind = info.get("kind", "")
+    if info.get("send_time") == "abs-send-time":
+        return f"abs-send-time header extension (id {info['abs_send_time_id']})"
     if kind == "rtp":
         return f"RTP timestamp at {info.get('clock_rate', float('nan')):g} Hz ({info.get('clock_source', '?')})"
     if kind == "tcp":

@@ -1491,3 +1491,41 @@ def common_skew_naive(groups):
                 if t[j] != t[i]:
                     candidates.append((d[j] - d[i]) / (t[j] - t[i]))
     return min(joint_objective_naive(groups, b) for b in candidates)
+
+
+# --- RTP header extensions (ldanalyze/io/capture/rtp.py extension_values) ---
+
+
+def rtp_extension_values_naive(packet: bytes, width: int) -> dict:
+    """{id: value} of the header extension elements of ``width`` bytes of one RTP packet (RFC
+    8285), read one element at a time."""
+    if len(packet) < 12 or packet[0] >> 6 != 2 or not packet[0] & 0x10:
+        return {}
+    start = 12 + 4 * (packet[0] & 0x0F)
+    if start + 4 > len(packet):
+        return {}
+    profile = int.from_bytes(packet[start:start + 2], "big")
+    words = int.from_bytes(packet[start + 2:start + 4], "big")
+    body = packet[start + 4:min(start + 4 + 4 * words, len(packet))]
+    found, p = {}, 0
+    if profile == 0xBEDE:
+        while p < len(body):
+            if body[p] == 0:
+                p += 1
+                continue
+            ident, size = body[p] >> 4, (body[p] & 0x0F) + 1
+            if ident == 15:
+                break
+            if size == width and p + 1 + size <= len(body):
+                found[ident] = int.from_bytes(body[p + 1:p + 1 + size], "big")
+            p += 1 + size
+    elif profile >> 4 == 0x100:
+        while p + 1 < len(body):
+            if body[p] == 0:
+                p += 1
+                continue
+            ident, size = body[p], body[p + 1]
+            if size == width and p + 2 + size <= len(body):
+                found[ident] = int.from_bytes(body[p + 2:p + 2 + size], "big")
+            p += 2 + size
+    return found

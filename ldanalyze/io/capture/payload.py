@@ -378,7 +378,7 @@ def flow_streams(capture, flow: int, rows: np.ndarray, records: np.ndarray, payl
     raise NotThisKind(why if payload != "auto" else f"no sequence numbers found ({why})")
 
 
-def _rtp_streams(label, rows, records, times, clock_rate, send_times) -> list[Stream]:
+def _rtp_streams(label, rows, records, times, clock_rate, send_times, abs_send_time_id=None) -> list[Stream]:
     """The RTP streams of one UDP flow (``rtp.py``: demultiplexing, noise, padding probes,
     retransmission streams); a stream that cannot be read is skipped with its reason, which
     the first stream's ``info['skipped_streams']`` carries. NotThisKind when none is left."""
@@ -458,7 +458,14 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times) -> list[St
             nearest = min(USUAL_RTP_RATES, key=lambda r: abs(math.log(measured / r)) if measured > 0 else 1e9)
             rate = float(nearest) if measured > 0 and abs(measured / nearest - 1) <= 0.01 else measured
             info.update(sender_reports=count, sender_report_rate=measured)
+        extension = None
         if send_times:
+            stamps = rtp.extension_values(head[c["mask"]], head_len[c["mask"]], 3)
+            extension = rtp.abs_send_time_id(stamps, times[rows[c["mask"]]], abs_send_time_id)
+        if extension is not None:  # the sender's own send time, better than the media clock
+            sent = rtp.unwrap_sequence_numpy(stamps[:, extension], 1 << 24) * rtp.ABS_SEND_TIME_UNITS
+            info.update(send_time="abs-send-time", abs_send_time_id=extension)
+        elif send_times:
             try:
                 sent = _send_seconds(RTP, head[c["mask"]], times[rows[c["mask"]]], rate, info, c["name"])
                 if clock_rate is None and report is not None:

@@ -36,6 +36,7 @@ an OSN beyond them is not read, and such a stream is taken as media.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 KIND_NAMES = ("other", "stun", "zrtp", "dtls", "turn", "rtp", "rtcp")
 OTHER, STUN, ZRTP, DTLS, TURN, RTP, RTCP = range(len(KIND_NAMES))
@@ -147,3 +148,84 @@ def sender_report_rates(head: np.ndarray, head_len: np.ndarray, rtcp: np.ndarray
         ticks = (ts[-1] - ts[0]) % (1 << 32)  # the RTP timestamp wraps at 2^32
         rates[int(key)] = (float(ticks / (t[-1] - t[0])), int(t.size))
     return rates
+
+
+@njit(cache=True)
+def extension_values(head, head_len, width):
+    """Per packet, the value of each RTP header extension element of ``width`` bytes, by its
+    id (RFC 8285: the one-byte form, profile 0xBEDE, ids 1-14; the two-byte form, profile
+    0x1000-0x100F, ids 1-255): ``out[packet, id]``, -1 where absent or not kept."""
+    n = head.shape[0]
+    out = np.full((n, 256), -1, np.int64)
+    for i in range(n):
+        if (head[i, 0] >> 6) != 2 or (head[i, 0] & 0x10) == 0:
+            continue
+        start = 12 + 4 * (head[i, 0] & 0x0F)
+        if start + 4 > head_len[i]:
+            continue
+        profile = (np.int64(head[i, start]) << 8) | head[i, start + 1]
+        words = (np.int64(head[i, start + 2]) << 8) | head[i, start + 3]
+        end = min(start + 4 + 4 * words, np.int64(head_len[i]))
+        p = start + 4
+        if profile == 0xBEDE:
+            while p < end:
+                element = head[i, p]
+                if element == 0:  # padding
+                    p += 1
+                    continue
+                ident = element >> 4
+                size = (element & 0x0F) + 1
+                if ident == 15:
+                    break
+                if size == width and p + 1 + size <= end:
+                    value = np.int64(0)
+                    for k in range(size):
+                        value = (value << 8) | head[i, p + 1 + k]
+                    out[i, ident] = value
+                p += 1 + size
+        elif (profile >> 4) == 0x100:
+            while p + 1 < end:
+                ident = head[i, p]
+                if ident == 0:
+                    p += 1
+                    continue
+                size = np.int64(head[i, p + 1])
+                if size == width and p + 2 + size <= end:
+                    value = np.int64(0)
+                    for k in range(size):
+                        value = (value << 8) | head[i, p + 2 + k]
+                    out[i, ident] = value
+                p += 2 + size
+    return out
+
+
+ABS_SEND_TIME_UNITS = 2.0 ** -18  # seconds per unit: 6.18 fixed point, wrapping every 64 s
+
+
+def abs_send_time_id(values: np.ndarray, times: np.ndarray, given: int | None = None) -> int | None:
+    """The header extension id that carries abs-send-time in every packet of a stream: ``given``,
+    or the 3-byte element whose values, read as 6.18 fixed-point seconds, advance with capture
+    time: over 0.1 s or more, the lower envelope of capture time minus send time (the
+    Moon-Skelly-Towsley fit of ``clocks.py``) drifts by no more than 2 % (a clock, not a
+    counter or a level)."""
+    from ...clocks import fit_lower_envelope
+
+    candidates = [given] if given is not None else range(1, 256)
+    for ident in candidates:
+        present = values[:, ident] >= 0
+        if not present.all() or present.sum() < 3 or np.ptp(times) < 0.1:
+            continue
+        if given is not None:
+            return ident
+        seconds = unwrap_sequence_numpy(values[:, ident], 1 << 24) * ABS_SEND_TIME_UNITS
+        fit = fit_lower_envelope(seconds, times - seconds)
+        if abs(fit.skew) <= 0.02:
+            return ident
+    return None
+
+
+def unwrap_sequence_numpy(values: np.ndarray, modulus: int) -> np.ndarray:
+    """Unwrap a counter modulo ``modulus`` in packet order (steps taken as the shortest way)."""
+    steps = np.diff(values.astype(np.int64))
+    steps = (steps + modulus // 2) % modulus - modulus // 2
+    return np.concatenate(([values[0]], values[0] + np.cumsum(steps))).astype(np.int64)
