@@ -8,10 +8,16 @@ import pathlib
 import shutil
 
 import pytest
+from hypothesis import settings
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+# CI draws the same examples every run (a red CI is reproducible; random exploration happens on
+# developers' machines, where hypothesis keeps the failures it finds)
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if IN_CI:
+    settings.load_profile("ci")
 
 
 def write_text(path: pathlib.Path, text: str, *, gz: bool = False) -> pathlib.Path:
