@@ -119,6 +119,15 @@ class LabRun:
     receiver_ip: str
     port: int
 
+    def chain(self) -> list:
+        """The captures as a vantage chain: r1's drops are the wireless segment's, r2's tbf the
+        congested one's."""
+        from ldanalyze.io.capture.vantage import Vantage
+
+        c = self.captures
+        return [Vantage(str(c["sender"])), Vantage(str(c["r1"]), "wireless"), Vantage(str(c["r2"]), "congestion"),
+                Vantage(str(c["receiver"]))]
+
 
 def lab_unavailable() -> str | None:
     """Why the lab cannot run here (not root, a command missing, no namespaces), else None."""

@@ -18,7 +18,7 @@ import pytest
 import ldanalyze as la
 from ldanalyze.cli import main
 from ldanalyze.io.labels import apply_labels, write_labels
-from ldanalyze.io.capture.vantage import Vantage, read_vantages
+from ldanalyze.io.capture.vantage import read_vantages
 
 from .conftest import IN_CI
 from .netns_lab import LabConfig, lab_unavailable, run_lab
@@ -36,17 +36,11 @@ def lab(tmp_path_factory):
     return run_lab(tmp_path_factory.mktemp("lab"), LabConfig())
 
 
-def chain(lab) -> list[Vantage]:
-    c = lab.captures
-    return [Vantage(str(c["sender"])), Vantage(str(c["r1"]), "wireless"), Vantage(str(c["r2"]), "congestion"),
-            Vantage(str(c["receiver"]))]
-
-
 @pytest.fixture(scope="module")
 def traced(lab):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a clean lab gives no warning at all
-        return read_vantages(chain(lab), clocks="common")
+        return read_vantages(lab.chain(), clocks="common")
 
 
 def udp_label(lab) -> str:

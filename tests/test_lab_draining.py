@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import ldanalyze as la
-from ldanalyze.io.capture.vantage import Vantage, read_vantages
+from ldanalyze.io.capture.vantage import read_vantages
 
 from .conftest import IN_CI
 from .netns_lab import LabConfig, lab_unavailable, run_lab
@@ -29,12 +29,9 @@ def drained(tmp_path_factory):
     if LAB_UNAVAILABLE:
         pytest.fail(f"the network namespace lab must run in CI, but {LAB_UNAVAILABLE}")
     lab = run_lab(tmp_path_factory.mktemp("drain"), CONFIG)
-    c = lab.captures
-    chain = [Vantage(str(c["sender"])), Vantage(str(c["r1"]), "wireless"), Vantage(str(c["r2"]), "congestion"),
-             Vantage(str(c["receiver"]))]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trace = read_vantages(chain, clocks="common")
+        trace = read_vantages(lab.chain(), clocks="common")
     return lab, trace
 
 

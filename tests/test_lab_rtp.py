@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 import ldanalyze as la
-from ldanalyze.io.capture.vantage import Vantage, read_vantages
+from ldanalyze.io.capture.vantage import read_vantages
 
 from .conftest import IN_CI
 from .netns_lab import LabConfig, lab_unavailable, run_lab
@@ -30,13 +30,10 @@ def rtp_lab(tmp_path_factory):
     if LAB_UNAVAILABLE:
         pytest.fail(f"the RTP lab must run in CI, but {LAB_UNAVAILABLE}")
     lab = run_lab(tmp_path_factory.mktemp("rtp"), CONFIG)
-    c = lab.captures
-    chain = [Vantage(str(c["sender"])), Vantage(str(c["r1"]), "wireless"), Vantage(str(c["r2"]), "congestion"),
-             Vantage(str(c["receiver"]))]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        traced = read_vantages(chain, clocks="common")
-        received = la.read_trace(c["receiver"], payload="rtp", skew="keep")
+        traced = read_vantages(lab.chain(), clocks="common")
+        received = la.read_trace(lab.captures["receiver"], payload="rtp", skew="keep")
     return lab, traced, received
 
 

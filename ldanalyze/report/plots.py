@@ -41,13 +41,7 @@ def _outside(ax, **kwargs) -> None:
 
 
 def _plt():
-    import matplotlib
-
-    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
-        try:
-            import IPython  # noqa: F401 - in a notebook the inline backend is already chosen
-        except ImportError:
-            matplotlib.use("Agg")
+    """pyplot, imported on first use (matplotlib picks Agg where there is no display)."""
     import matplotlib.pyplot as plt
 
     return plt
