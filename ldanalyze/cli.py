@@ -71,6 +71,7 @@ def _read(args: argparse.Namespace, path: str | None) -> Trace:
     if path is None:
         ignored = [flag for flag, given in (("--skew", args.skew), ("--trace-format", args.trace_format != "auto"),
                                             ("--field", args.field), ("--clock-rate", args.clock_rate),
+                                            ("--ssrc", args.ssrc),
                                             ("--data-types", args.data_types), ("--feedback-types", args.feedback_types),
                                             ("--flow-by", args.flow_by), ("--drop-cause", args.drop_cause)) if given]
         if ignored:
@@ -80,7 +81,7 @@ def _read(args: argparse.Namespace, path: str | None) -> Trace:
                               flows=args.flows, **chain_options)
     else:
         options = _trace_options(args)
-        for name in ("payload", "skew", "flows", "clock_rate"):
+        for name in ("payload", "skew", "flows", "clock_rate", "ssrc"):
             if getattr(args, name):
                 options[name] = getattr(args, name)
         if args.skew_limit is not None:
@@ -507,6 +508,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="captures: where another protocol's payload carries its sequence number and send "
                               "time, e.g. ns-3's SeqTsHeader: seq=0:4,time=4:8:ns (UNITS s, ms, us, ns, "
                               "sec+usec, sec+nsec, ntp, a rate in Hz, or ? to infer it)")
+    reading.add_argument("--ssrc", type=_csv_list, metavar="0xSSRC,...",
+                         help="captures: keep only the RTP streams of these SSRCs")
     reading.add_argument("--clock-rate", type=float, metavar="HZ",
                          help="captures: the in-band clock's rate (RTP timestamp, TSval) when known")
     reading.add_argument("--skew-limit", type=float, metavar="PPM",

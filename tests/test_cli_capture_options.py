@@ -65,3 +65,14 @@ def test_inspect_lists_streams_with_their_send_time_source_and_what_was_skipped(
     assert "RTP timestamp at 42319.1 Hz (inferred (not a usual rate))" in out
     assert "noise: 2 one- or two-packet SSRCs" in out
     assert "skipped stream 18.195.131.143:61498>192.168.12.169:47767/udp/ssrc=0x000007dd: padding probes" in out
+
+
+def test_ssrc_picks_rtp_streams(capsys):
+    from .test_real_captures import REAL
+
+    path = str(REAL / "stun_wa_call.pcapng")
+    assert main(["inspect", path, "--ssrc", "0x34aa98ba", "--json"]) == 0
+    flows = json.loads(capsys.readouterr().out)["flows"]
+    assert len(flows) == 2 and all(f["flow"].startswith(("157.240.203.62:3478", "93.33.118.87:41107")) for f in flows)
+    assert main(["inspect", path, "--ssrc", "0x1"]) == 2
+    assert "no RTP stream with SSRC 0x00000001" in capsys.readouterr().err

@@ -242,12 +242,14 @@ class NotThisKind(Exception):
 
 # -- the entry points --------------------------------------------------------------------------
 def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows=None,
-                    clock_rate: float | None = None, fallback: str | None = None) -> tuple[pd.DataFrame, dict]:
+                    clock_rate: float | None = None, fallback: str | None = None,
+                    ssrc=None) -> tuple[pd.DataFrame, dict]:
     """The PacketTable of a decoded one-point capture, and what was taken and skipped
     (``meta['skipped_flows']``: flow label → why).
 
     See the module docstring for ``payload`` and ``vantage``; ``flows`` names flows by label
-    (as ``list_flows`` prints them) and makes them mandatory; ``clock_rate`` (Hz) is the rate
+    (as ``list_flows`` prints them) and makes them mandatory; ``ssrc`` keeps the RTP streams of
+    these SSRCs (``"0x1234abcd"`` or integers) only; ``clock_rate`` (Hz) is the rate
     of the in-band clock (RTP timestamp, TCP TSval) when you know it. ``fallback`` (a kind)
     reads the data-carrying flows that ``payload`` does not fit instead of skipping them.
     """
@@ -279,6 +281,11 @@ def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows
             skipped[label] = f"{why} (first packet at byte {first})"
     if wanted is not None:  # a named RTP stream leaves out the other streams of its flow
         streams = [s for s in streams if s.label in wanted or s.label.partition(SSRC)[0] in wanted]
+    if ssrc is not None:  # RTP streams by SSRC, on whatever flow they travel
+        chosen_ssrcs = {f"0x{int(str(x), 0):08x}" for x in ([ssrc] if isinstance(ssrc, (str, int)) else ssrc)}
+        streams = [s for s in streams if s.info.get("ssrc") in chosen_ssrcs]
+        if not streams:
+            raise TraceError(capture.path, f"no RTP stream with SSRC {', '.join(sorted(chosen_ssrcs))}")
     if not streams:
         counts = capture.counts
         raise TraceError(capture.path, f"no decodable flow with sequence numbers: {counts['records']} "

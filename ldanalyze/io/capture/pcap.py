@@ -802,6 +802,7 @@ def read_capture(
     payload: str | payloads.FieldSpec = "auto",
     vantage: str = "receiver",
     flows: Iterable[str] | str | None = None,
+    ssrc: Iterable[str | int] | str | int | None = None,
     clock_rate: float | None = None,
     skew: str = "remove",
     skew_limit_ppm: float = PLAUSIBLE_SKEW_PPM,
@@ -813,7 +814,8 @@ def read_capture(
     ``iperf3``, ``iperf2``, ``tcp`` or a :class:`~ldanalyze.io.capture.payload.FieldSpec`);
     ``vantage`` whether the capture was taken at the ``receiver`` (arrivals; gaps in the
     sequence become lost rows) or at the ``sender`` (transmissions, fate ``unobserved``);
-    ``flows`` picks flows by label (see :func:`list_flows`), all that fit otherwise;
+    ``flows`` picks flows by label (see :func:`list_flows`), all that fit otherwise; ``ssrc``
+    picks RTP streams by SSRC;
     ``clock_rate`` is the rate (Hz) of the in-band clock (RTP timestamp, TSval) when known.
     The two ends' clocks are separate: only relative delays (ROTT) mean something, and at the
     receiver ``skew="remove"`` (the default) fits each flow's delays with
@@ -832,7 +834,7 @@ def read_capture(
                      RTP_HEAD_BYTES if payload in ("auto", "rtp") else 0)
     capture = decode_capture(path, head_bytes=head_bytes, chunk_bytes=chunk_bytes)
     packets, taken = payloads.capture_packets(capture, payload=payload, vantage=vantage, flows=flows,
-                                              clock_rate=clock_rate)
+                                              clock_rate=clock_rate, ssrc=ssrc)
     # the acknowledgements of a TCP connection carry no data by nature: no need to warn
     skipped = {k: v for k, v in taken["skipped_flows"].items() if not v.startswith(payloads.ACKS_ONLY)}
     if skipped:
