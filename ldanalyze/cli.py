@@ -84,6 +84,8 @@ def _read(args: argparse.Namespace, path: str | None) -> Trace:
         for name in ("payload", "skew", "flows", "clock_rate", "ssrc"):
             if getattr(args, name):
                 options[name] = getattr(args, name)
+        if args.rtp_sequence != "ssrc":
+            options["rtp_sequence"] = args.rtp_sequence
         if args.skew_limit is not None:
             options["skew_limit_ppm"] = args.skew_limit
         if args.field:
@@ -510,6 +512,9 @@ def build_parser() -> argparse.ArgumentParser:
                               "sec+usec, sec+nsec, ntp, a rate in Hz, or ? to infer it)")
     reading.add_argument("--ssrc", type=_csv_list, metavar="0xSSRC,...",
                          help="captures: keep only the RTP streams of these SSRCs")
+    reading.add_argument("--rtp-sequence", choices=("ssrc", "transport-cc"), default="ssrc",
+                         help="captures: one RTP stream per SSRC (default), or per WebRTC flow in the order of "
+                              "its transport-wide sequence numbers (transport-cc header extension)")
     reading.add_argument("--clock-rate", type=float, metavar="HZ",
                          help="captures: the in-band clock's rate (RTP timestamp, TSval) when known")
     reading.add_argument("--skew-limit", type=float, metavar="PPM",

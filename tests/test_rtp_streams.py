@@ -189,3 +189,29 @@ def test_abs_send_time_is_the_send_clock_when_a_stream_carries_it(tmp_path):
 
     rott = la.build_timeline(trace).arrivals["rott"].to_numpy()
     assert np.ptp(rott) < 1e-5  # 3.8 µs units
+
+
+def test_transport_wide_sequence_numbers_make_one_stream_of_a_webrtc_flow(tmp_path):
+    """Audio and video SSRCs and a probe, numbered by one transport-wide counter (extension id
+    5, 2 bytes) and timed by abs-send-time (id 3); packets 7 and 12 of the counter are lost."""
+    out = []
+    for n in range(40):
+        sent = 1.0 + n * 0.010
+        ext = (struct.pack(">HH", 0xBEDE, 2) + bytes([0x32]) + (int(sent * 2**18) % 2**24).to_bytes(3, "big")
+               + bytes([0x51]) + (60000 + n).to_bytes(4, "big")[2:] + b"\x00")
+        ssrc, pt = ((MEDIA, 111) if n % 3 else (0x77, 96))
+        if n in (7, 12):
+            continue
+        rtp_header = struct.pack(">BBHII", 0x90, pt, n // 3, 960 * n, ssrc)
+        out.append((NS + int((sent + 0.020) * 1e9), rtp_header + ext + b"\x44" * 80))
+    trace = read(capture_of(tmp_path, out), rtp_sequence="transport-cc")
+    (label,) = trace.meta["flows"]
+    info = trace.meta["flows"][label]
+    assert label == f"{LABEL}/transport-cc"
+    assert (info["transport_cc_id"], info["abs_send_time_id"], info["packets"], info["lost"]) == (5, 3, 38, 2)
+    p = trace.packets
+    assert p.loc[p["fate"] == "lost", "seq"].tolist() == [60007, 60012]
+    from ldanalyze.errors import TraceError
+
+    with pytest.raises(TraceError, match="no transport-wide sequence number"):
+        read(call(tmp_path), rtp_sequence="transport-cc")

@@ -91,6 +91,8 @@ ACKS_ONLY = "no TCP payload (acknowledgements only)"
 GAP = "seq-gap"
 RETRANSMITTED = "retransmitted"
 RTX_REPAIRED = "rtx-repaired"
+TRANSPORT_CC = "transport-cc"
+RTP_SEQUENCES = ("ssrc", TRANSPORT_CC)  # an RTP stream per SSRC, or one per flow in transport-wide order
 REASONS = ("", GAP, RETRANSMITTED, RTX_REPAIRED)
 
 
@@ -243,7 +245,7 @@ class NotThisKind(Exception):
 # -- the entry points --------------------------------------------------------------------------
 def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows=None,
                     clock_rate: float | None = None, fallback: str | None = None,
-                    ssrc=None) -> tuple[pd.DataFrame, dict]:
+                    ssrc=None, rtp_sequence: str = "ssrc") -> tuple[pd.DataFrame, dict]:
     """The PacketTable of a decoded one-point capture, and what was taken and skipped
     (``meta['skipped_flows']``: flow label → why).
 
@@ -259,6 +261,8 @@ def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows
         raise UsageError(f"payload must be a FieldSpec or one of {KINDS}, not {payload!r}")
     if clock_rate is not None and not clock_rate > 0:
         raise UsageError(f"clock_rate must be a positive number of Hz, not {clock_rate!r}")
+    if rtp_sequence not in RTP_SEQUENCES:
+        raise UsageError(f"rtp_sequence must be one of {RTP_SEQUENCES}, not {rtp_sequence!r}")
     receiver = vantage == "receiver"
     chosen, wanted = _chosen_flows(capture, flows)
     times = capture.times()
@@ -268,7 +272,8 @@ def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows
             continue
         try:
             streams += flow_streams(capture, flow, rows, records, payload, times, clock_rate=clock_rate,
-                                    forced=chosen is not None and fallback is None, send_times=receiver)
+                                    forced=chosen is not None and fallback is None, send_times=receiver,
+                                    rtp_sequence=rtp_sequence)
         except NotThisKind as why:
             if fallback is not None and not str(why).startswith(ACKS_ONLY):
                 streams += flow_streams(capture, flow, rows, records, fallback, times, forced=True,
@@ -345,7 +350,7 @@ def first_reasons(skipped: dict[str, str], shown: int = 3) -> str:
 
 # -- one flow ----------------------------------------------------------------------------------
 def flow_streams(capture, flow: int, rows: np.ndarray, records: np.ndarray, payload, times, *, clock_rate=None,
-                 forced=False, send_times=True) -> list[Stream]:
+                 forced=False, send_times=True, rtp_sequence="ssrc") -> list[Stream]:
     """The sequence spaces of one flow (its records and their indices) under ``payload``;
     raises NotThisKind when it does not fit.
 
@@ -377,6 +382,8 @@ def flow_streams(capture, flow: int, rows: np.ndarray, records: np.ndarray, payl
     reasons = []
     for spec in specs:
         try:
+            if spec is RTP:
+                return _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequence)
             return _spec_streams(spec, label, rows, records, times, clock_rate, send_times,
                                  min_packets=1 if forced or payload != "auto" else MIN_AUTO_PACKETS)
         except NotThisKind as why:
@@ -385,7 +392,8 @@ def flow_streams(capture, flow: int, rows: np.ndarray, records: np.ndarray, payl
     raise NotThisKind(why if payload != "auto" else f"no sequence numbers found ({why})")
 
 
-def _rtp_streams(label, rows, records, times, clock_rate, send_times, abs_send_time_id=None) -> list[Stream]:
+def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequence="ssrc",
+                 abs_send_time_id=None) -> list[Stream]:
     """The RTP streams of one UDP flow (``rtp.py``: demultiplexing, noise, padding probes,
     retransmission streams); a stream that cannot be read is skipped with its reason, which
     the first stream's ``info['skipped_streams']`` carries. NotThisKind when none is left."""
@@ -400,6 +408,8 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, abs_send_t
     excluded = {k: v for k, v in excluded.items() if v}  # of the whole flow
     if not is_rtp.any():
         raise NotThisKind(f"no RTP packets ({', '.join(f'{k} {n}' for k, n in demux.items())})")
+    if rtp_sequence == TRANSPORT_CC:
+        return [_transport_wide_stream(label, rows, head, head_len, is_rtp, times, send_times, demux)]
     hlen = rtp.header_lengths(head, head_len)
     probe = is_rtp & rtp.padding_only(head, head_len, payload_len, hlen)
     ssrc = RTP.stream.read(head)
@@ -489,10 +499,40 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, abs_send_t
     return streams
 
 
+def _transport_wide_stream(label, rows, head, head_len, is_rtp, times, send_times, demux) -> Stream:
+    """Every RTP packet of the flow in one sequence space: the transport-wide sequence number
+    (the transport-cc header extension, 2 bytes, one counter across all SSRCs, padding probes
+    and retransmissions included), the loss signal a WebRTC receiver itself uses. Its send
+    times come from abs-send-time, the one clock all those packets share."""
+    stamps = rtp.extension_values(head[is_rtp], head_len[is_rtp], 2)
+    chosen = None
+    for ident in range(1, 256):
+        present = stamps[:, ident] >= 0
+        if present.mean() < 0.99 or present.sum() < MIN_AUTO_PACKETS:
+            continue
+        seq = rtp.unwrap_sequence_numpy(stamps[present, ident], 1 << 16)
+        steps = np.diff(seq)
+        if _not_a_sequence(seq) is None and np.mean(steps == 1) >= 0.5:
+            chosen = ident
+            break
+    if chosen is None:
+        raise NotThisKind("no transport-wide sequence number (a 2-byte header extension counting every packet)")
+    keep = np.flatnonzero(is_rtp)[stamps[:, chosen] >= 0]
+    seq = rtp.unwrap_sequence_numpy(stamps[stamps[:, chosen] >= 0, chosen], 1 << 16)
+    info = {"kind": "rtp", "sequence": TRANSPORT_CC, "transport_cc_id": chosen, "demux": demux}
+    sent = np.full(keep.size, np.nan)
+    if send_times:
+        clocks = rtp.extension_values(head[keep], head_len[keep], 3)
+        ident = rtp.abs_send_time_id(clocks, times[rows[keep]])
+        if ident is None:
+            raise NotThisKind("transport-wide sequence numbers, but no abs-send-time to time them")
+        sent = rtp.unwrap_sequence_numpy(clocks[:, ident], 1 << 24) * rtp.ABS_SEND_TIME_UNITS
+        info.update(send_time="abs-send-time", abs_send_time_id=ident)
+    return Stream(f"{label}/{TRANSPORT_CC}", "rtp", rows[keep], seq, sent, info)
+
+
 def _spec_streams(spec: FieldSpec, label, rows, records, times, clock_rate, send_times, min_packets):
     """Apply a field spec to one flow's records."""
-    if spec is RTP:
-        return _rtp_streams(label, rows, records, times, clock_rate, send_times)
     need = spec.needed_bytes
     if need > records.dtype["head"].shape[0]:
         raise UsageError(f"the payload spec reads {need} payload bytes; decode with head_bytes >= {need}")

@@ -803,6 +803,7 @@ def read_capture(
     vantage: str = "receiver",
     flows: Iterable[str] | str | None = None,
     ssrc: Iterable[str | int] | str | int | None = None,
+    rtp_sequence: str = "ssrc",
     clock_rate: float | None = None,
     skew: str = "remove",
     skew_limit_ppm: float = PLAUSIBLE_SKEW_PPM,
@@ -815,7 +816,8 @@ def read_capture(
     ``vantage`` whether the capture was taken at the ``receiver`` (arrivals; gaps in the
     sequence become lost rows) or at the ``sender`` (transmissions, fate ``unobserved``);
     ``flows`` picks flows by label (see :func:`list_flows`), all that fit otherwise; ``ssrc``
-    picks RTP streams by SSRC;
+    picks RTP streams by SSRC; ``rtp_sequence="transport-cc"`` reads each WebRTC flow as one
+    stream in transport-wide sequence order (timed by abs-send-time) instead of one per SSRC;
     ``clock_rate`` is the rate (Hz) of the in-band clock (RTP timestamp, TSval) when known.
     The two ends' clocks are separate: only relative delays (ROTT) mean something, and at the
     receiver ``skew="remove"`` (the default) fits each flow's delays with
@@ -834,7 +836,7 @@ def read_capture(
                      RTP_HEAD_BYTES if payload in ("auto", "rtp") else 0)
     capture = decode_capture(path, head_bytes=head_bytes, chunk_bytes=chunk_bytes)
     packets, taken = payloads.capture_packets(capture, payload=payload, vantage=vantage, flows=flows,
-                                              clock_rate=clock_rate, ssrc=ssrc)
+                                              clock_rate=clock_rate, ssrc=ssrc, rtp_sequence=rtp_sequence)
     # the acknowledgements of a TCP connection carry no data by nature: no need to warn
     skipped = {k: v for k, v in taken["skipped_flows"].items() if not v.startswith(payloads.ACKS_ONLY)}
     if skipped:
