@@ -34,6 +34,7 @@ import selectors
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -89,7 +90,9 @@ class LabConfig:
     # queue fills and drains within one run
     tbf_steps: tuple[tuple[float, str], ...] = ()
     # "iperf3", or "rtp-audio": a GStreamer rtpbin sender of G.711 A-law (PT 8, 20 ms frames:
-    # set length=172, the RTP packet's UDP payload) with RTCP sender reports to port + 1
+    # set length=172, the RTP packet's UDP payload) with RTCP sender reports to port + 1, or
+    # "webrtc": two aiortc peers (tests/webrtc_peer.py), video from sender to receiver; r1 then
+    # drops at random only the RTP packets toward the receiver (version 2, not an RTCP type)
     traffic: str = "iperf3"
 
 
@@ -226,11 +229,13 @@ class _Lab:
         that opens the UDP test: iperf3 3.12 never resends it, and fails 30 s later if it is lost.
         """
         c = self.config
+        media = ("@th,64,2 2 @th,72,8 != 192-223" if c.traffic == "webrtc"  # RTP, not RTCP (RFC 5761)
+                 else f"udp dport {c.port} udp length {c.length + 8}")
         ruleset = f"""
             table ip ldlab {{
                 chain wireless {{
                     type filter hook forward priority 0; policy accept;
-                    ip daddr {RECEIVER_IP} udp dport {c.port} udp length {c.length + 8} \
+                    ip daddr {RECEIVER_IP} meta l4proto udp {media} \
                         numgen random mod 100 < {c.wireless_drop_percent} counter drop
                 }}
             }}
@@ -287,6 +292,24 @@ class _Lab:
                 step.cancel()
         return {"frames": frames}
 
+    def send_webrtc(self, steps) -> dict:
+        """Two aiortc peers, signalling through files in the work folder."""
+        c = self.config
+        peer = str(Path(__file__).parent / "webrtc_peer.py")
+        signals = self.workdir / "signals"
+        signals.mkdir(exist_ok=True)
+        receiver = self.spawn("receiver", sys.executable, peer, "answer", str(signals), str(c.duration_s))
+        for step in steps:
+            step.start()
+        try:
+            _run(self.exec("sender", sys.executable, peer, "offer", str(signals), str(c.duration_s)),
+                 timeout=c.duration_s + 40)
+            receiver.communicate(timeout=STEP_TIMEOUT_S)
+        finally:
+            for step in steps:
+                step.cancel()
+        return {"webrtc": True}
+
     def set_bottleneck_rate(self, rate: str) -> None:
         c = self.config
         _run(["tc", "-n", self.ns["r2"], "qdisc", "change", "dev", "to-receiver", "root", "tbf",
@@ -300,6 +323,8 @@ class _Lab:
         steps = [threading.Timer(at, self.set_bottleneck_rate, (rate,)) for at, rate in c.tbf_steps]
         if c.traffic == "rtp-audio":
             report, sender_port = self.send_rtp_audio(steps), RTP_SENDER_PORT
+        elif c.traffic == "webrtc":
+            report, sender_port = self.send_webrtc(steps), 0  # ICE picks the ports
         else:
             report = self.send_iperf3(steps)
             sender_port = report["start"]["connected"][0]["local_port"]
