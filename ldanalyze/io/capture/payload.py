@@ -266,6 +266,7 @@ def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows
     receiver = vantage == "receiver"
     chosen, wanted = _chosen_flows(capture, flows)
     times = capture.times()
+    reports = capture_sender_reports(capture)
     streams, skipped = [], {}
     for flow, rows, records in flow_groups(capture.records):
         if chosen is not None and flow not in chosen:
@@ -273,7 +274,7 @@ def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows
         try:
             streams += flow_streams(capture, flow, rows, records, payload, times, clock_rate=clock_rate,
                                     forced=chosen is not None and fallback is None, send_times=receiver,
-                                    rtp_sequence=rtp_sequence)
+                                    rtp_sequence=rtp_sequence, reports=reports)
         except NotThisKind as why:
             if fallback is not None and not str(why).startswith(ACKS_ONLY):
                 streams += flow_streams(capture, flow, rows, records, fallback, times, forced=True,
@@ -349,8 +350,20 @@ def first_reasons(skipped: dict[str, str], shown: int = 3) -> str:
 
 
 # -- one flow ----------------------------------------------------------------------------------
+def capture_sender_reports(capture) -> dict[int, tuple[float, int]]:
+    """The media clock rates that RTCP sender reports anywhere in the capture give, by SSRC:
+    RTCP travels on the RTP port (muxed) or on the next one (a flow of its own)."""
+    records = capture.records
+    udp = (records["status"] == S_DECODED) & (records["proto"] == UDP)
+    if not udp.any():
+        return {}
+    head = np.ascontiguousarray(records["head"][udp])
+    head_len = records["head_len"][udp].astype(np.int64)
+    return rtp.sender_report_rates(head, head_len, rtp.packet_kinds(head, head_len) == rtp.RTCP)
+
+
 def flow_streams(capture, flow: int, rows: np.ndarray, records: np.ndarray, payload, times, *, clock_rate=None,
-                 forced=False, send_times=True, rtp_sequence="ssrc") -> list[Stream]:
+                 forced=False, send_times=True, rtp_sequence="ssrc", reports=None) -> list[Stream]:
     """The sequence spaces of one flow (its records and their indices) under ``payload``;
     raises NotThisKind when it does not fit.
 
@@ -383,7 +396,8 @@ def flow_streams(capture, flow: int, rows: np.ndarray, records: np.ndarray, payl
     for spec in specs:
         try:
             if spec is RTP:
-                return _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequence)
+                return _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequence,
+                                    reports=reports)
             return _spec_streams(spec, label, rows, records, times, clock_rate, send_times,
                                  min_packets=1 if forced or payload != "auto" else MIN_AUTO_PACKETS)
         except NotThisKind as why:
@@ -393,7 +407,7 @@ def flow_streams(capture, flow: int, rows: np.ndarray, records: np.ndarray, payl
 
 
 def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequence="ssrc",
-                 abs_send_time_id=None) -> list[Stream]:
+                 abs_send_time_id=None, reports=None) -> list[Stream]:
     """The RTP streams of one UDP flow (``rtp.py``: demultiplexing, noise, padding probes,
     retransmission streams); a stream that cannot be read is skipped with its reason, which
     the first stream's ``info['skipped_streams']`` carries. NotThisKind when none is left."""
@@ -442,7 +456,8 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
                            "probes": int((mine & probe).sum()),
                            "pt": int(np.bincount(head[media, 1] & 0x7F).argmax()), "packets": int(media.sum()),
                            "osn": osn[media]})
-    reports = rtp.sender_report_rates(head, head_len, kinds == rtp.RTCP)
+    if reports is None:  # this flow's own RTCP
+        reports = rtp.sender_report_rates(head, head_len, kinds == rtp.RTCP)
     if len(candidates) + len(small) > 1:  # what a retransmission stream would refer to
         for c in candidates:
             seen = np.unique(c["seq"])
@@ -477,10 +492,11 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
             info.update(sender_reports=count, sender_report_rate=measured)
         extension = None
         if send_times:
-            stamps = rtp.extension_values(head[c["mask"]], head_len[c["mask"]], 3)
-            extension = rtp.abs_send_time_id(stamps, times[rows[c["mask"]]], abs_send_time_id)
+            mine_head, mine_len = head[c["mask"]], head_len[c["mask"]]
+            extension = rtp.abs_send_time_id(mine_head, mine_len, times[rows[c["mask"]]], abs_send_time_id)
         if extension is not None:  # the sender's own send time, better than the media clock
-            sent = rtp.unwrap_sequence_numpy(stamps[:, extension], 1 << 24) * rtp.ABS_SEND_TIME_UNITS
+            stamps = rtp.extension_values(mine_head, mine_len, 3, extension)
+            sent = rtp.unwrap_sequence_numpy(stamps, 1 << 24) * rtp.ABS_SEND_TIME_UNITS
             info.update(send_time="abs-send-time", abs_send_time_id=extension)
         elif send_times:
             try:
@@ -504,29 +520,26 @@ def _transport_wide_stream(label, rows, head, head_len, is_rtp, times, send_time
     (the transport-cc header extension, 2 bytes, one counter across all SSRCs, padding probes
     and retransmissions included), the loss signal a WebRTC receiver itself uses. Its send
     times come from abs-send-time, the one clock all those packets share."""
-    stamps = rtp.extension_values(head[is_rtp], head_len[is_rtp], 2)
-    chosen = None
-    for ident in range(1, 256):
-        present = stamps[:, ident] >= 0
-        if present.mean() < 0.99 or present.sum() < MIN_AUTO_PACKETS:
-            continue
-        seq = rtp.unwrap_sequence_numpy(stamps[present, ident], 1 << 16)
-        steps = np.diff(seq)
-        if _not_a_sequence(seq) is None and np.mean(steps == 1) >= 0.5:
-            chosen = ident
+    rtp_head, rtp_len = head[is_rtp], head_len[is_rtp]
+    counts = rtp.extension_counts(rtp_head, rtp_len, 2)
+    chosen = seq = None
+    for ident in np.flatnonzero(counts >= max(MIN_AUTO_PACKETS, 0.99 * rtp_head.shape[0])):
+        values = rtp.extension_values(rtp_head, rtp_len, 2, int(ident))
+        candidate = rtp.unwrap_sequence_numpy(values[values >= 0], 1 << 16)
+        if _not_a_sequence(candidate) is None and np.mean(np.diff(candidate) == 1) >= 0.5:
+            chosen, present, seq = int(ident), values >= 0, candidate
             break
     if chosen is None:
         raise NotThisKind("no transport-wide sequence number (a 2-byte header extension counting every packet)")
-    keep = np.flatnonzero(is_rtp)[stamps[:, chosen] >= 0]
-    seq = rtp.unwrap_sequence_numpy(stamps[stamps[:, chosen] >= 0, chosen], 1 << 16)
+    keep = np.flatnonzero(is_rtp)[present]
     info = {"kind": "rtp", "sequence": TRANSPORT_CC, "transport_cc_id": chosen, "demux": demux}
     sent = np.full(keep.size, np.nan)
     if send_times:
-        clocks = rtp.extension_values(head[keep], head_len[keep], 3)
-        ident = rtp.abs_send_time_id(clocks, times[rows[keep]])
+        ident = rtp.abs_send_time_id(head[keep], head_len[keep], times[rows[keep]])
         if ident is None:
             raise NotThisKind("transport-wide sequence numbers, but no abs-send-time to time them")
-        sent = rtp.unwrap_sequence_numpy(clocks[:, ident], 1 << 24) * rtp.ABS_SEND_TIME_UNITS
+        clocks = rtp.extension_values(head[keep], head_len[keep], 3, ident)
+        sent = rtp.unwrap_sequence_numpy(clocks, 1 << 24) * rtp.ABS_SEND_TIME_UNITS
         info.update(send_time="abs-send-time", abs_send_time_id=ident)
     return Stream(f"{label}/{TRANSPORT_CC}", "rtp", rows[keep], seq, sent, info)
 

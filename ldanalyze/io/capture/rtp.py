@@ -24,8 +24,8 @@ left out with its reason, never taking the flow with it:
    was **repaired**: it stays a loss of the original transmission (the receiver saw the hole),
    with reason ``rtx-repaired``, and is counted in ``rtx_repaired``.
 
-5. **The media clock's rate** from the stream's RTCP sender reports on the same port (NTP time
-   against RTP timestamp, RFC 3550 §6.4.1), snapped to the usual rate within 1 %, before the
+5. **The media clock's rate** from the stream's RTCP sender reports, on the same port or
+   anywhere else in the capture (NTP time against RTP timestamp, RFC 3550 §6.4.1), snapped to the usual rate within 1 %, before the
    payload type's static rate or a rate inferred from arrivals (``payload.py``).
 
 The header length (12 bytes, 4 per CSRC, and the extension block when the X bit is set) needs
@@ -151,58 +151,78 @@ def sender_report_rates(head: np.ndarray, head_len: np.ndarray, rtcp: np.ndarray
 
 
 @njit(cache=True)
-def extension_values(head, head_len, width):
-    """Per packet, the value of each RTP header extension element of ``width`` bytes, by its
-    id (RFC 8285: the one-byte form, profile 0xBEDE, ids 1-14; the two-byte form, profile
-    0x1000-0x100F, ids 1-255): ``out[packet, id]``, -1 where absent or not kept."""
-    n = head.shape[0]
-    out = np.full((n, 256), -1, np.int64)
-    for i in range(n):
-        if (head[i, 0] >> 6) != 2 or (head[i, 0] & 0x10) == 0:
+def _elements(head, head_len, i, width, want, out_counts, last_counted, out_values):
+    """Walk packet ``i``'s header extension (RFC 8285 one-byte form, profile 0xBEDE, ids 1-14;
+    two-byte form, profile 0x1000-0x100F, ids 1-255): count the packet once for each id it
+    carries with ``width`` bytes in ``out_counts`` (``last_counted``: the last packet counted
+    per id), and store the value of id ``want`` in ``out_values[i]`` (the last, if repeated)."""
+    if (head[i, 0] >> 6) != 2 or (head[i, 0] & 0x10) == 0:
+        return
+    start = 12 + 4 * (head[i, 0] & 0x0F)
+    if start + 4 > head_len[i]:
+        return
+    profile = (np.int64(head[i, start]) << 8) | head[i, start + 1]
+    words = (np.int64(head[i, start + 2]) << 8) | head[i, start + 3]
+    end = min(start + 4 + 4 * words, np.int64(head_len[i]))
+    p = start + 4
+    one_byte = profile == 0xBEDE
+    if not one_byte and (profile >> 4) != 0x100:
+        return
+    while p < end:
+        if head[i, p] == 0:  # padding
+            p += 1
             continue
-        start = 12 + 4 * (head[i, 0] & 0x0F)
-        if start + 4 > head_len[i]:
-            continue
-        profile = (np.int64(head[i, start]) << 8) | head[i, start + 1]
-        words = (np.int64(head[i, start + 2]) << 8) | head[i, start + 3]
-        end = min(start + 4 + 4 * words, np.int64(head_len[i]))
-        p = start + 4
-        if profile == 0xBEDE:
-            while p < end:
-                element = head[i, p]
-                if element == 0:  # padding
-                    p += 1
-                    continue
-                ident = element >> 4
-                size = (element & 0x0F) + 1
-                if ident == 15:
-                    break
-                if size == width and p + 1 + size <= end:
-                    value = np.int64(0)
-                    for k in range(size):
-                        value = (value << 8) | head[i, p + 1 + k]
-                    out[i, ident] = value
-                p += 1 + size
-        elif (profile >> 4) == 0x100:
-            while p + 1 < end:
-                ident = head[i, p]
-                if ident == 0:
-                    p += 1
-                    continue
-                size = np.int64(head[i, p + 1])
-                if size == width and p + 2 + size <= end:
-                    value = np.int64(0)
-                    for k in range(size):
-                        value = (value << 8) | head[i, p + 2 + k]
-                    out[i, ident] = value
-                p += 2 + size
-    return out
+        if one_byte:
+            ident = np.int64(head[i, p] >> 4)
+            size = np.int64(head[i, p] & 0x0F) + 1
+            if ident == 15:
+                return
+            at = p + 1
+        else:
+            if p + 1 >= end:
+                return
+            ident = np.int64(head[i, p])
+            size = np.int64(head[i, p + 1])
+            at = p + 2
+        if size == width and at + size <= end:
+            if last_counted[ident] != i:
+                out_counts[ident] += 1
+                last_counted[ident] = i
+            if ident == want:
+                value = np.int64(0)
+                for k in range(size):
+                    value = (value << 8) | head[i, at + k]
+                out_values[i] = value
+        p = at + size
+
+
+@njit(cache=True)
+def extension_counts(head, head_len, width):
+    """How many packets carry each header extension id (0-255) with ``width`` bytes."""
+    counts = np.zeros(256, np.int64)
+    last = np.full(256, -1, np.int64)
+    values = np.empty(0, np.int64)
+    for i in range(head.shape[0]):
+        _elements(head, head_len, i, width, -1, counts, last, values)
+    return counts
+
+
+@njit(cache=True)
+def extension_values(head, head_len, width, ident):
+    """The value of header extension ``ident`` (``width`` bytes) in each packet; -1 where absent
+    or not kept."""
+    counts = np.zeros(256, np.int64)
+    last = np.full(256, -1, np.int64)
+    values = np.full(head.shape[0], -1, np.int64)
+    for i in range(head.shape[0]):
+        _elements(head, head_len, i, width, ident, counts, last, values)
+    return values
 
 
 ABS_SEND_TIME_UNITS = 2.0 ** -18  # seconds per unit: 6.18 fixed point, wrapping every 64 s
 
 
-def abs_send_time_id(values: np.ndarray, times: np.ndarray, given: int | None = None) -> int | None:
+def abs_send_time_id(head, head_len, times: np.ndarray, given: int | None = None) -> int | None:
     """The header extension id that carries abs-send-time in every packet of a stream: ``given``,
     or the 3-byte element whose values, read as 6.18 fixed-point seconds, advance with capture
     time: over 0.1 s or more, the lower envelope of capture time minus send time (the
@@ -210,14 +230,18 @@ def abs_send_time_id(values: np.ndarray, times: np.ndarray, given: int | None = 
     counter or a level)."""
     from ...clocks import fit_lower_envelope
 
-    candidates = [given] if given is not None else range(1, 256)
+    n = head.shape[0]
+    if n < 3 or np.ptp(times) < 0.1:
+        return None
+    counts = extension_counts(head, head_len, 3)
+    candidates = [given] if given is not None else [int(i) for i in np.flatnonzero(counts == n)]
     for ident in candidates:
-        present = values[:, ident] >= 0
-        if not present.all() or present.sum() < 3 or np.ptp(times) < 0.1:
+        values = extension_values(head, head_len, 3, ident)
+        if (values < 0).any():
             continue
         if given is not None:
             return ident
-        seconds = unwrap_sequence_numpy(values[:, ident], 1 << 24) * ABS_SEND_TIME_UNITS
+        seconds = unwrap_sequence_numpy(values, 1 << 24) * ABS_SEND_TIME_UNITS
         fit = fit_lower_envelope(seconds, times - seconds)
         if abs(fit.skew) <= 0.02:
             return ident
