@@ -134,37 +134,37 @@ def record_dtype(head_bytes: int) -> np.dtype:
 
 
 # -- byte readers ------------------------------------------------------------------------------
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def u16be(b, i):
     return (np.int64(b[i]) << 8) | np.int64(b[i + 1])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def u16le(b, i):
     return (np.int64(b[i + 1]) << 8) | np.int64(b[i])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def u32be(b, i):
     return (np.int64(b[i]) << 24) | (np.int64(b[i + 1]) << 16) | (np.int64(b[i + 2]) << 8) | np.int64(b[i + 3])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def u32le(b, i):
     return (np.int64(b[i + 3]) << 24) | (np.int64(b[i + 2]) << 16) | (np.int64(b[i + 1]) << 8) | np.int64(b[i])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def u32(b, i, big):
     return u32be(b, i) if big else u32le(b, i)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def u16(b, i, big):
     return u16be(b, i) if big else u16le(b, i)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def u64be(b, i):
     return (np.uint64(u32be(b, i)) << np.uint64(32)) | np.uint64(u32be(b, i + 4))
 
@@ -178,7 +178,7 @@ def mix64(h):
     return h ^ (h >> np.uint64(31))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def u64le(b, i):
     """Eight bytes as a little-endian word, written so that LLVM makes it one load."""
     return (np.uint64(b[i]) | (np.uint64(b[i + 1]) << np.uint64(8)) | (np.uint64(b[i + 2]) << np.uint64(16))
