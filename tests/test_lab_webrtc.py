@@ -34,20 +34,25 @@ def webrtc(tmp_path_factory):
         warnings.simplefilter("ignore")
         traced = read_vantages(lab.chain(), clocks="common")
         received = la.read_trace(lab.captures["receiver"], skew="keep")
-    return lab, traced, received
+        every_packet = read_vantages(lab.chain(), clocks="common", payload="order")
+    return lab, traced, received, every_packet
 
 
 def test_the_chain_recovers_the_random_drops_and_sees_the_bottleneck(webrtc):
-    lab, traced, _ = webrtc
+    lab, traced, _, every_packet = webrtc
     fates = traced.packets["fate"].value_counts()
     assert fates["wireless"] == lab.wireless_drops > 0
-    # the tbf also drops STUN, DTLS, RTCP packets, which are no RTP stream
+    # the tbf also drops STUN, DTLS and RTCP packets, which belong to no RTP stream ...
     assert 0 < fates["congestion"] <= lab.congestion_drops
+    # ... and read in capture order, every packet of the 5-tuple counts: both counters exactly
+    every = every_packet.packets["fate"].value_counts()
+    assert (every["wireless"], every["congestion"]) == (lab.wireless_drops, lab.congestion_drops)
+    assert every["lost"] == every["unobserved"] == 0
     assert dict(lab.capture_drops) == {"sender": 0, "r1": 0, "r2": 0, "receiver": 0}
 
 
 def test_the_receiver_alone_finds_each_streams_losses(webrtc):
-    lab, traced, received = webrtc
+    lab, traced, received, _ = webrtc
     streams = received.meta["flows"]
     assert len(streams) >= 1
     assert any(info.get("send_time") == "abs-send-time" for info in streams.values())
