@@ -218,8 +218,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(f"\nclock {removed} fitted per pair of clocks (lower envelope) and removed from the receive times "
               "where the status says applied:")
         fit = trace.meta["clock_fit"]
-        print(fit[["flow", "offset_s", "skew_ppm", "uncertainty_ppm", "samples", "status"]].round(6)
-              .to_string(index=False))
+        shown = ["flow", "offset_s", "skew_ppm", "uncertainty_ppm", "samples"]
+        if fit["reverse_samples"].any():  # both directions (Paxson): each one's own fit
+            shown += ["forward_ppm", "reverse_ppm", "reverse_samples"]
+        print(fit[[*shown, "status"]].round(6).to_string(index=False))
     if "labels" in trace.meta:
         print("\nlabels: " + ", ".join(f"{k} {v}" for k, v in trace.meta["labels"].items()))
     skipped = trace.meta.get("skipped_lines")

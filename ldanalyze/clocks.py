@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -37,6 +38,7 @@ from .packets import DELIVERED, Trace
 
 MIN_FIT_SAMPLES = 2  # fewer delivered packets: no slope can be told, the skew is taken as 0
 PLAUSIBLE_SKEW_PPM = 200  # quartz clocks drift by tens of ppm; more suggests a queue that never drained
+AGREEMENT_PPM = 10  # forward and reverse skew fits further apart than this (plus their uncertainties) disagree
 
 
 class ClockWarning(UserWarning):
@@ -174,7 +176,8 @@ def _joint_objective(groups, b: float) -> float:
 
 
 def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
-                skew_limit_ppm: float = PLAUSIBLE_SKEW_PPM) -> Trace:
+                skew_limit_ppm: float = PLAUSIBLE_SKEW_PPM,
+                reverse: Sequence[tuple[np.ndarray, np.ndarray]] = ()) -> Trace:
     """Take the clock skew (and with ``offset``, each flow's offset) out of the receive times:
     t_recv −= skew·(t_send − t0) [+ offset] (see the module docstring).
 
@@ -185,14 +188,23 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
     applied**: the times are kept and the report says why (a queue that never drains looks like
     skew to the fit; oscillators drift by tens of ppm).
 
+    ``reverse`` (with ``pairs="all"``): (time, delay) samples of packets that crossed the same
+    two clocks the other way, delay = the first clock's time minus the second's. Their envelope
+    falls as the forward one rises with skew; a queue trends in one direction only. Following
+    Paxson ("On calibrating measurements of packet transit times", SIGMETRICS 1998, §4), the
+    skew is fitted in each direction: when the two agree (within ``AGREEMENT_PPM`` plus their
+    uncertainties) their mean is the skew, otherwise it is **not applied** and the status
+    gives both.
+
     Only for traces whose clocks are separate (``meta['clock'] == 'separate'``); the result's
     ``meta['clock']`` says ``'skew-removed'`` and ``meta['clock_fit']`` holds one row per flow:
     ``pair``, ``offset_s`` (the minimal delay across the two clocks at the flow's first send),
     ``skew_ppm`` (the pair's; positive: the receiver's clock runs fast), ``uncertainty_ppm``
     (half the difference between the fits of the first and the second half of the pair's
     time span: how stable the estimate is), ``samples``, ``span_s``, ``excess_s`` (the deepest
-    queue above the envelope) and ``status`` (``applied``, ``not applied: ...``). The input
-    trace is not modified.
+    queue above the envelope), ``forward_ppm`` and ``reverse_ppm`` (each direction's own fit;
+    NaN without reverse samples), ``reverse_samples`` and ``status`` (``applied``,
+    ``not applied: ...``). The input trace is not modified.
     """
     if trace.meta.get("clock") != "separate":
         raise UsageError(f"{trace.path}: the trace's clocks are {trace.meta.get('clock', 'common')!r}; "
@@ -201,6 +213,8 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
         raise UsageError(f"pairs={pairs!r}: hosts, all or flow")
     if not skew_limit_ppm > 0:
         raise UsageError(f"the skew limit must be a positive number of ppm, not {skew_limit_ppm!r}")
+    if len(reverse) and pairs != "all":
+        raise UsageError("reverse samples belong to the one pair of clocks of pairs='all'")
     packets = trace.packets.copy()
     t_recv = packets["t_recv"].to_numpy(copy=True)
     t_send = packets["t_send"].to_numpy()
@@ -211,18 +225,31 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
         if got.shape[0]:
             key = {"hosts": pair_of(flow), "all": "all", "flow": str(flow)}[pairs]
             members.setdefault(key, []).append((flow, got))
+    back = [(np.asarray(t, np.float64), np.asarray(d, np.float64)) for t, d in reverse if np.size(t)]
     rows = []
     for pair, flows in members.items():
         groups = [(t_send[got], t_recv[got] - t_send[got]) for _, got in flows]
         samples = sum(g[0].size for g in groups)
         skew = common_skew(groups) if samples >= MIN_FIT_SAMPLES else 0.0
         uncertainty = _half_difference(groups)
+        forward, backward, back_samples = skew, float("nan"), sum(t.size for t, _ in back)
         status = "applied"
         if samples < MIN_FIT_SAMPLES:
             status = "not applied: too few samples"
             warnings.warn(f"{trace.path}: {pair}: {samples} delivered packet(s), too few to estimate a clock "
                           "skew; it is taken as 0", ClockWarning, stacklevel=2)
-        elif abs(skew) * 1e6 > skew_limit_ppm:
+        elif back_samples >= MIN_FIT_SAMPLES:
+            backward = -common_skew(back)
+            spread = np.nan_to_num(uncertainty) + np.nan_to_num(_half_difference(back))
+            skew, uncertainty = (forward + backward) / 2, max(np.nan_to_num(uncertainty), abs(forward - backward) / 2)
+            if abs(forward - backward) * 1e6 > AGREEMENT_PPM + spread * 1e6:
+                status = (f"not applied: the directions disagree (forward {forward * 1e6:+.1f} ppm, reverse "
+                          f"{backward * 1e6:+.1f} ppm)")
+                warnings.warn(f"{trace.path}: {pair}: the clock skew fitted on the forward packets "
+                              f"({forward * 1e6:+.1f} ppm) and on the reverse ones ({backward * 1e6:+.1f} ppm) "
+                              "disagree, so none is applied: a queue or a route change trends in one direction",
+                              ClockWarning, stacklevel=2)
+        if status == "applied" and abs(skew) * 1e6 > skew_limit_ppm:
             status = f"not applied: beyond {skew_limit_ppm:g} ppm"
             warnings.warn(f"{trace.path}: {pair}: estimated clock skew {skew * 1e6:+.0f} ppm is more than clocks "
                           f"drift (limit {skew_limit_ppm:g} ppm), so it is not applied: a queue that builds up "
@@ -237,7 +264,8 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
             excess = float(np.max(d - skew * (t - t0) - envelope_offset))
             rows.append({"flow": str(flow), "pair": pair, "offset_s": envelope_offset, "skew_ppm": skew * 1e6,
                          "uncertainty_ppm": uncertainty * 1e6, "samples": int(t.size),
-                         "span_s": float(np.max(t) - t0), "excess_s": excess, "status": status})
+                         "span_s": float(np.max(t) - t0), "excess_s": excess, "forward_ppm": forward * 1e6,
+                         "reverse_ppm": backward * 1e6, "reverse_samples": int(back_samples), "status": status})
     packets["t_recv"] = t_recv
     meta = {**trace.meta, "clock": "skew-removed", "clock_fit": fit_table(rows), "offset_removed": offset}
     return dataclasses.replace(trace, packets=packets, meta=meta)
@@ -261,5 +289,6 @@ def _half_difference(groups) -> float:
 
 def fit_table(rows: list[dict]) -> pd.DataFrame:
     """The per-flow clock fits as a table (columns as in :func:`remove_skew`)."""
-    columns = ["flow", "pair", "offset_s", "skew_ppm", "uncertainty_ppm", "samples", "span_s", "excess_s", "status"]
+    columns = ["flow", "pair", "offset_s", "skew_ppm", "uncertainty_ppm", "samples", "span_s", "excess_s",
+               "forward_ppm", "reverse_ppm", "reverse_samples", "status"]
     return pd.DataFrame(rows, columns=columns)

@@ -229,3 +229,39 @@ def test_the_lab_capture_keeps_its_times():
     kept = read_trace(TRACES / "captures" / "lab_receiver.pcap", skew="keep")
     assert (removed.meta["clock_fit"]["status"] == "not applied: beyond 200 ppm").all()
     np.testing.assert_array_equal(removed.packets["t_recv"].to_numpy(), kept.packets["t_recv"].to_numpy())
+
+
+def test_both_directions_agree_and_their_mean_is_applied():
+    """Paxson 1998 §4: reverse delays (first clock minus second) fall as forward ones rise."""
+    t = np.arange(0.0, 60.0, 0.1)
+    queue = np.where(np.arange(t.size) % 4 == 0, 0.0, 0.01)
+    recv = t + 1.0 + 40e-6 * t + queue
+    back_t = np.arange(0.05, 60.0, 0.2)
+    back_d = 0.5 - 1.0 - 36e-6 * back_t + np.where(np.arange(back_t.size) % 3 == 0, 0.0, 0.002)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = remove_skew(separate_trace(t, recv), pairs="all", reverse=[(back_t, back_d)])
+    fit = out.meta["clock_fit"].iloc[0]
+    assert (fit["forward_ppm"], fit["reverse_ppm"]) == (pytest.approx(40, abs=0.01), pytest.approx(36, abs=0.01))
+    assert fit["skew_ppm"] == pytest.approx(38, abs=0.01) and fit["uncertainty_ppm"] == pytest.approx(2, abs=0.01)
+    assert fit["reverse_samples"] == back_t.size and fit["status"] == "applied"
+    owd = (out.packets["t_recv"] - out.packets["t_send"]).to_numpy()
+    assert owd.max() - owd.min() == pytest.approx(0.01 + 2e-6 * 60, abs=1e-5)  # 2 ppm left over 60 s
+
+
+def test_a_queue_trending_in_one_direction_is_not_taken_for_skew():
+    """Forward delays rise by 100 ppm (40 of skew, 60 of a queue filling slowly), reverse ones
+    fall by 40: the directions disagree, so nothing is applied, though 100 ppm is plausible."""
+    t = np.arange(0.0, 60.0, 0.1)
+    recv = t + 1.0 + 100e-6 * t
+    back_t = np.arange(0.05, 60.0, 0.2)
+    back_d = -0.5 - 40e-6 * back_t
+    trace = separate_trace(t, recv)
+    assert remove_skew(trace, pairs="all").meta["clock_fit"]["status"].tolist() == ["applied"]  # one direction
+    with pytest.warns(ClockWarning, match=r"forward packets \(\+100.0 ppm\) and on the reverse ones \(\+40.0 ppm\)"):
+        out = remove_skew(trace, pairs="all", reverse=[(back_t, back_d)])
+    fit = out.meta["clock_fit"].iloc[0]
+    assert fit["status"] == "not applied: the directions disagree (forward +100.0 ppm, reverse +40.0 ppm)"
+    np.testing.assert_array_equal(out.packets["t_recv"].to_numpy(), recv)
+    with pytest.raises(UsageError, match="pairs='all'"):
+        remove_skew(trace, reverse=[(back_t, back_d)])

@@ -173,6 +173,31 @@ def test_receiver_clock_skew_is_estimated_and_removed(tmp_path):
     assert trace.meta["vantages"][2]["skew_ppm"] == pytest.approx(40, abs=0.05)
 
 
+def test_acknowledgements_travelling_back_check_the_skew_both_ways(tmp_path):
+    """The receiver's clock runs 40 ppm fast: forward delays rise and the acknowledgements'
+    delays (sender's capture minus receiver's) fall by as much, so both directions agree;
+    with a queue filling slowly on the forward path only, they disagree and nothing is applied."""
+    back = Endpoints(proto="udp", src="10.0.0.2", dst="10.0.0.1", sport=5201, dport=40000)
+
+    def chain(forward_trend):
+        packets = iperf_chain(400, spacing=0.05)
+        for i, p in enumerate(packets):
+            t = p.times[0]
+            p.times[2] = t + 2.0 + (40e-6 + forward_trend) * (t - T0) + 0.003 + (0.01 if i % 3 else 0.0)
+        for i in range(200):
+            t = T0 + 0.01 + i * 0.1
+            p = Packet(iperf3_payload(i, t, size=64), 2000 + i, t, back, ttls=(62, 63, 64))
+            p.times = [t + 0.003 + (0.004 if i % 2 else 0.0), None, t + 2.0 + 40e-6 * (t - T0)]
+            packets.append(p)
+        return write_chain(tmp_path, packets)
+
+    fit = read(chain(0.0)).meta["clock_fit"].iloc[0]
+    assert (fit["forward_ppm"], fit["reverse_ppm"]) == (pytest.approx(40, abs=0.1), pytest.approx(40, abs=0.1))
+    assert fit["reverse_samples"] == 200 and fit["status"] == "applied"
+    fit = read(chain(60e-6)).meta["clock_fit"].iloc[0]
+    assert fit["forward_ppm"] == pytest.approx(100, abs=0.1) and fit["status"].startswith("not applied: the directions")
+
+
 def test_packets_outside_a_capture_window_are_unobserved(tmp_path):
     """d stops capturing after packet 39's arrival: later packets missing there are
     unobserved, not lost; r1 starts capturing at packet 5: earlier packets missing there too.

@@ -121,6 +121,7 @@ def read_vantages(
     sender_time = sender.times()[rows]
     seen, arrival, ttl_gap, reports = _follow(chain, captures, keys, rows, sender_time)
     keep, left_out = _chosen(table["flow"], seen, ttl_gap, chain, named=flows is not None)
+    reverse = _reverse_delays(captures[0], captures[-1], pd.unique(five_tuple[keep])) if clocks == "separate" else ()
     if not keep.all():
         table, seen, arrival, sender_time = table[keep].reset_index(drop=True), seen[keep], arrival[keep], sender_time[keep]
         table["flow"] = table["flow"].cat.remove_unused_categories()
@@ -142,8 +143,33 @@ def read_vantages(
     trace = Trace(packets=packets, rtt=empty_rtt(), path="+".join(v.path for v in chain), format=VANTAGE_FORMAT,
                   meta=meta)
     if clocks == "separate":
-        return remove_skew(trace, offset=True, pairs="all", skew_limit_ppm=skew_limit_ppm)
+        return remove_skew(trace, offset=True, pairs="all", skew_limit_ppm=skew_limit_ppm, reverse=reverse)
     return trace
+
+
+def _reverse_delays(first, last, labels) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(time at the first capture, its time minus the time at the last capture) of every packet
+    that travels the chosen flows' 5-tuples backwards (acknowledgements, RTCP, the other
+    direction of a call) and both captures hold: the same two clocks crossed the other way,
+    which ``remove_skew`` sets against the forward fit (Paxson 1998). Empty when none."""
+    code = {_reversed_label(label): i for i, label in enumerate(labels)}
+    near, far = _match_keys(first, code), _match_keys(last, code)
+    keyed, candidate = np.flatnonzero(near != 0), np.flatnonzero(far != 0)
+    at = pd.Index(_ranked(near[keyed])).get_indexer(_ranked(far[candidate]))
+    found = at >= 0
+    if not found.any():
+        return []
+    t_first = first.times()[keyed[at[found]]]
+    t_last = last.times()[candidate[found]]
+    ok = np.isfinite(t_first) & np.isfinite(t_last)
+    return [(t_first[ok], t_first[ok] - t_last[ok])]
+
+
+def _reversed_label(label: str) -> str:
+    """``a:1>b:2/udp`` → ``b:2>a:1/udp``."""
+    ends, sep, proto = str(label).partition("/")
+    src, _, dst = ends.partition(">")
+    return f"{dst}>{src}{sep}{proto}"
 
 
 def _match_keys(capture, label_code: dict[str, int]) -> np.ndarray:
