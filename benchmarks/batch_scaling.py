@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,17 +29,34 @@ def timed(fn) -> tuple[float, object]:
     return time.perf_counter() - t0, result
 
 
+def generate(folder: pathlib.Path, count: int, duration: int = 60) -> list[str]:
+    """``count`` distinct ns-2 traces of ``duration`` simulated seconds from traces/scenario.tcl."""
+    variants = [("wlh", "tfrc", "uniform"), ("wlh", "mix", "bursty"), ("wb", "tfrc", "uniform"), ("wlh", "cbr", "bursty")]
+    paths = []
+    for i in range(count):
+        topology, traffic, loss = variants[i % len(variants)]
+        path = folder / f"gen_{i:02d}_{topology}_{traffic}.tr"
+        subprocess.run(["ns", str(ROOT / "traces" / "scenario.tcl"), f"topology={topology}", f"flows={2 + i % 3 if traffic == 'mix' else 1 + i % 3}",
+                        f"traffic={traffic}", f"loss={loss}", f"rate={(0.01, 0.031, 0.078)[i % 3]}", f"duration={duration}",
+                        f"seed={i + 1}", f"out={path}", f"emtrace={folder / 'em.tr'}"],
+                       check=True, capture_output=True)
+        paths.append(str(path))
+    return paths
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--traces", type=int, default=40)
     parser.add_argument("--lda", default="all")
+    parser.add_argument("--duration", type=int, default=60, help="simulated seconds per generated trace")
     args = parser.parse_args()
 
     found, _ = batching.discover([str(ROOT / "traces")], exclude=["*.em.gz"])
-    jobs = [batching.Job(name=f"{i}:{path}", path=path)
-            for i, path in enumerate((found * (args.traces // len(found) + 1))[: args.traces])]
+    generated_dir = tempfile.TemporaryDirectory()
+    found += generate(pathlib.Path(generated_dir.name), max(args.traces - len(found), 0), args.duration)
+    jobs = [batching.Job(name=path, path=path) for path in found[: args.traces]]
     plain = batching.Analysis(ldas=args.lda, controller="tfrc")
-    batching.execute(jobs[:len(found)], plain)  # warm numba's cache and the page cache
+    batching.execute(jobs[:8], plain)  # warm numba's cache and the page cache
 
     t_serial, serial = timed(lambda: batching.execute(jobs, plain))
     t_pool, pooled = timed(lambda: batching.execute(jobs, plain, workers=2))
@@ -60,7 +78,7 @@ def main() -> None:
         read_share = sum(o.seconds for o in serial)
 
     n = len(jobs)
-    print(f"batch: {n} traces ({len(found)} distinct files), LDAs {args.lda}, controller tfrc")
+    print(f"batch: {n} distinct traces (bundled and generated, {args.duration} s), LDAs {args.lda}, controller tfrc")
     print(f"serial                  : {n / t_serial:6.1f} traces/s  ({t_serial:.2f} s)")
     print(f"process pool, 2 workers : {n / t_pool:6.1f} traces/s  ({t_pool:.2f} s)   {t_serial / t_pool:.2f}x serial "
           "(target >= 1.8x)")

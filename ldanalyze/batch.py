@@ -37,7 +37,7 @@ from .packets import Trace
 from .scoring import score
 from .timeline import build_timeline
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 @dataclasses.dataclass
@@ -201,83 +201,129 @@ def _labelled(trace: Trace, job: Job) -> Trace:
 
 
 def _analyze_cached(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
-    """The analysis with every piece kept in the cache: the parsed trace (by content and read
-    options) and, under it, the flow summary, each LDA's decisions and each LDA's replay rows
-    (by labels, sequence modulus, replay semantics and controller). A re-run computes only the
-    LDAs it has not seen, and reads no trace when it has seen them all."""
+    """The analysis with every piece kept in the cache, under the parsed trace's entry (by
+    content and read options): the timeline (by labels and sequence modulus, Arrow files), and
+    under it the flow summary, the LDAs' decisions and the replay rows (by replay semantics and
+    controller), one file each that grows by the LDAs a run adds. A re-run computes only the
+    LDAs it has not seen, from the cached timeline (the baselines' replay rows give the ratios),
+    and reads no trace when it has seen them all."""
     from .lda import parse_ldas
 
     entry = pathlib.Path(analysis.cache_dir) / (key := cache_key(job))[:2] / key
-    digest = hashlib.blake2b(digest_size=12)
-    digest.update(repr((analysis.seq_modulus, analysis.replay, analysis.controller)).encode())
+    built = hashlib.blake2b(digest_size=12)
+    built.update(repr(analysis.seq_modulus).encode())
     if job.labels:
-        digest.update(pathlib.Path(job.labels).read_bytes())
-    results = entry / "results" / digest.hexdigest()
+        built.update(pathlib.Path(job.labels).read_bytes())
+    timeline_dir = entry / "timelines" / built.hexdigest()
+    results = timeline_dir / hashlib.blake2b(repr((analysis.replay, analysis.controller)).encode(),
+                                             digest_size=12).hexdigest()
     specs = [lda.spec for lda in parse_ldas(analysis.ldas)]
     left_out = set(json.loads((results / "left_out.json").read_text())) if (results / "left_out.json").exists() else set()
     wanted = [spec for spec in specs if spec not in left_out]
-
-    def piece(kind: str, spec: str) -> pathlib.Path:
-        return results / kind / (hashlib.blake2b(spec.encode(), digest_size=12).hexdigest() + ".arrow")
-
-    kinds = ("decisions",) + (("replay",) if analysis.controller else ())
-    missing = [spec for spec in wanted if not all(piece(kind, spec).exists() for kind in kinds)]
-    have_summary = (results / "summary.arrow").exists()
-    trace = timeline = None
-    cached = not missing and have_summary
-    packets = 0
-    if missing or not have_summary:
-        trace, from_cache = _read_job(job, analysis.cache_dir)
-        trace = _labelled(trace, job)
-        packets = len(trace.packets)
-        timeline = build_timeline(trace, seq_modulus=analysis.seq_modulus)
-        (results / "decisions").mkdir(parents=True, exist_ok=True)
-        (results / "replay").mkdir(parents=True, exist_ok=True)
-        if not have_summary:
+    decisions = _read_pieces(results, "decisions")
+    rows = _read_pieces(results, "replay") if analysis.controller else None
+    done = _specs_in(decisions)
+    if rows is not None:
+        done &= _specs_in(rows) | set(json.loads((results / "no_replay.json").read_text())
+                                       if (results / "no_replay.json").exists() else [])
+    missing = [spec for spec in wanted if spec not in done]
+    cached, packets = True, 0
+    if missing or not (results / "summary.arrow").exists():
+        timeline, packets, cached = _timeline(job, analysis, timeline_dir)
+        results.mkdir(parents=True, exist_ok=True)
+        if not (results / "summary.arrow").exists():
             _write_piece(timeline.summary(), results / "summary.arrow")
-        if missing:
-            runnable = [lda.spec for lda in runnable_ldas(timeline, missing if analysis.ldas != "all" else "all")
-                        if lda.spec in missing]
-            newly_left = set(missing) - set(runnable)
-            if newly_left:
-                left_out |= newly_left
-                (results / "left_out.json").write_text(json.dumps(sorted(left_out)))
-            if runnable:
-                decided = classify(timeline, runnable, replay=analysis.replay)
-                for spec in runnable:
-                    _write_piece(decided[decided["lda"] == spec].astype({"lda": str, "flow": str}),
-                                   piece("decisions", spec))
-                if analysis.controller:
-                    try:
-                        summary = replay(timeline, [analysis.controller], runnable, replay=analysis.replay,
-                                         rates=False).summary.astype({"lda": str, "controller": str, "flow": str})
-                    except UsageError:
-                        summary = pd.DataFrame(columns=["lda", "controller", "flow"])
-                    for spec in runnable:
-                        _write_piece(summary[summary["lda"] == spec], piece("replay", spec))
+        runnable = [lda.spec for lda in runnable_ldas(timeline, missing if analysis.ldas != "all" else "all")
+                    if lda.spec in missing]
+        newly_left = set(missing) - set(runnable)
+        if newly_left:
+            left_out |= newly_left
+            (results / "left_out.json").write_text(json.dumps(sorted(left_out)))
             wanted = [spec for spec in wanted if spec not in newly_left]
-        cached = from_cache
-    decisions = _read_pieces([piece("decisions", spec) for spec in wanted])
-    decisions["lda"] = pd.Categorical(decisions["lda"], categories=wanted)
+        if runnable:
+            decided = classify(timeline, runnable, replay=analysis.replay)
+            part = _part_name(runnable)
+            _write_piece(decided.astype({"lda": str, "flow": str}), results / f"decisions-{part}.arrow")
+            decisions = pd.concat([decisions, decided.astype({"lda": str, "flow": str})], ignore_index=True) \
+                if "lda" in decisions else decided.astype({"lda": str, "flow": str})
+            if analysis.controller:
+                rows = _replay_rows(timeline, analysis, runnable, rows, results, decided)
+    if "lda" not in decisions:  # no LDA could run on this trace
+        decisions = pd.DataFrame({"lda": pd.Series(dtype=str), "flow": pd.Series(dtype=str)})
+    decisions = decisions[decisions["lda"].isin(wanted)]
+    decisions = decisions.assign(lda=pd.Categorical(decisions["lda"], categories=wanted))
+    decisions = decisions.sort_values("lda", kind="stable").reset_index(drop=True)
     summary = pd.read_feather(results / "summary.arrow")
     flows = summary["flow"].astype(str).tolist()
     decisions["flow"] = pd.Categorical(decisions["flow"].astype(str), categories=flows)
     decisions.insert(0, "trace", job.name)
     throughput = None
-    if analysis.controller:
-        rows = _read_pieces([piece("replay", spec) for spec in wanted])
-        if len(rows):
-            rows["lda"] = pd.Categorical(rows["lda"], categories=wanted)
-            throughput = rows.assign(trace=job.name)
+    if rows is not None and "lda" in rows:
+        rows = rows[rows["lda"].isin(wanted)]
+        rows = rows.assign(lda=pd.Categorical(rows["lda"], categories=wanted)).sort_values("lda", kind="stable")
+        throughput = rows.reset_index(drop=True).assign(trace=job.name) if len(rows) else None
     return Batch(decisions=decisions, summary=summary.assign(trace=job.name), throughput=throughput), packets, cached
 
 
-def _read_pieces(paths: list[pathlib.Path]) -> pd.DataFrame:
-    """Cache files of one kind as one table (concatenated as Arrow, converted once)."""
+def _replay_rows(timeline, analysis: Analysis, runnable: list[str], rows, results: pathlib.Path,
+                 decided: pd.DataFrame) -> pd.DataFrame:
+    """The cached replay rows with those of ``runnable`` added (the baselines' cached rows give
+    the ratios; ``decided`` holds the LDAs' decisions); a trace the controller cannot be
+    replayed on is remembered as such."""
+    from .control import BASELINES
+
+    have_baselines = rows is not None and set(BASELINES) <= _specs_in(rows)
+    try:
+        new = replay(timeline, [analysis.controller], runnable, replay=analysis.replay, rates=False,
+                     reference=rows if have_baselines else None,
+                     decisions=decided if have_baselines or set(BASELINES) <= set(runnable) else None).summary
+    except UsageError:
+        skipped = results / "no_replay.json"
+        before = json.loads(skipped.read_text()) if skipped.exists() else []
+        skipped.write_text(json.dumps(sorted(set(before) | set(runnable))))
+        return rows
+    new = new.astype({"lda": str, "controller": str, "flow": str})
+    _write_piece(new, results / f"replay-{_part_name(runnable)}.arrow")
+    return pd.concat([rows, new], ignore_index=True) if rows is not None and "lda" in rows else new
+
+
+def _timeline(job: Job, analysis: Analysis, folder: pathlib.Path):
+    """(timeline, packets in the trace, whether it came from the cache): the cached timeline's
+    Arrow files, or one built from the cached or freshly read trace and stored."""
+    from .timeline import Timeline
+
+    parts = ("arrivals", "gaps", "losses", "packets", "rtt")
+    if (folder / "meta.json").exists():
+        tables = {name: pd.read_feather(folder / f"{name}.arrow") for name in parts}
+        return Timeline(**tables, meta=json.loads((folder / "meta.json").read_text())), len(tables["packets"]), True
+    trace, from_cache = _read_job(job, analysis.cache_dir)
+    timeline = build_timeline(_labelled(trace, job), seq_modulus=analysis.seq_modulus)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in parts:
+        _write_piece(getattr(timeline, name), folder / f"{name}.arrow")
+    meta = {k: v for k, v in timeline.meta.items() if isinstance(v, (str, int, float, bool))}
+    (folder / ".meta.json.tmp").write_text(json.dumps(meta))
+    os.replace(folder / ".meta.json.tmp", folder / "meta.json")  # written last: the entry is whole
+    return timeline, len(trace.packets), from_cache
+
+
+def _specs_in(table: pd.DataFrame) -> set[str]:
+    """The LDAs a cached table holds rows of."""
+    return set(pd.unique(table["lda"])) if "lda" in table else set()
+
+
+def _part_name(specs: list[str]) -> str:
+    """The file name part of the rows one run added for these LDAs."""
+    return hashlib.blake2b(json.dumps(specs).encode(), digest_size=10).hexdigest()
+
+
+def _read_pieces(folder: pathlib.Path, kind: str) -> pd.DataFrame:
+    """The rows of one kind that the runs so far added (one file per run that added LDAs), as
+    one table; an empty table when there are none yet."""
     import pyarrow as pa
     import pyarrow.feather as feather
 
-    tables = [feather.read_table(path) for path in paths]
+    tables = [feather.read_table(path) for path in sorted(folder.glob(f"{kind}-*.arrow"))]
     return pa.concat_tables(tables, promote_options="permissive").to_pandas() if tables else pd.DataFrame()
 
 

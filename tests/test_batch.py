@@ -86,6 +86,18 @@ def test_process_pool_and_dask_give_the_serial_results(suite):
     pd.testing.assert_frame_equal(serial, dask)
 
 
+def test_an_lda_added_to_a_warm_cache_scores_as_a_plain_run(suite, tmp_path):
+    """The added LDA is classified and replayed from the cached timeline, its throughput ratios
+    taken from the cached baselines' rows: the same table as a run without cache."""
+    cache, jobs, added = str(tmp_path / "cache"), jobs_of(suite), "all,biaz:upper=1.5"
+    batching.execute(jobs, analysis(cache, ldas="all"))
+    warm = batching.execute(jobs, analysis(cache, ldas=added))
+    assert all(o.cached for o in warm)
+    plain = batching.results_table(batching.execute(jobs, analysis(ldas=added)))
+    assert {"thput", "vs_omniscient"} <= set(plain.columns) and plain["vs_omniscient"].notna().any()
+    pd.testing.assert_frame_equal(batching.results_table(warm), plain)
+
+
 def test_the_cache_is_keyed_by_content_and_options(suite, tmp_path):
     cache = str(tmp_path / "cache")
     jobs = jobs_of(suite)

@@ -74,20 +74,27 @@ def replay(
     replay: Replay | None = None,
     path: PathModel | None = None,
     rates: bool = True,
+    reference: pd.DataFrame | None = None,
+    decisions: pd.DataFrame | None = None,
 ) -> ReplayResult:
     """Replay each controller fed each LDA's decisions (see the module docstring).
 
     ``replay`` sets the LDA replay semantics (and which arrival decides a loss), ``path`` how
     the sender's RTT, ACK clock and the capacity are reconstructed. ``rates=False`` skips the
-    per-arrival table (the summary alone is much smaller).
+    per-arrival table (the summary alone is much smaller). ``reference``: summary rows of the
+    baselines from an earlier replay of the same timeline, controllers and semantics (the
+    batch cache keeps them), so that the ``vs_`` ratios need no second replay of them.
+    ``decisions``: ``classify``'s table for these LDAs (and the baselines, without
+    ``reference``) on this timeline under ``replay``, when the caller has it already.
     """
     replay = replay or Replay()
     sig = Signals.of(timeline, replay, path)
     chosen = parse_controllers(controllers)
     lda_list = runnable_ldas(timeline, ldas)
     specs = [lda.spec for lda in lda_list]
-    extra = [name for name in BASELINES if name not in specs]
-    decisions = classify(timeline, lda_list + [get_lda(name) for name in extra], replay=replay)
+    extra = [] if reference is not None else [name for name in BASELINES if name not in specs]
+    if decisions is None:
+        decisions = classify(timeline, lda_list + [get_lda(name) for name in extra], replay=replay)
     flows = np.asarray(sig.flows, dtype=object)
     summaries, rate_blocks = [], []
     for ctl in chosen:
@@ -102,8 +109,11 @@ def replay(
                     "t": sig.t, "seq": sig.seq, "rate_bps": rate,
                 }))
     summary = pd.concat(summaries, ignore_index=True)
+    known = summary if reference is None else pd.concat(
+        [summary, reference.loc[reference["lda"].astype(str).isin(BASELINES), ["lda", "controller", "flow", "thput"]]
+         .astype({"lda": str, "controller": str, "flow": object})], ignore_index=True)
     for base in BASELINES:
-        ref = summary[summary["lda"] == base].set_index(["controller", "flow"])["thput"]
+        ref = known[known["lda"] == base].drop_duplicates(["controller", "flow"]).set_index(["controller", "flow"])["thput"]
         key = pd.MultiIndex.from_frame(summary[["controller", "flow"]])
         with np.errstate(invalid="ignore", divide="ignore"):
             summary[f"vs_{base}"] = summary["thput"].to_numpy() / ref.reindex(key).to_numpy()
