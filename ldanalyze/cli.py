@@ -163,7 +163,8 @@ def send_time_source(info: dict) -> str:
     if info.get("send_time") == "abs-send-time":
         return f"abs-send-time header extension (id {info['abs_send_time_id']})"
     if kind == "rtp":
-        return f"RTP timestamp at {info.get('clock_rate', float('nan')):g} Hz ({info.get('clock_source', '?')})"
+        frames = ", per frame" if "frames" in info else ""
+        return f"RTP timestamp at {info.get('clock_rate', float('nan')):g} Hz ({info.get('clock_source', '?')}){frames}"
     if kind == "tcp":
         return f"TCP TSval at {info.get('clock_rate', float('nan')):g} Hz ({info.get('clock_source', '?')})"
     if kind.startswith(("iperf3", "iperf2")):
@@ -176,7 +177,8 @@ def _print_streams(meta: dict) -> None:
     for label, info in meta.get("flows", {}).items():
         rows.append({"stream": label, "kind": info.get("kind", ""), "packets": info.get("packets", 0),
                      "lost": info.get("lost", 0), "rtx repaired": info.get("rtx_repaired", 0),
-                     "padding only": info.get("padding_only", 0), "send times from": send_time_source(info)})
+                     "padding only": info.get("padding_only", 0), "fec": info.get("fec_packets", 0),
+                     "send times from": send_time_source(info)})
     if rows:
         print("\nstreams read (send times from the best source each carries):")
         print(pd.DataFrame(rows).to_string(index=False))

@@ -92,7 +92,9 @@ class LabConfig:
     # "iperf3", or "rtp-audio": a GStreamer rtpbin sender of G.711 A-law (PT 8, 20 ms frames:
     # set length=172, the RTP packet's UDP payload) with RTCP sender reports to port + 1, or
     # "webrtc": two aiortc peers (tests/webrtc_peer.py), video from sender to receiver; r1 then
-    # drops at random only the RTP packets toward the receiver (version 2, not an RTCP type)
+    # drops at random only the RTP packets toward the receiver (version 2, not an RTCP type), or
+    # "rtp-video": a GStreamer rtpbin sender of VP8 (frames over several packets) with ULPFEC
+    # and RFC 4588 retransmission on the receiver's NACKs (see send_rtp_video)
     traffic: str = "iperf3"
 
 
@@ -251,6 +253,7 @@ class _Lab:
         """
         c = self.config
         media = ("@th,64,2 2 @th,72,8 != 192-223" if c.traffic == "webrtc"  # RTP, not RTCP (RFC 5761)
+                 else f"udp dport {c.port}" if c.traffic == "rtp-video"  # media, FEC and RTX (RTCP: next port)
                  else f"udp dport {c.port} udp length {c.length + 8}")
         ruleset = f"""
             table ip ldlab {{
@@ -313,6 +316,41 @@ class _Lab:
                 step.cancel()
         return {"frames": frames, "sender_ended": ended}
 
+    def send_rtp_video(self, steps) -> dict:
+        """A real video stack: GStreamer's rtpbin sends VP8 (25 frames/s, each over several
+        packets of at most 600 bytes, PT 96) with ULPFEC (RFC 5109, PT 122, in the media stream)
+        and RFC 4588 retransmission (PT 97, its own SSRC) of what the receiver's rtpbin asks for
+        in RTCP NACKs (AVPF); RTCP goes to ``port + 1`` and comes back to the sender's
+        ``RTP_SENDER_PORT + 2``."""
+        c = self.config
+        back = RTP_SENDER_PORT + 2
+        receiver = ["rtpbin", "name=rb", "rtp-profile=avpf", "do-retransmission=true", "latency=200",
+                    "udpsrc", f"port={c.port}",
+                    "caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=VP8,payload=96",
+                    "!", "rb.recv_rtp_sink_0", "udpsrc", f"port={c.port + 1}", "!", "rb.recv_rtcp_sink_0",
+                    "rb.send_rtcp_src_0", "!", "udpsink", f"host={SENDER_IP}", f"port={back}", "sync=false",
+                    "async=false", "rb.", "!", "rtpvp8depay", "!", "fakesink"]
+        self.spawn("receiver", "gst-launch-1.0", "-q", *receiver)
+        time.sleep(0.5)
+        frames = c.duration_s * 25
+        sender = ["rtpbin", "name=rb", "rtp-profile=avpf", "videotestsrc", "is-live=true", f"num-buffers={frames}",
+                  "pattern=smpte", "horizontal-speed=4", "!", "video/x-raw,width=320,height=240,framerate=25/1", "!", "vp8enc",
+                  "deadline=1", "target-bitrate=800000", "keyframe-max-dist=50", "!", "rtpvp8pay", "mtu=600",
+                  "pt=96", "!", "rtpulpfecenc", "pt=122", "percentage=20", "!", "rtprtxsend",
+                  "payload-type-map=application/x-rtp-pt-map,96=(uint)97", "max-size-packets=1000", "!",
+                  "rb.send_rtp_sink_0", "rb.send_rtp_src_0", "!", "udpsink", f"host={RECEIVER_IP}",
+                  f"port={c.port}", f"bind-port={RTP_SENDER_PORT}", "rb.send_rtcp_src_0", "!", "udpsink",
+                  f"host={RECEIVER_IP}", f"port={c.port + 1}", f"bind-port={RTP_SENDER_PORT + 1}", "sync=false",
+                  "async=false", "udpsrc", f"port={back}", "!", "rb.recv_rtcp_sink_0"]
+        for step in steps:
+            step.start()
+        try:  # its RTCP source (udpsrc) never ends, so neither does the pipeline: stopped once sent
+            ended = _finish(self.spawn("sender", "gst-launch-1.0", "-q", "-e", *sender), c.duration_s + 1.5)
+        finally:
+            for step in steps:
+                step.cancel()
+        return {"frames": frames, "sender_ended": ended}
+
     def send_webrtc(self, steps) -> dict:
         """Two aiortc peers, signalling through files in the work folder."""
         c = self.config
@@ -345,6 +383,8 @@ class _Lab:
         steps = [threading.Timer(at, self.set_bottleneck_rate, (rate,)) for at, rate in c.tbf_steps]
         if c.traffic == "rtp-audio":
             report, sender_port = self.send_rtp_audio(steps), RTP_SENDER_PORT
+        elif c.traffic == "rtp-video":
+            report, sender_port = self.send_rtp_video(steps), RTP_SENDER_PORT
         elif c.traffic == "webrtc":
             report, sender_port = self.send_webrtc(steps), 0  # ICE picks the ports
         else:

@@ -218,3 +218,51 @@ def test_transport_wide_sequence_numbers_make_one_stream_of_a_webrtc_flow(tmp_pa
 
     with pytest.raises(TraceError, match="no transport-wide sequence number"):
         read(call(tmp_path), rtp_sequence="transport-cc")
+
+
+def video(tmp_path, *, fec_every=5, fec_base_back=(4, 1), per_frame=3, frames=30, loss=(7,)):
+    """A VP8-like stream: ``per_frame`` packets per frame at 25 frames/s (90 kHz clock), sent
+    1 ms apart and arriving with a queue that grows through each frame; after every
+    ``fec_every`` media packets an RFC 5109 FEC packet (PT 122, same SSRC, the next sequence
+    number) whose SN base lies ``fec_base_back`` numbers back (alternating)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    out, seq, k = [], 0, 0
+    for f in range(frames):
+        for j in range(per_frame):
+            t = NS + f * 40_000_000 + j * 1_000_000 + 20_000_000 + j * 3_000_000  # 20 ms path, queue grows
+            if seq not in loss:
+                out.append((t, packet(seq, 3600 * f, MEDIA, 96)))
+            seq += 1
+            k += 1
+            if k % fec_every == 0:
+                back = fec_base_back[(k // fec_every) % len(fec_base_back)]
+                fec = bytes([0x40, 96]) + struct.pack(">H", (seq - back) % 65536) + bytes(36)
+                out.append((t + 100_000, packet(seq, 3600 * f, MEDIA, 122, fec)))
+                seq += 1
+    return capture_of(tmp_path, sorted(out)), seq
+
+
+def test_ulpfec_in_the_media_stream_is_counted_and_keeps_its_sequence_numbers(tmp_path):
+    path, sent = video(tmp_path)
+    info = read(path, payload="rtp", clock_rate=90000).meta["flows"][LABEL]
+    assert (info["fec_payload_type"], info["fec_packets"]) == (122, 18)  # 90 media packets, one FEC per 5
+    assert info["packets"] == sent - 1 and info["lost"] == 1 and info["payload_type"] == 96
+    # an SN base beyond the FEC span (or ahead of the packet) is no FEC header: nothing counted
+    other, _ = video(tmp_path / "far", fec_base_back=(rtp.FEC_SPAN + 1, 60000))
+    assert "fec_packets" not in read(other, payload="rtp", clock_rate=90000).meta["flows"][LABEL]
+
+
+def test_a_video_frame_takes_the_rott_of_its_first_arrival(tmp_path):
+    path, _ = video(tmp_path, fec_every=10**6, loss=())
+    trace = read(path, payload="rtp", clock_rate=90000)
+    info = trace.meta["flows"][LABEL]
+    assert info["frames"] == 30 and info["rott"] == "per frame (its first arrival)"
+    delay = (trace.packets["t_recv"] - trace.packets["t_send"]).to_numpy()
+    frames = delay.reshape(30, 3)
+    assert np.ptp(frames, axis=1).max() < 1e-9  # one ROTT per frame: the queue within it is the sender's burst
+    # one packet per timestamp (audio): the send times are the timestamps, untouched
+    audio, _ = video(tmp_path / "audio", per_frame=1, fec_every=10**6, loss=())
+    one = read(audio, payload="rtp", clock_rate=90000)
+    assert "frames" not in one.meta["flows"][LABEL]
+    np.testing.assert_allclose(one.packets["t_send"].to_numpy() - one.packets["t_send"].iloc[0],
+                               np.arange(30) * 0.04, atol=1e-9)

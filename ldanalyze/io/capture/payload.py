@@ -474,7 +474,8 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
         if i in pairs or c.get("small"):
             continue
         info = {"kind": "rtp", "ssrc": c["ssrc"], "excluded": excluded, "payload_type": c["pt"],
-                "padding_only": c["probes"]}
+                "padding_only": c["probes"], **_fec_report(head[c["mask"]], head_len[c["mask"]], hlen[c["mask"]],
+                                                           seq16[c["mask"]], c["pt"])}
         repaired = np.empty(0, np.int64)
         for r, m in pairs.items():
             if m == i:
@@ -503,6 +504,7 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
                 sent = _send_seconds(RTP, head[c["mask"]], times[rows[c["mask"]]], rate, info, c["name"])
                 if clock_rate is None and report is not None:
                     info["clock_source"] = "RTCP sender reports"
+                sent = _per_frame(sent, times[rows[c["mask"]]], info)
             except NotThisKind as why:
                 skipped[c["name"]] = f"{why} ({c['packets']} packets)"
                 continue
@@ -513,6 +515,36 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
     streams[0].info.update(demux=demux, noise_ssrcs=noise_ssrcs, noise_packets=noise_packets,
                            skipped_streams=skipped)
     return streams
+
+
+def _fec_report(head, head_len, hlen, seq16, media_pt: int) -> dict:
+    """The stream's payload types other than its media's that carry RFC 5109 FEC headers
+    (``rtp.ulpfec_like``): ``fec_payload_type`` and ``fec_packets``. FEC packets sent in the
+    media stream take sequence numbers of it, so they stay in its sequence space (a lost one
+    is a loss on the path like any other); they are counted here, not hidden."""
+    pt = (head[:, 1] & 0x7F).astype(np.int64)
+    fec = rtp.ulpfec_like(head, head_len, hlen, seq16)
+    for other in np.unique(pt[pt != media_pt]):
+        mine = pt == other
+        if fec[mine].mean() >= rtp.FEC_SHARE:
+            return {"fec_payload_type": int(other), "fec_packets": int(mine.sum())}
+    return {}
+
+
+def _per_frame(sent: np.ndarray, arrivals: np.ndarray, info: dict) -> np.ndarray:
+    """Send times from the media clock, per frame: all packets of a video frame carry its one
+    timestamp, and the sender (or its pacer) spreads them over time, so each packet's delay
+    against that timestamp grows through the frame with sending, not with the path. The ROTT
+    of a frame is taken from its first arrival, and its other packets keep that ROTT (their
+    send time moves with their arrival). Streams with a timestamp per packet are unchanged;
+    ``info['frames']`` counts the frames when some span several packets."""
+    stamps, first = np.unique(sent, return_inverse=True)
+    if stamps.shape[0] == sent.shape[0]:
+        return sent
+    earliest = np.full(stamps.shape[0], np.inf)
+    np.minimum.at(earliest, first, arrivals)
+    info.update(frames=int(stamps.shape[0]), rott="per frame (its first arrival)")
+    return sent + (arrivals - earliest[first])
 
 
 def _transport_wide_stream(label, rows, head, head_len, is_rtp, times, send_times, demux) -> Stream:

@@ -101,6 +101,23 @@ def original_seqs(head: np.ndarray, head_len: np.ndarray, hlen: np.ndarray) -> n
     return np.where(ok, value, -1)
 
 
+FEC_SPAN = 48  # packets an RFC 5109 FEC packet protects at most (its long mask), counted back from it
+FEC_SHARE = 0.9  # share of a payload type's packets whose FEC header must fit
+
+
+def ulpfec_like(head: np.ndarray, head_len: np.ndarray, hlen: np.ndarray, seq16: np.ndarray) -> np.ndarray:
+    """Packets whose payload opens with an RFC 5109 FEC header that protects packets just
+    before them in their own stream (ULPFEC sent in the media stream, as GStreamer's
+    ``rtpulpfecenc`` does): the E bit clear and the SN base (payload bytes 2-3) 1 to
+    ``FEC_SPAN`` sequence numbers below the packet's own."""
+    ok = (hlen >= 12) & (hlen + 10 <= head_len)
+    rows = np.arange(head.shape[0])
+    at = np.minimum(np.maximum(hlen, 0), head.shape[1] - 4)
+    base = (head[rows, at + 2].astype(np.int64) << 8) | head[rows, at + 3]
+    back = (seq16 - base) % (1 << 16)
+    return ok & ((head[rows, at] & 0x80) == 0) & (back <= FEC_SPAN)
+
+
 def rtx_pairs(streams: list[dict]) -> dict[int, int]:
     """RTX stream index → media stream index. Each stream is a dict with ``pt`` (its most
     common payload type), ``seq16`` (its media sequence numbers mod 2^16, the holes included),
