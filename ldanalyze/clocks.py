@@ -38,7 +38,7 @@ from .packets import DELIVERED, Trace
 
 MIN_FIT_SAMPLES = 2  # fewer delivered packets: no slope can be told, the skew is taken as 0
 PLAUSIBLE_SKEW_PPM = 200  # quartz clocks drift by tens of ppm; more suggests a queue that never drained
-AGREEMENT_PPM = 10  # forward and reverse skew fits further apart than this (plus their uncertainties) disagree
+AGREEMENT_PPM = 10  # forward and reverse skew fits further apart than this disagree
 
 
 class ClockWarning(UserWarning):
@@ -192,9 +192,9 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
     two clocks the other way, delay = the first clock's time minus the second's. Their envelope
     falls as the forward one rises with skew; a queue trends in one direction only. Following
     Paxson ("On calibrating measurements of packet transit times", SIGMETRICS 1998, §4), the
-    skew is fitted in each direction: when the two agree (within ``AGREEMENT_PPM`` plus their
-    uncertainties) their mean is the skew, otherwise it is **not applied** and the status
-    gives both.
+    skew is fitted in each direction: when the two agree (within ``AGREEMENT_PPM``) their mean
+    is the skew, otherwise it is **not applied** and the status gives both (a fit that moves
+    with a queue is no estimate of the clocks, however wide its own uncertainty).
 
     Only for traces whose clocks are separate (``meta['clock'] == 'separate'``); the result's
     ``meta['clock']`` says ``'skew-removed'`` and ``meta['clock_fit']`` holds one row per flow:
@@ -240,9 +240,8 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
                           "skew; it is taken as 0", ClockWarning, stacklevel=2)
         elif back_samples >= MIN_FIT_SAMPLES:
             backward = -common_skew(back)
-            spread = np.nan_to_num(uncertainty) + np.nan_to_num(_half_difference(back))
             skew, uncertainty = (forward + backward) / 2, max(np.nan_to_num(uncertainty), abs(forward - backward) / 2)
-            if abs(forward - backward) * 1e6 > AGREEMENT_PPM + spread * 1e6:
+            if abs(forward - backward) * 1e6 > AGREEMENT_PPM:
                 status = (f"not applied: the directions disagree (forward {forward * 1e6:+.1f} ppm, reverse "
                           f"{backward * 1e6:+.1f} ppm)")
                 warnings.warn(f"{trace.path}: {pair}: the clock skew fitted on the forward packets "

@@ -94,8 +94,12 @@ class LabConfig:
     # "webrtc": two aiortc peers (tests/webrtc_peer.py), video from sender to receiver; r1 then
     # drops at random only the RTP packets toward the receiver (version 2, not an RTCP type), or
     # "rtp-video": a GStreamer rtpbin sender of VP8 (frames over several packets) with ULPFEC
-    # and RFC 4588 retransmission on the receiver's NACKs (see send_rtp_video)
+    # and RFC 4588 retransmission on the receiver's NACKs (see send_rtp_video), or "iperf3-tcp":
+    # one iperf3 TCP transfer (``rate`` caps it); r1 then drops data segments at random
     traffic: str = "iperf3"
+    # the sender's and the receiver's captures take both directions (a two-sided capture: the
+    # acknowledgements travelling back too), not only the forward one
+    both_ways: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,7 +239,9 @@ class _Lab:
                 _run(["ip", "-n", self.ns[host], "addr", "add", f"{subnet}.{me}/24", "dev", dev])
                 _run(["ip", "-n", self.ns[host], "neigh", "replace", f"{subnet}.{other}",
                       "lladdr", _mac(subnet, other), "dev", dev, "nud", "permanent"])
-                _run(["ip", "-n", self.ns[host], "link", "set", dev, "up"])
+                # one wire packet per skb: no TCP segmentation offload, so each capture sees the
+                # segments as they travel (not 64 KB super-packets cut up further on)
+                _run(["ip", "-n", self.ns[host], "link", "set", dev, "gso_max_segs", "1", "up"])
         _run(["ip", "-n", self.ns["sender"], "route", "add", "default", "via", "10.231.1.2"])
         _run(["ip", "-n", self.ns["r1"], "route", "add", "10.231.3.0/24", "via", "10.231.2.2"])
         _run(["ip", "-n", self.ns["r2"], "route", "add", "10.231.1.0/24", "via", "10.231.2.1"])
@@ -252,14 +258,15 @@ class _Lab:
         that opens the UDP test: iperf3 3.12 never resends it, and fails 30 s later if it is lost.
         """
         c = self.config
-        media = ("@th,64,2 2 @th,72,8 != 192-223" if c.traffic == "webrtc"  # RTP, not RTCP (RFC 5761)
+        media = ("meta l4proto udp @th,64,2 2 @th,72,8 != 192-223" if c.traffic == "webrtc"  # RTP, not RTCP
                  else f"udp dport {c.port}" if c.traffic == "rtp-video"  # media, FEC and RTX (RTCP: next port)
+                 else f"tcp dport {c.port} ip length > {c.length}" if c.traffic == "iperf3-tcp"  # data segments
                  else f"udp dport {c.port} udp length {c.length + 8}")
         ruleset = f"""
             table ip ldlab {{
                 chain wireless {{
                     type filter hook forward priority 0; policy accept;
-                    ip daddr {RECEIVER_IP} meta l4proto udp {media} \
+                    ip daddr {RECEIVER_IP} {media} \
                         numgen random mod 100 < {c.wireless_drop_percent} counter drop
                 }}
             }}
@@ -278,8 +285,9 @@ class _Lab:
         for step in steps:
             step.start()
         try:
-            client = _run(self.exec("sender", "iperf3", "-c", RECEIVER_IP, "-p", str(c.port), "-u",
-                                    "-b", c.rate, "-l", str(c.length), "-t", str(c.duration_s), "-J"),
+            udp = ["-u", "-l", str(c.length)] if c.traffic == "iperf3" else []
+            client = _run(self.exec("sender", "iperf3", "-c", RECEIVER_IP, "-p", str(c.port), *udp,
+                                    "-b", c.rate, "-t", str(c.duration_s), "-J"),
                           timeout=c.duration_s + 30)
         finally:
             for step in steps:
@@ -378,7 +386,9 @@ class _Lab:
     def run(self) -> LabRun:
         c = self.config
         captures = {name: self.workdir / f"{name}.pcap" for name in CAPTURE_POINTS}
-        tcpdumps = {name: self.start_capture(*CAPTURE_POINTS[name], captures[name]) for name in captures}
+        points = {name: (host, dev, "inout" if c.both_ways and name in ("sender", "receiver") else way)
+                  for name, (host, dev, way) in CAPTURE_POINTS.items()}
+        tcpdumps = {name: self.start_capture(*points[name], captures[name]) for name in captures}
         self.mark_capture_start()
         steps = [threading.Timer(at, self.set_bottleneck_rate, (rate,)) for at, rate in c.tbf_steps]
         if c.traffic == "rtp-audio":

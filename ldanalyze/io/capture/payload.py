@@ -64,6 +64,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ...clocks import fit_lower_envelope
 from ...errors import TraceError, UsageError
 from ...packets import DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, make_packet_table
 from ...timeline import unwrap_sequence
@@ -674,9 +675,13 @@ def _send_seconds(spec: FieldSpec, head, times, clock_rate, info, name) -> np.nd
 
 
 def infer_clock_rate(ticks, times, usual, tolerance, name) -> tuple[float, str]:
-    """Ticks per second of an in-band clock: the least-squares slope of ticks against capture
-    time, taken as the nearest ``usual`` rate when within ``tolerance`` (relative). Raises
-    NotThisKind when the capture is too short to tell."""
+    """Ticks per second of an in-band clock, taken as the nearest ``usual`` rate when within
+    ``tolerance`` (relative). Capture time is the send time plus a delay that is never below
+    the path's minimum, so the slope of capture time against ticks is read on its lower
+    envelope (``clocks.fit_lower_envelope``), which a queue filling or draining over the
+    capture does not tilt as it tilts a least-squares line (a TCP transfer through a
+    bottleneck read 1024 Hz for Linux's 1000 Hz that way). Raises NotThisKind when the
+    capture is too short to tell."""
     ok = np.isfinite(times)
     t, k = times[ok], ticks[ok].astype(np.float64)
     if t.shape[0] >= 2 and np.ptp(k) == 0:
@@ -684,10 +689,10 @@ def infer_clock_rate(ticks, times, usual, tolerance, name) -> tuple[float, str]:
     if t.shape[0] < 2 or np.ptp(t) < MIN_CLOCK_SPAN:
         raise NotThisKind(f"stream {name}: too few packets over too short a time to infer the clock rate; "
                           "give clock_rate")
-    t = t - t.mean()
-    slope = float(np.dot(t, k - k.mean()) / np.dot(t, t))
-    if slope <= 0:
+    seconds_per_tick = fit_lower_envelope(k - k.min(), t - t.min()).skew
+    if seconds_per_tick <= 0:
         raise NotThisKind(f"stream {name}: the in-band clock does not advance with capture time")
+    slope = 1.0 / seconds_per_tick
     nearest = min(usual, key=lambda r: abs(math.log(slope / r)))
     if abs(slope / nearest - 1) <= tolerance:
         return float(nearest), "inferred"
