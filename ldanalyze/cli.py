@@ -205,7 +205,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     print(f"{trace.path}: {trace.format}, {len(summary)} flow(s), {len(trace.packets)} data packets")
     if trace.format in (PCAP, PCAPNG):
         print("\nflows in the capture (5-tuple and direction):")
-        print(list_flows(trace.path, head_bytes=RTP_HEAD_BYTES).to_string(index=False))  # one decode layout
+        flows = trace.meta.get("capture_flows")
+        if flows is None:  # a trace from the batch cache keeps its meta as records
+            flows = list_flows(trace.path, head_bytes=RTP_HEAD_BYTES)
+        print(pd.DataFrame(flows).to_string(index=False))
         _print_streams(trace.meta)
     if "vantages" in trace.meta:
         print("\ncaptures along the path (clock fit against the sender's: minimal delay and skew):")

@@ -355,11 +355,13 @@ def capture_sender_reports(capture) -> dict[int, tuple[float, int]]:
     """The media clock rates that RTCP sender reports anywhere in the capture give, by SSRC:
     RTCP travels on the RTP port (muxed) or on the next one (a flow of its own)."""
     records = capture.records
-    udp = (records["status"] == S_DECODED) & (records["proto"] == UDP)
-    if not udp.any():
+    heads = records["head"]  # a strided view: only the candidates' bytes are copied
+    reports = ((records["status"] == S_DECODED) & (records["proto"] == UDP) & (records["head_len"] >= 20)
+               & (heads[:, 1] == 200) & (heads[:, 0] >> 6 == 2))
+    if not reports.any():
         return {}
-    head = np.ascontiguousarray(records["head"][udp])
-    head_len = records["head_len"][udp].astype(np.int64)
+    head = np.ascontiguousarray(heads[reports])
+    head_len = records["head_len"][reports].astype(np.int64)
     return rtp.sender_report_rates(head, head_len, rtp.packet_kinds(head, head_len) == rtp.RTCP)
 
 

@@ -771,13 +771,16 @@ def flow_label(ip_ver: int, proto: int, src: str, sport: int, dst: str, dport: i
 
 
 # -- flows and traces --------------------------------------------------------------------------
-def list_flows(source: Capture | str | os.PathLike, **decode_options) -> pd.DataFrame:
+def list_flows(source: Capture | str | os.PathLike, *, kinds: dict[int, str] | None = None,
+               **decode_options) -> pd.DataFrame:
     """One row per flow (5-tuple and direction), in order of first appearance.
 
     Columns: ``flow`` (the label ``read_capture(flows=...)`` takes), ``proto``, ``src``,
     ``sport``, ``dst``, ``dport``, ``packets``, ``bytes`` (IP bytes), ``first``/``last``
     (capture times, s), ``payload`` (the kind ``read_capture`` would read: ``rtp``,
-    ``iperf3``, ``iperf3-64``, ``iperf2``, ``iperf2-64``, ``tcp``, or empty).
+    ``iperf3``, ``iperf3-64``, ``iperf2``, ``iperf2-64``, ``tcp``, or empty; ``kinds`` (flow
+    id → kind) when the caller read the flows already). ``read_capture`` keeps this table in
+    ``meta['capture_flows']``.
     """
     capture = source if isinstance(source, Capture) else decode_capture(source, **decode_options)
     records = capture.records
@@ -785,7 +788,7 @@ def list_flows(source: Capture | str | os.PathLike, **decode_options) -> pd.Data
     flow = records["flow"][has_flow]
     n = len(capture.flows)
     times = pd.Series(capture.times()[has_flow]).groupby(flow)
-    kinds = payloads.detect_kinds(capture)
+    kinds = payloads.detect_kinds(capture) if kinds is None else kinds
     table = capture.flows[["label", "src", "sport", "dst", "dport"]].rename(columns={"label": "flow"})
     table.insert(1, "proto", [PROTO_NAMES.get(p, str(p)) for p in capture.flows["proto"]])
     table["packets"] = np.bincount(flow, minlength=n)
@@ -794,6 +797,17 @@ def list_flows(source: Capture | str | os.PathLike, **decode_options) -> pd.Data
     table["last"] = times.max().reindex(range(n)).to_numpy()
     table["payload"] = [kinds.get(f, "") for f in range(n)]
     return table
+
+
+def _kinds_read(capture: Capture, streams: dict[str, dict]) -> dict[int, str]:
+    """Flow id → the kind its streams were read as (flows not read: absent)."""
+    index = {label: i for i, label in enumerate(capture.flows["label"])}
+    kinds = {}
+    for label, info in streams.items():
+        flow = index.get(label.partition(payloads.SSRC)[0])
+        if flow is not None:
+            kinds[flow] = info.get("kind", "")
+    return kinds
 
 
 def read_capture(
@@ -860,6 +874,7 @@ def read_capture(
         "records": capture.counts,
         "interfaces": capture.interfaces.to_dict("records"),
         "notes": capture.notes,
+        "capture_flows": list_flows(capture, kinds=_kinds_read(capture, taken["flows"])),
     }
     trace = Trace(packets=packets, rtt=empty_rtt(), path=capture.path, format=capture.format, meta=meta)
     if skew == "remove" and vantage == "receiver":
