@@ -1,0 +1,387 @@
+// wifi.cc -- ns-3 (3.37) Wi-Fi scenario for ldanalyze: a wired bottleneck before an access point
+// and stations at several distances, one walking away and back, with per-packet ground truth.
+//
+//   server --(point-to-point, `bottleneck`, FIFO queue disc of `queue` packets)-- AP ))) stations
+//
+// Station i stands 5 + i*`spacing` m from the AP; the last one walks away at `speed` m/s for half
+// the run and comes back. 802.11a, log-distance loss (exponent 3) with Nakagami fading, AARF rate
+// adaptation (it honours the retry limit, `retries` retransmissions: Minstrel keeps its own retry
+// chain and ignores it), no block ack. Each station receives one UDP flow from the server whose
+// payload starts with ns-3's SeqTsHeader (seq u32, send time u64 ns): UdpClient sends `size`-byte
+// packets every `interval` seconds. `per` adds a frame error rate at the stations' receivers.
+// Neighbour caches are filled beforehand (no ARP stalls) and stations never give up their
+// association over missed beacons (3.37 aborts on reassociating).
+//
+// Outputs, in `out` (a folder):
+//   sta-<i>.pcap         the station's IP packets as received (the IP layer's receive trace; pcap,
+//                        link type raw IP)
+//   sta-<i>.labels.csv   flow,seq,cause,detail: each packet sent to the station and never received,
+//                        with the first drop traced for it: queue-disc (congestion), MAC retry limit
+//                        (wireless), MAC queue full or lifetime expired (congestion; the detail says
+//                        which), MAC refusal (wireless), ARP (route), IP (route). A packet a MAC gave
+//                        up on that reached its station anyway (its ACK was lost) is not labelled.
+//   sent.csv             flow,seq: every packet the server's IP layer sent (the ledger)
+//   stats.csv            received, labelled, dropped_but_delivered (written last)
+// Every packet of the ledger is received or labelled, never both: the conservation check.
+//
+// Usage: wifi --duration=S --stations=N --spacing=M --bottleneck=RATE --queue=P --interval=S
+//             --size=B --per=P --retries=R --speed=V --seed=K --out=DIR
+#include <cstring>  // before ns-3 3.37's headers: mac64-address.h uses memcmp without it
+
+#include "ns3/applications-module.h"
+#include "ns3/core-module.h"
+#include "ns3/internet-module.h"
+#include "ns3/mobility-module.h"
+#include "ns3/network-module.h"
+#include "ns3/point-to-point-module.h"
+#include "ns3/traffic-control-module.h"
+#include "ns3/wifi-module.h"
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <vector>
+#include <sstream>
+
+using namespace ns3;
+
+namespace
+{
+std::ofstream sent;
+std::map<std::pair<std::string, uint32_t>, std::pair<uint32_t, std::string>> drops;  // (flow, seq) -> (station, "cause,detail"), the first
+std::set<std::pair<std::string, uint32_t>> received;
+std::map<uint32_t, Ptr<PcapFileWrapper>> captures;  // node id -> its capture
+std::map<Ipv4Address, uint32_t> stationOf;  // station address -> its index
+
+std::string Flow(Ipv4Address src, uint16_t sport, Ipv4Address dst, uint16_t dport)
+{
+    std::ostringstream out;
+    out << src << ":" << sport << ">" << dst << ":" << dport << "/udp";
+    return out.str();
+}
+
+// the flow and sequence number of a packet that starts with a UDP header and a SeqTsHeader
+bool Identify(Ptr<const Packet> packet, const Ipv4Header& ip, std::string& flow, uint32_t& seq)
+{
+    Ptr<Packet> copy = packet->Copy();
+    UdpHeader udp;
+    if (ip.GetProtocol() != 17 || copy->RemoveHeader(udp) == 0)
+    {
+        return false;
+    }
+    SeqTsHeader seqTs;
+    if (copy->GetSize() < seqTs.GetSerializedSize())
+    {
+        return false;
+    }
+    copy->RemoveHeader(seqTs);
+    flow = Flow(ip.GetSource(), udp.GetSourcePort(), ip.GetDestination(), udp.GetDestinationPort());
+    seq = seqTs.GetSeq();
+    return true;
+}
+
+// a drop: the first one traced for a packet is its fate (a MAC drop may also be reported by
+// the queue the MPDU was in), unless the packet reached its station after all (labels are
+// written at the end: a frame whose ACK was lost is delivered though its sender gave it up)
+void Label(Ptr<const Packet> packet, const Ipv4Header& ip, const char* cause, const char* detail)
+{
+    std::string flow;
+    uint32_t seq;
+    if (Identify(packet, ip, flow, seq))
+    {
+        drops.emplace(std::make_pair(flow, seq), std::make_pair(stationOf[ip.GetDestination()],
+                                                                std::string(cause) + "," + detail));
+    }
+}
+
+void QueueDiscDrop(Ptr<const QueueDiscItem> item)
+{
+    Ptr<const Ipv4QueueDiscItem> ipItem = DynamicCast<const Ipv4QueueDiscItem>(item);
+    if (ipItem)
+    {
+        Label(ipItem->GetPacket(), ipItem->GetHeader(), "congestion", "queue-disc");
+    }
+}
+
+void MacDrop(WifiMacDropReason reason, Ptr<const WifiMpdu> mpdu);
+
+void QueueExpired(Ptr<const WifiMpdu> mpdu)
+{
+    MacDrop(WIFI_MAC_DROP_EXPIRED_LIFETIME, mpdu);
+}
+
+void QueueFull(Ptr<const WifiMpdu> mpdu)
+{
+    MacDrop(WIFI_MAC_DROP_FAILED_ENQUEUE, mpdu);
+}
+
+void MacDrop(WifiMacDropReason reason, Ptr<const WifiMpdu> mpdu)
+{
+    if (!mpdu->GetHeader().IsData())
+    {
+        return;
+    }
+    Ptr<Packet> copy = mpdu->GetPacket()->Copy();
+    LlcSnapHeader llc;
+    copy->RemoveHeader(llc);
+    if (llc.GetType() != 0x0800)
+    {
+        return;
+    }
+    Ipv4Header ip;
+    copy->RemoveHeader(ip);
+    switch (reason)
+    {
+    case WIFI_MAC_DROP_REACHED_RETRY_LIMIT:
+        Label(copy, ip, "wireless", "retry-limit");
+        break;
+    case WIFI_MAC_DROP_FAILED_ENQUEUE:
+        Label(copy, ip, "congestion", "mac-queue-full");
+        break;
+    case WIFI_MAC_DROP_EXPIRED_LIFETIME:
+        Label(copy, ip, "congestion", "mac-lifetime");
+        break;
+    default:
+        Label(copy, ip, "unknown", "mac-other");
+    }
+}
+
+// the MAC refused a packet before queueing it (its station is not associated)
+void MacTxDrop(Ptr<const Packet> packet)
+{
+    Ptr<Packet> copy = packet->Copy();
+    LlcSnapHeader llc;
+    if (copy->PeekHeader(llc) && llc.GetType() == 0x0800)
+    {
+        copy->RemoveHeader(llc);
+    }
+    Ipv4Header ip;
+    if (copy->GetSize() >= 20 && copy->RemoveHeader(ip))
+    {
+        Label(copy, ip, "wireless", "mac-tx-drop");
+    }
+}
+
+// ARP gave up on a neighbour, or its queue of packets waiting for the answer was full
+void ArpDrop(Ptr<const Packet> packet)
+{
+    Ptr<Packet> copy = packet->Copy();
+    Ipv4Header ip;
+    if (copy->GetSize() >= 20 && copy->RemoveHeader(ip))
+    {
+        Label(copy, ip, "route", "arp");
+    }
+}
+
+void IpDrop(const Ipv4Header& ip, Ptr<const Packet> packet, Ipv4L3Protocol::DropReason, Ptr<Ipv4>, uint32_t)
+{
+    Label(packet, ip, "route", "ip-drop");
+}
+
+// the server's IP layer sending a datagram (it fires after the packet went down: a drop below
+// may be traced first; the ledger is a set, so the order does not matter)
+void ServerSend(const Ipv4Header& ip, Ptr<const Packet> packet, uint32_t)
+{
+    std::string flow;
+    uint32_t seq;
+    if (Identify(packet, ip, flow, seq))
+    {
+        sent << flow << "," << seq << "\n";
+    }
+}
+
+void IpRx(Ptr<const Packet> packet, Ptr<Ipv4> ipv4, uint32_t)
+{
+    uint32_t node = ipv4->GetObject<Node>()->GetId();
+    auto capture = captures.find(node);
+    if (capture != captures.end())
+    {
+        capture->second->Write(Simulator::Now(), packet);
+        Ipv4Header ip;
+        Ptr<Packet> copy = packet->Copy();
+        copy->RemoveHeader(ip);
+        std::string flow;
+        uint32_t seq;
+        if (Identify(copy, ip, flow, seq))
+        {
+            received.emplace(flow, seq);
+        }
+    }
+}
+} // namespace
+
+int main(int argc, char* argv[])
+{
+    double duration = 10;
+    uint32_t stations = 3;
+    double spacing = 12;
+    std::string bottleneck = "6Mbps";
+    uint32_t queue = 20;
+    double interval = 0.004;
+    double per = 0.0;
+    double speed = 3.0;
+    uint32_t retries = 1;
+    uint32_t size = 1000;
+    uint32_t seed = 1;
+    std::string out = ".";
+    CommandLine cmd;
+    cmd.AddValue("duration", "seconds of traffic", duration);
+    cmd.AddValue("stations", "stations", stations);
+    cmd.AddValue("spacing", "metres between stations", spacing);
+    cmd.AddValue("bottleneck", "wired bottleneck rate", bottleneck);
+    cmd.AddValue("queue", "bottleneck queue disc limit, packets", queue);
+    cmd.AddValue("interval", "seconds between packets of a flow", interval);
+    cmd.AddValue("size", "UDP payload bytes", size);
+    cmd.AddValue("per", "frame error rate at the stations' receivers (on top of fading)", per);
+    cmd.AddValue("retries", "MAC retransmissions before a frame is dropped", retries);
+    cmd.AddValue("speed", "m/s at which the last station walks away from the AP for half the run, then back", speed);
+    cmd.AddValue("seed", "run number", seed);
+    cmd.AddValue("out", "output folder", out);
+    cmd.Parse(argc, argv);
+    // a station that misses beacons would disassociate, and 3.37 aborts on reassociating
+    Config::SetDefault("ns3::StaWifiMac::MaxMissedBeacons", UintegerValue(1000000));
+    RngSeedManager::SetSeed(1);
+    RngSeedManager::SetRun(seed);
+
+    // no A-MPDU (block-ack retries follow other limits) and a short retry limit, so that
+    // frames the radio keeps losing are dropped at the MAC and labelled wireless
+    NodeContainer server, ap, stas;
+    server.Create(1);
+    ap.Create(1);
+    stas.Create(stations);
+
+    PointToPointHelper p2p;
+    p2p.SetDeviceAttribute("DataRate", StringValue(bottleneck));
+    p2p.SetChannelAttribute("Delay", StringValue("10ms"));
+    p2p.SetQueue("ns3::DropTailQueue", "MaxSize", StringValue("1p"));  // the queue disc queues
+    NetDeviceContainer wired = p2p.Install(server.Get(0), ap.Get(0));
+
+    YansWifiChannelHelper channel;
+    channel.SetPropagationDelay("ns3::ConstantSpeedPropagationDelayModel");
+    channel.AddPropagationLoss("ns3::LogDistancePropagationLossModel", "Exponent", DoubleValue(3.0));
+    channel.AddPropagationLoss("ns3::NakagamiPropagationLossModel");
+    YansWifiPhyHelper phy;
+    phy.SetChannel(channel.Create());
+    WifiHelper wifi;
+    wifi.SetStandard(WIFI_STANDARD_80211a);
+    wifi.SetRemoteStationManager("ns3::AarfWifiManager", "MaxSsrc", UintegerValue(retries + 1),
+                                 "MaxSlrc", UintegerValue(retries + 1));
+    WifiMacHelper mac;
+    Ssid ssid("ldanalyze");
+    mac.SetType("ns3::StaWifiMac", "Ssid", SsidValue(ssid), "BE_MaxAmpduSize", UintegerValue(0));
+    NetDeviceContainer staDevices = wifi.Install(phy, mac, stas);
+    mac.SetType("ns3::ApWifiMac", "Ssid", SsidValue(ssid), "BE_MaxAmpduSize", UintegerValue(0));
+    NetDeviceContainer apDevice = wifi.Install(phy, mac, ap);
+    for (uint32_t i = 0; i < stations; ++i)
+    {
+        Ptr<RateErrorModel> errors = CreateObject<RateErrorModel>();
+        errors->SetUnit(RateErrorModel::ERROR_UNIT_PACKET);
+        errors->SetRate(per);
+        DynamicCast<WifiNetDevice>(staDevices.Get(i))->GetPhy()->SetPostReceptionErrorModel(errors);
+    }
+
+    MobilityHelper mobility;
+    Ptr<ListPositionAllocator> positions = CreateObject<ListPositionAllocator>();
+    positions->Add(Vector(0, 0, 0));  // AP
+    for (uint32_t i = 0; i < stations; ++i)
+    {
+        positions->Add(Vector(5 + i * spacing, 0, 0));
+    }
+    mobility.SetPositionAllocator(positions);
+    mobility.SetMobilityModel("ns3::ConstantPositionMobilityModel");
+    mobility.Install(ap);
+    for (uint32_t i = 0; i + 1 < stations; ++i)
+    {
+        mobility.Install(stas.Get(i));
+    }
+    mobility.SetMobilityModel("ns3::ConstantVelocityMobilityModel");
+    mobility.Install(stas.Get(stations - 1));  // the last station walks away from the AP
+    Ptr<ConstantVelocityMobilityModel> walker = stas.Get(stations - 1)->GetObject<ConstantVelocityMobilityModel>();
+    Simulator::Schedule(Seconds(3.0), &ConstantVelocityMobilityModel::SetVelocity, walker, Vector(speed, 0, 0));
+    Simulator::Schedule(Seconds(3.0 + duration / 2), &ConstantVelocityMobilityModel::SetVelocity, walker,
+                        Vector(-speed, 0, 0));  // and comes back
+    Simulator::Schedule(Seconds(3.0 + duration), &ConstantVelocityMobilityModel::SetVelocity, walker, Vector());
+
+    InternetStackHelper internet;
+    internet.Install(server);
+    internet.Install(ap);
+    internet.Install(stas);
+    TrafficControlHelper tc;
+    tc.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", StringValue(std::to_string(queue) + "p"));
+    QueueDiscContainer discs = tc.Install(wired.Get(0));
+    Ipv4AddressHelper address;
+    address.SetBase("10.1.1.0", "255.255.255.0");
+    address.Assign(wired);
+    address.SetBase("10.1.2.0", "255.255.255.0");
+    Ipv4InterfaceContainer staIfaces = address.Assign(staDevices);
+    for (uint32_t i = 0; i < stations; ++i)
+    {
+        stationOf[staIfaces.GetAddress(i)] = i;
+    }
+    address.Assign(apDevice);
+    Ipv4GlobalRoutingHelper::PopulateRoutingTables();
+    NeighborCacheHelper().PopulateNeighborCache();  // static ARP, as in the netns lab: no address-resolution stalls
+
+    sent.open(out + "/sent.csv");
+    sent << "flow,seq\n";
+    PcapHelper pcap;
+    for (uint32_t i = 0; i < stations; ++i)
+    {
+        UdpServerHelper sink(9);
+        ApplicationContainer s = sink.Install(stas.Get(i));
+        s.Start(Seconds(0.5));
+        UdpClientHelper client(staIfaces.GetAddress(i), 9);
+        client.SetAttribute("MaxPackets", UintegerValue(uint32_t(duration / interval) + 10));
+        client.SetAttribute("Interval", TimeValue(Seconds(interval)));
+        client.SetAttribute("PacketSize", UintegerValue(size));
+        ApplicationContainer c = client.Install(server.Get(0));
+        c.Start(Seconds(3.0 + 0.01 * i));  // after every station has associated
+        c.Stop(Seconds(3.0 + duration));
+        captures[stas.Get(i)->GetId()] =
+            pcap.CreateFile(out + "/sta-" + std::to_string(i) + ".pcap", std::ios::out, PcapHelper::DLT_RAW);
+    }
+    server.Get(0)->GetObject<Ipv4L3Protocol>()->TraceConnectWithoutContext("SendOutgoing",
+                                                                          MakeCallback(&ServerSend));
+    Config::ConnectWithoutContextFailSafe("/NodeList/*/$ns3::Ipv4L3Protocol/Rx", MakeCallback(&IpRx));
+    Config::ConnectWithoutContextFailSafe("/NodeList/*/$ns3::Ipv4L3Protocol/Drop", MakeCallback(&IpDrop));
+    if (!Config::ConnectWithoutContextFailSafe("/NodeList/*/DeviceList/*/$ns3::WifiNetDevice/Mac/DroppedMpdu",
+                                               MakeCallback(&MacDrop)))
+    {
+        std::cerr << "wifi.cc: no DroppedMpdu trace source to connect to\n";
+        return 1;
+    }
+    discs.Get(0)->TraceConnectWithoutContext("Drop", MakeCallback(&QueueDiscDrop));
+    Config::ConnectWithoutContextFailSafe("/NodeList/*/DeviceList/*/$ns3::WifiNetDevice/Mac/MacTxDrop",
+                                          MakeCallback(&MacTxDrop));
+    Config::ConnectWithoutContextFailSafe("/NodeList/*/$ns3::ArpL3Protocol/Drop", MakeCallback(&ArpDrop));
+    // the MAC queue drops what waited too long (lifetime) or found it full, with traces of its own
+    Config::ConnectWithoutContextFailSafe("/NodeList/*/DeviceList/*/$ns3::WifiNetDevice/Mac/BE_Txop/Queue/Expired",
+                                          MakeCallback(&QueueExpired));
+    Config::ConnectWithoutContextFailSafe("/NodeList/*/DeviceList/*/$ns3::WifiNetDevice/Mac/BE_Txop/Queue/Drop",
+                                          MakeCallback(&QueueFull));
+
+    Simulator::Stop(Seconds(duration + 5.0));
+    Simulator::Run();
+    Simulator::Destroy();
+    sent.close();
+    std::vector<std::ofstream> labels(stations);  // one labels file per station's capture
+    for (uint32_t i = 0; i < stations; ++i)
+    {
+        labels[i].open(out + "/sta-" + std::to_string(i) + ".labels.csv");
+        labels[i] << "flow,seq,cause,detail\n";
+    }
+    uint32_t delivered_anyway = 0;
+    for (const auto& [packet, why] : drops)
+    {
+        if (received.count(packet))
+        {
+            ++delivered_anyway;
+            continue;
+        }
+        labels[why.first] << packet.first << "," << packet.second << "," << why.second << "\n";
+    }
+    std::ofstream stats(out + "/stats.csv");
+    stats << "received,labelled,dropped_but_delivered\n"
+          << received.size() << "," << drops.size() - delivered_anyway << "," << delivered_anyway << "\n";
+    return 0;
+}
