@@ -1,5 +1,5 @@
-"""The ns-3 Wi-Fi scenario (traces/ns3/wifi.cc, built against Debian's ns-3.37 by
-traces/ns3/scenario.py): per-packet truth from ns-3's own trace sources, read through
+"""The ns-3 Wi-Fi and LTE scenarios (traces/ns3/wifi.cc, lte.cc, built against Debian's ns-3.37
+by traces/ns3/scenario.py): per-packet truth from ns-3's own trace sources, read through
 ldanalyze's capture and labels path.
 
 Conservation is the acceptance test of a labels file: every packet of the sender's ledger is
@@ -34,15 +34,34 @@ spec.loader.exec_module(scenario)
 UNAVAILABLE = scenario.unavailable()
 pytestmark = pytest.mark.skipif(UNAVAILABLE is not None and not IN_CI, reason=f"{UNAVAILABLE} (CI runs it)")
 SEQ_TS = FieldSpec.parse("seq=0:4,time=4:8:ns")  # ns-3's SeqTsHeader
-PARAMS = {"duration": 12, "stations": 3, "retries": 1, "speed": 4.0, "seed": 3}
+RUNS = {  # scenario → its parameters, the causes it must hold
+    "wifi": ({"duration": 12, "stations": 3, "retries": 1, "speed": 4.0, "seed": 3},
+             ("wireless/retry-limit", "congestion/queue-disc")),
+    "lte": ({"duration": 10, "ues": 3, "seed": 1}, ("wireless/radio", "congestion/queue-disc", "congestion/enb-buffer")),
+}
 
 
-@pytest.fixture(scope="module")
-def wifi(tmp_path_factory):
+class Run:
+    """One scenario's output folder, its receivers' file prefix and count."""
+
+    def __init__(self, name: str, folder: pathlib.Path):
+        self.name, self.folder = name, folder
+        count, self.prefix = scenario.RECEIVERS[name]
+        self.receivers = RUNS[name][0][count]
+
+    def pcap(self, i: int) -> pathlib.Path:
+        return self.folder / f"{self.prefix}-{i}.pcap"
+
+    def labels_file(self, i: int) -> pathlib.Path:
+        return self.folder / f"{self.prefix}-{i}.labels.csv"
+
+
+@pytest.fixture(scope="module", params=sorted(RUNS))
+def run(request, tmp_path_factory):
     if UNAVAILABLE:
         pytest.fail(f"the ns-3 scenarios must run in CI, but {UNAVAILABLE}")
-    os.environ.setdefault("LDANALYZE_NS3_CACHE", str(tmp_path_factory.mktemp("ns3")))
-    return scenario.run("wifi", **PARAMS)
+    os.environ.setdefault("LDANALYZE_NS3_CACHE", str(tmp_path_factory.getbasetemp() / "ns3"))
+    return Run(request.param, scenario.run(request.param, **RUNS[request.param][0]))
 
 
 def ledger(folder) -> set[tuple[str, int]]:
@@ -50,15 +69,15 @@ def ledger(folder) -> set[tuple[str, int]]:
         return {(row["flow"], int(row["seq"])) for row in csv.DictReader(f)}
 
 
-def labels(folder, station: int) -> list[dict]:
-    with open(folder / f"sta-{station}.labels.csv") as f:
+def labels(run: Run, i: int) -> list[dict]:
+    with open(run.labels_file(i)) as f:
         return list(csv.DictReader(f))
 
 
-def received(folder, station: int) -> list[tuple[str, int]]:
-    """(flow, seq) of every packet in a station's capture, read with dpkt."""
+def received(run: Run, i: int) -> list[tuple[str, int]]:
+    """(flow, seq) of every packet in a receiver's capture, read with dpkt."""
     out = []
-    with open(folder / f"sta-{station}.pcap", "rb") as f:
+    with open(run.pcap(i), "rb") as f:
         for _, raw in dpkt.pcap.Reader(f):
             ip = dpkt.ip.IP(raw)
             udp = ip.data
@@ -67,56 +86,55 @@ def received(folder, station: int) -> list[tuple[str, int]]:
     return out
 
 
-def test_every_packet_sent_has_exactly_one_fate(wifi):
-    sent = ledger(wifi)
-    got = [p for i in range(PARAMS["stations"]) for p in received(wifi, i)]
+def test_every_packet_sent_has_exactly_one_fate(run):
+    sent = ledger(run.folder)
+    got = [p for i in range(run.receivers) for p in received(run, i)]
     assert len(got) == len(set(got))  # no duplicates above the MAC
-    labelled = [(row["flow"], int(row["seq"])) for i in range(PARAMS["stations"]) for row in labels(wifi, i)]
+    labelled = [(row["flow"], int(row["seq"])) for i in range(run.receivers) for row in labels(run, i)]
     assert len(labelled) == len(set(labelled))
-    assert not set(got) & set(labelled)  # a packet the MAC gave up on but that arrived is no loss
+    assert not set(got) & set(labelled)  # a packet a MAC gave up on but that arrived is no loss
     assert set(got) | set(labelled) == sent  # nothing unexplained, nothing invented
-    with open(wifi / "stats.csv") as f:
+    with open(run.folder / "stats.csv") as f:
         stats = next(csv.DictReader(f))
     assert int(stats["received"]) == len(got) and int(stats["labelled"]) == len(labelled)
 
 
-def test_the_run_holds_both_causes(wifi):
+def test_the_run_holds_both_causes(run):
     causes = {}
-    for i in range(PARAMS["stations"]):
-        for row in labels(wifi, i):
+    for i in range(run.receivers):
+        for row in labels(run, i):
             key = f"{row['cause']}/{row['detail']}"
             causes[key] = causes.get(key, 0) + 1
-    assert causes.get("wireless/retry-limit", 0) > 0  # the walking station's frames
-    assert causes.get("congestion/queue-disc", 0) > 0  # the wired bottleneck
+    for cause in RUNS[run.name][1]:  # the walking receiver's radio, the wired bottleneck, ...
+        assert causes.get(cause, 0) > 0, (cause, causes)
 
 
-def test_ldanalyze_reads_each_station_with_its_labels(wifi):
-    for i in range(PARAMS["stations"]):
+def test_ldanalyze_reads_each_receiver_with_its_labels(run):
+    for i in range(run.receivers):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            trace = la.read_trace(wifi / f"sta-{i}.pcap", payload=SEQ_TS, skew="keep")  # one simulator clock
-            joined = apply_labels(trace, wifi / f"sta-{i}.labels.csv")
+            trace = la.read_trace(run.pcap(i), payload=SEQ_TS, skew="keep")  # one simulator clock
+            joined = apply_labels(trace, run.labels_file(i))
         fates = joined.packets["fate"].value_counts()
-        assert fates["delivered"] == len(received(wifi, i))
+        assert fates["delivered"] == len(received(run, i))
         assert fates["lost"] == 0  # every loss between the first and the last arrival has its cause
-        rows = labels(wifi, i)
+        rows = labels(run, i)
         assert fates["wireless"] + fates["congestion"] + fates["route"] + joined.meta["labels"]["outside"] == len(rows)
 
 
-def test_ldas_score_on_the_ns3_wifi_run(wifi):
+def test_ldas_score_on_the_run(run):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        traces = [apply_labels(la.read_trace(wifi / f"sta-{i}.pcap", payload=SEQ_TS, skew="keep"),
-                               wifi / f"sta-{i}.labels.csv") for i in range(PARAMS["stations"])]
+        traces = [apply_labels(la.read_trace(run.pcap(i), payload=SEQ_TS, skew="keep"), run.labels_file(i))
+                  for i in range(run.receivers)]
     batch = analyze_traces(traces, "all")
-    scores = la.score(batch.decisions, batch.summary, by="trace", bootstrap=0)
-    pooled = scores.groupby("lda", observed=True)[["M_c", "M_w"]].mean()
-    assert pooled.loc["unaware", "M_w"] == 1.0 and pooled.loc["unaware", "M_c"] == 0.0
-    assert scores.loc[scores["lda"] == "omniscient", "accuracy"].eq(1.0).all()
+    scores = la.score(batch.decisions, batch.summary, by="pooled", bootstrap=0).set_index("lda")
+    assert scores.loc["unaware", "M_w"] == 1.0 and scores.loc["unaware", "M_c"] == 0.0
+    assert scores.loc["omniscient", "accuracy"] == 1.0
 
 
-def test_a_scenario_is_built_and_run_once_per_parameter_set(wifi):
-    again = scenario.run("wifi", **PARAMS)
-    assert again == wifi and (again / "stats.csv").stat().st_mtime == (wifi / "stats.csv").stat().st_mtime
+def test_a_scenario_is_built_and_run_once_per_parameter_set(run):
+    again = scenario.run(run.name, **RUNS[run.name][0])
+    assert again == run.folder and (again / "stats.csv").stat().st_mtime == (run.folder / "stats.csv").stat().st_mtime
     with pytest.raises(scenario.ScenarioError, match="takes no parameter 'bogus'"):
-        scenario.run("wifi", bogus=1)
+        scenario.run(run.name, bogus=1)

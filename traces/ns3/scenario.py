@@ -1,16 +1,16 @@
 """Build and run the ns-3 scenarios of this folder against Debian's ``libns3-dev`` (ns-3.37).
 
-Each scenario is one C++ program (``wifi.cc``: see its header for what it simulates and
-writes). ``build`` compiles it once per source text into the cache folder; ``run`` runs it once
+Each scenario is one C++ program (``wifi.cc``, ``lte.cc``: see their headers for what they
+simulate and write). ``build`` compiles it once per source text into the cache folder; ``run`` runs it once
 per parameter set and keeps the output folder there too, so a second call with the same
 parameters costs nothing (like ``traces/generate`` for ns-2, but on demand).
 
     python traces/ns3/scenario.py wifi --duration 10 --stations 3 --seed 2
 
-prints the output folder: per station ``sta-<i>.pcap`` (its IP packets as received, SeqTsHeader
-payloads: read them with ``--field seq=0:4,time=4:8:ns``) and ``sta-<i>.labels.csv`` (the cause
-of each of its packets that was sent and never received), plus ``sent.csv`` (the ledger of
-every packet sent) and ``stats.csv``. The cache is ``$LDANALYZE_NS3_CACHE`` or
+prints the output folder: per receiver (``sta-<i>``, for LTE ``ue-<i>``) a ``.pcap`` (its IP
+packets as received, SeqTsHeader payloads: read them with ``--field seq=0:4,time=4:8:ns``) and
+a ``.labels.csv`` (the cause of each of its packets that was sent and never received), plus
+``sent.csv`` (the ledger of every packet sent) and ``stats.csv``. The cache is ``$LDANALYZE_NS3_CACHE`` or
 ``~/.cache/ldanalyze/ns3``.
 """
 
@@ -26,10 +26,15 @@ import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULES = {"wifi": ("wifi", "applications", "internet", "point-to-point", "mobility", "traffic-control",
-                    "propagation", "network", "core")}
+                    "propagation", "network", "core"),
+           "lte": ("lte", "applications", "internet", "point-to-point", "mobility", "traffic-control", "network",
+                   "core")}
+RECEIVERS = {"wifi": ("stations", "sta"), "lte": ("ues", "ue")}  # the count parameter, the file prefix
 WIFI_DEFAULTS = {"duration": 10, "stations": 3, "spacing": 12, "bottleneck": "6Mbps", "queue": 20,
                  "interval": 0.004, "size": 1000, "per": 0.0, "retries": 1, "speed": 3.0, "seed": 1}
-DEFAULTS = {"wifi": WIFI_DEFAULTS}
+LTE_DEFAULTS = {"duration": 10, "ues": 3, "spacing": 60, "bottleneck": "2500kbps", "queue": 30, "buffer": 20000,
+                "interval": 0.005, "size": 600, "speed": 30.0, "seed": 1}
+DEFAULTS = {"wifi": WIFI_DEFAULTS, "lte": LTE_DEFAULTS}
 
 
 class ScenarioError(RuntimeError):

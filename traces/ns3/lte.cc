@@ -1,0 +1,396 @@
+// lte.cc -- ns-3 (3.37) LTE scenario for ldanalyze: a remote host behind a wired bottleneck
+// sends to user equipments (UEs) of one eNB over the EPC, with per-packet ground truth.
+//
+//   remote host --(point-to-point, `bottleneck`, FIFO queue disc of `queue` packets)-- PGW/SGW
+//        --(S1-U)-- eNB ))) UEs
+//
+// UE i stands 100 + i*`spacing` m from the eNB; the last one walks away at `speed` m/s for half
+// the run and comes back (log-distance path loss, exponent 3.5: its SINR falls, the scheduler's
+// adaptive modulation follows it late, and HARQ gives up on some transport blocks). The bearers
+// use RLC unacknowledged mode (RLC_UM_ALWAYS): what HARQ loses is lost, as for real-time media,
+// and the eNB's RLC transmission buffer (`buffer` bytes) overflows when a UE's link is slower
+// than its flow. Each UE receives one UDP flow whose payload starts with ns-3's SeqTsHeader (seq
+// u32, send time u64 ns): UdpClient sends `size`-byte packets about every `interval` seconds (UE i
+// every interval * (1 + 0.013 i)).
+//
+// Outputs, in `out` (a folder):
+//   ue-<i>.pcap         the UE's IP packets as received (the IP layer's receive trace; raw IP)
+//   ue-<i>.labels.csv   flow,seq,cause,detail: each packet sent to the UE and never received:
+//                       queue-disc drop at the bottleneck (congestion), the eNB's RLC buffer full
+//                       (congestion, `enb-buffer`), IP drop (route), or -- when the packet reached
+//                       the eNB (its S1-U receive trace), was not dropped there, and never reached
+//                       the UE -- lost on the air interface (wireless, `radio`: HARQ gave up or the
+//                       UE's RLC discarded what it could not reassemble; ns-3 traces no per-packet
+//                       drop there, so this cause is what remains once every traced drop is counted),
+//                       or -- sent while the eNB had released the UE after its radio link failed
+//                       (the RRC's release and re-establishment traces) -- discarded at the eNB
+//                       (wireless, `link-failure`)
+//   sent.csv            flow,seq: every packet the remote host's IP layer sent (the ledger)
+//   stats.csv           received, labelled, reached_enb, written last
+// Every packet of the ledger is received or labelled, never both; a packet that neither reached
+// the eNB nor was dropped on the way is unexplained, and makes the run fail.
+//
+// Usage: lte --duration=S --ues=N --spacing=M --bottleneck=RATE --queue=P --buffer=B --interval=S
+//            --size=B --speed=V --seed=K --out=DIR
+#include <cstring>  // before ns-3 3.37's headers: mac64-address.h uses memcmp without it
+
+#include "ns3/applications-module.h"
+#include "ns3/core-module.h"
+#include "ns3/internet-module.h"
+#include "ns3/lte-module.h"
+#include "ns3/mobility-module.h"
+#include "ns3/network-module.h"
+#include "ns3/point-to-point-module.h"
+#include "ns3/traffic-control-module.h"
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <vector>
+
+using namespace ns3;
+
+namespace
+{
+using Key = std::pair<std::string, uint32_t>; // (flow, seq)
+std::ofstream sent;
+std::map<Key, std::pair<uint32_t, std::string>> drops; // -> (UE, "cause,detail"), the first traced
+std::set<Key> received, reachedEnb;
+std::map<Key, uint32_t> ueOfPacket;
+std::map<uint32_t, Ptr<PcapFileWrapper>> captures; // node id -> its capture
+std::map<Ipv4Address, uint32_t> ueOf;              // UE address -> its index
+std::map<uint64_t, uint32_t> ueOfImsi;              // IMSI -> UE index
+std::map<Key, double> sentAt;                       // the server's send time
+std::map<uint32_t, std::vector<std::pair<double, double>>> outages; // UE -> [released, re-established)
+const double kPathSlack = 0.2; // s: the longest a packet takes from the server to the eNB here
+
+std::string Flow(Ipv4Address src, uint16_t sport, Ipv4Address dst, uint16_t dport)
+{
+    std::ostringstream out;
+    out << src << ":" << sport << ">" << dst << ":" << dport << "/udp";
+    return out.str();
+}
+
+// the flow and sequence number of an IP packet (header included) that carries UDP and a SeqTsHeader
+bool Identify(Ptr<Packet> packet, Key& key, Ipv4Address& dst)
+{
+    Ipv4Header ip;
+    UdpHeader udp;
+    SeqTsHeader seqTs;
+    if (packet->GetSize() < 20 + 8 + seqTs.GetSerializedSize() || packet->RemoveHeader(ip) == 0 ||
+        ip.GetProtocol() != 17 || packet->RemoveHeader(udp) == 0)
+    {
+        return false;
+    }
+    packet->RemoveHeader(seqTs);
+    dst = ip.GetDestination();
+    key = {Flow(ip.GetSource(), udp.GetSourcePort(), dst, udp.GetDestinationPort()), seqTs.GetSeq()};
+    return ueOf.count(dst) > 0;
+}
+
+void Label(Ptr<Packet> packet, const char* cause, const char* detail)
+{
+    Key key;
+    Ipv4Address dst;
+    if (Identify(packet, key, dst))
+    {
+        drops.emplace(key, std::make_pair(ueOf[dst], std::string(cause) + "," + detail));
+    }
+}
+
+void QueueDiscDrop(Ptr<const QueueDiscItem> item)
+{
+    Ptr<const Ipv4QueueDiscItem> ipItem = DynamicCast<const Ipv4QueueDiscItem>(item);
+    if (ipItem)
+    {
+        Ptr<Packet> copy = ipItem->GetPacket()->Copy();
+        copy->AddHeader(ipItem->GetHeader());
+        Label(copy, "congestion", "queue-disc");
+    }
+}
+
+// the eNB's RLC transmission buffer was full: the packet is a PDCP PDU
+void RlcTxDrop(Ptr<const Packet> packet)
+{
+    Ptr<Packet> copy = packet->Copy();
+    LtePdcpHeader pdcp;
+    copy->RemoveHeader(pdcp);
+    Label(copy, "congestion", "enb-buffer");
+}
+
+void IpDrop(const Ipv4Header& ip, Ptr<const Packet> packet, Ipv4L3Protocol::DropReason, Ptr<Ipv4>, uint32_t)
+{
+    Ptr<Packet> copy = packet->Copy();
+    copy->AddHeader(ip);
+    Label(copy, "route", "ip-drop");
+}
+
+// the remote host's IP layer sending a datagram
+void ServerSend(const Ipv4Header& ip, Ptr<const Packet> packet, uint32_t)
+{
+    Ptr<Packet> copy = packet->Copy();
+    copy->AddHeader(ip);
+    Key key;
+    Ipv4Address dst;
+    if (Identify(copy, key, dst))
+    {
+        sent << key.first << "," << key.second << "\n";
+        ueOfPacket[key] = ueOf[dst];
+        sentAt[key] = Simulator::Now().GetSeconds();
+    }
+}
+
+// a packet from the S1-U socket at the eNB, for a UE the eNB knows (3.37 fires the trace once it
+// has taken the GTP-U header off)
+void EnbFromS1u(Ptr<Packet> packet)
+{
+    Ptr<Packet> copy = packet->Copy();
+    Key key;
+    Ipv4Address dst;
+    if (Identify(copy, key, dst))
+    {
+        reachedEnb.insert(key);
+    }
+}
+
+// the eNB released a UE's context (its radio link failed): what reaches the eNB for it until it
+// connects again is discarded there, with no trace of its own
+void ConnectionRelease(uint64_t imsi, uint16_t, uint16_t)
+{
+    outages[ueOfImsi[imsi]].emplace_back(Simulator::Now().GetSeconds(), 1e300);
+}
+
+void ConnectionEstablished(uint64_t imsi, uint16_t, uint16_t)
+{
+    auto& mine = outages[ueOfImsi[imsi]];
+    if (!mine.empty() && mine.back().second > 1e299)
+    {
+        mine.back().second = Simulator::Now().GetSeconds();
+    }
+}
+
+bool DuringOutage(uint32_t ue, double sentTime)
+{
+    for (const auto& [from, to] : outages[ue])
+    {
+        if (sentTime + kPathSlack >= from && sentTime < to)
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
+void IpRx(Ptr<const Packet> packet, Ptr<Ipv4> ipv4, uint32_t)
+{
+    auto capture = captures.find(ipv4->GetObject<Node>()->GetId());
+    if (capture == captures.end())
+    {
+        return;
+    }
+    capture->second->Write(Simulator::Now(), packet);
+    Key key;
+    Ipv4Address dst;
+    if (Identify(packet->Copy(), key, dst))
+    {
+        received.insert(key);
+    }
+}
+} // namespace
+
+int main(int argc, char* argv[])
+{
+    double duration = 10;
+    uint32_t ues = 3;
+    double spacing = 60;
+    std::string bottleneck = "2500kbps";
+    uint32_t queue = 30;
+    uint32_t buffer = 20000;
+    double interval = 0.005;
+    uint32_t size = 600;
+    double speed = 30;
+    uint32_t seed = 1;
+    std::string out = ".";
+    CommandLine cmd;
+    cmd.AddValue("duration", "seconds of traffic", duration);
+    cmd.AddValue("ues", "user equipments", ues);
+    cmd.AddValue("spacing", "metres between UEs", spacing);
+    cmd.AddValue("bottleneck", "wired bottleneck rate", bottleneck);
+    cmd.AddValue("queue", "bottleneck queue disc limit, packets", queue);
+    cmd.AddValue("buffer", "the eNB's RLC transmission buffer per bearer, bytes", buffer);
+    cmd.AddValue("interval", "seconds between packets of a flow", interval);
+    cmd.AddValue("size", "UDP payload bytes", size);
+    cmd.AddValue("speed", "m/s at which the last UE walks away for half the run, then back", speed);
+    cmd.AddValue("seed", "run number", seed);
+    cmd.AddValue("out", "output folder", out);
+    cmd.Parse(argc, argv);
+    RngSeedManager::SetSeed(1);
+    RngSeedManager::SetRun(seed);
+    Config::SetDefault("ns3::LteEnbRrc::EpsBearerToRlcMapping", EnumValue(LteEnbRrc::RLC_UM_ALWAYS));
+    Config::SetDefault("ns3::LteRlcUm::MaxTxBufferSize", UintegerValue(buffer));
+
+    Ptr<LteHelper> lte = CreateObject<LteHelper>();
+    Ptr<PointToPointEpcHelper> epc = CreateObject<PointToPointEpcHelper>();
+    lte->SetEpcHelper(epc);
+    lte->SetAttribute("PathlossModel", StringValue("ns3::LogDistancePropagationLossModel"));
+    lte->SetPathlossModelAttribute("Exponent", DoubleValue(3.5));
+    Ptr<Node> pgw = epc->GetPgwNode();
+
+    NodeContainer remote;
+    remote.Create(1);
+    InternetStackHelper internet;
+    internet.Install(remote);
+    PointToPointHelper p2p;
+    p2p.SetDeviceAttribute("DataRate", StringValue(bottleneck));
+    p2p.SetChannelAttribute("Delay", StringValue("10ms"));
+    p2p.SetQueue("ns3::DropTailQueue", "MaxSize", StringValue("1p")); // the queue disc queues
+    NetDeviceContainer wired = p2p.Install(remote.Get(0), pgw);
+    TrafficControlHelper tc;
+    tc.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", StringValue(std::to_string(queue) + "p"));
+    QueueDiscContainer discs = tc.Install(wired.Get(0));
+    Ipv4AddressHelper address;
+    address.SetBase("1.0.0.0", "255.0.0.0");
+    address.Assign(wired);
+    Ipv4StaticRoutingHelper routing;
+    routing.GetStaticRouting(remote.Get(0)->GetObject<Ipv4>())
+        ->AddNetworkRouteTo(Ipv4Address("7.0.0.0"), Ipv4Mask("255.0.0.0"), 1);
+
+    NodeContainer enb, ue;
+    enb.Create(1);
+    ue.Create(ues);
+    MobilityHelper mobility;
+    Ptr<ListPositionAllocator> positions = CreateObject<ListPositionAllocator>();
+    positions->Add(Vector(0, 0, 0));
+    for (uint32_t i = 0; i < ues; ++i)
+    {
+        positions->Add(Vector(100 + i * spacing, 0, 0));
+    }
+    mobility.SetPositionAllocator(positions);
+    mobility.SetMobilityModel("ns3::ConstantPositionMobilityModel");
+    mobility.Install(enb);
+    for (uint32_t i = 0; i + 1 < ues; ++i)
+    {
+        mobility.Install(ue.Get(i));
+    }
+    mobility.SetMobilityModel("ns3::ConstantVelocityMobilityModel");
+    mobility.Install(ue.Get(ues - 1));
+    Ptr<ConstantVelocityMobilityModel> walker = ue.Get(ues - 1)->GetObject<ConstantVelocityMobilityModel>();
+    Simulator::Schedule(Seconds(1.0), &ConstantVelocityMobilityModel::SetVelocity, walker, Vector(speed, 0, 0));
+    Simulator::Schedule(Seconds(1.0 + duration / 2), &ConstantVelocityMobilityModel::SetVelocity, walker,
+                        Vector(-speed, 0, 0));
+    Simulator::Schedule(Seconds(1.0 + duration), &ConstantVelocityMobilityModel::SetVelocity, walker, Vector());
+
+    NetDeviceContainer enbDevices = lte->InstallEnbDevice(enb);
+    NetDeviceContainer ueDevices = lte->InstallUeDevice(ue);
+    internet.Install(ue);
+    Ipv4InterfaceContainer ueAddresses = epc->AssignUeIpv4Address(ueDevices);
+    for (uint32_t i = 0; i < ues; ++i)
+    {
+        routing.GetStaticRouting(ue.Get(i)->GetObject<Ipv4>())->SetDefaultRoute(epc->GetUeDefaultGatewayAddress(), 1);
+        ueOf[ueAddresses.GetAddress(i)] = i;
+        ueOfImsi[ueDevices.Get(i)->GetObject<LteUeNetDevice>()->GetImsi()] = i;
+    }
+    lte->Attach(ueDevices, enbDevices.Get(0));
+
+    sent.open(out + "/sent.csv");
+    sent << "flow,seq\n";
+    PcapHelper pcap;
+    for (uint32_t i = 0; i < ues; ++i)
+    {
+        UdpServerHelper sink(9);
+        sink.Install(ue.Get(i)).Start(Seconds(0.1));
+        UdpClientHelper client(ueAddresses.GetAddress(i), 9);
+        client.SetAttribute("MaxPackets", UintegerValue(uint32_t(duration / interval) + 10));
+        // a slightly different period per flow: strictly periodic flows of one period lock into
+        // a phase where the same flow always meets the full queue, and the others never do
+        client.SetAttribute("Interval", TimeValue(Seconds(interval * (1 + 0.013 * i))));
+        client.SetAttribute("PacketSize", UintegerValue(size));
+        ApplicationContainer c = client.Install(remote.Get(0));
+        c.Start(Seconds(1.0 + 0.001 * i)); // after the UEs have attached
+        c.Stop(Seconds(1.0 + duration));
+        captures[ue.Get(i)->GetId()] =
+            pcap.CreateFile(out + "/ue-" + std::to_string(i) + ".pcap", std::ios::out, PcapHelper::DLT_RAW);
+    }
+    remote.Get(0)->GetObject<Ipv4L3Protocol>()->TraceConnectWithoutContext("SendOutgoing", MakeCallback(&ServerSend));
+    Config::ConnectWithoutContextFailSafe("/NodeList/*/$ns3::Ipv4L3Protocol/Rx", MakeCallback(&IpRx));
+    Config::ConnectWithoutContextFailSafe("/NodeList/*/$ns3::Ipv4L3Protocol/Drop", MakeCallback(&IpDrop));
+    discs.Get(0)->TraceConnectWithoutContext("Drop", MakeCallback(&QueueDiscDrop));
+    if (!Config::ConnectWithoutContextFailSafe("/NodeList/*/ApplicationList/*/$ns3::EpcEnbApplication/RxFromS1u",
+                                               MakeCallback(&EnbFromS1u)))
+    {
+        std::cerr << "lte.cc: no EpcEnbApplication/RxFromS1u trace source to connect to\n";
+        return 1;
+    }
+    for (const auto& [name, callback] :
+         {std::make_pair("NotifyConnectionRelease", MakeCallback(&ConnectionRelease)),
+          std::make_pair("ConnectionEstablished", MakeCallback(&ConnectionEstablished))})
+    {
+        if (!Config::ConnectWithoutContextFailSafe(
+                std::string("/NodeList/*/DeviceList/*/$ns3::LteEnbNetDevice/LteEnbRrc/") + name, callback))
+        {
+            std::cerr << "lte.cc: no eNB RRC " << name << " trace source to connect to\n";
+            return 1;
+        }
+    }
+    // the RLC entities exist once the bearers are set up: connect after attachment
+    Simulator::Schedule(Seconds(0.9), [] {
+        if (!Config::ConnectWithoutContextFailSafe(
+                "/NodeList/*/DeviceList/*/$ns3::LteEnbNetDevice/LteEnbRrc/UeMap/*/DataRadioBearerMap/*/LteRlc/TxDrop",
+                MakeCallback(&RlcTxDrop)))
+        {
+            std::cerr << "lte.cc: no eNB RLC TxDrop trace source to connect to\n";
+            std::exit(1);
+        }
+    });
+
+    Simulator::Stop(Seconds(duration + 3.0));
+    Simulator::Run();
+    Simulator::Destroy();
+    sent.close();
+
+    std::vector<std::ofstream> labels(ues);
+    for (uint32_t i = 0; i < ues; ++i)
+    {
+        labels[i].open(out + "/ue-" + std::to_string(i) + ".labels.csv");
+        labels[i] << "flow,seq,cause,detail\n";
+    }
+    uint32_t labelled = 0, unexplained = 0;
+    for (const auto& [key, station] : ueOfPacket)
+    {
+        if (received.count(key))
+        {
+            continue;
+        }
+        auto drop = drops.find(key);
+        std::string why;
+        if (drop != drops.end())
+        {
+            why = drop->second.second;
+        }
+        else if (reachedEnb.count(key))
+        {
+            why = "wireless,radio";
+        }
+        else if (DuringOutage(station, sentAt[key]))
+        {
+            why = "wireless,link-failure";
+        }
+        else
+        {
+            ++unexplained;
+            continue;
+        }
+        labels[station] << key.first << "," << key.second << "," << why << "\n";
+        ++labelled;
+    }
+    if (unexplained)
+    {
+        std::cerr << "lte.cc: " << unexplained << " packet(s) neither received, dropped where traced, nor seen at "
+                  << "the eNB\n";
+        return 1;
+    }
+    std::ofstream stats(out + "/stats.csv");
+    stats << "received,labelled,reached_enb\n" << received.size() << "," << labelled << "," << reachedEnb.size() << "\n";
+    return 0;
+}
