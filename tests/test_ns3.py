@@ -138,3 +138,29 @@ def test_a_scenario_is_built_and_run_once_per_parameter_set(run):
     assert again == run.folder and (again / "stats.csv").stat().st_mtime == (run.folder / "stats.csv").stat().st_mtime
     with pytest.raises(scenario.ScenarioError, match="takes no parameter 'bogus'"):
         scenario.run(run.name, bogus=1)
+
+
+@pytest.fixture(scope="module")
+def wifi(tmp_path_factory):
+    if UNAVAILABLE:
+        pytest.fail(f"the ns-3 scenarios must run in CI, but {UNAVAILABLE}")
+    os.environ.setdefault("LDANALYZE_NS3_CACHE", str(tmp_path_factory.getbasetemp() / "ns3"))
+    return Run("wifi", scenario.run("wifi", **RUNS["wifi"][0]))
+
+
+def test_the_radiotap_capture_holds_the_same_packets_and_the_macs_duplicates(wifi):
+    """What a monitor-mode capture at a station shows: the IP capture's packets, plus a second
+    copy of each frame the station received again because its ACK was lost."""
+    run, duplicates = wifi, 0
+    for i in range(run.receivers):
+        above_mac = received(run, i)
+        (flow,) = {f for f, _ in above_mac}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            radio = la.read_trace(run.folder / f"sta-{i}-radiotap.pcap", payload=SEQ_TS, skew="keep", flows=[flow])
+        rx = radio.packets[radio.packets["fate"] == "delivered"]
+        assert set(zip(rx["flow"].astype(str), rx["seq"])) == set(above_mac)
+        summary = la.build_timeline(radio).summary().set_index("flow")
+        assert summary.loc[flow, "delivered"] - summary.loc[flow, "duplicates"] == len(above_mac)
+        duplicates += summary.loc[flow, "duplicates"]
+    assert duplicates > 0  # the walking station's lost ACKs

@@ -16,6 +16,8 @@
 // Outputs, in `out` (a folder):
 //   sta-<i>.pcap         the station's IP packets as received (the IP layer's receive trace; pcap,
 //                        link type raw IP)
+//   sta-<i>-radiotap.pcap  the frames its radio received (802.11 with radiotap): retransmissions
+//                        whose ACK was lost show up twice there, once above the MAC
 //   sta-<i>.labels.csv   flow,seq,cause,detail: each packet sent to the station and never received,
 //                        with the first drop traced for it: queue-disc (congestion), MAC retry limit
 //                        (wireless), MAC queue full or lifetime expired (congestion; the detail says
@@ -263,6 +265,7 @@ int main(int argc, char* argv[])
     channel.AddPropagationLoss("ns3::NakagamiPropagationLossModel");
     YansWifiPhyHelper phy;
     phy.SetChannel(channel.Create());
+    phy.SetPcapDataLinkType(WifiPhyHelper::DLT_IEEE802_11_RADIO);
     WifiHelper wifi;
     wifi.SetStandard(WIFI_STANDARD_80211a);
     wifi.SetRemoteStationManager("ns3::AarfWifiManager", "MaxSsrc", UintegerValue(retries + 1),
@@ -342,6 +345,8 @@ int main(int argc, char* argv[])
         c.Stop(Seconds(3.0 + duration));
         captures[stas.Get(i)->GetId()] =
             pcap.CreateFile(out + "/sta-" + std::to_string(i) + ".pcap", std::ios::out, PcapHelper::DLT_RAW);
+        // and what its radio received, as a monitor-mode capture would show it
+        phy.EnablePcap(out + "/sta-" + std::to_string(i) + "-radiotap.pcap", staDevices.Get(i), false, true);
     }
     server.Get(0)->GetObject<Ipv4L3Protocol>()->TraceConnectWithoutContext("SendOutgoing",
                                                                           MakeCallback(&ServerSend));
