@@ -26,7 +26,7 @@
 //                       (the RRC's release and re-establishment traces) -- discarded at the eNB
 //                       (wireless, `link-failure`)
 //   sent.csv            flow,seq: every packet the remote host's IP layer sent (the ledger)
-//   stats.csv           received, labelled, reached_enb, written last
+//   stats.csv           received, labelled, dropped_but_delivered (0 here), written last
 // Every packet of the ledger is received or labelled, never both; a packet that neither reached
 // the eNB nor was dropped on the way is unexplained, and makes the run fail.
 //
@@ -43,70 +43,25 @@
 #include "ns3/point-to-point-module.h"
 #include "ns3/traffic-control-module.h"
 
-#include <fstream>
-#include <map>
-#include <set>
-#include <sstream>
+#include "truth.h"
+
 #include <vector>
 
 using namespace ns3;
 
 namespace
 {
-using Key = std::pair<std::string, uint32_t>; // (flow, seq)
-std::ofstream sent;
-std::map<Key, std::pair<uint32_t, std::string>> drops; // -> (UE, "cause,detail"), the first traced
-std::set<Key> received, reachedEnb;
-std::map<Key, uint32_t> ueOfPacket;
-std::map<uint32_t, Ptr<PcapFileWrapper>> captures; // node id -> its capture
-std::map<Ipv4Address, uint32_t> ueOf;              // UE address -> its index
-std::map<uint64_t, uint32_t> ueOfImsi;              // IMSI -> UE index
-std::map<Key, double> sentAt;                       // the server's send time
+std::set<truth::Key> reachedEnb;
+std::map<uint64_t, uint32_t> ueOfImsi;                             // IMSI -> UE index
 std::map<uint32_t, std::vector<std::pair<double, double>>> outages; // UE -> [released, re-established)
 const double kPathSlack = 0.2; // s: the longest a packet takes from the server to the eNB here
-
-std::string Flow(Ipv4Address src, uint16_t sport, Ipv4Address dst, uint16_t dport)
-{
-    std::ostringstream out;
-    out << src << ":" << sport << ">" << dst << ":" << dport << "/udp";
-    return out.str();
-}
-
-// the flow and sequence number of an IP packet (header included) that carries UDP and a SeqTsHeader
-bool Identify(Ptr<Packet> packet, Key& key, Ipv4Address& dst)
-{
-    Ipv4Header ip;
-    UdpHeader udp;
-    SeqTsHeader seqTs;
-    if (packet->GetSize() < 20 + 8 + seqTs.GetSerializedSize() || packet->RemoveHeader(ip) == 0 ||
-        ip.GetProtocol() != 17 || packet->RemoveHeader(udp) == 0)
-    {
-        return false;
-    }
-    packet->RemoveHeader(seqTs);
-    dst = ip.GetDestination();
-    key = {Flow(ip.GetSource(), udp.GetSourcePort(), dst, udp.GetDestinationPort()), seqTs.GetSeq()};
-    return ueOf.count(dst) > 0;
-}
-
-void Label(Ptr<Packet> packet, const char* cause, const char* detail)
-{
-    Key key;
-    Ipv4Address dst;
-    if (Identify(packet, key, dst))
-    {
-        drops.emplace(key, std::make_pair(ueOf[dst], std::string(cause) + "," + detail));
-    }
-}
 
 void QueueDiscDrop(Ptr<const QueueDiscItem> item)
 {
     Ptr<const Ipv4QueueDiscItem> ipItem = DynamicCast<const Ipv4QueueDiscItem>(item);
     if (ipItem)
     {
-        Ptr<Packet> copy = ipItem->GetPacket()->Copy();
-        copy->AddHeader(ipItem->GetHeader());
-        Label(copy, "congestion", "queue-disc");
+        truth::Drop(truth::WithHeader(ipItem->GetPacket(), ipItem->GetHeader()), "congestion", "queue-disc");
     }
 }
 
@@ -116,39 +71,16 @@ void RlcTxDrop(Ptr<const Packet> packet)
     Ptr<Packet> copy = packet->Copy();
     LtePdcpHeader pdcp;
     copy->RemoveHeader(pdcp);
-    Label(copy, "congestion", "enb-buffer");
-}
-
-void IpDrop(const Ipv4Header& ip, Ptr<const Packet> packet, Ipv4L3Protocol::DropReason, Ptr<Ipv4>, uint32_t)
-{
-    Ptr<Packet> copy = packet->Copy();
-    copy->AddHeader(ip);
-    Label(copy, "route", "ip-drop");
-}
-
-// the remote host's IP layer sending a datagram
-void ServerSend(const Ipv4Header& ip, Ptr<const Packet> packet, uint32_t)
-{
-    Ptr<Packet> copy = packet->Copy();
-    copy->AddHeader(ip);
-    Key key;
-    Ipv4Address dst;
-    if (Identify(copy, key, dst))
-    {
-        sent << key.first << "," << key.second << "\n";
-        ueOfPacket[key] = ueOf[dst];
-        sentAt[key] = Simulator::Now().GetSeconds();
-    }
+    truth::Drop(copy, "congestion", "enb-buffer");
 }
 
 // a packet from the S1-U socket at the eNB, for a UE the eNB knows (3.37 fires the trace once it
 // has taken the GTP-U header off)
 void EnbFromS1u(Ptr<Packet> packet)
 {
-    Ptr<Packet> copy = packet->Copy();
-    Key key;
-    Ipv4Address dst;
-    if (Identify(copy, key, dst))
+    truth::Key key;
+    uint32_t ue;
+    if (truth::Identify(packet->Copy(), key, ue))
     {
         reachedEnb.insert(key);
     }
@@ -170,32 +102,22 @@ void ConnectionEstablished(uint64_t imsi, uint16_t, uint16_t)
     }
 }
 
-bool DuringOutage(uint32_t ue, double sentTime)
+// the cause of a packet not received with no drop traced for it ("" if there is none to give)
+std::string Residual(const truth::Key& key, uint32_t ue)
 {
+    if (reachedEnb.count(key))
+    {
+        return "wireless,radio";
+    }
+    double sent = truth::sentAt[key];
     for (const auto& [from, to] : outages[ue])
     {
-        if (sentTime + kPathSlack >= from && sentTime < to)
+        if (sent + kPathSlack >= from && sent < to)
         {
-            return true;
+            return "wireless,link-failure";
         }
     }
-    return false;
-}
-
-void IpRx(Ptr<const Packet> packet, Ptr<Ipv4> ipv4, uint32_t)
-{
-    auto capture = captures.find(ipv4->GetObject<Node>()->GetId());
-    if (capture == captures.end())
-    {
-        return;
-    }
-    capture->second->Write(Simulator::Now(), packet);
-    Key key;
-    Ipv4Address dst;
-    if (Identify(packet->Copy(), key, dst))
-    {
-        received.insert(key);
-    }
+    return "";
 }
 } // namespace
 
@@ -288,14 +210,11 @@ int main(int argc, char* argv[])
     for (uint32_t i = 0; i < ues; ++i)
     {
         routing.GetStaticRouting(ue.Get(i)->GetObject<Ipv4>())->SetDefaultRoute(epc->GetUeDefaultGatewayAddress(), 1);
-        ueOf[ueAddresses.GetAddress(i)] = i;
         ueOfImsi[ueDevices.Get(i)->GetObject<LteUeNetDevice>()->GetImsi()] = i;
     }
     lte->Attach(ueDevices, enbDevices.Get(0));
 
-    sent.open(out + "/sent.csv");
-    sent << "flow,seq\n";
-    PcapHelper pcap;
+    truth::Start(out, "ue", remote.Get(0), ue, ueAddresses);
     for (uint32_t i = 0; i < ues; ++i)
     {
         UdpServerHelper sink(9);
@@ -309,12 +228,7 @@ int main(int argc, char* argv[])
         ApplicationContainer c = client.Install(remote.Get(0));
         c.Start(Seconds(1.0 + 0.001 * i)); // after the UEs have attached
         c.Stop(Seconds(1.0 + duration));
-        captures[ue.Get(i)->GetId()] =
-            pcap.CreateFile(out + "/ue-" + std::to_string(i) + ".pcap", std::ios::out, PcapHelper::DLT_RAW);
     }
-    remote.Get(0)->GetObject<Ipv4L3Protocol>()->TraceConnectWithoutContext("SendOutgoing", MakeCallback(&ServerSend));
-    Config::ConnectWithoutContextFailSafe("/NodeList/*/$ns3::Ipv4L3Protocol/Rx", MakeCallback(&IpRx));
-    Config::ConnectWithoutContextFailSafe("/NodeList/*/$ns3::Ipv4L3Protocol/Drop", MakeCallback(&IpDrop));
     discs.Get(0)->TraceConnectWithoutContext("Drop", MakeCallback(&QueueDiscDrop));
     if (!Config::ConnectWithoutContextFailSafe("/NodeList/*/ApplicationList/*/$ns3::EpcEnbApplication/RxFromS1u",
                                                MakeCallback(&EnbFromS1u)))
@@ -347,50 +261,12 @@ int main(int argc, char* argv[])
     Simulator::Stop(Seconds(duration + 3.0));
     Simulator::Run();
     Simulator::Destroy();
-    sent.close();
-
-    std::vector<std::ofstream> labels(ues);
-    for (uint32_t i = 0; i < ues; ++i)
-    {
-        labels[i].open(out + "/ue-" + std::to_string(i) + ".labels.csv");
-        labels[i] << "flow,seq,cause,detail\n";
-    }
-    uint32_t labelled = 0, unexplained = 0;
-    for (const auto& [key, station] : ueOfPacket)
-    {
-        if (received.count(key))
-        {
-            continue;
-        }
-        auto drop = drops.find(key);
-        std::string why;
-        if (drop != drops.end())
-        {
-            why = drop->second.second;
-        }
-        else if (reachedEnb.count(key))
-        {
-            why = "wireless,radio";
-        }
-        else if (DuringOutage(station, sentAt[key]))
-        {
-            why = "wireless,link-failure";
-        }
-        else
-        {
-            ++unexplained;
-            continue;
-        }
-        labels[station] << key.first << "," << key.second << "," << why << "\n";
-        ++labelled;
-    }
+    uint32_t unexplained = truth::Finish(out, "ue", ues, &Residual);
     if (unexplained)
     {
-        std::cerr << "lte.cc: " << unexplained << " packet(s) neither received, dropped where traced, nor seen at "
-                  << "the eNB\n";
+        std::cerr << "lte.cc: " << unexplained << " packet(s) neither received, dropped where traced, seen at the "
+                  << "eNB, nor sent while the eNB had released their UE\n";
         return 1;
     }
-    std::ofstream stats(out + "/stats.csv");
-    stats << "received,labelled,reached_enb\n" << received.size() << "," << labelled << "," << reachedEnb.size() << "\n";
     return 0;
 }

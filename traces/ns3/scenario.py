@@ -55,7 +55,8 @@ def unavailable() -> str | None:
 
 
 def build(name: str) -> pathlib.Path:
-    """The compiled program of scenario ``name``, compiled if its source changed."""
+    """The compiled program of scenario ``name``, compiled if its source (or a header of this
+    folder) changed."""
     why = unavailable()
     if why:
         raise ScenarioError(why)
@@ -63,7 +64,8 @@ def build(name: str) -> pathlib.Path:
     libraries = subprocess.run(["pkg-config", "--libs", *(f"ns3-{m}" for m in MODULES[name])],
                                capture_output=True, text=True, check=True).stdout.split()
     command = ["g++", "-std=c++17", "-O1", "-o", "PROGRAM", str(source), *libraries]
-    key = hashlib.blake2b(source.read_bytes() + repr(command).encode(), digest_size=10).hexdigest()
+    texts = b"".join(path.read_bytes() for path in (source, *sorted(HERE.glob("*.h"))))  # truth.h too
+    key = hashlib.blake2b(texts + repr(command).encode(), digest_size=10).hexdigest()
     program = cache_dir() / "bin" / f"{name}-{key}"
     if not program.exists():
         program.parent.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,8 @@
 //                        up on that reached its station anyway (its ACK was lost) is not labelled.
 //   sent.csv             flow,seq: every packet the server's IP layer sent (the ledger)
 //   stats.csv            received, labelled, dropped_but_delivered (written last)
-// Every packet of the ledger is received or labelled, never both: the conservation check.
+// Every packet of the ledger is received or labelled, never both: the conservation check; a packet
+// neither received nor dropped where traced makes the run fail (traces/ns3/truth.h).
 //
 // Usage: wifi --duration=S --stations=N --spacing=M --bottleneck=RATE --queue=P --interval=S
 //             --size=B --per=P --retries=R --speed=V --seed=K --out=DIR
@@ -40,61 +41,23 @@
 #include "ns3/traffic-control-module.h"
 #include "ns3/wifi-module.h"
 
-#include <fstream>
-#include <map>
-#include <set>
-#include <vector>
-#include <sstream>
+#include "truth.h"
 
 using namespace ns3;
 
 namespace
 {
-std::ofstream sent;
-std::map<std::pair<std::string, uint32_t>, std::pair<uint32_t, std::string>> drops;  // (flow, seq) -> (station, "cause,detail"), the first
-std::set<std::pair<std::string, uint32_t>> received;
-std::map<uint32_t, Ptr<PcapFileWrapper>> captures;  // node id -> its capture
-std::map<Ipv4Address, uint32_t> stationOf;  // station address -> its index
-
-std::string Flow(Ipv4Address src, uint16_t sport, Ipv4Address dst, uint16_t dport)
+// an MPDU's IP packet (after its LLC/SNAP header), or nullptr
+Ptr<Packet> IpOf(Ptr<const Packet> frameBody)
 {
-    std::ostringstream out;
-    out << src << ":" << sport << ">" << dst << ":" << dport << "/udp";
-    return out.str();
-}
-
-// the flow and sequence number of a packet that starts with a UDP header and a SeqTsHeader
-bool Identify(Ptr<const Packet> packet, const Ipv4Header& ip, std::string& flow, uint32_t& seq)
-{
-    Ptr<Packet> copy = packet->Copy();
-    UdpHeader udp;
-    if (ip.GetProtocol() != 17 || copy->RemoveHeader(udp) == 0)
+    Ptr<Packet> copy = frameBody->Copy();
+    LlcSnapHeader llc;
+    if (copy->PeekHeader(llc) == 0 || llc.GetType() != 0x0800)
     {
-        return false;
+        return nullptr;
     }
-    SeqTsHeader seqTs;
-    if (copy->GetSize() < seqTs.GetSerializedSize())
-    {
-        return false;
-    }
-    copy->RemoveHeader(seqTs);
-    flow = Flow(ip.GetSource(), udp.GetSourcePort(), ip.GetDestination(), udp.GetDestinationPort());
-    seq = seqTs.GetSeq();
-    return true;
-}
-
-// a drop: the first one traced for a packet is its fate (a MAC drop may also be reported by
-// the queue the MPDU was in), unless the packet reached its station after all (labels are
-// written at the end: a frame whose ACK was lost is delivered though its sender gave it up)
-void Label(Ptr<const Packet> packet, const Ipv4Header& ip, const char* cause, const char* detail)
-{
-    std::string flow;
-    uint32_t seq;
-    if (Identify(packet, ip, flow, seq))
-    {
-        drops.emplace(std::make_pair(flow, seq), std::make_pair(stationOf[ip.GetDestination()],
-                                                                std::string(cause) + "," + detail));
-    }
+    copy->RemoveHeader(llc);
+    return copy;
 }
 
 void QueueDiscDrop(Ptr<const QueueDiscItem> item)
@@ -102,11 +65,32 @@ void QueueDiscDrop(Ptr<const QueueDiscItem> item)
     Ptr<const Ipv4QueueDiscItem> ipItem = DynamicCast<const Ipv4QueueDiscItem>(item);
     if (ipItem)
     {
-        Label(ipItem->GetPacket(), ipItem->GetHeader(), "congestion", "queue-disc");
+        truth::Drop(truth::WithHeader(ipItem->GetPacket(), ipItem->GetHeader()), "congestion", "queue-disc");
     }
 }
 
-void MacDrop(WifiMacDropReason reason, Ptr<const WifiMpdu> mpdu);
+void MacDrop(WifiMacDropReason reason, Ptr<const WifiMpdu> mpdu)
+{
+    Ptr<Packet> ip = mpdu->GetHeader().IsData() ? IpOf(mpdu->GetPacket()) : nullptr;
+    if (!ip)
+    {
+        return;
+    }
+    switch (reason)
+    {
+    case WIFI_MAC_DROP_REACHED_RETRY_LIMIT:
+        truth::Drop(ip, "wireless", "retry-limit");
+        break;
+    case WIFI_MAC_DROP_FAILED_ENQUEUE:
+        truth::Drop(ip, "congestion", "mac-queue-full");
+        break;
+    case WIFI_MAC_DROP_EXPIRED_LIFETIME:
+        truth::Drop(ip, "congestion", "mac-lifetime");
+        break;
+    default:
+        truth::Drop(ip, "unknown", "mac-other");
+    }
+}
 
 void QueueExpired(Ptr<const WifiMpdu> mpdu)
 {
@@ -118,98 +102,17 @@ void QueueFull(Ptr<const WifiMpdu> mpdu)
     MacDrop(WIFI_MAC_DROP_FAILED_ENQUEUE, mpdu);
 }
 
-void MacDrop(WifiMacDropReason reason, Ptr<const WifiMpdu> mpdu)
-{
-    if (!mpdu->GetHeader().IsData())
-    {
-        return;
-    }
-    Ptr<Packet> copy = mpdu->GetPacket()->Copy();
-    LlcSnapHeader llc;
-    copy->RemoveHeader(llc);
-    if (llc.GetType() != 0x0800)
-    {
-        return;
-    }
-    Ipv4Header ip;
-    copy->RemoveHeader(ip);
-    switch (reason)
-    {
-    case WIFI_MAC_DROP_REACHED_RETRY_LIMIT:
-        Label(copy, ip, "wireless", "retry-limit");
-        break;
-    case WIFI_MAC_DROP_FAILED_ENQUEUE:
-        Label(copy, ip, "congestion", "mac-queue-full");
-        break;
-    case WIFI_MAC_DROP_EXPIRED_LIFETIME:
-        Label(copy, ip, "congestion", "mac-lifetime");
-        break;
-    default:
-        Label(copy, ip, "unknown", "mac-other");
-    }
-}
-
 // the MAC refused a packet before queueing it (its station is not associated)
 void MacTxDrop(Ptr<const Packet> packet)
 {
-    Ptr<Packet> copy = packet->Copy();
-    LlcSnapHeader llc;
-    if (copy->PeekHeader(llc) && llc.GetType() == 0x0800)
-    {
-        copy->RemoveHeader(llc);
-    }
-    Ipv4Header ip;
-    if (copy->GetSize() >= 20 && copy->RemoveHeader(ip))
-    {
-        Label(copy, ip, "wireless", "mac-tx-drop");
-    }
+    Ptr<Packet> ip = IpOf(packet);
+    truth::Drop(ip ? ip : packet->Copy(), "wireless", "mac-tx-drop");
 }
 
 // ARP gave up on a neighbour, or its queue of packets waiting for the answer was full
 void ArpDrop(Ptr<const Packet> packet)
 {
-    Ptr<Packet> copy = packet->Copy();
-    Ipv4Header ip;
-    if (copy->GetSize() >= 20 && copy->RemoveHeader(ip))
-    {
-        Label(copy, ip, "route", "arp");
-    }
-}
-
-void IpDrop(const Ipv4Header& ip, Ptr<const Packet> packet, Ipv4L3Protocol::DropReason, Ptr<Ipv4>, uint32_t)
-{
-    Label(packet, ip, "route", "ip-drop");
-}
-
-// the server's IP layer sending a datagram (it fires after the packet went down: a drop below
-// may be traced first; the ledger is a set, so the order does not matter)
-void ServerSend(const Ipv4Header& ip, Ptr<const Packet> packet, uint32_t)
-{
-    std::string flow;
-    uint32_t seq;
-    if (Identify(packet, ip, flow, seq))
-    {
-        sent << flow << "," << seq << "\n";
-    }
-}
-
-void IpRx(Ptr<const Packet> packet, Ptr<Ipv4> ipv4, uint32_t)
-{
-    uint32_t node = ipv4->GetObject<Node>()->GetId();
-    auto capture = captures.find(node);
-    if (capture != captures.end())
-    {
-        capture->second->Write(Simulator::Now(), packet);
-        Ipv4Header ip;
-        Ptr<Packet> copy = packet->Copy();
-        copy->RemoveHeader(ip);
-        std::string flow;
-        uint32_t seq;
-        if (Identify(copy, ip, flow, seq))
-        {
-            received.emplace(flow, seq);
-        }
-    }
+    truth::Drop(packet->Copy(), "route", "arp");
 }
 } // namespace
 
@@ -318,17 +221,11 @@ int main(int argc, char* argv[])
     address.Assign(wired);
     address.SetBase("10.1.2.0", "255.255.255.0");
     Ipv4InterfaceContainer staIfaces = address.Assign(staDevices);
-    for (uint32_t i = 0; i < stations; ++i)
-    {
-        stationOf[staIfaces.GetAddress(i)] = i;
-    }
     address.Assign(apDevice);
     Ipv4GlobalRoutingHelper::PopulateRoutingTables();
     NeighborCacheHelper().PopulateNeighborCache();  // static ARP, as in the netns lab: no address-resolution stalls
 
-    sent.open(out + "/sent.csv");
-    sent << "flow,seq\n";
-    PcapHelper pcap;
+    truth::Start(out, "sta", server.Get(0), stas, staIfaces);
     for (uint32_t i = 0; i < stations; ++i)
     {
         UdpServerHelper sink(9);
@@ -343,15 +240,9 @@ int main(int argc, char* argv[])
         ApplicationContainer c = client.Install(server.Get(0));
         c.Start(Seconds(3.0 + 0.01 * i));  // after every station has associated
         c.Stop(Seconds(3.0 + duration));
-        captures[stas.Get(i)->GetId()] =
-            pcap.CreateFile(out + "/sta-" + std::to_string(i) + ".pcap", std::ios::out, PcapHelper::DLT_RAW);
-        // and what its radio received, as a monitor-mode capture would show it
+        // what its radio received, as a monitor-mode capture would show it
         phy.EnablePcap(out + "/sta-" + std::to_string(i) + "-radiotap.pcap", staDevices.Get(i), false, true);
     }
-    server.Get(0)->GetObject<Ipv4L3Protocol>()->TraceConnectWithoutContext("SendOutgoing",
-                                                                          MakeCallback(&ServerSend));
-    Config::ConnectWithoutContextFailSafe("/NodeList/*/$ns3::Ipv4L3Protocol/Rx", MakeCallback(&IpRx));
-    Config::ConnectWithoutContextFailSafe("/NodeList/*/$ns3::Ipv4L3Protocol/Drop", MakeCallback(&IpDrop));
     if (!Config::ConnectWithoutContextFailSafe("/NodeList/*/DeviceList/*/$ns3::WifiNetDevice/Mac/DroppedMpdu",
                                                MakeCallback(&MacDrop)))
     {
@@ -371,25 +262,12 @@ int main(int argc, char* argv[])
     Simulator::Stop(Seconds(duration + 5.0));
     Simulator::Run();
     Simulator::Destroy();
-    sent.close();
-    std::vector<std::ofstream> labels(stations);  // one labels file per station's capture
-    for (uint32_t i = 0; i < stations; ++i)
+    // every drop that matters is traced here: a packet left without one is unexplained
+    uint32_t unexplained = truth::Finish(out, "sta", stations, [](const truth::Key&, uint32_t) { return ""; });
+    if (unexplained)
     {
-        labels[i].open(out + "/sta-" + std::to_string(i) + ".labels.csv");
-        labels[i] << "flow,seq,cause,detail\n";
+        std::cerr << "wifi.cc: " << unexplained << " packet(s) neither received nor dropped where traced\n";
+        return 1;
     }
-    uint32_t delivered_anyway = 0;
-    for (const auto& [packet, why] : drops)
-    {
-        if (received.count(packet))
-        {
-            ++delivered_anyway;
-            continue;
-        }
-        labels[why.first] << packet.first << "," << packet.second << "," << why.second << "\n";
-    }
-    std::ofstream stats(out + "/stats.csv");
-    stats << "received,labelled,dropped_but_delivered\n"
-          << received.size() << "," << drops.size() - delivered_anyway << "," << delivered_anyway << "\n";
     return 0;
 }
