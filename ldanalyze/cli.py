@@ -30,7 +30,8 @@ from .io import FORMATS, list_flows, read_trace
 from .io.detect import PCAP, PCAPNG
 from .io.labels import apply_labels, write_labels
 from .io.capture.payload import KINDS, ORDER, FieldSpec
-from .io.capture.pcap import RTP_HEAD_BYTES, SKEW_CHOICES
+from .io.capture.pcap import RTP_HEAD_BYTES, SKEW_CHOICES, capture_format
+from .io.capture.split import read_capture_flows
 from .io.capture.vantage import CLOCKS, parse_vantage, read_vantages
 from .packets import LOSS_FATES, Trace
 from .lda import REGISTRY, Replay, classify, runnable_ldas
@@ -312,7 +313,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise UsageError("--average mean needs --by trace or --by pooled (a flow is its own mean)")
     controller = {"none": None, "auto": "tfrc"}.get(args.controller, args.controller)
     batch = analyze_traces(
-        (_read(args, path) for path in _sources(args)), args.lda, controller=controller,
+        _score_traces(args), args.lda, controller=controller,
         controller_optional=args.controller == "auto", replay_options=_replay(args), path_model=_path(args),
         seq_modulus=args.seq_modulus,
     )
@@ -334,6 +335,30 @@ def cmd_score(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _score_traces(args: argparse.Namespace):
+    """The traces ``score`` reads: one per file, or with ``--flow-at-a-time`` one per flow of
+    each capture (``read_capture_flows``: memory bounded by the largest flow)."""
+    if not args.flow_at_a_time:
+        yield from (_read(args, path) for path in _sources(args))
+        return
+    given = [flag for flag, value in (("--vantage", args.vantage), ("--labels", args.labels), ("--flows", args.flows),
+                                      ("--ssrc", args.ssrc), ("--rtp-sequence", args.rtp_sequence != "ssrc"))
+             if value]
+    if given:
+        raise UsageError(f"--flow-at-a-time reads whole captures flow by flow; it takes no {', '.join(given)}")
+    options = {"payload": FieldSpec.parse(args.field) if args.field else args.payload or "auto"}
+    if args.clock_rate:
+        options["clock_rate"] = args.clock_rate
+    if args.skew:
+        options["skew"] = args.skew
+    if args.skew_limit is not None:
+        options["skew_limit_ppm"] = args.skew_limit
+    for path in _sources(args):
+        if capture_format(path) is None:
+            raise UsageError(f"--flow-at-a-time reads pcap and pcapng captures; {path} is not one")
+        yield from read_capture_flows(path, **options)
 
 
 def _path(args: argparse.Namespace) -> PathModel:
@@ -612,6 +637,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--controller", default="auto", metavar="SPEC",
                    help="controller whose modeled throughput is added: 'auto' (default: tfrc, paper 000's "
                         "base, where the trace gives RTTs), a controller spec, or 'none'")
+    p.add_argument("--flow-at-a-time", action="store_true",
+                   help="captures larger than memory: decode into per-flow files on disk, then read and score "
+                        "one flow at a time (clock skew fitted per flow)")
     p.add_argument("-o", "--output", help="write to this file instead of standard output")
     p.set_defaults(func=cmd_score)
 

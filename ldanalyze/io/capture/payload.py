@@ -246,7 +246,7 @@ class NotThisKind(Exception):
 # -- the entry points --------------------------------------------------------------------------
 def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows=None,
                     clock_rate: float | None = None, fallback: str | None = None,
-                    ssrc=None, rtp_sequence: str = "ssrc") -> tuple[pd.DataFrame, dict]:
+                    ssrc=None, rtp_sequence: str = "ssrc", reports=None) -> tuple[pd.DataFrame, dict]:
     """The PacketTable of a decoded one-point capture, and what was taken and skipped
     (``meta['skipped_flows']``: flow label → why).
 
@@ -255,6 +255,8 @@ def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows
     these SSRCs (``"0x1234abcd"`` or integers) only; ``clock_rate`` (Hz) is the rate
     of the in-band clock (RTP timestamp, TCP TSval) when you know it. ``fallback`` (a kind)
     reads the data-carrying flows that ``payload`` does not fit instead of skipping them.
+    ``reports``: the clock rates RTCP sender reports give (``capture_sender_reports``) when the
+    caller took them from more of the capture than ``capture`` holds.
     """
     if vantage not in VANTAGES:
         raise UsageError(f"vantage must be one of {VANTAGES}, not {vantage!r}")
@@ -267,7 +269,7 @@ def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows
     receiver = vantage == "receiver"
     chosen, wanted = _chosen_flows(capture, flows)
     times = capture.times()
-    reports = capture_sender_reports(capture)
+    reports = capture_sender_reports(capture) if reports is None else reports
     streams, skipped = [], {}
     for flow, rows, records in flow_groups(capture.records):
         if chosen is not None and flow not in chosen:

@@ -452,6 +452,12 @@ def decode_capture(
     """
     if not 1 <= head_bytes <= 255:
         raise UsageError(f"head_bytes must be between 1 and 255, not {head_bytes}")
+    return decode_into(path, _Output(head_bytes), chunk_bytes)
+
+
+def decode_into(path: str | os.PathLike, output: _Output, chunk_bytes: int = CHUNK_BYTES) -> Capture:
+    """Decode a capture into ``output`` (its record blocks and flow table); the Capture holds
+    the records ``output.records()`` keeps (all of them, unless the output spills them)."""
     path = os.fspath(path)
     with _Stream(path, chunk_bytes) as stream:
         stream.refill(0, 64)
@@ -461,7 +467,6 @@ def decode_capture(
             raise TraceError(path, f"not a capture: only {stream.filled} bytes", offset=0)
         fmt = _container(path, stream)
         walk = _PcapWalk(stream) if fmt == PCAP else _PcapngWalk(stream)
-        output = _Output(head_bytes)
         walk.run(output)
         records = output.records()
         capture = Capture(
@@ -851,18 +856,26 @@ def read_capture(
     capture = decode_capture(path, head_bytes=head_bytes, chunk_bytes=chunk_bytes)
     packets, taken = payloads.capture_packets(capture, payload=payload, vantage=vantage, flows=flows,
                                               clock_rate=clock_rate, ssrc=ssrc, rtp_sequence=rtp_sequence)
+    return capture_trace(capture, packets, taken, payload=payload, vantage=vantage, skew=skew,
+                         skew_limit_ppm=skew_limit_ppm)
+
+
+def capture_trace(capture: Capture, packets: pd.DataFrame, taken: dict, *, payload, vantage: str, skew: str,
+                  skew_limit_ppm: float, pairs: str = "hosts") -> Trace:
+    """The Trace of what ``capture_packets`` took from a capture: warnings for what it skipped,
+    the meta ``read_capture`` documents, and the clock skew removed (per ``pairs``)."""
     # the acknowledgements of a TCP connection carry no data by nature: no need to warn
     skipped = {k: v for k, v in taken["skipped_flows"].items() if not v.startswith(payloads.ACKS_ONLY)}
     if skipped:
         message = (f"{capture.path}: {len(skipped)} flow(s) without sequence numbers skipped "
                    f"({payloads.first_reasons(skipped)})")
         capture.notes.append(message)
-        warnings.warn(message, CaptureWarning, stacklevel=2)
+        warnings.warn(message, CaptureWarning, stacklevel=3)
     if taken["skipped_streams"]:
         message = (f"{capture.path}: {len(taken['skipped_streams'])} RTP stream(s) skipped "
                    f"({payloads.first_reasons(taken['skipped_streams'])})")
         capture.notes.append(message)
-        warnings.warn(message, CaptureWarning, stacklevel=2)
+        warnings.warn(message, CaptureWarning, stacklevel=3)
     meta = {
         "format": capture.format,
         "vantage": vantage,
@@ -878,5 +891,5 @@ def read_capture(
     }
     trace = Trace(packets=packets, rtt=empty_rtt(), path=capture.path, format=capture.format, meta=meta)
     if skew == "remove" and vantage == "receiver":
-        return remove_skew(trace, skew_limit_ppm=skew_limit_ppm)
+        return remove_skew(trace, skew_limit_ppm=skew_limit_ppm, pairs=pairs)
     return trace

@@ -1,0 +1,127 @@
+"""Captures larger than memory, read one flow at a time.
+
+``read_capture`` holds every decoded record (about 100 bytes a packet) and then the PacketTable
+of every flow: a 10 GB capture of small VoIP packets is some 40 M packets, 4 GB of records.
+``read_capture_flows`` decodes the capture as ``read_capture`` does but writes each block of
+records, as it fills, to one file per flow (the records' own bytes, appended: no pickle) in a
+temporary folder, keeping in memory only the flow table, the frames that belong to no flow
+(for the decode report) and the RTCP sender reports (for the media clock rates). It then yields
+one Trace per flow, reading that flow's file alone: memory holds one block of records and the
+largest flow, not the capture. Pass the traces to ``analyze_traces``, or score them one by one.
+
+What differs from ``read_capture``: the clock skew is fitted per flow (``pairs="flow"``), since
+a pair of hosts' flows are never in memory together; ``meta['capture_flows']`` lists the flow
+the trace holds; a flow that carries no sequence numbers is skipped with a warning, as there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+import tempfile
+import warnings
+from collections.abc import Iterator
+
+import numpy as np
+
+from ...clocks import PLAUSIBLE_SKEW_PPM
+from ...errors import TraceError
+from ...packets import Trace
+from . import payload as payloads
+from .linklayer import S_DECODED, STATUS_NAMES
+from .pcap import CHUNK_BYTES, DEFAULT_HEAD_BYTES, RTP_HEAD_BYTES, CaptureWarning, _Output, capture_trace, decode_into
+
+SPILL_RECORDS = 1 << 20  # records per block before it is written out (about 100 MB)
+
+
+class _SpillingOutput(_Output):
+    """Record blocks written to one file per flow as they fill (see the module docstring)."""
+
+    def __init__(self, head_bytes: int, folder: pathlib.Path, block_records: int) -> None:
+        super().__init__(head_bytes)
+        self.out = np.empty(block_records, self.dtype)
+        self.heads = self.out["head"]
+        self.folder = folder
+        self.kept: list[np.ndarray] = []  # frames of no flow, and sender reports
+        self.spilled = np.zeros(256, np.int64)  # flow records written out, by decode status
+        self.flows_written: set[int] = set()
+
+    def new_block(self) -> None:
+        self._spill(self.out[: self.n])
+        self.n = 0  # the same buffer again
+
+    def records(self) -> np.ndarray:
+        self._spill(self.out[: self.n])
+        self.out = self.heads = None
+        return np.concatenate(self.kept) if self.kept else np.empty(0, self.dtype)
+
+    def _spill(self, block: np.ndarray) -> None:
+        flow = block["flow"]
+        heads = block["head"]
+        report = ((flow >= 0) & (block["status"] == S_DECODED) & (block["head_len"] >= 20)
+                  & (heads[:, 1] == 200) & (heads[:, 0] >> 6 == 2))
+        self.kept.append(block[(flow < 0) | report].copy())
+        flowing = flow >= 0
+        self.spilled += np.bincount(block["status"][flowing], minlength=256)
+        order = np.argsort(flow, kind="stable")
+        ordered = flow[order]
+        starts = np.flatnonzero(np.diff(ordered, prepend=-2))
+        for start, end in zip(starts, np.append(starts[1:], ordered.shape[0])):
+            if ordered[start] < 0:
+                continue
+            with open(self.folder / f"{int(ordered[start])}.rec", "ab") as f:
+                f.write(block[order[start:end]].tobytes())
+            self.flows_written.add(int(ordered[start]))
+
+
+def read_capture_flows(
+    path: str | os.PathLike,
+    *,
+    payload="auto",
+    vantage: str = "receiver",
+    clock_rate: float | None = None,
+    skew: str = "remove",
+    skew_limit_ppm: float = PLAUSIBLE_SKEW_PPM,
+    workdir: str | os.PathLike | None = None,
+    chunk_bytes: int = CHUNK_BYTES,
+    block_records: int = SPILL_RECORDS,
+) -> Iterator[Trace]:
+    """One Trace per flow of a capture, with memory bounded by the largest flow (module
+    docstring); the options are ``read_capture``'s. The per-flow files live in a temporary
+    folder under ``workdir`` (the system's temporary folder by default), removed at the end."""
+    head_bytes = max(DEFAULT_HEAD_BYTES, payload.needed_bytes if isinstance(payload, payloads.FieldSpec) else 0,
+                     RTP_HEAD_BYTES if payload in ("auto", "rtp") else 0)
+    with tempfile.TemporaryDirectory(prefix="ldanalyze-flows-", dir=workdir) as folder:
+        output = _SpillingOutput(head_bytes, pathlib.Path(folder), block_records)
+        capture = decode_into(path, output, chunk_bytes)  # holds the kept records only
+        _count_spilled(capture, output)
+        reports = payloads.capture_sender_reports(capture)
+        skipped = {}
+        for flow in sorted(output.flows_written):
+            records = np.fromfile(pathlib.Path(folder) / f"{flow}.rec", dtype=output.dtype)
+            one = dataclasses.replace(capture, records=records, notes=list(capture.notes))
+            try:
+                packets, taken = payloads.capture_packets(one, payload=payload, vantage=vantage,
+                                                          clock_rate=clock_rate, reports=reports)
+            except TraceError as why:  # this flow carries no sequence numbers
+                skipped[capture.flows["label"].iat[flow]] = str(why)
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", CaptureWarning)  # said once for the capture, below
+                yield capture_trace(one, packets, taken, payload=payload, vantage=vantage, skew=skew,
+                                    skew_limit_ppm=skew_limit_ppm, pairs="flow")
+            del records, one, packets
+        if skipped:
+            warnings.warn(f"{os.fspath(path)}: {len(skipped)} flow(s) without sequence numbers skipped "
+                          f"({payloads.first_reasons(skipped)})", CaptureWarning, stacklevel=2)
+
+
+def _count_spilled(capture, output: _SpillingOutput) -> None:
+    """Add the records written out to the capture's counts (``_account`` saw the kept ones)."""
+    counts = capture.counts
+    counts["records"] += int(output.spilled.sum()) - int((capture.records["flow"] >= 0).sum())
+    kept = np.bincount(capture.records["status"][capture.records["flow"] >= 0], minlength=256)
+    for code, name in enumerate(STATUS_NAMES):
+        counts[name] += int(output.spilled[code] - kept[code])
+

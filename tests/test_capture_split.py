@@ -1,0 +1,78 @@
+"""Captures larger than memory, one flow at a time (ldanalyze/io/capture/split.py): the same
+packets, fates and counts as ``read_capture``, whatever the block size, on real captures."""
+
+from __future__ import annotations
+
+import io
+import warnings
+
+import pandas as pd
+import pytest
+
+import ldanalyze as la
+from ldanalyze.io.capture.split import read_capture_flows
+
+from .test_real_captures import REAL
+
+COLUMNS = ["flow", "seq", "size", "t_send", "t_recv", "fate", "reason"]
+
+
+def whole_and_split(path, **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        whole = la.read_trace(path, skew="keep", **options)
+        parts = list(read_capture_flows(path, skew="keep", block_records=97, **options))
+    return whole, parts
+
+
+def table(packets: pd.DataFrame) -> pd.DataFrame:
+    out = packets[COLUMNS].astype({"flow": str, "fate": str, "reason": str})
+    return out.sort_values(["flow", "seq", "t_send"]).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("name", ["discord.pcap", "stun_wa_call.pcapng", "rtp.pcapng"])
+def test_one_flow_at_a_time_reads_what_the_whole_capture_reads(name, tmp_path):
+    path = REAL / name
+    whole, parts = whole_and_split(path)
+    assert len(parts) == len({p.packets["flow"].astype(str).str.split("/ssrc=").str[0].iat[0] for p in parts})
+    split = pd.concat([p.packets for p in parts], ignore_index=True)
+    pd.testing.assert_frame_equal(table(split), table(whole.packets))
+    flows = {}
+    for part in parts:
+        flows.update(part.meta["flows"])
+    assert flows.keys() == whole.meta["flows"].keys()
+    assert {k: v["lost"] for k, v in flows.items()} == {k: v["lost"] for k, v in whole.meta["flows"].items()}
+
+
+def test_the_counts_cover_every_record(tmp_path):
+    path = REAL / "discord.pcap"
+    whole, parts = whole_and_split(path)
+    assert parts[0].meta["records"] == whole.meta["records"]
+
+
+def test_the_per_flow_files_are_removed(tmp_path):
+    path = REAL / "stun_wa_call.pcapng"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in read_capture_flows(path, workdir=tmp_path, block_records=50):
+            assert len(list(tmp_path.iterdir())) == 1  # its temporary folder, while it reads
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_score_can_read_a_capture_one_flow_at_a_time(capsys):
+    from ldanalyze.cli import main
+
+    path = str(REAL / "discord.pcap")
+    args = ["score", path, "--skew", "keep", "--lda", "biaz,spike", "--controller", "none", "--bootstrap", "0",
+            "--by", "flow", "--format", "csv"]
+    assert main(args) == 0
+    whole = capsys.readouterr().out
+    assert main([*args, "--flow-at-a-time"]) == 0
+    split = capsys.readouterr().out
+    columns = ["flow", "lda", "losses", "M_c", "M_w"]
+    # one trace per flow: the same flows' scores, whatever trace each row names
+    assert (pd.read_csv(io.StringIO(split))[columns].sort_values(["flow", "lda"]).reset_index(drop=True)
+            .equals(pd.read_csv(io.StringIO(whole))[columns].sort_values(["flow", "lda"])
+                    .reset_index(drop=True)))
+    assert main([*args, "--flow-at-a-time", "--ssrc", "0x1"]) == 2
+    assert "takes no --ssrc" in capsys.readouterr().err
