@@ -17,6 +17,7 @@ sys.path.insert(0, str(ROOT))
 import ldanalyze as la  # noqa: E402
 from ldanalyze import batch  # noqa: E402
 from ldanalyze.report.html import build_report  # noqa: E402
+from ldanalyze.sweep import sweep  # noqa: E402
 
 OUT = ROOT / "docs" / "images"
 
@@ -41,6 +42,10 @@ def main() -> None:
     results = batch.results_table(outcomes)
     la.plot.across(results[results["scope"] == "trace"], x="wireless_rate", metric="M_w",
                    connect=False).savefig(OUT / "across.png", dpi=72)
+    spike = sweep([str(ROOT / "traces" / "wlh_mix_4flow_high.tr.gz")], "spike",
+                  {"beta": [round(0.05 * k, 2) for k in range(1, 11)],
+                   "alpha": [round(0.05 * k, 2) for k in range(2, 21)]})
+    la.plot.sweep(spike, title="Spike on wlh_mix_4flow_high: β 0.05-0.5, α 0.1-1").savefig(OUT / "sweep.png", dpi=72)
     with tempfile.TemporaryDirectory() as tmp:
         page = pathlib.Path(tmp) / "report.html"
         page.write_text(build_report([trace]))

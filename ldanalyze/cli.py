@@ -444,6 +444,32 @@ def _progress(total: int):
     return step, bar
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from .sweep import parse_param, sweep
+
+    grid = dict(parse_param(text) for text in args.param)
+    if args.vantage or args.labels:
+        raise UsageError("sweep scores trace files; give them as arguments (no --vantage, --labels)")
+    table = sweep(args.traces, args.lda, grid, replay=_replay(args), seq_modulus=args.seq_modulus,
+                  **_trace_options(args))
+    shown = table.drop(columns=["spec"])
+    if args.output:
+        _write_table(table, args.output, _inputs(args), None)
+        print(f"wrote {len(table)} grid points to {args.output}")
+    else:
+        print(shown.round(4).to_string(index=False))
+    front = table[table["pareto"]]
+    default = table[table["default"]].iloc[0]
+    print(f"\n{len(table)} points ({table.attrs['refused']} refused by {args.lda}), {len(front)} on the M_c-M_w "
+          f"frontier; the defaults ({default['spec']}) are {'on' if default['pareto'] else 'off'} it")
+    if args.plot:
+        from .report import plots
+
+        _atomic_write(args.plot, _inputs(args), lambda tmp: plots.sweep(table).savefig(tmp, format="png", dpi=100))
+        print(f"wrote the frontier plot to {args.plot}")
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from .report.html import build_report
 
@@ -642,6 +668,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "one flow at a time (clock skew fitted per flow)")
     p.add_argument("-o", "--output", help="write to this file instead of standard output")
     p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("sweep", parents=[reading, replaying],
+                       help="one LDA over a grid of its parameters: M_c, M_w per point and the trade-off frontier")
+    p.add_argument("lda", help="the LDA to sweep (spike, zigzag, mbiaz, ...)")
+    p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files, scored pooled")
+    p.add_argument("--param", action="append", required=True, metavar="NAME=START:STOP:STEP",
+                   help="a parameter and its values (START:STOP:STEP, stop included, or V1,V2,...); repeat for a "
+                        "grid")
+    p.add_argument("-o", "--output", help="write the table (.parquet or .csv)")
+    p.add_argument("--plot", metavar="PNG", help="draw M_c against M_w with the frontier and the defaults")
+    p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("report", parents=[reading],
                        help="one self-contained HTML page per set of traces: summary, scores, figures")

@@ -361,3 +361,28 @@ def zbs_usage(usage: pd.DataFrame, ax=None, labels: dict | None = None):
     ax.set_title("ZBS: the base scheme in force", fontsize=10)
     _outside(ax)
     return fig if fig is not None else ax.figure
+
+
+def sweep(table: pd.DataFrame, ax=None, title: str | None = None):
+    """A parameter sweep (``ldanalyze.sweep.sweep``): M_c against M_w in %, every grid point
+    faint, the trade-off frontier joined in order of M_c, the LDA's defaults starred."""
+    plt = _plt()
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7.5, 5.5), constrained_layout=True)
+    params = table.attrs.get("params", [])
+    ax.scatter(table["M_c"] * 100, table["M_w"] * 100, s=18, color=BLUE, alpha=0.3, linewidth=0,
+               label=f"grid points ({len(table)})")
+    front = table[table["pareto"]].sort_values(["M_c", "M_w"])
+    ax.plot(front["M_c"] * 100, front["M_w"] * 100, "-o", color=VERMILLION, markersize=5, linewidth=1.2,
+            label=f"frontier ({len(front)})")
+    for row in table[table["default"]].itertuples():
+        where = "on the frontier" if row.pareto else "off the frontier"
+        ax.scatter([row.M_c * 100], [row.M_w * 100], marker="*", s=220, color=BLACK, zorder=5,
+                   label=f"default {', '.join(f'{p}={getattr(row, p):.3g}' for p in params)} ({where})")
+    ax.set_xlim(-3, 103)
+    ax.set_ylim(-3, 103)
+    _style(ax, "M_c: congestion losses called wireless (%)", "M_w: wireless losses called congestion (%)")
+    ax.set_title(title or f"{table.attrs.get('lda', 'LDA')}: sweep of {', '.join(params)}", fontsize=10)
+    _outside(ax)
+    return fig if fig is not None else ax.figure
