@@ -30,13 +30,13 @@ def timed(fn) -> tuple[float, object]:
 
 
 def generate(folder: pathlib.Path, count: int, duration: int = 60) -> list[str]:
-    """``count`` distinct ns-2 traces of ``duration`` simulated seconds from traces/scenario.tcl."""
+    """``count`` distinct ns-2 traces of ``duration`` simulated seconds from ldanalyze/data/paper000.tcl."""
     variants = [("wlh", "tfrc", "uniform"), ("wlh", "mix", "bursty"), ("wb", "tfrc", "uniform"), ("wlh", "cbr", "bursty")]
     paths = []
     for i in range(count):
         topology, traffic, loss = variants[i % len(variants)]
         path = folder / f"gen_{i:02d}_{topology}_{traffic}.tr"
-        subprocess.run(["ns", str(ROOT / "traces" / "scenario.tcl"), f"topology={topology}", f"flows={2 + i % 3 if traffic == 'mix' else 1 + i % 3}",
+        subprocess.run(["ns", str(ROOT / "ldanalyze" / "data" / "paper000.tcl"), f"topology={topology}", f"flows={2 + i % 3 if traffic == 'mix' else 1 + i % 3}",
                         f"traffic={traffic}", f"loss={loss}", f"rate={(0.01, 0.031, 0.078)[i % 3]}", f"duration={duration}",
                         f"seed={i + 1}", f"out={path}", f"emtrace={folder / 'em.tr'}"],
                        check=True, capture_output=True)

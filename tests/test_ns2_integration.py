@@ -21,7 +21,7 @@ def run_scenario(tmp_path, **params):
     ns = require_binary("ns")
     out, em = tmp_path / "run.tr", tmp_path / "run.em"
     args = [f"{k}={v}" for k, v in params.items()] + [f"out={out}", f"emtrace={em}"]
-    subprocess.run([ns, str(TRACES / "scenario.tcl"), *args], check=True, capture_output=True, timeout=300)
+    subprocess.run([ns, str(TRACES.parent / "ldanalyze" / "data" / "paper000.tcl"), *args], check=True, capture_output=True, timeout=300)
     with open(em) as f:
         em_uids = {int(line.split()[11]) for line in f if line.strip()}
     return out, em_uids
