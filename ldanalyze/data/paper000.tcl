@@ -1,4 +1,4 @@
-# scenario.tcl -- ns-2.35 scenarios for ldanalyze (loss differentiation study)
+# paper000.tcl -- ns-2.35 scenarios for ldanalyze (loss differentiation study)
 #
 # Builds the two topologies of Section V ("Network parameters") of the LDA
 # paper (/work/shared/papers/000_ac6926a29ed3c248.txt):
@@ -31,7 +31,7 @@
 # Table I).
 #
 # Usage (key=value arguments, any order, all optional):
-#   ns scenario.tcl topology=wlh|wb flows=N traffic=tfrc|tcp|cbr|mix
+#   ns paper000.tcl topology=wlh|wb flows=N traffic=tfrc|tcp|cbr|mix
 #                   loss=uniform|bursty|none rate=0.078|high|medium|low
 #                   duration=S seed=K cbr_share=0.9 out=FILE.tr [emtrace=FILE]
 #                   [warmup=S] [emplace=link|queue] [burst=4] [bad_loss=0.5]
@@ -80,7 +80,7 @@ array set cfg {
 }
 
 proc die {msg} {
-    puts stderr "scenario.tcl: $msg"
+    puts stderr "paper000.tcl: $msg"
     exit 1
 }
 
