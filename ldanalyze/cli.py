@@ -470,6 +470,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from .reproduce import reproduce
+
+    if args.paper != "paper000":
+        raise UsageError(f"reproduce knows paper000, not {args.paper!r}")
+    done = reproduce(args.output, quick=args.quick, jobs=args.jobs)
+    checks = pd.read_csv(done["written"]["checks"])
+    print(f"{done['traces']} traces simulated and scored in {done['seconds']:.0f} s; wrote {args.output}/README.md, "
+          "results.csv, tables II and III, figures and checks.csv")
+    for row in checks.itertuples():
+        print(f"  [{row.holds:>10}] {row.claim}: {row.evidence}")
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from .report.html import build_report
 
@@ -679,6 +693,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="write the table (.parquet or .csv)")
     p.add_argument("--plot", metavar="PNG", help="draw M_c against M_w with the frontier and the defaults")
     p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("reproduce", help="paper 000's evaluation from the real ns-2: tables, figures, the "
+                                         "paper's statements checked")
+    p.add_argument("paper", choices=("paper000",))
+    p.add_argument("-o", "--output", required=True, help="the folder to write (traces are cached in it)")
+    p.add_argument("--quick", action="store_true", help="a reduced suite (N 1, 2, 4; one seed; 60 s): a minute")
+    p.add_argument("--jobs", type=int, help="worker processes (default: every core)")
+    p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("report", parents=[reading],
                        help="one self-contained HTML page per set of traces: summary, scores, figures")
