@@ -13,6 +13,8 @@ scenario, scores every LDA on each trace, replays TFRC fed by each LDA's decisio
 * ``figure_wlh.png`` and ``figure_wb.png``: modeled throughput, M_c and M_w against the number
   of flows, one line per LDA (ZBS, Figs. 11-12, with the base schemes of Figs. 8-9), the band
   spanning the seeds;
+* ``figure_13_zbs.png`` and ``zbs_usage.csv``: the share of time each base scheme was in force
+  in ZBS, per topology and number of flows (high uniform loss, mean over flows and seeds);
 * ``checks.csv`` and ``README.md``: every ordering and trend the paper states that the suite
   can test, computed from these numbers, whether it holds here, and how each number was made.
 
@@ -123,7 +125,11 @@ def reproduce(out: str | os.PathLike, *, quick: bool = False, jobs: int | None =
         figure = out / f"figure_{topology}.png"
         _figure(results, topology).savefig(figure, dpi=90)
         written[figure.name] = figure
-    checks = paper_checks(results)
+    usage = zbs_usage(results)
+    usage.to_csv(out / "zbs_usage.csv", index=False)
+    _usage_figure(usage).savefig(out / "figure_13_zbs.png", dpi=90)
+    written.update({"zbs_usage": out / "zbs_usage.csv", "figure_13_zbs.png": out / "figure_13_zbs.png"})
+    checks = paper_checks(results, usage)
     checks.to_csv(out / "checks.csv", index=False)
     seconds = time.perf_counter() - start
     (out / "README.md").write_text(_readme(suite, "quick" if quick else "full", results, checks, seconds, simulated,
@@ -189,7 +195,38 @@ def _figure(results: pd.DataFrame, topology: str):
     return fig
 
 
-def paper_checks(results: pd.DataFrame) -> pd.DataFrame:
+def zbs_usage(results: pd.DataFrame) -> pd.DataFrame:
+    """Paper 000 Fig. 13: per topology and number of flows (high uniform loss), the share of time
+    each of ZBS's base schemes was in force, mean over the flows of every seed's trace."""
+    from .io import read_trace
+    from .lda import get_lda
+    from .lda.zbs import SCHEMES
+    from .timeline import build_timeline
+
+    zbs = get_lda("zbs")
+    chosen = results[(results["loss"] == HIGH[0]) & (results["rate"] == HIGH[1]) & (results["lda"] == "zbs")]
+    rows = []
+    for trace in chosen.itertuples():
+        share = zbs.usage(build_timeline(read_trace(trace.trace)))[list(SCHEMES)].mean()
+        rows.append({"topology": trace.topology, "flows": trace.flows, "seed": trace.seed, **share.to_dict()})
+    return pd.DataFrame(rows).groupby(["topology", "flows"], sort=True)[list(SCHEMES)].mean().reset_index()
+
+
+def _usage_figure(usage: pd.DataFrame):
+    from .report.plots import _plt, zbs_usage as draw
+
+    plt = _plt()
+    topologies = [t for t in ("wlh", "wb") if t in set(usage["topology"])]
+    fig, axes = plt.subplots(1, len(topologies), figsize=(6.5 * len(topologies), 4), constrained_layout=True,
+                             squeeze=False)
+    for ax, topology in zip(axes.flat, topologies):
+        mine = usage[usage["topology"] == topology].drop(columns="topology")
+        draw(mine.assign(flows=mine["flows"].astype(str)).rename(columns={"flows": "number of flows"}), ax=ax)
+        ax.set_title(f"ZBS in {topology.upper()}: the base scheme in force (paper 000 Fig. 13)", fontsize=10)
+    return fig
+
+
+def paper_checks(results: pd.DataFrame, usage: pd.DataFrame | None = None) -> pd.DataFrame:
     """The orderings and trends paper 000 §VI states that the suite can test, with whether each
     holds on these results and the numbers it rests on."""
     rows = []
@@ -234,6 +271,12 @@ def paper_checks(results: pd.DataFrame) -> pd.DataFrame:
         check(f"{topology}: ZBS stays close to the best base scheme (accuracy within 10 points, mean over N)",
               "§VI-D, Figs. 11-12", accuracy["zbs"] >= accuracy[best] - 0.10,
               f"zbs {accuracy['zbs']:.1%}, best base {best} {accuracy[best]:.1%}", [accuracy["zbs"], accuracy[best]])
+    if usage is not None:
+        one = usage[usage["flows"] == 1].set_index("topology")
+        shares = {t: float(one.loc[t, "mbiaz"]) if t in one.index else np.nan for t in ("wlh", "wb")}
+        check("One flow, both topologies: ZBS uses mBiaz more than 98 % of the time", "§VI-D, Fig. 13",
+              all(v > 0.98 for v in shares.values()), ", ".join(f"{t.upper()} {v:.1%}" for t, v in shares.items()),
+              shares.values())
     return pd.DataFrame(rows)
 
 
@@ -257,6 +300,7 @@ def _readme(suite: Suite, name: str, results, checks: pd.DataFrame, seconds: flo
         "dynamics are theirs, not those of a closed-loop LDA sender as in the paper.", "",
         "## Tables II and III", "", "See `table_II_wlh.md` and `table_III_wb.md`.", "",
         "## Figures", "", "![WLH](figure_wlh.png)", "", "![WB](figure_wb.png)", "",
+        "![ZBS scheme usage](figure_13_zbs.png)", "",
         f"## The paper's statements, checked on these numbers ({holds} of {len(checks)} hold, {untestable} "
         "cannot be tested on this suite)", "",
         "| statement | where | holds | numbers |", "|---|---|---|---|", *check_lines, "",

@@ -23,12 +23,15 @@ def quick(tmp_path_factory):
 @needs_binary("ns")
 def test_the_quick_suite_writes_every_output(quick):
     for name in ("README.md", "results.csv", "table_II_wlh.md", "table_III_wb.md", "figure_wlh.png",
-                 "figure_wb.png", "checks.csv"):
+                 "figure_wb.png", "checks.csv", "zbs_usage.csv", "figure_13_zbs.png"):
         assert (quick / name).stat().st_size > 200, name
     results = pd.read_csv(quick / "results.csv")
     assert len(results) == len(SUITES["quick"].scenarios()) * len(LDAS)
     assert results["thput"].between(0, 1.05).all() and results["M_w"].between(0, 1).all()
     assert results["M_c"].dropna().between(0, 1).all()
+    usage = pd.read_csv(quick / "zbs_usage.csv")
+    assert len(usage) == 2 * 3  # topologies × numbers of flows
+    np.testing.assert_allclose(usage[["zigzag", "mbiaz", "spike"]].sum(axis=1), 1.0)
     table = (quick / "table_II_wlh.md").read_text()
     assert all(lda in table for lda in LDAS) and "| M_w |" in table
 
@@ -37,8 +40,8 @@ def test_the_quick_suite_writes_every_output(quick):
 def test_the_papers_statements_are_computed_from_the_numbers(quick):
     results = pd.read_csv(quick / "results.csv")
     checks = pd.read_csv(quick / "checks.csv")
-    assert len(checks) == 6 and set(checks["holds"]) <= {"yes", "no", "untestable"}
-    pd.testing.assert_frame_equal(paper_checks(results), checks)
+    assert len(checks) == 7 and set(checks["holds"]) <= {"yes", "no", "untestable"}
+    pd.testing.assert_frame_equal(paper_checks(results, pd.read_csv(quick / "zbs_usage.csv")), checks)
     # a statement flips with the numbers it rests on
     flipped = results.copy()
     flipped.loc[(flipped["topology"] == "wb") & (flipped["lda"] == "biaz"), "M_w"] = 0.5
