@@ -74,13 +74,14 @@ SUITES = {
 }
 
 
-def simulate(scenario: dict, folder: pathlib.Path, ns: str = "ns") -> pathlib.Path:
-    """The gzipped ns-2 trace of one scenario (TFRC flows), simulated unless already there."""
+def simulate(scenario: dict, folder: pathlib.Path, ns: str = "ns") -> tuple[pathlib.Path, bool]:
+    """The gzipped ns-2 trace of one scenario (TFRC flows), simulated unless already there, and
+    whether it was simulated now."""
     key = hashlib.blake2b(repr(sorted(scenario.items())).encode() + SCRIPT.read_bytes(), digest_size=6).hexdigest()
     s = scenario
     path = folder / f"{s['topology']}_n{s['flows']}_{s['loss']}{s['rate']}_s{s['seed']}_{key}.tr.gz"
     if path.exists():
-        return path
+        return path, False
     raw = path.with_suffix("")  # .tr
     args = [f"{k}={v}" for k, v in scenario.items()]
     done = subprocess.run([ns, str(SCRIPT), "traffic=tfrc", *args, f"out={raw}"], capture_output=True, text=True)
@@ -92,7 +93,7 @@ def simulate(scenario: dict, folder: pathlib.Path, ns: str = "ns") -> pathlib.Pa
         shutil.copyfileobj(src, dst, 1 << 20)
     os.replace(partial, path)
     raw.unlink()
-    return path
+    return path, True
 
 
 def reproduce(out: str | os.PathLike, *, quick: bool = False, jobs: int | None = None, ns: str = "ns") -> dict:
@@ -108,8 +109,9 @@ def reproduce(out: str | os.PathLike, *, quick: bool = False, jobs: int | None =
     scenarios = suite.scenarios()
     workers = jobs or os.cpu_count() or 1
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        paths = list(pool.map(simulate, scenarios, itertools.repeat(folder), itertools.repeat(ns)))
-    simulated = time.perf_counter() - start
+        made = list(pool.map(simulate, scenarios, itertools.repeat(folder), itertools.repeat(ns)))
+    paths = [path for path, _ in made]
+    simulated = (time.perf_counter() - start, sum(fresh for _, fresh in made))
     batch_jobs = [batching.Job(name=str(p), path=str(p)) for p in paths]
     outcomes = batching.execute(batch_jobs, batching.Analysis(ldas=",".join(LDAS), controller="tfrc"),
                                 workers=workers)
@@ -280,7 +282,7 @@ def paper_checks(results: pd.DataFrame, usage: pd.DataFrame | None = None) -> pd
     return pd.DataFrame(rows)
 
 
-def _readme(suite: Suite, name: str, results, checks: pd.DataFrame, seconds: float, simulated: float,
+def _readme(suite: Suite, name: str, results, checks: pd.DataFrame, seconds: float, simulated: tuple[float, int],
             workers: int) -> str:
     holds = int((checks["holds"] == "yes").sum())
     untestable = int((checks["holds"] == "untestable").sum())
@@ -290,9 +292,9 @@ def _readme(suite: Suite, name: str, results, checks: pd.DataFrame, seconds: flo
         "# Paper 000, reproduced by `ldanalyze reproduce paper000`", "",
         f"Suite `{name}`: topologies {', '.join(suite.topologies)}; {', '.join(map(str, suite.flows))} TFRC flows; "
         f"wireless loss {', '.join(f'{m} {r:g}' for m, r in suite.losses)}; seeds {', '.join(map(str, suite.seeds))}; "
-        f"{suite.duration} s after a {suite.warmup} s warm-up. {len(results['trace'].unique())} traces simulated "
-        f"with ns-2.35 and `ldanalyze/data/paper000.tcl` (§V), {simulated:.0f} s; everything, {seconds:.0f} s on "
-        f"{workers} worker(s).", "",
+        f"{suite.duration} s after a {suite.warmup} s warm-up. {len(results['trace'].unique())} traces from ns-2.35 "
+        f"and `ldanalyze/data/paper000.tcl` (§V), {simulated[1]} of them simulated in this run ({simulated[0]:.0f} s), "
+        f"the others taken from the cache; everything, {seconds:.0f} s on {workers} worker(s).", "",
         "Scores: every LDA replayed causally over each trace with the default replay semantics "
         "(`docs/ldas.md`); M_c, M_w and accuracy pooled per trace, then averaged over seeds. Throughput: TFRC "
         "replayed open loop, fed each LDA's decisions on the trace's arrivals, as a share of the bottleneck "
