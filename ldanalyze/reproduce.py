@@ -137,7 +137,7 @@ def reproduce(out: str | os.PathLike, *, quick: bool = False, jobs: int | None =
     (out / "README.md").write_text(_readme(suite, "quick" if quick else "full", results, checks, seconds, simulated,
                                            workers))
     written.update(checks=out / "checks.csv", readme=out / "README.md")
-    return {"written": written, "seconds": seconds, "traces": len(paths)}
+    return {"written": written, "seconds": seconds, "traces": len(paths), "simulated": simulated[1]}
 
 
 def _results(outcomes, scenarios: list[dict], paths: list[pathlib.Path]) -> pd.DataFrame:

@@ -56,5 +56,5 @@ def test_a_second_run_takes_the_traces_from_the_cache(quick, capsys):
     before = {p.name: p.stat().st_mtime for p in (quick / "traces").iterdir()}
     assert main(["reproduce", "paper000", "-o", str(quick), "--quick", "--jobs", "2"]) == 0
     assert {p.name: p.stat().st_mtime for p in (quick / "traces").iterdir()} == before
-    assert "traces simulated and scored" in capsys.readouterr().out
+    assert "6 traces (0 simulated now, the rest from the cache)" in capsys.readouterr().out
     assert np.isfinite(pd.read_csv(quick / "results.csv")["M_w"]).all()
