@@ -480,7 +480,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     print(f"{done['traces']} traces ({done['simulated']} simulated now, the rest from the cache) scored in "
           f"{done['seconds']:.0f} s; wrote {args.output}/README.md, results.csv, tables II and III, figures and checks.csv")
     for row in checks.itertuples():
-        print(f"  [{row.holds:>10}] {row.claim}: {row.evidence}")
+        print(f"  [{row.holds:>10}] {row.traffic}: {row.claim}: {row.evidence}")
     return 0
 
 

@@ -2,10 +2,13 @@
 
 Paper 000 (``../shared/papers/000_*.txt``) §V builds two topologies, Wireless Last Hop (WLH) and
 Wireless Backbone (WB), with 1 to 16 TFRC flows under low, medium and high wireless loss
-(1 %, 3.1 %, 7.8 %), and §VI reports Tables II and III (one flow) and Figs. 8, 9, 11 and 12
+(1 %, 3.1 %, 7.8 %), and §VI reports Tables II and III (one flow) and Figs. 8, 9, 11-13
 (metrics against the number of flows). ``reproduce`` simulates that suite with ns-2.35 and the
 package's own scenario script (``ldanalyze/data/paper000.tcl``), in parallel and cached by
-scenario, scores every LDA on each trace, replays TFRC fed by each LDA's decisions, and writes:
+scenario, for each traffic of the suite (TFRC as in the paper; TCP; constant-rate UDP, the only
+one whose timing does not depend on the losses judged), scores every LDA on each trace,
+replays TFRC fed by each LDA's decisions, and writes (per traffic, files of TCP and constant-rate
+traffic suffixed ``_tcp`` and ``_cbr``):
 
 * ``results.csv``: one row per trace and LDA (scenario parameters, M_c, M_w, accuracy, modeled
   throughput as a share of the bottleneck);
@@ -47,6 +50,10 @@ SCRIPT = pathlib.Path(__file__).parent / "data" / "paper000.tcl"
 LDAS = ("unaware", "omniscient", "biaz", "mbiaz", "spike", "zigzag", "zbs")
 BASE = ("biaz", "mbiaz", "spike", "zigzag")  # the base schemes ZBS picks among (§VI-D)
 HIGH = ("uniform", 0.078)
+# constant-rate UDP at 110 % of each flow's bottleneck share: its timing does not depend on the
+# losses being judged (no feedback), and its queue stays busy, as a closed-loop sender's would
+CBR_SHARE = 1.1
+TRAFFIC_NAMES = {"tfrc": "TFRC (the paper's)", "tcp": "TCP NewReno", "cbr": f"constant-rate UDP at {CBR_SHARE:.0%}"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,32 +66,35 @@ class Suite:
     seeds: tuple[int, ...]
     duration: int  # simulated seconds after the warm-up
     warmup: int
+    traffics: tuple[str, ...] = ("tfrc",)  # tfrc (the paper's), tcp, cbr (constant rate at CBR_SHARE)
 
     def scenarios(self) -> list[dict]:
-        return [{"topology": t, "flows": n, "loss": model, "rate": rate, "seed": seed, "duration": self.duration,
+        return [{"traffic": traffic, **({"cbr_share": CBR_SHARE} if traffic == "cbr" else {}), "topology": t,
+                 "flows": n, "loss": model, "rate": rate, "seed": seed, "duration": self.duration,
                  "warmup": self.warmup}
-                for t, n, (model, rate), seed in itertools.product(self.topologies, self.flows, self.losses,
-                                                                   self.seeds)]
+                for traffic, t, n, (model, rate), seed in itertools.product(self.traffics, self.topologies, self.flows,
+                                                                            self.losses, self.seeds)]
 
 
 SUITES = {
-    "quick": Suite(("wlh", "wb"), (1, 2, 4), (HIGH,), (1,), 60, 5),
+    "quick": Suite(("wlh", "wb"), (1, 2, 4), (HIGH,), (1,), 60, 5, ("tfrc", "cbr")),
     "full": Suite(("wlh", "wb"), (1, 2, 4, 6, 8, 10, 12, 16),
-                  (("uniform", 0.01), ("uniform", 0.031), HIGH, ("bursty", 0.078)), (1, 2, 3), 200, 20),
+                  (("uniform", 0.01), ("uniform", 0.031), HIGH, ("bursty", 0.078)), (1, 2, 3), 200, 20,
+                  ("tfrc", "tcp", "cbr")),
 }
 
 
 def simulate(scenario: dict, folder: pathlib.Path, ns: str = "ns") -> tuple[pathlib.Path, bool]:
-    """The gzipped ns-2 trace of one scenario (TFRC flows), simulated unless already there, and
-    whether it was simulated now."""
+    """The gzipped ns-2 trace of one scenario, simulated unless already there, and whether it was
+    simulated now."""
     key = hashlib.blake2b(repr(sorted(scenario.items())).encode() + SCRIPT.read_bytes(), digest_size=6).hexdigest()
     s = scenario
-    path = folder / f"{s['topology']}_n{s['flows']}_{s['loss']}{s['rate']}_s{s['seed']}_{key}.tr.gz"
+    path = folder / f"{s['traffic']}_{s['topology']}_n{s['flows']}_{s['loss']}{s['rate']}_s{s['seed']}_{key}.tr.gz"
     if path.exists():
         return path, False
     raw = path.with_suffix("")  # .tr
     args = [f"{k}={v}" for k, v in scenario.items()]
-    done = subprocess.run([ns, str(SCRIPT), "traffic=tfrc", *args, f"out={raw}"], capture_output=True, text=True)
+    done = subprocess.run([ns, str(SCRIPT), *args, f"out={raw}"], capture_output=True, text=True)
     if done.returncode != 0 or not raw.exists():
         raw.unlink(missing_ok=True)
         raise UsageError(f"ns-2 failed on {scenario}: {(done.stdout + done.stderr).strip()[-500:]}")
@@ -121,17 +131,22 @@ def reproduce(out: str | os.PathLike, *, quick: bool = False, jobs: int | None =
     results = _results(outcomes, scenarios, paths)
     results.to_csv(out / "results.csv", index=False)
     written = {"results": out / "results.csv"}
-    for topology, table in (("wlh", "table_II_wlh.md"), ("wb", "table_III_wb.md")):
-        (out / table).write_text(_table(results, topology))
-        written[table] = out / table
-        figure = out / f"figure_{topology}.png"
-        _figure(results, topology).savefig(figure, dpi=90)
-        written[figure.name] = figure
-    usage = zbs_usage(results)
-    usage.to_csv(out / "zbs_usage.csv", index=False)
-    _usage_figure(usage).savefig(out / "figure_13_zbs.png", dpi=90)
-    written.update({"zbs_usage": out / "zbs_usage.csv", "figure_13_zbs.png": out / "figure_13_zbs.png"})
-    checks = paper_checks(results, usage)
+    checks = []
+    for traffic in suite.traffics:
+        mine = results[results["traffic"] == traffic]
+        suffix = "" if traffic == "tfrc" else f"_{traffic}"
+        for topology, table in (("wlh", "table_II_wlh"), ("wb", "table_III_wb")):
+            (out / f"{table}{suffix}.md").write_text(_table(mine, topology, traffic))
+            figure = out / f"figure_{topology}{suffix}.png"
+            _figure(mine, topology, traffic).savefig(figure, dpi=90)
+            written.update({f"{table}{suffix}.md": out / f"{table}{suffix}.md", figure.name: figure})
+        usage = zbs_usage(mine)
+        usage.to_csv(out / f"zbs_usage{suffix}.csv", index=False)
+        _usage_figure(usage, traffic).savefig(out / f"figure_13_zbs{suffix}.png", dpi=90)
+        written.update({f"zbs_usage{suffix}": out / f"zbs_usage{suffix}.csv",
+                        f"figure_13_zbs{suffix}.png": out / f"figure_13_zbs{suffix}.png"})
+        checks.append(paper_checks(mine, usage).assign(traffic=traffic))
+    checks = pd.concat(checks, ignore_index=True)
     checks.to_csv(out / "checks.csv", index=False)
     seconds = time.perf_counter() - start
     (out / "README.md").write_text(_readme(suite, "quick" if quick else "full", results, checks, seconds, simulated,
@@ -156,14 +171,14 @@ def _mean(results: pd.DataFrame, topology: str, loss=HIGH) -> pd.DataFrame:
         ["mean", "min", "max"])
 
 
-def _table(results: pd.DataFrame, topology: str) -> str:
+def _table(results: pd.DataFrame, topology: str, traffic: str = "tfrc") -> str:
     """Paper 000 Table II/III: one flow, high loss, in %: modeled throughput, M_c, M_w per LDA."""
     stats = _mean(results, topology).xs(1, level="flows")
     name = {"wlh": "II, wireless last hop", "wb": "III, wireless backbone"}[topology]
     cong = stats[("congestion_rate", "mean")].iloc[0] * 100
-    lines = [f"Table {name}: 1 flow, high uniform wireless loss (7.8 %), mean over seeds, in %. Throughput is "
-             "TFRC's modeled rate fed by each LDA (open loop) as a share of the bottleneck; the trace's congestion "
-             f"loss rate (its own unaware TFRC sender) is {cong:.2f} %.", "",
+    lines = [f"Table {name}: 1 flow of {TRAFFIC_NAMES[traffic]}, high uniform wireless loss (7.8 %), mean over "
+             "seeds, in %. Throughput is TFRC's modeled rate fed by each LDA (open loop) as a share of the "
+             f"bottleneck; the trace's congestion loss rate (its own sender's) is {cong:.2f} %.", "",
              "| | " + " | ".join(LDAS) + " |", "|---|" + "---:|" * len(LDAS)]
     for metric, label in (("thput", "thput"), ("M_c", "M_c"), ("M_w", "M_w")):
         cells = [stats.loc[lda, (metric, "mean")] * 100 if lda in stats.index else np.nan for lda in LDAS]
@@ -171,7 +186,7 @@ def _table(results: pd.DataFrame, topology: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _figure(results: pd.DataFrame, topology: str):
+def _figure(results: pd.DataFrame, topology: str, traffic: str = "tfrc"):
     from .report.plots import MARKERS, PALETTE, _outside, _plt, _style
 
     plt = _plt()
@@ -193,7 +208,8 @@ def _figure(results: pd.DataFrame, topology: str):
         ax.set_ylim(-3, 105)
     _outside(axes[-1])
     name = {"wlh": "wireless last hop (paper 000 Figs. 8, 11)", "wb": "wireless backbone (Figs. 9, 12)"}[topology]
-    fig.suptitle(f"{name}: high uniform loss; line: mean over seeds, band: their range", fontsize=10)
+    fig.suptitle(f"{name}, {TRAFFIC_NAMES[traffic]}: high uniform loss; line: mean over seeds, band: their range",
+                 fontsize=10)
     return fig
 
 
@@ -214,7 +230,7 @@ def zbs_usage(results: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).groupby(["topology", "flows"], sort=True)[list(SCHEMES)].mean().reset_index()
 
 
-def _usage_figure(usage: pd.DataFrame):
+def _usage_figure(usage: pd.DataFrame, traffic: str = "tfrc"):
     from .report.plots import _plt, zbs_usage as draw
 
     plt = _plt()
@@ -224,7 +240,7 @@ def _usage_figure(usage: pd.DataFrame):
     for ax, topology in zip(axes.flat, topologies):
         mine = usage[usage["topology"] == topology].drop(columns="topology")
         draw(mine.assign(flows=mine["flows"].astype(str)).rename(columns={"flows": "number of flows"}), ax=ax)
-        ax.set_title(f"ZBS in {topology.upper()}: the base scheme in force (paper 000 Fig. 13)", fontsize=10)
+        ax.set_title(f"ZBS in {topology.upper()}, {TRAFFIC_NAMES[traffic]} (paper 000 Fig. 13)", fontsize=10)
     return fig
 
 
@@ -284,30 +300,39 @@ def paper_checks(results: pd.DataFrame, usage: pd.DataFrame | None = None) -> pd
 
 def _readme(suite: Suite, name: str, results, checks: pd.DataFrame, seconds: float, simulated: tuple[float, int],
             workers: int) -> str:
-    holds = int((checks["holds"] == "yes").sum())
-    untestable = int((checks["holds"] == "untestable").sum())
-    check_lines = [f"| {r.claim} | {r.paper} | {'**no**' if r.holds == 'no' else r.holds} | {r.evidence} |"
-                   for r in checks.itertuples()]
+    sections = []
+    for traffic in suite.traffics:
+        mine = checks[checks["traffic"] == traffic]
+        suffix = "" if traffic == "tfrc" else f"_{traffic}"
+        holds = int((mine["holds"] == "yes").sum())
+        untestable = int((mine["holds"] == "untestable").sum())
+        sections += [
+            f"## {TRAFFIC_NAMES[traffic]}", "",
+            f"Tables: `table_II_wlh{suffix}.md`, `table_III_wb{suffix}.md`.", "",
+            f"![WLH](figure_wlh{suffix}.png)", "", f"![WB](figure_wb{suffix}.png)", "",
+            f"![ZBS scheme usage](figure_13_zbs{suffix}.png)", "",
+            f"The paper's statements on these numbers: {holds} of {len(mine)} hold, {untestable} cannot be tested.",
+            "", "| statement | where | holds | numbers |", "|---|---|---|---|",
+            *[f"| {r.claim} | {r.paper} | {'**no**' if r.holds == 'no' else r.holds} | {r.evidence} |"
+              for r in mine.itertuples()], ""]
     return "\n".join([
         "# Paper 000, reproduced by `ldanalyze reproduce paper000`", "",
-        f"Suite `{name}`: topologies {', '.join(suite.topologies)}; {', '.join(map(str, suite.flows))} TFRC flows; "
-        f"wireless loss {', '.join(f'{m} {r:g}' for m, r in suite.losses)}; seeds {', '.join(map(str, suite.seeds))}; "
+        f"Suite `{name}`: topologies {', '.join(suite.topologies)}; {', '.join(map(str, suite.flows))} flows of "
+        f"{', '.join(TRAFFIC_NAMES[t] for t in suite.traffics)}; wireless loss "
+        f"{', '.join(f'{m} {r:g}' for m, r in suite.losses)}; seeds {', '.join(map(str, suite.seeds))}; "
         f"{suite.duration} s after a {suite.warmup} s warm-up. {len(results['trace'].unique())} traces from ns-2.35 "
         f"and `ldanalyze/data/paper000.tcl` (§V), {simulated[1]} of them simulated in this run ({simulated[0]:.0f} s), "
         f"the others taken from the cache; everything, {seconds:.0f} s on {workers} worker(s).", "",
         "Scores: every LDA replayed causally over each trace with the default replay semantics "
         "(`docs/ldas.md`); M_c, M_w and accuracy pooled per trace, then averaged over seeds. Throughput: TFRC "
         "replayed open loop, fed each LDA's decisions on the trace's arrivals, as a share of the bottleneck "
-        "(`docs/controllers.md`); the traces were recorded with ns-2's own unaware TFRC senders, so the queue "
-        "dynamics are theirs, not those of a closed-loop LDA sender as in the paper.", "",
-        "## Tables II and III", "", "See `table_II_wlh.md` and `table_III_wb.md`.", "",
-        "## Figures", "", "![WLH](figure_wlh.png)", "", "![WB](figure_wb.png)", "",
-        "![ZBS scheme usage](figure_13_zbs.png)", "",
-        f"## The paper's statements, checked on these numbers ({holds} of {len(checks)} hold, {untestable} "
-        "cannot be tested on this suite)", "",
-        "| statement | where | holds | numbers |", "|---|---|---|---|", *check_lines, "",
+        "(`docs/controllers.md`). The traces were recorded with ns-2's own senders (unaware TFRC, TCP, or "
+        "constant-rate UDP), so the queue dynamics are theirs, not those of a closed-loop LDA sender as in the "
+        "paper. The constant-rate traffic is the one whose timing does not depend on the losses being judged, "
+        "and at 110 % of its share it keeps the queue busy, as the paper's LDA senders did.", "",
+        *sections,
         "Where a statement does not hold, the reasons to look at first are the open-loop replay over traces "
-        "recorded by unaware senders (the paper's LDA senders pushed their queues differently), the loss model "
+        "recorded by other senders (the paper's LDA senders pushed their queues differently), the loss model "
         "(independent per-packet loss here, Jakes-model error traces there), ns-2's TFRC version, and our "
         "readings of rules the paper leaves open (`docs/ldas.md`).", "",
     ])
