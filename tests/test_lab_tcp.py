@@ -77,7 +77,10 @@ def test_the_receiver_alone_finds_the_losses_it_can_see(tcp):
     visible = {s for s in lost if s in first_arrival.index
                and ((delivered["seq"] > s) & (delivered["t_recv"] < first_arrival[s])).any()}
     rx = received.packets[received.packets["flow"] == data_flow(lab)]
-    assert set(rx.loc[rx["fate"] == "lost", "seq"]) == visible and len(visible) > 0
+    found = set(rx.loc[rx["fate"] == "lost", "seq"])
+    # every visible loss is found, and everything found was really lost (one CI run found a lost
+    # segment beyond this definition of visible: it is a true loss, so found may exceed visible)
+    assert visible <= found <= lost and len(visible) > 0
     assert set(rx.loc[rx["fate"] == "lost", "reason"]) == {"retransmitted"}
     info = received.meta["flows"][data_flow(lab)]
     assert (info["kind"], info["clock_rate"]) == ("tcp", 1000.0)  # Linux's TSval ticks in milliseconds
