@@ -1,7 +1,8 @@
-"""First-run cost: ``ldanalyze inspect`` of a capture with an empty numba cache (as on a fresh
-install, every kernel it calls compiles) against the same command with the cache warm, in one
-run. The field-captures issue targets <= 4 s for the first. Usage:
-``python benchmarks/first_run.py [CAPTURE]`` (default: the bundled lab receiver capture).
+"""First-run cost: ``ldanalyze inspect`` and ``score`` of a capture and of an ns-2 trace with an
+empty numba cache (as on a fresh install: every kernel a command calls compiles, unless its work is
+small enough to run interpreted, see ldanalyze/tiering.py) against the same command with the cache
+warm, in one run. The field-captures issue targets <= 4 s for the first inspect of a capture.
+Usage: ``python benchmarks/first_run.py [CAPTURE]`` (default: the bundled lab receiver capture).
 """
 
 from __future__ import annotations
@@ -25,18 +26,24 @@ def timed(command: list[str], env: dict, cwd: str) -> float:
 
 def main() -> None:
     capture = sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "traces" / "captures" / "lab_receiver.pcap")
+    ns2 = str(ROOT / "traces" / "wlh_tfrc_1flow_high.tr.gz")
+    commands = [["inspect", capture], ["score", capture], ["inspect", ns2], ["score", ns2]]
     with tempfile.TemporaryDirectory() as tmp:
         package = pathlib.Path(tmp) / "ldanalyze"
         shutil.copytree(ROOT / "ldanalyze", package, ignore=shutil.ignore_patterns("__pycache__"))
         env = {**os.environ, "NUMBA_CACHE_DIR": str(pathlib.Path(tmp) / "numba"), "PYTHONPATH": tmp,
                "PYTHONDONTWRITEBYTECODE": "1"}
-        command = [sys.executable, "-m", "ldanalyze.cli", "inspect", capture]
-        cold = timed(command, env, tmp)
-        warm = min(timed(command, env, tmp) for _ in range(3))
-    print(f"ldanalyze inspect {pathlib.Path(capture).name}")
-    print(f"  empty numba cache (first run): {cold:.2f} s   (target <= 4 s)")
-    print(f"  warm cache                   : {warm:.2f} s")
-    print(f"  first run / warm             : {cold / warm:.1f}x")
+        env.pop("LDANALYZE_KERNELS", None)
+        print(f"{'command':60s} {'first run':>10s} {'warm':>8s} {'ratio':>6s}")
+        for args in commands:
+            command = [sys.executable, "-m", "ldanalyze.cli", *args]
+            shutil.rmtree(pathlib.Path(tmp) / "numba", ignore_errors=True)
+            cold = timed(command, env, tmp)
+            warm = min(timed(command, env, tmp) for _ in range(3))
+            name = "ldanalyze " + " ".join(pathlib.Path(a).name for a in args)
+            print(f"{name:60s} {cold:9.2f}s {warm:7.2f}s {cold / warm:5.1f}x")
+    print("first run: an empty numba cache, as on a fresh install (target for inspect of a capture: <= 4 s)")
+    print("each command starts from an empty cache; warm: the best of three runs after it")
 
 
 if __name__ == "__main__":

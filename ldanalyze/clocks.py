@@ -35,6 +35,7 @@ from numba import njit
 
 from .errors import UsageError
 from .packets import DELIVERED, Trace
+from .tiering import pick
 
 MIN_FIT_SAMPLES = 2  # fewer delivered packets: no slope can be told, the skew is taken as 0
 PLAUSIBLE_SKEW_PPM = 200  # quartz clocks drift by tens of ppm; more suggests a queue that never drained
@@ -115,7 +116,10 @@ def fit_lower_envelope(t_send: np.ndarray, delay: np.ndarray) -> ClockFit:
     t, d = t[order], d[order]
     t0 = float(t[0])
     rel = t - t0  # epoch seconds lose digits in the hull's cross products
-    intercept, slope = _envelope_line(rel, d) if t.shape[0] >= MIN_FIT_SAMPLES else (float(d.min()), 0.0)
+    if t.shape[0] >= MIN_FIT_SAMPLES:
+        intercept, slope = pick(_envelope_line, t.shape[0] * 3e-6)(rel, d)  # ~3 us a point interpreted
+    else:
+        intercept, slope = float(d.min()), 0.0
     excess = float(np.max(d - (intercept + slope * rel)))
     return ClockFit(offset=float(intercept), skew=float(slope), t0=t0, excess=max(excess, 0.0),
                     samples=int(t.shape[0]), span=float(rel[-1]))

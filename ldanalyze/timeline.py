@@ -49,6 +49,7 @@ from numba import njit
 from .packets import (
     CONGESTION, DELIVERED, FATES, LOSS_FATES, UNOBSERVED, WIRELESS, Trace, empty_rtt, natural_sorted,
 )
+from .tiering import pick
 
 KIND_IN_ORDER, KIND_LATE, KIND_DUPLICATE = "in_order", "late", "duplicate"
 ARRIVAL_KIND = pd.CategoricalDtype([KIND_IN_ORDER, KIND_LATE, KIND_DUPLICATE])
@@ -210,7 +211,7 @@ def _arrivals(packets: pd.DataFrame) -> pd.DataFrame:
     d_recv[starts], d_send[starts] = np.nan, np.nan
     a["iat"] = d_recv
     a["jitter"] = d_recv - d_send
-    a["jitter_rfc3550"] = rfc3550_jitter(np.abs(a["jitter"].to_numpy()), starts)
+    a["jitter_rfc3550"] = pick(rfc3550_jitter, len(a) * 1e-6)(np.abs(a["jitter"].to_numpy()), starts)
     seq = a["seq"].to_numpy()
     best_before = a.groupby("flow")["seq"].cummax().groupby(flow).shift(1).to_numpy(np.float64)
     duplicate = a.duplicated(["flow", "seq"]).to_numpy()

@@ -23,6 +23,7 @@ from ..errors import UsageError
 from ..lda.base import Features, Replay, take
 from ..lda.rott import ewma_mean_dev, running_min_max
 from ..specs import Parameterized, check_positive
+from ..tiering import call
 from ..timeline import KIND_DUPLICATE, Timeline
 
 OPEN_LOOP_NOTE = (
@@ -154,7 +155,7 @@ def _rtt_plan(timeline, flows, code, f, path):
     a = timeline.arrivals
     rev = np.zeros(len(flows))
     sources, samples = [], []
-    lo, _ = running_min_max(f.d, f.start)
+    lo, _ = call(running_min_max, f.d, f.start)
     for k, flow in enumerate(flows):
         rows = np.flatnonzero(code == k)
         fb = by_flow.get(str(flow))
@@ -202,9 +203,9 @@ def _rtt_at_arrivals(samples, code, start, t, n_flows):
         ts, x = ts[order], x[order]
         first = np.zeros(x.shape[0], bool)
         first[:1] = True
-        R, _ = ewma_mean_dev(x, first, 0.1, 0.25, True)
-        srtt, rttvar = ewma_mean_dev(x, first, 1 / 8, 1 / 4, True)
-        lo, _ = running_min_max(x, first)
+        R, _ = call(ewma_mean_dev, x, first, 0.1, 0.25, True)
+        srtt, rttvar = call(ewma_mean_dev, x, first, 1 / 8, 1 / 4, True)
+        lo, _ = call(running_min_max, x, first)
         idx = np.searchsorted(ts, t[rows], side="right") - 1
         for target, values in zip(out, (x, R, srtt, rttvar, lo), strict=True):
             target[rows] = take(values, idx, np.nan)

@@ -72,6 +72,7 @@ import numpy as np
 from numba import njit
 
 from ..specs import check_positive
+from ..tiering import call
 from .base import Controller, LazyState, Signals
 
 #: codes of ``rule`` in the state: which rule set the rate at the last report
@@ -219,9 +220,11 @@ class LdaPlus(Controller):
         ``report`` (the arrival carried a report), and held from the flow's last report: ``l``,
         ``A_bps``, ``r_tcp_bps`` (NaN after a report without loss), ``rule`` (code in ``RULES``);
         before a flow's first report l and r_tcp_bps are NaN, A_bps is A_0 and rule 0."""
-        rate, at, l, A, r_tcp, rule = ldaplus_kernel(
+        rate, at, l, A, r_tcp, rule = call(
+            ldaplus_kernel,
             sig.start, sig.t_recv, sig.seq, sig.s, sig.R, sig.flow, sig.capacity, sig.loss_at, sig.loss_seq,
             np.asarray(congestion, np.bool_), float(self.T), self.r_0 / 8.0, self.A_0 / 8.0, float(self.D),
+            us_per_item=3,
         )
         rate *= 8.0
         keys = ("report", "l", "A_bps", "r_tcp_bps", "rule")

@@ -19,6 +19,7 @@ from numba import njit
 
 from ..errors import UsageError
 from ..specs import check_positive
+from ..tiering import call
 from .base import Controller, LazyState, Signals
 from .window import MIN_SSTHRESH, reno_growth, starts_reduction, timed_out
 
@@ -82,12 +83,12 @@ class NewReno(Controller):
         max_window = np.inf if self.max_window is None else float(self.max_window)
         args = (sig.start, sig.t_recv, sig.new, sig.s, sig.srtt, sig.rttvar, sig.loss_at, sig.loss_t, congestion,
                 float(self.initial_window), max_window, float(self.min_rto))
-        rate = newreno_kernel(*args, False)[0]
+        rate = call(newreno_kernel, *args, False, us_per_item=8)[0]
         rate *= 8.0  # bytes/s → bits/s, in place
         keys = ("cwnd", "ssthresh", "srtt")
 
         def state():
-            _, cwnd, ssthresh = newreno_kernel(*args, True)
+            _, cwnd, ssthresh = call(newreno_kernel, *args, True, us_per_item=8)
             return {"cwnd": cwnd, "ssthresh": ssthresh, "srtt": sig.srtt}
 
         return rate, LazyState(keys, state)

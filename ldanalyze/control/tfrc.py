@@ -24,6 +24,7 @@ from numba import njit
 
 from ..errors import UsageError
 from ..specs import check_positive
+from ..tiering import call
 from .base import Controller, LazyState, Signals
 
 
@@ -218,12 +219,12 @@ class Tfrc(Controller):
             sig.loss_at, sig.loss_seq, sig.loss_t, np.asarray(congestion, dtype=np.bool_),
             interval_weights(self.n), bool(self.discounting), float(self.b), float(self.rto_factor), float(self.t_mbi),
         )
-        rate = tfrc_kernel(*args, False)[0]
+        rate = call(tfrc_kernel, *args, False, us_per_item=12)[0]
         rate *= 8.0  # bytes/s → bits/s, in place: no second array of this size
         keys = ("p", "x_recv_bps", "R", "loss_events")
 
         def state():
-            _, p, x_recv, events = tfrc_kernel(*args, True)
+            _, p, x_recv, events = call(tfrc_kernel, *args, True, us_per_item=12)
             return {"p": p, "x_recv_bps": x_recv * 8.0, "R": sig.R, "loss_events": events}
 
         return rate, LazyState(keys, state)

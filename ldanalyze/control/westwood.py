@@ -59,6 +59,7 @@ from numba import njit
 
 from ..errors import UsageError
 from ..specs import check_fraction, check_positive
+from ..tiering import call
 from .base import Controller, LazyState, Signals
 from .window import MIN_SSTHRESH, reno_growth, starts_reduction, timed_out
 
@@ -276,12 +277,12 @@ class _Westwood(Controller):
             float(beta), float(N), int(history), float(self.initial_window), max_window, float(self.min_rto),
             bool(self.lda_in_slow_start),
         )
-        rate = westwood_kernel(*args, False)[0]
+        rate = call(westwood_kernel, *args, False, us_per_item=10)[0]
         keys = ("ere_bps", "sample_bps", "alpha", "T_k", "tau_k") + (("U_k_bps",) if abse else ()) + (
             "cwnd", "ssthresh", "srtt")
 
         def state():
-            _, ere, smp, alpha, T, tau_k, U, cwnd, ssthresh = westwood_kernel(*args, True)
+            _, ere, smp, alpha, T, tau_k, U, cwnd, ssthresh = call(westwood_kernel, *args, True, us_per_item=10)
             out = {"ere_bps": ere * 8.0, "sample_bps": smp * 8.0, "alpha": alpha, "T_k": T, "tau_k": tau_k,
                    "U_k_bps": U * 8.0, "cwnd": cwnd, "ssthresh": ssthresh, "srtt": sig.srtt}
             return {k: out[k] for k in keys}

@@ -45,6 +45,7 @@ from numba import njit
 
 from ..errors import UsageError
 from ..specs import check_fraction, check_positive
+from ..tiering import call
 from .base import Controller, LazyState, Signals
 
 ESTIMATORS = ("kde", "ewma")
@@ -248,10 +249,11 @@ class Xrtp(Controller):
             self.estimator == "kde", float(self.alpha), int(self.n), float(self.width),
             float(self.pair_gap), int(self.jitters), self.halving == "event",
         )
-        rate = xrtp_kernel(*args, False)[0]
+        rate = call(xrtp_kernel, *args, False, us_per_item=4)[0]
         rate *= 8.0  # bytes/s → bits/s, in place
         keys = ("sample_bps", "estimate_bps", "cut_bps")
-        return rate, LazyState(keys, lambda: {k: v * 8.0 for k, v in zip(keys, xrtp_kernel(*args, True)[1:], strict=True)})
+        return rate, LazyState(keys, lambda: {
+            k: v * 8.0 for k, v in zip(keys, call(xrtp_kernel, *args, True, us_per_item=4)[1:], strict=True)})
 
 
 CONTROLLERS = (Xrtp,)

@@ -21,6 +21,7 @@ from numba import njit
 
 from ..errors import UsageError
 from ..specs import Parameterized
+from ..tiering import call
 from ..timeline import Timeline
 
 GAP_DELAYS = ("revealing", "previous")
@@ -115,7 +116,7 @@ class Features:
 
         rev = g["arrival"].to_numpy(np.int64)
         prev = g["prev_arrival"].to_numpy(np.int64)
-        at = rev if replay.detection == 1 else _detection_arrivals(seq, start, rev, replay.detection)
+        at = rev if replay.detection == 1 else call(_detection_arrivals, seq, start, rev, replay.detection)
         if replay.update_first:
             si = at.copy()
         else:

@@ -17,6 +17,7 @@ import pandas as pd
 from numba import njit
 
 from ..specs import check_positive
+from ..tiering import call
 from .base import LDA, Features, Verdict, take
 
 
@@ -37,7 +38,7 @@ def running_tmin(spacing, start, t, t0, horizon):
 
 
 def tmin_state(f: Features, horizon: float = math.inf) -> np.ndarray:
-    return running_tmin(f.spacing, f.start, f.t, f.t0, horizon)
+    return call(running_tmin, f.spacing, f.start, f.t, f.t0, horizon)
 
 
 def biaz_window(f: Features, tmin: np.ndarray, upper: float, upper_inclusive: bool) -> np.ndarray:

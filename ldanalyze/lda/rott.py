@@ -18,6 +18,7 @@ from numba import njit
 
 from ..errors import UsageError
 from ..specs import check_fraction, check_positive
+from ..tiering import call
 from .base import LDA, Features, Verdict
 
 
@@ -121,17 +122,17 @@ class TwoThresholdLDA(LDA):
 
     def decide(self, f: Features) -> Verdict:
         _, hi, _, lo = self.fractions
-        congested = hysteresis(f.d, f.start, hi, lo, self.inclusive)
+        congested = call(hysteresis, f.d, f.start, hi, lo, self.inclusive)
         return Verdict(f.decided & (f.at_state(congested, 1) == 0))
 
     def state(self, f: Features) -> pd.DataFrame:
         _, hi_frac, _, lo_frac = self.fractions
-        lo, hi = running_min_max(f.d, f.start)
+        lo, hi = call(running_min_max, f.d, f.start)
         return pd.DataFrame({
             "d": f.d,
             "start_threshold": lo + hi_frac * (hi - lo),
             "end_threshold": lo + lo_frac * (hi - lo),
-            "congested": hysteresis(f.d, f.start, hi_frac, lo_frac, self.inclusive).astype(bool),
+            "congested": call(hysteresis, f.d, f.start, hi_frac, lo_frac, self.inclusive).astype(bool),
         })
 
 
@@ -201,7 +202,7 @@ class ZigZag(LDA):
             raise UsageError(f"{self.name}: dev_factors needs 4 values (n = 1, 2, 3, > 3)")
 
     def mean_dev(self, f: Features) -> tuple[np.ndarray, np.ndarray]:
-        return ewma_mean_dev(f.d, f.start, self.alpha, 2 * self.alpha, False)
+        return call(ewma_mean_dev, f.d, f.start, self.alpha, 2 * self.alpha, False)
 
     def decide(self, f: Features) -> Verdict:
         return Verdict(zigzag_wireless(f, *self.mean_dev(f), self.dev_factors))

@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..errors import UsageError
 from ..specs import check_positive
+from ..tiering import call
 from .base import LDA, Features, Verdict, take
 from .rott import ewma_mean_dev, running_min_max
 
@@ -85,15 +86,15 @@ class AdaptiveRtt(LDA):
             return f.d
         flows = f.timeline.arrivals["flow"]
         shifted = flows.isin(propagation).to_numpy()
-        lo, _ = running_min_max(f.d, f.start)
+        lo, _ = call(running_min_max, f.d, f.start)
         return np.where(shifted, f.d - lo + self.propagation_delay, f.d)
 
     def decide(self, f: Features) -> Verdict:
         modes = self.modes(f.timeline)
         flows = f.timeline.gaps["flow"].astype(str).to_numpy()
         x = self._arrival_delays(f, modes)
-        mean, dev = ewma_mean_dev(x, f.start, 1 / 8, 1 / 4, True)
-        lo, _ = running_min_max(x, f.start)  # T_p; in propagation mode it is propagation_delay
+        mean, dev = call(ewma_mean_dev, x, f.start, 1 / 8, 1 / 4, True)
+        lo, _ = call(running_min_max, x, f.start)  # T_p; in propagation mode it is propagation_delay
         T = take(x, f.gidx, np.nan)
         congestion = self._congested(T, f.at_state(mean), f.at_state(dev), f.at_state(lo))
         rtt_flows = list(modes.index[modes == "rtt"])
@@ -117,8 +118,8 @@ class AdaptiveRtt(LDA):
         rflow = r["flow"].to_numpy()
         start = np.ones(len(r), bool)
         start[1:] = rflow[1:] != rflow[:-1]
-        mean, dev = ewma_mean_dev(x, start, 1 / 8, 1 / 4, True)
-        lo, _ = running_min_max(x, start)
+        mean, dev = call(ewma_mean_dev, x, start, 1 / 8, 1 / 4, True)
+        lo, _ = call(running_min_max, x, start)
         t_decide = take(f.t, f.at, np.nan)  # the decision time, whatever arrival holds the state
         side = "right" if f.replay.update_first else "left"
         idx = np.full(len(flows), -1, np.int64)
@@ -137,7 +138,7 @@ class AdaptiveRtt(LDA):
         """Per arrival: the delay sample x and the EWMAs over x (flows judged by RTT samples
         have theirs in ``timeline.rtt``)."""
         x = self._arrival_delays(f, self.modes(f.timeline))
-        mean, dev = ewma_mean_dev(x, f.start, 1 / 8, 1 / 4, True)
-        lo, _ = running_min_max(x, f.start)
+        mean, dev = call(ewma_mean_dev, x, f.start, 1 / 8, 1 / 4, True)
+        lo, _ = call(running_min_max, x, f.start)
         return pd.DataFrame({"x": x, "T_bar": mean, "T_dev": dev, "T_p": lo})
 

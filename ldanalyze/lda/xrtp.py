@@ -18,6 +18,7 @@ from numba import njit
 
 from ..errors import UsageError
 from ..specs import check_fraction, check_positive
+from ..tiering import call
 from .base import LDA, Features, Verdict, take
 from .rott import ewma_mean_dev, running_min_max
 
@@ -77,9 +78,9 @@ class Xrtp(LDA):
             raise UsageError(f"{self.name}: l1 must be a whole number between 0 and n={self.n}, not {self.l1!r}")
 
     def _state(self, f: Features):
-        mean, dev = ewma_mean_dev(f.d, f.start, self.alpha, 2 * self.alpha, False)
-        run, count = xrtp_state(f.d, f.jitter, mean, dev, f.start, self.n)
-        lo, hi = running_min_max(f.d, f.start)
+        mean, dev = call(ewma_mean_dev, f.d, f.start, self.alpha, 2 * self.alpha, False)
+        run, count = call(xrtp_state, f.d, f.jitter, mean, dev, f.start, self.n)
+        lo, hi = call(running_min_max, f.d, f.start)
         return mean, dev, run, count, lo, hi
 
     def decide(self, f: Features) -> Verdict:

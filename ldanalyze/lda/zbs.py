@@ -15,6 +15,7 @@ from numba import njit
 
 from ..errors import UsageError
 from ..specs import check_positive
+from ..tiering import call
 from .base import LDA, Features, Replay, Verdict
 from .interarrival import MBiaz, biaz_window, tmin_state
 from .rott import Spike, ZigZag, hysteresis, zigzag_wireless
@@ -98,7 +99,8 @@ class Zbs(LDA):
         """(scheme per arrival, T_avg per arrival, T_min per arrival)."""
         tmin = tmin_state(f)
         b1, b2, b3 = self.narr_bounds
-        scheme, tavg = zbs_schemes(
+        scheme, tavg = call(
+            zbs_schemes,
             f.t, f.d, f.tavg_sample, tmin, f.start, self.delay_frac, b1, b2, b3, self.gain,
             self.lock_time, self.lock_packets,
         )
@@ -109,7 +111,7 @@ class Zbs(LDA):
         zz, spike = ZigZag(), Spike()
         by_zigzag = zigzag_wireless(f, *zz.mean_dev(f), zz.dev_factors)
         by_mbiaz = biaz_window(f, tmin, MBiaz().upper, upper_inclusive=False)
-        by_spike = f.at_state(hysteresis(f.d, f.start, spike.alpha, spike.beta, False), 1) == 0
+        by_spike = f.at_state(call(hysteresis, f.d, f.start, spike.alpha, spike.beta, False), 1) == 0
         chosen = f.at_state(scheme, ZIGZAG).astype(np.int8)
         wireless = np.choose(chosen, [by_zigzag, by_mbiaz, by_spike]) & f.decided
         return Verdict(wireless, scheme=chosen)

@@ -1,0 +1,117 @@
+"""Run a numba kernel as plain Python when compiling it would cost more than the work.
+
+numba compiles a kernel the first time it is called with new argument types: about 4 s for the
+capture decoder on this project's 2-core machine, paid on every fresh install, while a capture of
+a few hundred packets takes 40 ms to decode in the interpreter. ``pick`` (and ``call``) chooses
+per call between the compiled kernel and its *interpreted twin* (the same Python source run by
+CPython, its calls to other kernels rebound to their twins): the same code, so the same results
+(``tests/test_tiering.py`` checks that they agree byte for byte on real and generated captures).
+
+The environment variable ``LDANALYZE_KERNELS`` overrides the choice: ``compiled`` or
+``interpreted`` (``auto``, the default, decides by the cost estimate).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import types
+from collections.abc import Callable
+
+import numpy as np
+from numba.core.registry import CPUDispatcher
+
+# compiling costs about 0.1 s plus 0.4-2.4 ms per bytecode instruction of the kernel and the
+# kernels it calls (measured on this project's 2-core machine; the capture decoder: 5,400
+# instructions, 3.7 s); loading it from numba's disk cache about a tenth of that
+COMPILE_BASE_S = 0.1
+COMPILE_PER_INSTRUCTION_S = 7e-4
+CACHE_LOAD_SHARE = 0.1
+MODES = ("auto", "compiled", "interpreted")
+
+
+def mode() -> str:
+    """The ``LDANALYZE_KERNELS`` setting (``auto`` when unset)."""
+    value = os.environ.get("LDANALYZE_KERNELS", "auto").strip().lower() or "auto"
+    if value not in MODES:
+        raise ValueError(f"LDANALYZE_KERNELS must be one of {', '.join(MODES)}, not {value!r}")
+    return value
+
+
+def pick(kernel: CPUDispatcher, interpreted_s: float) -> Callable:
+    """``kernel`` or its interpreted twin, whichever should finish first.
+
+    ``interpreted_s`` is the caller's estimate of the interpreted run time. Machine code already
+    loaded in this process is always used; otherwise the twin runs when its estimate is below
+    the estimated cost of compiling the kernel, or of loading it from numba's cache.
+    """
+    chosen = mode()
+    if chosen == "compiled" or (chosen == "auto" and kernel.overloads):
+        return kernel
+    if chosen == "interpreted":
+        return interpreted(kernel)
+    budget = compile_s(kernel) * (CACHE_LOAD_SHARE if _on_disk(kernel) else 1.0)
+    return interpreted(kernel) if interpreted_s < budget else kernel
+
+
+def call(kernel: CPUDispatcher, *args, us_per_item: float = 1.0):
+    """``pick(kernel, ...)(*args)``, the interpreted time estimated as ``us_per_item`` per
+    element of the longest array argument (most kernels loop once over their arrays, at
+    0.2-0.5 us an element in the interpreter)."""
+    items = max((a.shape[0] for a in args if isinstance(a, np.ndarray) and a.ndim), default=0)
+    return pick(kernel, items * us_per_item * 1e-6)(*args)
+
+
+def compile_s(kernel: CPUDispatcher) -> float:
+    """The estimated time to compile ``kernel`` (see ``COMPILE_PER_INSTRUCTION_S``)."""
+    return COMPILE_BASE_S + COMPILE_PER_INSTRUCTION_S * _instructions(kernel, set())
+
+
+def _instructions(kernel: CPUDispatcher, seen: set) -> int:
+    if kernel in seen:
+        return 0
+    seen.add(kernel)
+    code = kernel.py_func.__code__
+    callees = (kernel.py_func.__globals__.get(name) for name in code.co_names)
+    return len(code.co_code) // 2 + sum(_instructions(c, seen) for c in callees if isinstance(c, CPUDispatcher))
+
+
+def interpreted(kernel: CPUDispatcher) -> Callable:
+    """The kernel's Python function, run with numpy's integer wraparound silenced (compiled
+    code wraps without a word) and with the kernels it calls replaced by their twins."""
+    twin = _twin(kernel)
+
+    @functools.wraps(kernel.py_func)
+    def run(*args):
+        with np.errstate(over="ignore"):
+            return twin(*args)
+
+    return run
+
+
+_TWINS: dict[CPUDispatcher, types.FunctionType] = {}
+
+
+def _twin(kernel: CPUDispatcher) -> types.FunctionType:
+    """A copy of the kernel's function whose global names point at interpreted kernels."""
+    twin = _TWINS.get(kernel)
+    if twin is None:
+        source = kernel.py_func
+        namespace = dict(source.__globals__)
+        twin = types.FunctionType(source.__code__, namespace, source.__name__, source.__defaults__,
+                                  source.__closure__)
+        _TWINS[kernel] = twin  # before the callees: kernels may call each other
+        for name in source.__code__.co_names:
+            value = namespace.get(name)
+            if isinstance(value, CPUDispatcher):
+                namespace[name] = _twin(value)
+    return twin
+
+
+@functools.cache
+def _on_disk(kernel: CPUDispatcher) -> bool:
+    """Whether numba's cache holds machine code for ``kernel`` (for any argument types)."""
+    try:
+        return bool(kernel._cache._cache_file._load_index())
+    except (AttributeError, OSError, ValueError, EOFError):
+        return False

@@ -1,0 +1,161 @@
+"""The interpreted twins of the kernels (ldanalyze/tiering.py) give what the compiled kernels give,
+byte for byte: on every real capture, on generated captures of every link type and container, on
+damaged real captures (same records or the same error), and on the clock and jitter kernels."""
+
+from __future__ import annotations
+
+import pathlib
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from numba import njit
+
+import ldanalyze as la
+from ldanalyze import clocks, tiering, timeline
+from ldanalyze.errors import TraceError, UsageError
+from ldanalyze.io.capture import pcap
+
+from .captures import Iface, frame_lists, pcapng_bytes, write_pcap
+from .conftest import TRACES
+from .test_fuzz_captures import DATA, damaged
+
+REAL = sorted((pathlib.Path(__file__).parent / "data" / "real").glob("*.pcap*")) + sorted(
+    (TRACES / "captures").glob("*.pcap"))
+
+
+def both(monkeypatch, call):
+    """``call()`` with compiled kernels, then with interpreted ones: (result or error text) each."""
+    outcomes = []
+    for mode in ("compiled", "interpreted"):
+        monkeypatch.setenv("LDANALYZE_KERNELS", mode)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                outcomes.append(call())
+        except (TraceError, UsageError) as exc:
+            outcomes.append(f"{type(exc).__name__}: {exc}")
+    return outcomes
+
+
+def same_decode(monkeypatch, path) -> None:
+    compiled, interpreted = both(monkeypatch, lambda: pcap.decode_capture(path))
+    if isinstance(compiled, str):
+        assert interpreted == compiled
+        return
+    assert interpreted.records.tobytes() == compiled.records.tobytes()
+    assert interpreted.flows.equals(compiled.flows)
+    assert interpreted.counts == compiled.counts
+
+
+@pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
+def test_real_captures_decode_the_same_interpreted(monkeypatch, path):
+    same_decode(monkeypatch, path)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=frame_lists(), container=st.sampled_from(["pcap-us", "pcap-ns-be", "pcapng", "pcapng-be-2^-16"]))
+def test_generated_captures_decode_the_same_interpreted(tmp_path_factory, data, container):
+    linktype, records = data
+    path = tmp_path_factory.mktemp("tier") / "c"
+    if container.startswith("pcap-"):
+        write_pcap(path, records, linktype, nano="ns" in container, big="be" in container)
+    else:
+        iface = Iface(linktype, tsresol=0x80 | 16 if "2^" in container else None, tsoffset=7)
+        path.write_bytes(pcapng_bytes([([iface], [("epb", 0, iface.ticks(r.ts_ns), r) for r in records])],
+                                      big="be" in container))
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        same_decode(monkeypatch, path)
+
+
+@pytest.mark.parametrize("name", sorted(DATA))
+def test_damaged_captures_decode_or_fail_the_same_interpreted(tmp_path_factory, name):
+    @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(damaged(name))
+    def run(data):
+        path = tmp_path_factory.mktemp("tierfuzz") / name
+        path.write_bytes(data)
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            same_decode(monkeypatch, path)
+
+    run()
+
+
+finite = st.floats(-1e3, 1e3, allow_nan=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1e3, allow_nan=False), finite), min_size=2, max_size=60))
+def test_envelope_line_interpreted(points):
+    points.sort()
+    t = np.array([p[0] for p in points])
+    d = np.array([p[1] for p in points])
+    assert clocks._envelope_line(t, d) == tiering.interpreted(clocks._envelope_line)(t, d)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1e6, allow_nan=False), st.booleans()), max_size=80))
+def test_rfc3550_jitter_interpreted(values):
+    abs_d = np.array([v[0] for v in values], np.float64)
+    starts = np.array([v[1] for v in values], bool)
+    assert np.array_equal(timeline.rfc3550_jitter(abs_d, starts),
+                          tiering.interpreted(timeline.rfc3550_jitter)(abs_d, starts))
+
+
+# -- the choice ----------------------------------------------------------------------------------
+def test_the_choice_follows_the_setting_and_the_estimate(monkeypatch):
+    @njit
+    def kernel(x):
+        return x + 1
+
+    monkeypatch.setenv("LDANALYZE_KERNELS", "compiled")
+    assert tiering.pick(kernel, 1e-9) is kernel
+    monkeypatch.setenv("LDANALYZE_KERNELS", "interpreted")
+    assert tiering.pick(kernel, 1e9) is not kernel
+    monkeypatch.setenv("LDANALYZE_KERNELS", "auto")
+    cost = tiering.compile_s(kernel)
+    monkeypatch.setattr(tiering, "_on_disk", lambda k: False)
+    assert tiering.pick(kernel, cost * 2) is kernel  # long work: compile
+    assert tiering.pick(kernel, cost / 2)(1) == 2 and not kernel.overloads
+    monkeypatch.setattr(tiering, "_on_disk", lambda k: True)  # cached: loading beats that work
+    assert tiering.pick(kernel, cost / 2) is kernel
+    assert tiering.pick(kernel, cost * tiering.CACHE_LOAD_SHARE / 2) is not kernel
+    monkeypatch.setattr(tiering, "_on_disk", lambda k: False)
+    items = int(cost * 1e6 / 3)  # call() estimates 1 us an element: 3x under the cost, then 3x over
+    assert tiering.call(kernel, np.zeros(items))[0] == 1 and not kernel.overloads
+    assert tiering.call(kernel, np.zeros(items * 9))[0] == 1 and kernel.overloads
+    monkeypatch.setenv("LDANALYZE_KERNELS", "auto")
+    kernel(1)
+    assert tiering.pick(kernel, 1e-9) is kernel  # machine code at hand is always used
+    monkeypatch.setenv("LDANALYZE_KERNELS", "fast")
+    with pytest.raises(ValueError, match="LDANALYZE_KERNELS must be one of"):
+        tiering.pick(kernel, 1.0)
+
+
+def test_compile_cost_counts_the_kernels_called():
+    assert tiering.compile_s(pcap.walk_pcap) > tiering.compile_s(pcap.decode_frame) > tiering.compile_s(
+        pcap.decode_frame.py_func.__globals__["network_start"]) > tiering.COMPILE_BASE_S
+
+
+def test_twins_call_twins_not_compiled_kernels():
+    twin = tiering._twin(pcap.walk_pcap)
+    assert not isinstance(twin.__globals__["decode_frame"], type(pcap.walk_pcap))
+    assert twin.__globals__["decode_frame"].__globals__["network_start"] is tiering._twin(
+        pcap.decode_frame.py_func.__globals__["network_start"])
+
+
+@pytest.mark.parametrize("name", ["wlh_mix_4flow_high.tr.gz", "wb_tfrc_2flow_medium.tr.gz"])
+def test_every_lda_and_controller_replays_the_same_interpreted(monkeypatch, name):
+    tl = la.build_timeline(la.read_trace(TRACES / name))
+
+    def run():
+        decisions = la.classify(tl, "all")
+        result = la.replay(tl, "all", "all")
+        return decisions, result.rates, result.summary
+
+    compiled, interpreted = both(monkeypatch, run)
+    for a, b in zip(compiled, interpreted, strict=True):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
