@@ -353,16 +353,21 @@ def first_reasons(skipped: dict[str, str], shown: int = 3) -> str:
 
 
 # -- one flow ----------------------------------------------------------------------------------
+def sender_report_candidates(records: np.ndarray) -> np.ndarray:
+    """Records that may be RTCP sender reports: decoded UDP, version 2, packet type 200."""
+    heads = records["head"]  # a strided view: only two columns are read
+    return ((records["status"] == S_DECODED) & (records["proto"] == UDP) & (records["head_len"] >= 20)
+            & (heads[:, 1] == 200) & (heads[:, 0] >> 6 == 2))
+
+
 def capture_sender_reports(capture) -> dict[int, tuple[float, int]]:
     """The media clock rates that RTCP sender reports anywhere in the capture give, by SSRC:
     RTCP travels on the RTP port (muxed) or on the next one (a flow of its own)."""
     records = capture.records
-    heads = records["head"]  # a strided view: only the candidates' bytes are copied
-    reports = ((records["status"] == S_DECODED) & (records["proto"] == UDP) & (records["head_len"] >= 20)
-               & (heads[:, 1] == 200) & (heads[:, 0] >> 6 == 2))
+    reports = sender_report_candidates(records)
     if not reports.any():
         return {}
-    head = np.ascontiguousarray(heads[reports])
+    head = np.ascontiguousarray(records["head"][reports])
     head_len = records["head_len"][reports].astype(np.int64)
     return rtp.sender_report_rates(head, head_len, rtp.packet_kinds(head, head_len) == rtp.RTCP)
 

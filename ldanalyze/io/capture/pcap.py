@@ -448,6 +448,12 @@ def capture_format(path: str | os.PathLike) -> str | None:
     return None
 
 
+def head_bytes_for(payload) -> int:
+    """Payload bytes to keep per record for reading ``payload`` (RTP: its header and extensions)."""
+    return max(DEFAULT_HEAD_BYTES, payload.needed_bytes if isinstance(payload, payloads.FieldSpec) else 0,
+               RTP_HEAD_BYTES if payload in ("auto", "rtp") else 0)
+
+
 def decode_capture(
     path: str | os.PathLike, *, head_bytes: int = DEFAULT_HEAD_BYTES, chunk_bytes: int = CHUNK_BYTES
 ) -> Capture:
@@ -859,9 +865,7 @@ def read_capture(
     """
     if skew not in SKEW_CHOICES:
         raise UsageError(f"skew must be one of {SKEW_CHOICES}, not {skew!r}")
-    head_bytes = max(DEFAULT_HEAD_BYTES, payload.needed_bytes if isinstance(payload, payloads.FieldSpec) else 0,
-                     RTP_HEAD_BYTES if payload in ("auto", "rtp") else 0)
-    capture = decode_capture(path, head_bytes=head_bytes, chunk_bytes=chunk_bytes)
+    capture = decode_capture(path, head_bytes=head_bytes_for(payload), chunk_bytes=chunk_bytes)
     packets, taken = payloads.capture_packets(capture, payload=payload, vantage=vantage, flows=flows,
                                               clock_rate=clock_rate, ssrc=ssrc, rtp_sequence=rtp_sequence)
     return capture_trace(capture, packets, taken, payload=payload, vantage=vantage, skew=skew,

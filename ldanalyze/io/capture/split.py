@@ -29,8 +29,8 @@ from ...clocks import PLAUSIBLE_SKEW_PPM
 from ...errors import TraceError
 from ...packets import Trace
 from . import payload as payloads
-from .linklayer import S_DECODED, STATUS_NAMES
-from .pcap import CHUNK_BYTES, DEFAULT_HEAD_BYTES, RTP_HEAD_BYTES, CaptureWarning, _Output, capture_trace, decode_into
+from .linklayer import STATUS_NAMES
+from .pcap import CHUNK_BYTES, CaptureWarning, _Output, capture_trace, decode_into, head_bytes_for
 
 SPILL_RECORDS = 1 << 20  # records per block before it is written out (about 100 MB)
 
@@ -58,10 +58,7 @@ class _SpillingOutput(_Output):
 
     def _spill(self, block: np.ndarray) -> None:
         flow = block["flow"]
-        heads = block["head"]
-        report = ((flow >= 0) & (block["status"] == S_DECODED) & (block["head_len"] >= 20)
-                  & (heads[:, 1] == 200) & (heads[:, 0] >> 6 == 2))
-        self.kept.append(block[(flow < 0) | report].copy())
+        self.kept.append(block[(flow < 0) | payloads.sender_report_candidates(block)].copy())
         flowing = flow >= 0
         self.spilled += np.bincount(block["status"][flowing], minlength=256)
         order = np.argsort(flow, kind="stable")
@@ -90,8 +87,7 @@ def read_capture_flows(
     """One Trace per flow of a capture, with memory bounded by the largest flow (module
     docstring); the options are ``read_capture``'s. The per-flow files live in a temporary
     folder under ``workdir`` (the system's temporary folder by default), removed at the end."""
-    head_bytes = max(DEFAULT_HEAD_BYTES, payload.needed_bytes if isinstance(payload, payloads.FieldSpec) else 0,
-                     RTP_HEAD_BYTES if payload in ("auto", "rtp") else 0)
+    head_bytes = head_bytes_for(payload)
     with tempfile.TemporaryDirectory(prefix="ldanalyze-flows-", dir=workdir) as folder:
         output = _SpillingOutput(head_bytes, pathlib.Path(folder), block_records)
         capture = decode_into(path, output, chunk_bytes)  # holds the kept records only
