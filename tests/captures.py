@@ -334,6 +334,20 @@ def frame_lists(draw, linktypes=LINKTYPES, tpids=(0x8100, 0x88A8, 0x9100)) -> tu
     return linktype, records
 
 
+CONTAINERS = ["pcap-us", "pcap-ns-be", "pcapng", "pcapng-be-2^-16"]
+
+
+def write_container(path, container: str, linktype: int, records: list[Record]) -> None:
+    """Write records in one of ``CONTAINERS``: pcap (µs or big-endian ns) or pcapng (native µs
+    or big-endian with 2^-16 s ticks and a time offset)."""
+    if container.startswith("pcap-"):
+        write_pcap(path, records, linktype, nano="ns" in container, big="be" in container)
+    else:
+        iface = Iface(linktype, tsresol=0x80 | 16 if "2^" in container else None, tsoffset=7)
+        items = [("epb", 0, iface.ticks(r.ts_ns), r) for r in records]
+        path.write_bytes(pcapng_bytes([([iface], items)], big="be" in container))
+
+
 # -- strategies: flows for the payload rules ---------------------------------------------------
 @dataclasses.dataclass
 class MediaFlow:

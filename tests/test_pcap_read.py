@@ -25,6 +25,7 @@ from ldanalyze.io.capture.pcap import CaptureWarning, capture_format, decode_cap
 
 from . import naive
 from .captures import (
+    CONTAINERS,
     T0,
     Endpoints,
     Iface,
@@ -34,6 +35,7 @@ from .captures import (
     link_frame,
     pcapng_bytes,
     rtp_payload,
+    write_container,
     write_pcap,
     write_scapy_pcapng,
 )
@@ -207,16 +209,11 @@ def test_gzip_and_small_chunks_read_the_same(tmp_path, kind):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(data=frame_lists(), container=st.sampled_from(["pcap-us", "pcap-ns-be", "pcapng", "pcapng-be-2^-16"]))
+@given(data=frame_lists(), container=st.sampled_from(CONTAINERS))
 def test_kernel_agrees_with_the_twin(tmp_path_factory, data, container):
     linktype, records = data
     path = tmp_path_factory.mktemp("twin") / "c"
-    if container.startswith("pcap-"):
-        write_pcap(path, records, linktype, nano="ns" in container, big="be" in container)
-    else:
-        iface = Iface(linktype, tsresol=0x80 | 16 if "2^" in container else None, tsoffset=7)
-        items = [("epb", 0, iface.ticks(r.ts_ns), r) for r in records]
-        path.write_bytes(pcapng_bytes([([iface], items)], big="be" in container))
+    write_container(path, container, linktype, records)
     same_as_twin(path)
 
 

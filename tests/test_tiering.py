@@ -19,7 +19,7 @@ from ldanalyze import clocks, tiering, timeline
 from ldanalyze.errors import TraceError, UsageError
 from ldanalyze.io.capture import pcap
 
-from .captures import Iface, frame_lists, pcapng_bytes, write_pcap
+from .captures import CONTAINERS, frame_lists, write_container
 from .conftest import TRACES
 from .test_fuzz_captures import DATA, damaged
 
@@ -57,16 +57,11 @@ def test_real_captures_decode_the_same_interpreted(monkeypatch, path):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(data=frame_lists(), container=st.sampled_from(["pcap-us", "pcap-ns-be", "pcapng", "pcapng-be-2^-16"]))
+@given(data=frame_lists(), container=st.sampled_from(CONTAINERS))
 def test_generated_captures_decode_the_same_interpreted(tmp_path_factory, data, container):
     linktype, records = data
     path = tmp_path_factory.mktemp("tier") / "c"
-    if container.startswith("pcap-"):
-        write_pcap(path, records, linktype, nano="ns" in container, big="be" in container)
-    else:
-        iface = Iface(linktype, tsresol=0x80 | 16 if "2^" in container else None, tsoffset=7)
-        path.write_bytes(pcapng_bytes([([iface], [("epb", 0, iface.ticks(r.ts_ns), r) for r in records])],
-                                      big="be" in container))
+    write_container(path, container, linktype, records)
     with pytest.MonkeyPatch.context() as monkeypatch:
         same_decode(monkeypatch, path)
 
