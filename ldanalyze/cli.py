@@ -72,7 +72,7 @@ def _read(args: argparse.Namespace, path: str | None) -> Trace:
     if path is None:
         ignored = [flag for flag, given in (("--skew", args.skew), ("--trace-format", args.trace_format != "auto"),
                                             ("--field", args.field), ("--clock-rate", args.clock_rate),
-                                            ("--ssrc", args.ssrc),
+                                            ("--ssrc", args.ssrc), ("--capture-host", args.capture_host),
                                             ("--data-types", args.data_types), ("--feedback-types", args.feedback_types),
                                             ("--flow-by", args.flow_by), ("--drop-cause", args.drop_cause)) if given]
         if ignored:
@@ -82,7 +82,7 @@ def _read(args: argparse.Namespace, path: str | None) -> Trace:
                               flows=args.flows, **chain_options)
     else:
         options = _trace_options(args)
-        for name in ("payload", "skew", "flows", "clock_rate", "ssrc"):
+        for name in ("payload", "skew", "flows", "clock_rate", "ssrc", "capture_host"):
             if getattr(args, name):
                 options[name] = getattr(args, name)
         if args.rtp_sequence != "ssrc":
@@ -165,7 +165,9 @@ def send_time_source(info: dict) -> str:
         return f"abs-send-time header extension (id {info['abs_send_time_id']})"
     if kind == "rtp":
         frames = ", per frame" if "frames" in info else ""
-        return f"RTP timestamp at {info.get('clock_rate', float('nan')):g} Hz ({info.get('clock_source', '?')}){frames}"
+        refused = f"; sender reports refused: {info['sender_report_refused']}" if "sender_report_refused" in info else ""
+        return (f"RTP timestamp at {info.get('clock_rate', float('nan')):g} Hz "
+                f"({info.get('clock_source', '?')}{refused}){frames}")
     if kind == "tcp":
         return f"TCP TSval at {info.get('clock_rate', float('nan')):g} Hz ({info.get('clock_source', '?')})"
     if kind.startswith(("iperf3", "iperf2")):
@@ -176,12 +178,18 @@ def send_time_source(info: dict) -> str:
 def _print_streams(meta: dict) -> None:
     rows = []
     for label, info in meta.get("flows", {}).items():
-        rows.append({"stream": label, "kind": info.get("kind", ""), "packets": info.get("packets", 0),
-                     "lost": info.get("lost", 0), "rtx repaired": info.get("rtx_repaired", 0),
-                     "padding only": info.get("padding_only", 0), "fec": info.get("fec_packets", 0),
-                     "send times from": send_time_source(info)})
+        out = info.get("outgoing", False)
+        rows.append({"stream": label, "kind": info.get("kind", ""), "direction": "out" if out else "in",
+                     "packets": info.get("packets", 0), "lost": "-" if out else info.get("lost", 0),
+                     "rtx repaired": info.get("rtx_repaired", 0), "padding only": info.get("padding_only", 0),
+                     "fec": info.get("fec_packets", 0),
+                     "send times from": "- (sent by the capture host)" if out else send_time_source(info)})
+    host = meta.get("capture_host")
+    if host:
+        print(f"\ncapture host: {host['address'] or 'not known'} ({host['how']})")
     if rows:
-        print("\nstreams read (send times from the best source each carries):")
+        print("\nstreams read (send times from the best source each carries; out: sent by the capture host, "
+              "captured before the path, so its fates are unknown here):")
         print(pd.DataFrame(rows).to_string(index=False))
     noise = sum(info.get("noise_ssrcs", 0) for info in meta.get("flows", {}).values())
     if noise:
@@ -589,6 +597,10 @@ def build_parser() -> argparse.ArgumentParser:
                               "its transport-wide sequence numbers (transport-cc header extension)")
     reading.add_argument("--clock-rate", type=float, metavar="HZ",
                          help="captures: the in-band clock's rate (RTP timestamp, TSval) when known")
+    reading.add_argument("--capture-host", metavar="ADDR|none",
+                         help="receiver captures: the address of the host the capture was taken on; the flows "
+                              "it sends are read as sent, not as received (default: found from the flows' "
+                              "ends and TTLs, as `inspect` reports)")
     reading.add_argument("--skew-limit", type=float, metavar="PPM",
                          help="captures: a fitted clock skew beyond this is reported, not applied (default 200)")
     reading.add_argument("--skew", choices=SKEW_CHOICES,

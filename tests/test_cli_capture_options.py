@@ -62,7 +62,9 @@ def test_inspect_lists_streams_with_their_send_time_source_and_what_was_skipped(
 
     assert main(["inspect", str(REAL / "stun_signal.pcapng")]) == 0
     out = capsys.readouterr().out
-    assert "streams read (send times from the best source each carries):" in out
+    assert "streams read (send times from the best source each carries; out: sent by the capture host" in out
+    assert "capture host: 192.168.12.169 (an end of the flows carrying 100.0% of the packets; it sends with " \
+           "TTL 64)" in out
     # five or six packets over 0.1 s: the rate is a guess, and says so
     assert re.search(r"RTP timestamp at \d+\.\d Hz \(inferred \(not a usual rate\)\)", out)
     assert "noise: 2 one- or two-packet SSRCs" in out
@@ -78,3 +80,19 @@ def test_ssrc_picks_rtp_streams(capsys):
     assert len(flows) == 2 and all(f["flow"].startswith(("157.240.203.62:3478", "93.33.118.87:41107")) for f in flows)
     assert main(["inspect", path, "--ssrc", "0x1"]) == 2
     assert "no RTP stream with SSRC 0x00000001" in capsys.readouterr().err
+
+
+def test_capture_host_names_or_disowns_the_capturing_host(capsys):
+    from .test_real_captures import REAL
+
+    path = str(REAL / "stun_wa_call.pcapng")
+    outgoing = "192.168.12.156:46652>93.57.123.227:3478/udp"
+    for option, direction in (([], "out"), (["--capture-host", "none"], "in"),
+                              (["--capture-host", "93.57.123.227"], "in")):
+        assert main(["inspect", path, "--json", *option]) == 0
+        meta = json.loads(capsys.readouterr().out)["meta"]
+        assert meta["flows"][outgoing]["outgoing"] == (direction == "out"), option
+    assert meta["capture_host"] == {"address": "93.57.123.227", "how": "given"}
+    assert meta["flows"]["93.57.123.227:3478>192.168.12.156:46652/udp"]["outgoing"]
+    assert main(["inspect", path, "--capture-host", "10.0.0.300"]) == 2
+    assert "capture host must be an IP address, auto or none, not '10.0.0.300'" in capsys.readouterr().err

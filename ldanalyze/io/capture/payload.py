@@ -12,7 +12,7 @@ each flow's packets (``decode_capture`` keeps the first payload bytes of every p
     joined to their media stream, and a stream that cannot be read skipped with its reason
     (``meta['skipped_streams']``), never failing its flow. The timestamp is the sender's
     media clock: its rate is ``clock_rate`` when given, else what the stream's RTCP sender
-    reports say, else the payload type's static rate (RFC 3551: 8000 Hz for PCMU, 90000 Hz for
+    reports say (when between 1 kHz and 1 MHz; ``sender_report_refused`` says why not), else the payload type's static rate (RFC 3551: 8000 Hz for PCMU, 90000 Hz for
     JPEG, ...), else (dynamic types) inferred from timestamp increments against capture times
     and taken as the nearest usual rate (8000, 16000, 48000, 90000, ...) when within 2 %.
     ``meta['flows']`` says which (``clock_source``).
@@ -77,6 +77,7 @@ ORDER = "order"
 COUNTER_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 PAIR_UNITS = {"sec+usec": 1e-6, "sec+nsec": 1e-9, "ntp": 2.0**-32}
 USUAL_RTP_RATES = (8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 90000, 96000)
+PLAUSIBLE_RTP_RATES = (1000.0, 1e6)  # sender-report rates outside are refused (Hz)
 USUAL_TSVAL_RATES = (1, 10, 100, 250, 300, 1000, 1024, 10_000, 100_000, 1_000_000, 1_000_000_000)
 # RFC 3551 static payload types and their clock rates
 RTP_STATIC_RATES = {
@@ -93,6 +94,8 @@ GAP = "seq-gap"
 RETRANSMITTED = "retransmitted"
 RTX_REPAIRED = "rtx-repaired"
 TRANSPORT_CC = "transport-cc"
+HOST_SHARE = 0.98  # the capture host is an end of the flows carrying this share of the packets
+INITIAL_TTLS = (64, 128, 255)  # what hosts send with; a packet routed on has less
 RTP_SEQUENCES = ("ssrc", TRANSPORT_CC)  # an RTP stream per SSRC, or one per flow in transport-wide order
 REASONS = ("", GAP, RETRANSMITTED, RTX_REPAIRED)
 
@@ -246,7 +249,8 @@ class NotThisKind(Exception):
 # -- the entry points --------------------------------------------------------------------------
 def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows=None,
                     clock_rate: float | None = None, fallback: str | None = None,
-                    ssrc=None, rtp_sequence: str = "ssrc", reports=None) -> tuple[pd.DataFrame, dict]:
+                    ssrc=None, rtp_sequence: str = "ssrc", reports=None,
+                    host: str | tuple | None = "auto") -> tuple[pd.DataFrame, dict]:
     """The PacketTable of a decoded one-point capture, and what was taken and skipped
     (``meta['skipped_flows']``: flow label → why).
 
@@ -256,7 +260,11 @@ def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows
     of the in-band clock (RTP timestamp, TCP TSval) when you know it. ``fallback`` (a kind)
     reads the data-carrying flows that ``payload`` does not fit instead of skipping them.
     ``reports``: the clock rates RTCP sender reports give (``capture_sender_reports``) when the
-    caller took them from more of the capture than ``capture`` holds.
+    caller took them from more of the capture than ``capture`` holds. ``host``: the address of
+    the host the capture was taken on (``auto``: ``capture_host`` finds it, ``None``: none, or
+    ``host_of``'s (address, how));
+    at a receiver, the flows it sends are read as sent (fate ``unobserved``, streams marked
+    ``outgoing``): they were captured before the path, so a receiver learns nothing of them.
     """
     if vantage not in VANTAGES:
         raise UsageError(f"vantage must be one of {VANTAGES}, not {vantage!r}")
@@ -270,14 +278,23 @@ def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows
     chosen, wanted = _chosen_flows(capture, flows)
     times = capture.times()
     reports = capture_sender_reports(capture) if reports is None else reports
+    if isinstance(host, tuple):  # host_of's answer, found from more of the capture than this
+        found = host
+    else:
+        found = capture_host(capture) if host == "auto" else (host, "given") if host else (None, "none given")
+    outgoing = set(np.flatnonzero((capture.flows["src"] == found[0]).to_numpy())) if receiver and found[0] else set()
     streams, skipped = [], {}
     for flow, rows, records in flow_groups(capture.records):
         if chosen is not None and flow not in chosen:
             continue
         try:
-            streams += flow_streams(capture, flow, rows, records, payload, times, clock_rate=clock_rate,
-                                    forced=chosen is not None and fallback is None, send_times=receiver,
-                                    rtp_sequence=rtp_sequence, reports=reports)
+            mine = flow_streams(capture, flow, rows, records, payload, times, clock_rate=clock_rate,
+                                forced=chosen is not None and fallback is None,
+                                send_times=receiver and flow not in outgoing, rtp_sequence=rtp_sequence,
+                                reports=reports)
+            for stream in mine:
+                stream.info["outgoing"] = flow in outgoing
+            streams += mine
         except NotThisKind as why:
             if fallback is not None and not str(why).startswith(ACKS_ONLY):
                 streams += flow_streams(capture, flow, rows, records, fallback, times, forced=True,
@@ -304,8 +321,51 @@ def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows
     for stream in streams:
         skipped_streams.update(stream.info.pop("skipped_streams", {}))
     table, per_stream = _packet_rows(capture, streams, times, receiver)
-    meta = {"flows": per_stream, "skipped_flows": skipped, "skipped_streams": skipped_streams}
+    meta = {"flows": per_stream, "skipped_flows": skipped, "skipped_streams": skipped_streams,
+            "capture_host": {"address": found[0], "how": found[1]}}
     return table, meta
+
+
+def capture_host(capture) -> tuple[str | None, str]:
+    """The address of the host the capture was taken on, and how it was told (``host_of``)."""
+    records = capture.records
+    decoded = records["status"] == S_DECODED
+    flow, ttl = records["flow"][decoded].astype(np.int64), records["ttl"][decoded].astype(np.int64)
+    n = len(capture.flows)
+    return host_of(capture.flows, np.bincount(flow * 256 + ttl, minlength=n * 256).reshape(n, 256))
+
+
+def host_of(flows: pd.DataFrame, ttls: np.ndarray) -> tuple[str | None, str]:
+    """The capture host's address from the flow table and each flow's packets by TTL (a row
+    per flow, a column per TTL), and how it was told (or why not).
+
+    It is the one address at an end of the flows carrying ``HOST_SHARE`` of the packets whose
+    own packets (if any) mostly leave with an initial TTL (``INITIAL_TTLS``), not one lowered
+    by a router. When every flow joins the same two addresses, both must have sent and exactly
+    one with an initial TTL; otherwise there is no telling (a one-hop LAN keeps TTLs whole).
+    """
+    packets = ttls.sum(axis=1)
+    if packets.sum() == 0:
+        return None, "no decoded packet"
+    src, dst = flows["src"].to_numpy(), flows["dst"].to_numpy()
+    share = {a: packets[(src == a) | (dst == a)].sum() / packets.sum() for a in set(src) | set(dst)}
+    ends = [a for a in share if share[a] >= HOST_SHARE]
+    sent_ttl = {}
+    for a in ends:
+        mine = ttls[src == a].sum(axis=0)
+        sent_ttl[a] = int(mine.argmax()) if mine.sum() else None
+    unrouted = [a for a in ends if sent_ttl[a] is None or sent_ttl[a] in INITIAL_TTLS]
+    if len(ends) == 2 and None not in sent_ttl.values() and len(unrouted) == 1:
+        a = unrouted[0]
+        b = ends[1] if ends[0] == a else ends[0]
+        return a, f"every flow joins {a} and {b}; {a} sends with TTL {sent_ttl[a]}, {b}'s arrive with {sent_ttl[b]}"
+    if len(ends) == 1 and unrouted:
+        a = ends[0]
+        ttl = f"; it sends with TTL {sent_ttl[a]}" if sent_ttl[a] is not None else "; it sends nothing"
+        return a, f"an end of the flows carrying {share[a]:.1%} of the packets{ttl}"
+    if len(ends) == 2:
+        return None, f"every flow joins {' and '.join(sorted(ends))}, and their TTLs do not tell which one captured"
+    return None, "no address is an end of (nearly) every flow, or its packets were routed"
 
 
 def detect_kinds(capture) -> dict[int, str]:
@@ -498,9 +558,14 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
         report = reports.get(int(c["ssrc"], 16))
         if clock_rate is None and report is not None:  # the sender said how fast its media clock runs
             measured, count = report
-            nearest = min(USUAL_RTP_RATES, key=lambda r: abs(math.log(measured / r)) if measured > 0 else 1e9)
-            rate = float(nearest) if measured > 0 and abs(measured / nearest - 1) <= 0.01 else measured
             info.update(sender_reports=count, sender_report_rate=measured)
+            if PLAUSIBLE_RTP_RATES[0] <= measured <= PLAUSIBLE_RTP_RATES[1]:
+                nearest = min(USUAL_RTP_RATES, key=lambda r: abs(math.log(measured / r)))
+                rate = float(nearest) if abs(measured / nearest - 1) <= 0.01 else measured
+            else:  # reports whose NTP and RTP times do not belong together: not a clock to use
+                report = None
+                info["sender_report_refused"] = (f"{measured:.3g} Hz is no media clock rate "
+                                                 f"({PLAUSIBLE_RTP_RATES[0]:g}-{PLAUSIBLE_RTP_RATES[1]:g} Hz)")
         extension = None
         if send_times:
             mine_head, mine_len = head[c["mask"]], head_len[c["mask"]]
@@ -791,7 +856,7 @@ def _packet_rows(capture, streams: list[Stream], times, receiver: bool) -> tuple
                              "packet blocks, which carry no timestamp; a trace needs their capture times",
                              offset=first)
         size = size_all[s.rows]
-        if receiver:
+        if receiver and not s.info.get("outgoing"):
             if np.isnan(s.sent).any():
                 raise TraceError(capture.path, f"flow {s.label}: its {s.kind} packets carry no send time, which a "
                                  "receiver-side trace needs", offset=int(records["offset"][s.rows[0]]))
@@ -802,6 +867,8 @@ def _packet_rows(capture, streams: list[Stream], times, receiver: bool) -> tuple
             part = {"seq": s.seq, "uid": s.rows, "size": size, "t_send": t, "t_recv": np.full(n, np.nan),
                     "fate": np.full(n, FATES.index(UNOBSERVED), np.int8), "reason": np.zeros(n, np.int8),
                     "lost": 0}
+            if s.info.get("outgoing"):  # numbers the host skipped, or the capture missed: not path losses
+                s.info["missing"] = int(s.seq.max() - s.seq.min() + 1 - np.unique(s.seq).shape[0])
         part["flow"] = np.full(part["seq"].shape[0], len(parts), np.int32)
         parts.append(part)
         per_stream[s.label] = {**s.info, "packets": int(s.rows.shape[0]), "lost": int(part["lost"])}

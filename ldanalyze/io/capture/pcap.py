@@ -840,6 +840,7 @@ def read_capture(
     clock_rate: float | None = None,
     skew: str = "remove",
     skew_limit_ppm: float = PLAUSIBLE_SKEW_PPM,
+    capture_host: str | None = "auto",
     chunk_bytes: int = CHUNK_BYTES,
 ) -> Trace:
     """Read a one-point capture (pcap or pcapng, plain or gzip) into a Trace.
@@ -857,7 +858,11 @@ def read_capture(
     :func:`~ldanalyze.clocks.remove_skew` and takes the skew out of the receive times, which
     stay the capture times at the flow's first packet (``meta['clock_fit']`` reports offset
     and skew; ``meta['clock']`` becomes ``skew-removed``); ``skew="keep"`` leaves them as
-    they are; a fitted skew beyond ``skew_limit_ppm`` is reported and not applied. Capture times are float seconds since the epoch (a resolution of about 0.24 µs
+    they are; a fitted skew beyond ``skew_limit_ppm`` is reported and not applied.
+    ``capture_host`` is the address of the host the capture was taken on (``auto``: found
+    from the flows' ends and TTLs, see ``payload.host_of``; ``"none"``: no host): at a
+    receiver, the flows it sends are read as sent (fate ``unobserved``), not as arrivals;
+    ``meta['capture_host']`` says which address and how. Capture times are float seconds since the epoch (a resolution of about 0.24 µs
     today; ``decode_capture`` keeps the integer nanoseconds); RTP and TSval send times count
     from their own clock's origin. ``size`` is the IP datagram's length. ``meta`` also holds
     per-flow kinds, clock rates and exclusions, the skipped flows, the record counts by
@@ -867,9 +872,22 @@ def read_capture(
         raise UsageError(f"skew must be one of {SKEW_CHOICES}, not {skew!r}")
     capture = decode_capture(path, head_bytes=head_bytes_for(payload), chunk_bytes=chunk_bytes)
     packets, taken = payloads.capture_packets(capture, payload=payload, vantage=vantage, flows=flows,
-                                              clock_rate=clock_rate, ssrc=ssrc, rtp_sequence=rtp_sequence)
+                                              clock_rate=clock_rate, ssrc=ssrc, rtp_sequence=rtp_sequence,
+                                              host=_host_option(capture_host))
     return capture_trace(capture, packets, taken, payload=payload, vantage=vantage, skew=skew,
                          skew_limit_ppm=skew_limit_ppm)
+
+
+def _host_option(capture_host: str | None) -> str | None:
+    """``capture_host`` as ``capture_packets`` takes it: ``auto``, None, or a checked address."""
+    if capture_host in (None, "none"):
+        return None
+    if capture_host == "auto":
+        return "auto"
+    try:
+        return str(ipaddress.ip_address(capture_host))
+    except ValueError:
+        raise UsageError(f"capture host must be an IP address, auto or none, not {capture_host!r}") from None
 
 
 def capture_trace(capture: Capture, packets: pd.DataFrame, taken: dict, *, payload, vantage: str, skew: str,
@@ -896,6 +914,7 @@ def capture_trace(capture: Capture, packets: pd.DataFrame, taken: dict, *, paylo
         "flows": taken["flows"],
         "skipped_flows": taken["skipped_flows"],
         "skipped_streams": taken["skipped_streams"],
+        "capture_host": taken["capture_host"],
         "records": capture.counts,
         "interfaces": capture.interfaces.to_dict("records"),
         "notes": capture.notes,

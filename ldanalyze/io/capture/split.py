@@ -29,8 +29,8 @@ from ...clocks import PLAUSIBLE_SKEW_PPM
 from ...errors import TraceError
 from ...packets import Trace
 from . import payload as payloads
-from .linklayer import STATUS_NAMES
-from .pcap import CHUNK_BYTES, CaptureWarning, _Output, capture_trace, decode_into, head_bytes_for
+from .linklayer import S_DECODED, STATUS_NAMES
+from .pcap import CHUNK_BYTES, CaptureWarning, _host_option, _Output, capture_trace, decode_into, head_bytes_for
 
 SPILL_RECORDS = 1 << 20  # records per block before it is written out (about 100 MB)
 
@@ -45,6 +45,7 @@ class _SpillingOutput(_Output):
         self.folder = folder
         self.kept: list[np.ndarray] = []  # frames of no flow, and sender reports
         self.spilled = np.zeros(256, np.int64)  # flow records written out, by decode status
+        self.ttls = np.zeros((0, 256), np.int64)  # decoded packets by flow and TTL (for the capture host)
         self.flows_written: set[int] = set()
 
     def new_block(self) -> None:
@@ -61,6 +62,11 @@ class _SpillingOutput(_Output):
         self.kept.append(block[(flow < 0) | payloads.sender_report_candidates(block)].copy())
         flowing = flow >= 0
         self.spilled += np.bincount(block["status"][flowing], minlength=256)
+        decoded = block["status"] == S_DECODED
+        if self.n_flows > self.ttls.shape[0]:
+            self.ttls = np.vstack([self.ttls, np.zeros((self.n_flows - self.ttls.shape[0], 256), np.int64)])
+        cells = flow[decoded].astype(np.int64) * 256 + block["ttl"][decoded]
+        self.ttls += np.bincount(cells, minlength=self.ttls.size).reshape(self.ttls.shape)
         order = np.argsort(flow, kind="stable")
         ordered = flow[order]
         starts = np.flatnonzero(np.diff(ordered, prepend=-2))
@@ -80,6 +86,7 @@ def read_capture_flows(
     clock_rate: float | None = None,
     skew: str = "remove",
     skew_limit_ppm: float = PLAUSIBLE_SKEW_PPM,
+    capture_host: str | None = "auto",
     workdir: str | os.PathLike | None = None,
     chunk_bytes: int = CHUNK_BYTES,
     block_records: int = SPILL_RECORDS,
@@ -93,13 +100,16 @@ def read_capture_flows(
         capture = decode_into(path, output, chunk_bytes)  # holds the kept records only
         _count_spilled(capture, output)
         reports = payloads.capture_sender_reports(capture)
+        host = _host_option(capture_host)
+        if host == "auto":  # from every flow's packets, not the one at hand
+            host = payloads.host_of(capture.flows, output.ttls)
         skipped = {}
         for flow in sorted(output.flows_written):
             records = np.fromfile(pathlib.Path(folder) / f"{flow}.rec", dtype=output.dtype)
             one = dataclasses.replace(capture, records=records, notes=list(capture.notes))
             try:
                 packets, taken = payloads.capture_packets(one, payload=payload, vantage=vantage,
-                                                          clock_rate=clock_rate, reports=reports)
+                                                          clock_rate=clock_rate, reports=reports, host=host)
             except TraceError as why:  # this flow carries no sequence numbers
                 skipped[capture.flows["label"].iat[flow]] = str(why)
                 continue
