@@ -18,6 +18,9 @@ traffic suffixed ``_tcp`` and ``_cbr``):
   spanning the seeds;
 * ``figure_13_zbs.png`` and ``zbs_usage.csv``: the share of time each base scheme was in force
   in ZBS, per topology and number of flows (high uniform loss, mean over flows and seeds);
+* ``table_VI_wlh.md``: 128 TFRC flows in WLH, high uniform loss, beside the paper's Table VI;
+* ``sweep_{mbiaz,spike,zigzag}_{wlh,wb}.csv`` and ``figure_sweeps_{wlh,wb}.png``: the §III
+  parameter sweeps over the TFRC traces at high loss, with the frontier and the defaults;
 * ``checks.csv`` and ``README.md``: every ordering and trend the paper states that the suite
   can test, computed from these numbers, whether it holds here, and how each number was made.
 
@@ -67,6 +70,11 @@ class Suite:
     duration: int  # simulated seconds after the warm-up
     warmup: int
     traffics: tuple[str, ...] = ("tfrc",)  # tfrc (the paper's), tcp, cbr (constant rate at CBR_SHARE)
+    scale: int = 128  # flows of the Table VI run (WLH, TFRC, high uniform loss, the first seed)
+
+    def scale_scenario(self) -> dict:
+        return {"traffic": "tfrc", "topology": "wlh", "flows": self.scale, "loss": HIGH[0], "rate": HIGH[1],
+                "seed": self.seeds[0], "duration": self.duration, "warmup": self.warmup}
 
     def scenarios(self) -> list[dict]:
         return [{"traffic": traffic, **({"cbr_share": CBR_SHARE} if traffic == "cbr" else {}), "topology": t,
@@ -75,6 +83,20 @@ class Suite:
                 for traffic, t, n, (model, rate), seed in itertools.product(self.traffics, self.topologies, self.flows,
                                                                             self.losses, self.seeds)]
 
+
+# paper 000's sweeps (§III-A, B, C): mBiaz's upper window limit over (n + 1.1 ... 1.8) T_min; Spike's
+# beta over [0.05, 0.5] with alpha - beta over [0, 0.9] (alpha < 1: at 1 every loss is wireless);
+# ZigZag's alpha = 2^N, N = -8 ... -2
+SWEEPS = {
+    "mbiaz": {"upper": [round(1.1 + 0.05 * k, 2) for k in range(15)]},
+    "spike": {"alpha": [round(0.05 * k, 2) for k in range(1, 20)], "beta": [round(0.05 * k, 2) for k in range(1, 11)]},
+    "zigzag": {"alpha": [2.0 ** n for n in range(-8, -1)]},
+}
+SPIKE_SPREAD = 0.9  # the largest alpha - beta swept
+# Table VI of paper 000 (§IX-B): 128 flows in WLH, in %
+PAPER_TABLE_VI = {"thput": (99, 99, 99, 99, 99, 99), "cong.": (5.3, 8.5, 3.3, 1.9, 0.7, 4.2),
+                  "M_c": (0, 32, 4.4, 29, 11, 14), "M_w": (0, 17, 23, 64, 68, 25)}
+TABLE_VI_LDAS = ("omniscient", "biaz", "mbiaz", "spike", "zigzag", "zbs")
 
 SUITES = {
     "quick": Suite(("wlh", "wb"), (1, 2, 4), (HIGH,), (1,), 60, 5, ("tfrc", "cbr")),
@@ -118,8 +140,10 @@ def reproduce(out: str | os.PathLike, *, quick: bool = False, jobs: int | None =
     suite = SUITES["quick" if quick else "full"]
     scenarios = suite.scenarios()
     workers = jobs or os.cpu_count() or 1
+    # the 128-flow run first: the longest, it would otherwise finish last, alone
+    everything = [suite.scale_scenario(), *scenarios]
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        made = list(pool.map(simulate, scenarios, itertools.repeat(folder), itertools.repeat(ns)))
+        made = list(pool.map(simulate, everything, itertools.repeat(folder), itertools.repeat(ns)))
     paths = [path for path, _ in made]
     simulated = (time.perf_counter() - start, sum(fresh for _, fresh in made))
     batch_jobs = [batching.Job(name=str(p), path=str(p)) for p in paths]
@@ -128,7 +152,8 @@ def reproduce(out: str | os.PathLike, *, quick: bool = False, jobs: int | None =
     failed = [o for o in outcomes if o.error]
     if failed:
         raise UsageError(f"{len(failed)} trace(s) of the suite could not be scored: {failed[0].error}")
-    results = _results(outcomes, scenarios, paths)
+    scaled = _results(outcomes, everything[:1], paths[:1])
+    results = _results(outcomes, scenarios, paths[1:])
     results.to_csv(out / "results.csv", index=False)
     written = {"results": out / "results.csv"}
     checks = []
@@ -138,14 +163,28 @@ def reproduce(out: str | os.PathLike, *, quick: bool = False, jobs: int | None =
         for topology, table in (("wlh", "table_II_wlh"), ("wb", "table_III_wb")):
             (out / f"{table}{suffix}.md").write_text(_table(mine, topology, traffic))
             figure = out / f"figure_{topology}{suffix}.png"
-            _figure(mine, topology, traffic).savefig(figure, dpi=90)
+            _save(_figure(mine, topology, traffic), figure)
             written.update({f"{table}{suffix}.md": out / f"{table}{suffix}.md", figure.name: figure})
         usage = zbs_usage(mine)
         usage.to_csv(out / f"zbs_usage{suffix}.csv", index=False)
-        _usage_figure(usage, traffic).savefig(out / f"figure_13_zbs{suffix}.png", dpi=90)
+        _save(_usage_figure(usage, traffic), out / f"figure_13_zbs{suffix}.png")
         written.update({f"zbs_usage{suffix}": out / f"zbs_usage{suffix}.csv",
                         f"figure_13_zbs{suffix}.png": out / f"figure_13_zbs{suffix}.png"})
         checks.append(paper_checks(mine, usage).assign(traffic=traffic))
+    tfrc = results[results["traffic"] == "tfrc"]
+    scaled.to_csv(out / "table_VI_results.csv", index=False)
+    (out / "table_VI_wlh.md").write_text(_table_vi(scaled, suite.scale))
+    sweeps = {}
+    for topology in ("wlh", "wb"):
+        mine = tfrc[(tfrc["topology"] == topology) & (tfrc["loss"] == HIGH[0]) & (tfrc["rate"] == HIGH[1])]
+        for lda, table in paper_sweeps(sorted(mine["trace"].unique())).items():
+            sweeps[(lda, topology)] = table
+            table.to_csv(out / f"sweep_{lda}_{topology}.csv", index=False)
+        _save(_sweep_figure(sweeps, topology), out / f"figure_sweeps_{topology}.png")
+        written[f"figure_sweeps_{topology}.png"] = out / f"figure_sweeps_{topology}.png"
+    checks.append(scale_checks(scaled, tfrc, suite.scale).assign(traffic="tfrc"))
+    checks.append(sweep_checks(sweeps).assign(traffic="tfrc"))
+    written.update({"table_VI_wlh.md": out / "table_VI_wlh.md"})
     checks = pd.concat(checks, ignore_index=True)
     checks.to_csv(out / "checks.csv", index=False)
     seconds = time.perf_counter() - start
@@ -153,6 +192,14 @@ def reproduce(out: str | os.PathLike, *, quick: bool = False, jobs: int | None =
                                            workers))
     written.update(checks=out / "checks.csv", readme=out / "README.md")
     return {"written": written, "seconds": seconds, "traces": len(paths), "simulated": simulated[1]}
+
+
+def _save(fig, path: pathlib.Path) -> None:
+    """Write a figure and let it go (a full run draws dozens)."""
+    from .report.plots import _plt
+
+    fig.savefig(path, dpi=90)
+    _plt().close(fig)
 
 
 def _results(outcomes, scenarios: list[dict], paths: list[pathlib.Path]) -> pd.DataFrame:
@@ -184,6 +231,120 @@ def _table(results: pd.DataFrame, topology: str, traffic: str = "tfrc") -> str:
         cells = [stats.loc[lda, (metric, "mean")] * 100 if lda in stats.index else np.nan for lda in LDAS]
         lines.append(f"| {label} | " + " | ".join("-" if not np.isfinite(c) else f"{c:.1f}" for c in cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _table_vi(scaled: pd.DataFrame, flows: int) -> str:
+    """Paper 000 Table VI: WLH, ``flows`` TFRC flows, high loss; ours beside the paper's, in %."""
+    stats = scaled.set_index("lda")
+    cong = float(scaled["congestion_rate"].iloc[0]) * 100
+    lines = [f"Table VI, wireless last hop: {flows} flows of TFRC (the paper's), high uniform wireless loss "
+             f"(7.8 %), one seed, in %. Ours, then the paper's. Throughput is TFRC's modeled rate fed by each "
+             f"LDA (open loop) as a share of the bottleneck; cong. is the trace's congestion loss rate "
+             f"({cong:.2f} %, its own senders'), the same for every scheme here, where the paper's closed loop "
+             "gave each scheme its own.", "",
+             "| | " + " | ".join(TABLE_VI_LDAS) + " |", "|---|" + "---:|" * len(TABLE_VI_LDAS)]
+    for metric in ("thput", "cong.", "M_c", "M_w"):
+        column = "congestion_rate" if metric == "cong." else metric
+        cells = [stats.loc[lda, column] * 100 if lda in stats.index else np.nan for lda in TABLE_VI_LDAS]
+        lines.append(f"| {metric} | " + " | ".join("-" if not np.isfinite(c) else f"{c:.1f}" for c in cells) + " |")
+        lines.append(f"| {metric} (paper) | " + " | ".join(f"{v:g}" for v in PAPER_TABLE_VI[metric]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def paper_sweeps(traces: list[str]) -> dict[str, pd.DataFrame]:
+    """Paper 000's three sweeps (``SWEEPS``) over ``traces``, pooled; each trace read once."""
+    from .io import read_trace
+    from .sweep import sweep
+
+    read = [read_trace(t) for t in traces]
+    tables = {}
+    for lda, grid in SWEEPS.items():
+        table = sweep(read, lda, grid)
+        if lda == "spike":  # the paper's alpha - beta ran up to 0.9 (the default is always kept)
+            keep = (table["alpha"] - table["beta"] <= SPIKE_SPREAD + 1e-9) | table["default"]
+            table = _refront(table[keep].reset_index(drop=True))
+        tables[lda] = table
+    return tables
+
+
+def _refront(table: pd.DataFrame) -> pd.DataFrame:
+    from .sweep import pareto
+
+    attrs = dict(table.attrs)
+    table = table.assign(pareto=pareto(table["M_c"].to_numpy(), table["M_w"].to_numpy()))
+    table.attrs.update(attrs)
+    return table
+
+
+def _sweep_figure(sweeps: dict, topology: str):
+    from .report.plots import _plt, sweep as draw
+
+    plt = _plt()
+    ldas = [lda for lda in SWEEPS if (lda, topology) in sweeps]
+    fig, axes = plt.subplots(1, len(ldas), figsize=(5.5 * len(ldas), 6.4), constrained_layout=True, squeeze=False)
+    for ax, lda in zip(axes.flat, ldas):
+        table = sweeps[(lda, topology)]
+        draw(table, ax=ax, title=f"{lda} in {topology.upper()}: sweep of {', '.join(table.attrs.get('params', []))}")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=8, frameon=False)  # three panels abreast
+    return fig
+
+
+def scale_checks(scaled: pd.DataFrame, tfrc: pd.DataFrame, flows: int) -> pd.DataFrame:
+    """Paper 000 §IX-B on Table VI: the schemes match their figures' values at 128 flows, except
+    Spike, which does better (a lower M_c)."""
+    rows = []
+    big = _mean(tfrc, "wlh")
+    most = max(big.index.get_level_values("flows"))
+    ours = scaled.set_index("lda")
+    spike = (float(ours.loc["spike", "M_c"]), float(big.loc[(most, "spike"), ("M_c", "mean")]))
+    rows.append({"claim": f"WLH, {flows} flows: Spike's M_c is lower than with {most} flows", "paper": "§IX-B, Table VI",
+                 "holds": _verdict(spike[0] < spike[1], spike),
+                 "evidence": f"{flows} flows {spike[0]:.1%}, {most} flows {spike[1]:.1%}"})
+    moved = {lda: max(abs(float(ours.loc[lda, m]) - float(big.loc[(most, lda), (m, "mean")])) for m in ("M_c", "M_w"))
+             for lda in ("biaz", "mbiaz", "zigzag", "zbs")}
+    rows.append({"claim": f"WLH, {flows} flows: the other schemes' M_c and M_w stay within 15 points of their "
+                          f"values with {most} flows", "paper": "§IX-B, Table VI",
+                 "holds": _verdict(max(moved.values()) <= 0.15, moved.values()),
+                 "evidence": ", ".join(f"{k} moved {v * 100:.1f}" for k, v in moved.items())})
+    return pd.DataFrame(rows)
+
+
+def sweep_checks(sweeps: dict) -> pd.DataFrame:
+    """What paper 000 §III says of its sweeps: the defaults are good trade-offs in WLH (here: on
+    the frontier), and mBiaz and Spike are insensitive to their parameters in WB."""
+    rows = []
+    for lda in SWEEPS:
+        table = sweeps.get((lda, "wlh"))
+        if table is None:
+            continue
+        default = table[table["default"]].iloc[0]
+        values = [default["M_c"], default["M_w"]]
+        names = table.attrs.get("params", [])
+        params = ", ".join(f"{p}={default[p]:.3g}" for p in names)
+        evidence = (f"default M_c {default['M_c']:.1%}, M_w {default['M_w']:.1%}; "
+                    f"{int(table['pareto'].sum())} of {len(table)} points on the frontier")
+        better = table[table["pareto"] & (table["M_c"] <= default["M_c"])].sort_values("M_w")
+        if not default["pareto"] and len(better):  # the frontier point that beats it with no more M_c
+            b = better.iloc[0]
+            evidence += (f"; {', '.join(f'{p}={b[p]:.3g}' for p in names)} has M_c {b['M_c']:.1%}, "
+                         f"M_w {b['M_w']:.1%}")
+        rows.append({"claim": f"WLH: {lda}'s default ({params}) is on the M_c-M_w frontier of its sweep",
+                     "paper": {"mbiaz": "§III-A", "spike": "§III-B", "zigzag": "§III-C"}[lda],
+                     "holds": _verdict(bool(default["pareto"]), values), "evidence": evidence})
+    for lda, limit, where in (("mbiaz", 0.10, "§III-A"), ("spike", 0.20, "§III-B")):
+        table = sweeps.get((lda, "wb"))
+        if table is None:
+            continue
+        spans = {m: float(table[m].max() - table[m].min()) for m in ("M_c", "M_w")}
+        rows.append({"claim": f"WB: {lda} is insensitive to its parameters (M_c and M_w each span under "
+                              f"{limit:.0%} over the sweep)", "paper": where,
+                     "holds": _verdict(max(spans.values()) < limit, spans.values()),
+                     "evidence": ", ".join(f"{m} spans {v * 100:.1f} points" for m, v in spans.items())})
+    return pd.DataFrame(rows)
+
+
+def _verdict(holds: bool, values) -> str:
+    return ("yes" if holds else "no") if all(np.isfinite(v) for v in values) else "untestable"
 
 
 def _figure(results: pd.DataFrame, topology: str, traffic: str = "tfrc"):
@@ -252,9 +413,7 @@ def paper_checks(results: pd.DataFrame, usage: pd.DataFrame | None = None) -> pd
     def check(claim: str, where: str, holds, evidence: str, values=()) -> None:
         """``holds`` is "untestable" when a number it needs is undefined here (no congestion
         loss, say): a statement is never taken as holding on missing numbers."""
-        testable = all(np.isfinite(v) for v in values)
-        rows.append({"claim": claim, "paper": where, "holds": ("yes" if holds else "no") if testable else "untestable",
-                     "evidence": evidence})
+        rows.append({"claim": claim, "paper": where, "holds": _verdict(holds, values), "evidence": evidence})
 
     wlh, wb = _mean(results, "wlh"), _mean(results, "wb")
 
@@ -298,6 +457,17 @@ def paper_checks(results: pd.DataFrame, usage: pd.DataFrame | None = None) -> pd
     return pd.DataFrame(rows)
 
 
+def _tfrc_extras(suite: Suite) -> list[str]:
+    grids = "; ".join(f"{lda}: " + ", ".join(f"{p} {min(v):.3g}-{max(v):.3g} ({len(v)} values)" for p, v in g.items())
+                      for lda, g in SWEEPS.items())
+    return [f"Table VI (`table_VI_wlh.md`): one run of {suite.scale} TFRC flows in WLH, high uniform loss, "
+            f"{suite.duration} s.", "",
+            f"Sweeps (`sweep_*.csv`), pooled over this traffic's traces at high uniform loss (every N and seed) "
+            f"per topology, as §III swept: {grids}; Spike's points with alpha - beta above {SPIKE_SPREAD} left out. "
+            "The star is the paper's default.", "",
+            "![sweeps in WLH](figure_sweeps_wlh.png)", "", "![sweeps in WB](figure_sweeps_wb.png)", ""]
+
+
 def _readme(suite: Suite, name: str, results, checks: pd.DataFrame, seconds: float, simulated: tuple[float, int],
             workers: int) -> str:
     sections = []
@@ -311,6 +481,7 @@ def _readme(suite: Suite, name: str, results, checks: pd.DataFrame, seconds: flo
             f"Tables: `table_II_wlh{suffix}.md`, `table_III_wb{suffix}.md`.", "",
             f"![WLH](figure_wlh{suffix}.png)", "", f"![WB](figure_wb{suffix}.png)", "",
             f"![ZBS scheme usage](figure_13_zbs{suffix}.png)", "",
+            *(_tfrc_extras(suite) if traffic == "tfrc" else []),
             f"The paper's statements on these numbers: {holds} of {len(mine)} hold, {untestable} cannot be tested.",
             "", "| statement | where | holds | numbers |", "|---|---|---|---|",
             *[f"| {r.claim} | {r.paper} | {'**no**' if r.holds == 'no' else r.holds} | {r.evidence} |"

@@ -3,12 +3,15 @@ numbers finite where defined, the paper's statements computed from them, the cac
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from ldanalyze.cli import main
-from ldanalyze.reproduce import LDAS, SUITES, paper_checks
+from ldanalyze.reproduce import LDAS, SPIKE_SPREAD, SUITES, SWEEPS, paper_checks, scale_checks, sweep_checks
+from ldanalyze.sweep import pareto
 
 from .conftest import needs_binary
 
@@ -41,14 +44,57 @@ def test_the_quick_suite_writes_every_output(quick):
 
 
 @needs_binary("ns")
+def test_table_vi_runs_128_flows_beside_the_papers_numbers(quick):
+    scaled = pd.read_csv(quick / "table_VI_results.csv")
+    assert set(scaled["flows"]) == {128} and set(scaled["lda"]) == set(LDAS)
+    assert scaled["M_w"].between(0, 1).all() and scaled["thput"].between(0, 1.05).all()
+    table = (quick / "table_VI_wlh.md").read_text()
+    assert "| M_c (paper) | 0 | 32 | 4.4 | 29 | 11 | 14 |" in table
+    ours = next(line for line in table.splitlines() if line.startswith("| M_w |"))
+    spike = scaled.set_index("lda").loc["spike", "M_w"] * 100
+    assert f"{spike:.1f}" in ours
+
+
+@needs_binary("ns")
+def test_the_sweeps_cover_the_papers_grids_with_the_defaults_and_their_frontier(quick):
+    for topology in ("wlh", "wb"):
+        assert (quick / f"figure_sweeps_{topology}.png").stat().st_size > 10_000
+        for lda, grid in SWEEPS.items():
+            table = pd.read_csv(quick / f"sweep_{lda}_{topology}.csv")
+            assert table["default"].sum() == 1
+            assert np.array_equal(table["pareto"].to_numpy(), pareto(table["M_c"].to_numpy(), table["M_w"].to_numpy()))
+            for name, values in grid.items():
+                assert set(table.loc[~table["default"], name]) <= set(values)
+            if lda == "spike":
+                spread = table["alpha"] - table["beta"]
+                assert (spread[~table["default"]] <= SPIKE_SPREAD + 1e-9).all() and (spread >= 0).all()
+                assert len(table) > 100
+
+
+@needs_binary("ns")
 def test_the_papers_statements_are_computed_from_the_numbers(quick):
     results = pd.read_csv(quick / "results.csv")
     checks = pd.read_csv(quick / "checks.csv")
-    assert len(checks) == 2 * 7 and set(checks["holds"]) <= {"yes", "no", "untestable"}
+    assert len(checks) == 2 * 7 + 2 + 5 and set(checks["holds"]) <= {"yes", "no", "untestable"}
+    sweeps = {}
+    for (lda, grid), topology in itertools.product(SWEEPS.items(), ("wlh", "wb")):
+        sweeps[(lda, topology)] = pd.read_csv(quick / f"sweep_{lda}_{topology}.csv")
+        sweeps[(lda, topology)].attrs["params"] = list(grid)
     for traffic, suffix in (("tfrc", ""), ("cbr", "_cbr")):
         mine = checks[checks["traffic"] == traffic].drop(columns="traffic").reset_index(drop=True)
-        computed = paper_checks(results[results["traffic"] == traffic], pd.read_csv(quick / f"zbs_usage{suffix}.csv"))
+        traffic_results = results[results["traffic"] == traffic]
+        computed = paper_checks(traffic_results, pd.read_csv(quick / f"zbs_usage{suffix}.csv"))
+        if traffic == "tfrc":
+            computed = pd.concat([computed, scale_checks(pd.read_csv(quick / "table_VI_results.csv"), traffic_results,
+                                                         128), sweep_checks(sweeps)], ignore_index=True)
         pd.testing.assert_frame_equal(computed, mine)
+    # a default on the frontier is said to be
+    table = sweeps[("zigzag", "wlh")].copy()
+    table.loc[table["default"], ["M_c", "M_w"]] = 0.0
+    table["pareto"] = pareto(table["M_c"].to_numpy(), table["M_w"].to_numpy())
+    flipped_sweeps = {**sweeps, ("zigzag", "wlh"): table}
+    assert sweep_checks(flipped_sweeps).set_index("claim").filter(like="zigzag's default", axis=0)["holds"].tolist() == [
+        "yes"]
     # a statement flips with the numbers it rests on
     flipped = results.copy()
     flipped = flipped[flipped["traffic"] == "tfrc"]
@@ -64,5 +110,5 @@ def test_a_second_run_takes_the_traces_from_the_cache(quick, capsys):
     before = {p.name: p.stat().st_mtime for p in (quick / "traces").iterdir()}
     assert main(["reproduce", "paper000", "-o", str(quick), "--quick", "--jobs", "2"]) == 0
     assert {p.name: p.stat().st_mtime for p in (quick / "traces").iterdir()} == before
-    assert "12 traces (0 simulated now, the rest from the cache)" in capsys.readouterr().out
+    assert "13 traces (0 simulated now, the rest from the cache)" in capsys.readouterr().out
     assert np.isfinite(pd.read_csv(quick / "results.csv")["M_w"]).all()

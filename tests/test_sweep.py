@@ -91,5 +91,8 @@ def test_the_frontier_plot_shows_the_grid_the_frontier_and_the_defaults():
     fig = la.plot.sweep(table)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     on = "on" if table.loc[table["default"], "pareto"].iloc[0] else "off"
-    assert labels == ["grid points (3)", f"frontier ({int(table['pareto'].sum())})",
+    front = table[table["pareto"]]
+    assert labels == ["grid points (3)", f"frontier ({len(front)}, labelled with its parameters)",
                       f"default alpha=0.0312 ({on} the frontier)"]
+    # each frontier point named by its parameter (none closer than 5 points to another here)
+    assert sorted(t.get_text() for t in fig.axes[0].texts) == sorted(f"{a:.3g}" for a in front["alpha"])

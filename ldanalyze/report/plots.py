@@ -19,6 +19,8 @@ drawn, not with ldanalyze.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -375,7 +377,16 @@ def sweep(table: pd.DataFrame, ax=None, title: str | None = None):
                label=f"grid points ({len(table)})")
     front = table[table["pareto"]].sort_values(["M_c", "M_w"])
     ax.plot(front["M_c"] * 100, front["M_w"] * 100, "-o", color=VERMILLION, markersize=5, linewidth=1.2,
-            label=f"frontier ({len(front)})")
+            label=f"frontier ({len(front)}, labelled with its parameters)" if len(front) <= 12 else
+            f"frontier ({len(front)})")
+    if len(front) <= 12:  # which setting gives which trade-off (labels 5 points apart, not overprinted)
+        placed = []
+        for row in front.itertuples():
+            if any(math.hypot(row.M_c * 100 - x, row.M_w * 100 - y) < 5 for x, y in placed):
+                continue
+            placed.append((row.M_c * 100, row.M_w * 100))
+            ax.annotate(", ".join(f"{getattr(row, p):.3g}" for p in params), (row.M_c * 100, row.M_w * 100),
+                        xytext=(5, 4), textcoords="offset points", fontsize=7, color=VERMILLION)
     for row in table[table["default"]].itertuples():
         where = "on the frontier" if row.pareto else "off the frontier"
         ax.scatter([row.M_c * 100], [row.M_w * 100], marker="*", s=220, color=BLACK, zorder=5,
