@@ -16,6 +16,7 @@ import time
 import warnings
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from . import __version__
@@ -478,6 +479,58 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _labelled(args: argparse.Namespace) -> list:
+    """Every trace named, analysed once for the learned LDA (features, labels, heuristics)."""
+    from . import learn
+
+    if args.vantage or args.labels:
+        raise UsageError(f"{args.command} reads trace files; give them as arguments (no --vantage, --labels)")
+    items = []
+    for path in args.traces:
+        items.append(learn.analyse(path, replay=_replay(args), **_trace_options(args)))
+        print(f"  {path}: {len(items[-1].features)} gaps, {int(np.isfinite(items[-1].labels).sum())} with a known "
+              "cause", file=sys.stderr)
+    return items
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from . import learn
+    from .lda.learned import save_model
+
+    items = _labelled(args)
+    model, gaps = learn.fit(items, args.model, args.seed)
+    _atomic_write(args.output, list(args.traces), lambda tmp: save_model(
+        model, tmp, kind=args.model, trained_on=[os.path.basename(t) for t in args.traces], gaps=gaps))
+    print(f"trained a {args.model} model on {gaps} gaps of {len(items)} trace(s); wrote {args.output} "
+          f"(use it as --lda learned:model={args.output})")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from . import learn
+
+    groups = [learn.group_of(path, args.group_by) for path in args.traces]
+    items = _labelled(args)
+    table, importance = learn.evaluate(items, groups, args.model, args.seed)
+    verdicts = learn.verdicts(table)
+    shown = table.copy()
+    for column in ("M_c", "M_w", "accuracy", "accuracy_lo", "accuracy_hi"):
+        shown[column] = (shown[column] * 100).round(1)
+    print("grouped cross-validation: each group held out in turn, trained on the others (in %)")
+    print(shown[["held_out", "lda", "losses", "scored", "M_c", "M_w", "accuracy", "accuracy_lo", "accuracy_hi",
+                 "train_gaps", "test_traces"]].to_string(index=False))
+    print()
+    for row in verdicts.itertuples():
+        print(f"held out {row.held_out}: learned {row.learned_accuracy:.1%} against the best heuristic "
+              f"({row.best_heuristic}) {row.best_accuracy:.1%}: {row.verdict}")
+    print("\nfeature importance (mean drop of gap accuracy when shuffled, held-out gaps):")
+    print(importance.pivot(index="feature", columns="held_out", values="importance").round(4).to_string())
+    if args.output:
+        _write_table(table, args.output, list(args.traces), None)
+        print(f"wrote {args.output}")
+    return 0
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from .reproduce import reproduce
 
@@ -705,6 +758,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="write the table (.parquet or .csv)")
     p.add_argument("--plot", metavar="PNG", help="draw M_c against M_w with the frontier and the defaults")
     p.set_defaults(func=cmd_sweep)
+
+    learning = argparse.ArgumentParser(add_help=False)
+    learning.add_argument("traces", nargs="+", metavar="TRACE", help="labelled trace files (ns-2, with true causes)")
+    learning.add_argument("--model", choices=("gbt", "rf", "logistic"), default="gbt",
+                          help="gradient-boosted trees (default), a random forest or a logistic regression")
+    learning.add_argument("--seed", type=int, default=0, help="the model's random seed (default 0)")
+    p = sub.add_parser("train", parents=[reading, replaying, learning],
+                       help="fit the learned LDA on the losses of labelled traces (a skops model file)")
+    p.add_argument("-o", "--output", required=True, help="the model file to write (e.g. model.skops)")
+    p.set_defaults(func=cmd_train)
+    p = sub.add_parser("evaluate", parents=[reading, replaying, learning],
+                       help="grouped cross-validation of the learned LDA against every heuristic")
+    p.add_argument("--group-by", required=True, metavar="REGEX",
+                   help="the scenario of each trace, from its path: the regex's first group (or match), e.g. "
+                        "'(wlh|wb)_' for the topology; traces of one group are never split between train and test")
+    p.add_argument("-o", "--output", help="write the scores (.parquet or .csv)")
+    p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("reproduce", help="paper 000's evaluation from the real ns-2: tables, figures, the "
                                          "paper's statements checked")

@@ -54,8 +54,8 @@ def parse_specs(text: str | Iterable | None, registry: dict[str, type], kind: st
     A spec is ``name`` or ``name:key=value:key=value`` (the form ``spec`` prints); values are
     JSON (``zigzag:dev_factors=[-1,-0.5,0,1]``), or plain text for strings.
     """
-    if text is None or text == "all":
-        return [cls() for cls in registry.values()]
+    if text is None or text == "all":  # every registered one but those named only (in_all False)
+        return [cls() for cls in registry.values() if getattr(cls, "in_all", True)]
     items = _split_specs(text) if isinstance(text, str) else list(text)
     out: list = []
     for item in items:

@@ -486,6 +486,65 @@ def lda_decisions(name, params, packets, rtt=(), *, update_first=True, gap_delay
     return out
 
 
+
+def _ratio(a, b):
+    """a / b, NaN when undefined or infinite."""
+    if math.isnan(a) or math.isnan(b) or b == 0:
+        return math.nan
+    out = a / b
+    return out if math.isfinite(out) else math.nan
+
+
+def _slope(ys):
+    """Least-squares slope of ys against 0, 1, 2, ..."""
+    m = len(ys)
+    mean_j, mean_y = (m - 1) / 2, sum(ys) / m
+    num = sum((j - mean_j) * (y - mean_y) for j, y in enumerate(ys))
+    return num / sum((j - mean_j) ** 2 for j in range(m))
+
+
+def learned_features(packets, *, update_first=True, gap_delay="revealing", detection=1):
+    """{(flow, first missing seq): feature dict} of every gap, as ldanalyze/lda/learned.py's
+    docstring defines them, from the state arrival s of docs/ldas.md; NaN everywhere for a gap
+    no arrival decides."""
+    names = ("n", "ti_tmin", "rott_position", "rott_z", "jitter_tmin", "trend", "since_loss", "recent_lost",
+             "biaz", "mbiaz", "spike", "zigzag")
+    out = {}
+    for label in dict.fromkeys(p["flow"] for p in packets):
+        mine = [p for p in packets if p["flow"] == label]
+        flow = flow_view(mine, min(p["seq"] for p in mine), detection=detection, gap_delay=gap_delay,
+                         update_first=update_first)
+        t = [p["t_recv"] for p in flow.arrivals]
+        tmin = running_min(flow.spacing)
+        means, devs = zigzag_trace(flow.d, 1 / 32)
+        jitter = rfc3550_jitter([(p["t_send"], p["t_recv"]) for p in flow.arrivals])
+        rules = {"biaz": lda_biaz(flow, 2.0), "mbiaz": lda_biaz(flow, 1.25), "spike": lda_spike(flow, 1 / 2, 1 / 3),
+                 "zigzag": lda_zigzag(flow, 1 / 32, (-1, -1 / 2, 0, 1 / 2))}
+        for k, g in enumerate(flow.gaps):
+            if g.a is None or g.s < 0:
+                out[(label, g.first)] = dict.fromkeys(names, math.nan)
+                continue
+            s = g.s
+            lo, hi = min(flow.d[: s + 1]), max(flow.d[: s + 1])
+            span = hi - lo if hi > lo else math.nan
+            window = flow.d[max(0, s - 7): s + 1]
+            trend = _slope(window) * 8 if len(window) >= 3 else math.nan
+            earlier = flow.gaps[:k]
+            row = {
+                "n": float(g.n),
+                "ti_tmin": _ratio(g.T, tmin[s]),
+                "rott_position": _ratio(g.delay - lo, span),
+                "rott_z": _ratio(g.delay - means[s], devs[s]),
+                "jitter_tmin": _ratio(jitter[s], tmin[s]),
+                "trend": _ratio(trend, span),
+                "since_loss": _ratio(t[s] - t[earlier[-1].r], tmin[s]) if earlier else math.nan,
+                "recent_lost": float(sum(e.n for e in earlier if e.r > s - 64)),
+            }
+            for name, rule in rules.items():
+                row[name] = 1.0 if rule(g) == "wireless" else 0.0
+            out[(label, g.first)] = row
+    return out
+
 # ---------------------------------------------------------------------------------------------
 # --- rate controllers: plain twins of ldanalyze/control (docs/controllers.md) ---
 # Input: ``arrivals``, a list of dicts per arrival (all flows, each contiguous, arrival order)

@@ -114,6 +114,8 @@ def test_parameter_round_trip(name):
                 changed[f.name] = value + 1
             else:
                 changed[f.name] = value * 0.9
+        if not changed:  # only text parameters (learned: the model file)
+            changed = {f.name: getattr(lda, f.name) + "-other" for f in fields if isinstance(getattr(lda, f.name), str)}
         other = get_lda(name, **changed)
         assert other != lda
         assert parse_ldas(other.spec) == [other]

@@ -20,6 +20,7 @@ from ..timeline import Timeline
 from .base import LDA, Features, Replay, Verdict, take
 from .baselines import Omniscient, Unaware
 from .interarrival import Biaz, MBiaz, WinLdaPlus
+from .learned import Learned
 from .rott import Spike, WroLdaPlus, ZigZag
 from .rtt import AdaptiveRtt
 from .xrtp import Xrtp
@@ -27,7 +28,8 @@ from .zbs import SCHEMES, Zbs
 
 REGISTRY: dict[str, type[LDA]] = {
     cls.name: cls
-    for cls in (Unaware, Omniscient, Biaz, MBiaz, Spike, ZigZag, Zbs, WinLdaPlus, WroLdaPlus, AdaptiveRtt, Xrtp)
+    for cls in (Unaware, Omniscient, Biaz, MBiaz, Spike, ZigZag, Zbs, WinLdaPlus, WroLdaPlus, AdaptiveRtt, Xrtp,
+                Learned)
 }
 DECISIONS = ("congestion", "wireless", "undetected")
 DECISION_DTYPE = pd.CategoricalDtype(list(DECISIONS))

@@ -1,0 +1,284 @@
+"""A learned LDA: a classifier trained on the losses of labelled traces, replayed causally like
+every other LDA.
+
+Loss classifiers learned from labelled data have been reported to beat hand-set thresholds
+(Geurts, El Khayat and Leduc, ICDM 2004: boosted decision trees over delay and inter-arrival
+features). ``gap_features`` describes each gap by what the receiver knew at its decision
+arrival (the state arrival ``si`` of ``docs/ldas.md``, the same contract as every LDA):
+
+``n``            the gap's length (packets);
+``ti_tmin``      T_i / T_min: the receive spacing across the gap over the flow's smallest
+                 spacing so far (Biaz's statistic);
+``rott_position`` the gap's delay between the flow's running minimum (0) and maximum (1) of
+                 the one-way delay (Spike's statistic);
+``rott_z``       the gap's delay against an EWMA mean, in EWMA mean deviations (gain 1/32 and
+                 1/16: ZigZag's statistic);
+``jitter_tmin``  the RFC 3550 jitter at ``si`` over T_min;
+``trend``        the least-squares slope of the delay over the flow's last ``TREND_ARRIVALS``
+                 arrivals, times their count, over the delay range: the rise of the queue;
+``since_loss``   the time since the flow's previous gap was revealed, over T_min (NaN for a
+                 flow's first gap);
+``recent_lost``  packets lost in the flow's gaps revealed within the last ``RECENT_ARRIVALS``
+                 arrivals;
+``biaz``, ``mbiaz``, ``spike``, ``zigzag``: the four base schemes' decisions (1 wireless,
+                 0 congestion; stacking).
+
+Only differences of the one-way delay enter, so clock offsets do not matter. The classifier
+(``train``) is fitted on gaps whose lost packets have a known cause, labelled wireless when
+most of them are. Models are saved with skops (``save_model``), never pickle: ``load_model``
+refuses a file that holds any type outside ``TRUSTED``, so loading a model runs no code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import pathlib
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+from numba import njit
+
+from ..errors import UsageError
+from ..tiering import call
+from ..timeline import Timeline
+from .base import LDA, Features, Verdict, take
+from .interarrival import Biaz, MBiaz, tmin_state
+from .rott import Spike, ZigZag, ewma_mean_dev, running_min_max
+
+FEATURES = ("n", "ti_tmin", "rott_position", "rott_z", "jitter_tmin", "trend", "since_loss", "recent_lost",
+            "biaz", "mbiaz", "spike", "zigzag")
+STACKED = {"biaz": Biaz(), "mbiaz": MBiaz(), "spike": Spike(), "zigzag": ZigZag()}
+EWMA_GAIN = 1 / 32
+TREND_ARRIVALS = 8
+RECENT_ARRIVALS = 64
+MODELS = ("gbt", "rf", "logistic")
+MODEL_FORMAT = "ldanalyze-learned-lda"
+MODEL_VERSION = 1
+BUNDLED_MODEL = pathlib.Path(__file__).resolve().parent.parent / "data" / "learned_lda.skops"
+# every type a model file may hold besides what skops trusts by default; anything else is refused
+TRUSTED = (
+    "collections.OrderedDict",
+    "numpy.dtype",
+    "numpy.ndarray",
+    "sklearn._loss.link.Interval",
+    "sklearn._loss.link.LogitLink",
+    "sklearn._loss.loss.HalfBinomialLoss",
+    "sklearn.ensemble._hist_gradient_boosting.binning._BinMapper",
+    "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
+    "sklearn.ensemble._hist_gradient_boosting.gradient_boosting.HistGradientBoostingClassifier",
+    "sklearn.ensemble._forest.RandomForestClassifier",
+    "sklearn.tree._classes.DecisionTreeClassifier",
+    "sklearn.tree._tree.Tree",
+    "sklearn.linear_model._logistic.LogisticRegression",
+    "sklearn.impute._base.SimpleImputer",
+    "sklearn.preprocessing._data.StandardScaler",
+    "sklearn.pipeline.Pipeline",
+    "builtins.slice",
+)
+
+
+@njit(cache=True)
+def rolling_slope(x, start, k):
+    """Least-squares slope of ``x`` against the arrival index over each flow's last ``k``
+    arrivals (fewer at a flow's start; NaN with fewer than 3)."""
+    out = np.full(x.shape[0], np.nan)
+    first = 0
+    for i in range(x.shape[0]):
+        if start[i]:
+            first = i
+        lo = max(first, i - k + 1)
+        m = i - lo + 1
+        if m < 3:
+            continue
+        mean_j = (m - 1) / 2.0
+        mean_x = 0.0
+        for j in range(m):
+            mean_x += x[lo + j]
+        mean_x /= m
+        num = 0.0
+        den = 0.0
+        for j in range(m):
+            num += (j - mean_j) * (x[lo + j] - mean_x)
+            den += (j - mean_j) * (j - mean_j)
+        out[i] = num / den
+    return out
+
+
+def gap_features(f: Features) -> pd.DataFrame:
+    """The ``FEATURES`` of every gap of ``f.timeline`` (rows in gap order), from what the
+    receiver knew at the gap's decision; NaN where no arrival decides it (module docstring)."""
+    decided = f.decided
+    tmin = take(tmin_state(f), f.si, np.nan)
+    lo, hi = call(running_min_max, f.d, f.start)
+    lo, hi = take(lo, f.si, np.nan), take(hi, f.si, np.nan)
+    span = np.where(hi > lo, hi - lo, np.nan)
+    mean, dev = call(ewma_mean_dev, f.d, f.start, EWMA_GAIN, 2 * EWMA_GAIN, False)
+    mean, dev = take(mean, f.si, np.nan), take(dev, f.si, np.nan)
+    jitter = f.timeline.arrivals["jitter_rfc3550"].to_numpy(np.float64)
+    slope = call(rolling_slope, f.d, f.start, TREND_ARRIVALS, us_per_item=10)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        columns = {
+            "n": f.n.astype(np.float64),
+            "ti_tmin": f.Ti / tmin,
+            "rott_position": (f.gdelay - lo) / span,
+            "rott_z": (f.gdelay - mean) / np.where(dev > 0, dev, np.nan),
+            "jitter_tmin": take(jitter, f.si, np.nan) / tmin,
+            "trend": take(slope, f.si, np.nan) * TREND_ARRIVALS / span,
+            **_loss_history(f, tmin),
+        }
+    for name, lda in STACKED.items():
+        columns[name] = lda.decide(f).wireless.astype(np.float64)
+    out = pd.DataFrame(columns, columns=list(FEATURES))
+    out.loc[~decided] = np.nan
+    return out.replace([np.inf, -np.inf], np.nan)
+
+
+def _loss_history(f: Features, tmin: np.ndarray) -> dict[str, np.ndarray]:
+    """``since_loss`` and ``recent_lost``: each gap against the earlier gaps of its flow (all
+    revealed at or before its deciding arrival, since they come earlier in the flow)."""
+    rev = f.rev
+    order = np.argsort(rev, kind="stable")  # arrivals of a flow are contiguous: by flow, then time
+    r = rev[order]
+    flow_first = np.maximum.accumulate(np.where(f.start, np.arange(f.start.shape[0]), 0))
+    first_gap = np.searchsorted(r, flow_first[r])  # the flow's first gap, in sorted order
+    k = np.arange(r.shape[0])
+    since = np.full(r.shape[0], np.nan)
+    earlier = k > first_gap
+    t_dec = take(f.t, f.si[order], np.nan)
+    since[earlier] = t_dec[earlier] - f.t[r[np.maximum(k - 1, 0)][earlier]]
+    lost = np.concatenate([[0], np.cumsum(f.n[order])])
+    window_start = np.maximum(np.searchsorted(r, f.si[order] - RECENT_ARRIVALS + 1), first_gap)
+    window_start = np.minimum(window_start, k)
+    recent = (lost[k] - lost[window_start]).astype(np.float64)
+    out_since = np.empty_like(since)
+    out_recent = np.empty_like(recent)
+    out_since[order], out_recent[order] = since, recent
+    return {"since_loss": out_since / tmin, "recent_lost": out_recent}
+
+
+def gap_labels(timeline: Timeline) -> np.ndarray:
+    """Per gap: 1 when most of its lost packets were lost to the radio, 0 when most to
+    congestion, NaN when the causes of most are unknown (or it has none)."""
+    losses = timeline.losses
+    gap = losses["gap"].to_numpy(np.int64)
+    cause = losses["cause"].astype(str).to_numpy()
+    n = len(timeline.gaps)
+    keep = gap >= 0
+    wireless = np.bincount(gap[keep], weights=(cause[keep] == "wireless"), minlength=n)
+    congestion = np.bincount(gap[keep], weights=(cause[keep] == "congestion"), minlength=n)
+    total = np.bincount(gap[keep], minlength=n)
+    label = np.where(wireless > congestion, 1.0, 0.0)
+    return np.where((wireless + congestion) * 2 > total, label, np.nan)
+
+
+# -- models --------------------------------------------------------------------------------------
+def make_model(kind: str = "gbt", seed: int = 0):
+    """An unfitted scikit-learn classifier over ``FEATURES``: gradient-boosted trees (NaN
+    handled natively), a random forest or a logistic regression (NaN imputed by the median)."""
+    sklearn = _sklearn()
+    if kind == "gbt":
+        return sklearn.ensemble.HistGradientBoostingClassifier(max_iter=200, learning_rate=0.1,
+                                                               early_stopping=False, random_state=seed)
+    if kind == "rf":
+        return sklearn.pipeline.Pipeline([
+            ("impute", sklearn.impute.SimpleImputer(strategy="median")),
+            ("forest", sklearn.ensemble.RandomForestClassifier(n_estimators=200, min_samples_leaf=5,
+                                                               random_state=seed))])
+    if kind == "logistic":
+        return sklearn.pipeline.Pipeline([
+            ("impute", sklearn.impute.SimpleImputer(strategy="median")),
+            ("scale", sklearn.preprocessing.StandardScaler()),
+            ("logistic", sklearn.linear_model.LogisticRegression(max_iter=2000))])
+    raise UsageError(f"model must be one of {', '.join(MODELS)}, not {kind!r}")
+
+
+def save_model(model, path: str | os.PathLike, *, kind: str, trained_on: list[str], gaps: int) -> None:
+    """Write a fitted model with what it needs to be used and trusted again (skops format)."""
+    skops = _skops()
+    bundle = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "features": list(FEATURES), "kind": kind,
+              "trained_on": list(trained_on), "gaps": int(gaps), "model": model}
+    skops.io.dump(bundle, os.fspath(path))
+
+
+def load_model(path: str | os.PathLike) -> dict:
+    """A model saved by ``save_model``: refused (UsageError) when the file is not one, holds a
+    type outside ``TRUSTED``, or was made for other features."""
+    skops = _skops()
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise UsageError(f"{path}: no such model file")
+    try:
+        untrusted = skops.io.get_untrusted_types(file=path)
+    except Exception as exc:  # skops reads a zip archive; anything else is not a model
+        raise UsageError(f"{path}: not a skops model file ({type(exc).__name__}: {exc})") from None
+    unknown = sorted(set(untrusted) - set(TRUSTED))
+    if unknown:
+        raise UsageError(f"{path}: refused: the model holds types ldanalyze does not trust: {', '.join(unknown)}")
+    try:
+        bundle = skops.io.load(path, trusted=sorted(set(untrusted)))
+    except Exception as exc:
+        raise UsageError(f"{path}: the model could not be read ({type(exc).__name__}: {exc})") from None
+    if not isinstance(bundle, dict) or bundle.get("format") != MODEL_FORMAT:
+        raise UsageError(f"{path}: not an ldanalyze learned-LDA model")
+    if bundle.get("version") != MODEL_VERSION or bundle.get("features") != list(FEATURES):
+        raise UsageError(f"{path}: made for other features (version {bundle.get('version')}); retrain it "
+                         "with `ldanalyze train`")
+    return bundle
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_model(path: str, mtime_ns: int, size: int) -> dict:
+    return load_model(path)
+
+
+def _sklearn():
+    try:
+        import sklearn.ensemble
+        import sklearn.impute
+        import sklearn.linear_model
+        import sklearn.pipeline
+        import sklearn.preprocessing
+    except ImportError:
+        raise UsageError("the learned LDA needs scikit-learn and skops: pip install 'ldanalyze[learn]'") from None
+    return sklearn
+
+
+def _skops():
+    try:
+        import skops.io
+    except ImportError:
+        raise UsageError("the learned LDA needs scikit-learn and skops: pip install 'ldanalyze[learn]'") from None
+    return skops
+
+
+@dataclasses.dataclass(frozen=True)
+class Learned(LDA):
+    """A classifier trained by ``ldanalyze train`` (module docstring), from the file ``model``
+    (default: the bundled model, trained on the generated suite by ``traces/train_learned``).
+    Not part of ``--lda all``: name it, ``--lda learned`` or ``learned:model=FILE``."""
+
+    name = "learned"
+    in_all: ClassVar[bool] = False
+    model: str = ""
+
+    def bundle(self) -> dict:
+        path = os.path.abspath(self.model or BUNDLED_MODEL)
+        try:
+            stat = os.stat(path)
+        except OSError:
+            raise UsageError(f"learned: no model file {path} (train one with `ldanalyze train`)") from None
+        return _cached_model(path, stat.st_mtime_ns, stat.st_size)
+
+    def prepare(self, timeline: Timeline) -> None:
+        self.bundle()
+
+    def decide(self, f: Features) -> Verdict:
+        x = gap_features(f)
+        wireless = np.zeros(len(x), bool)
+        rows = f.decided
+        if rows.any():
+            wireless[rows] = self.bundle()["model"].predict(x[rows].to_numpy()) == 1
+        return Verdict(wireless)

@@ -1,0 +1,152 @@
+"""Training and honest evaluation of the learned LDA (``ldanalyze/lda/learned.py``).
+
+``train`` fits a classifier on the gaps of labelled traces (ns-2 traces, vantage chains,
+traces with a labels file). ``evaluate`` runs grouped cross-validation: the traces are split by
+scenario (``groups``, e.g. topology), each group in turn is held out, the model is trained on
+the others and scored on the held-out traces' losses next to every heuristic on the very same
+losses, so that no trace ever has packets on both sides. The verdict per group is "beats"
+only when the learned LDA's 95 % Wilson interval on accuracy lies wholly above the best
+heuristic's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .errors import UsageError
+from .io import read_trace
+from .lda import DECISION_DTYPE, Replay, classify
+from .lda.base import Features
+from .lda.learned import FEATURES, gap_features, gap_labels, make_model
+from .scoring import score
+from .timeline import build_timeline
+
+HEURISTICS = ("biaz", "mbiaz", "spike", "zigzag", "zbs")
+
+
+@dataclasses.dataclass
+class Labelled:
+    """One labelled trace, analysed once: its gap features and labels, and the heuristics'
+    decisions on its losses (``classify`` rows)."""
+
+    name: str
+    features: pd.DataFrame
+    labels: np.ndarray
+    decisions: pd.DataFrame
+
+
+def analyse(source, *, replay: Replay | None = None, **read_options) -> Labelled:
+    """Features, labels and heuristic decisions of one trace (a path or a Trace)."""
+    trace = read_trace(source, **read_options) if not hasattr(source, "packets") else source
+    timeline = build_timeline(trace)
+    f = Features.of(timeline, replay or Replay())
+    decisions = classify(timeline, list(HEURISTICS), replay=replay).assign(trace=str(trace.path))
+    return Labelled(str(trace.path), gap_features(f), gap_labels(timeline), decisions)
+
+
+def rows(labelled: Iterable[Labelled]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Training matrix and labels: the decided gaps with a known cause."""
+    xs, ys = [], []
+    for item in labelled:
+        keep = np.isfinite(item.labels) & item.features["n"].notna().to_numpy()
+        xs.append(item.features.to_numpy()[keep])
+        ys.append(item.labels[keep].astype(np.int64))
+    x = np.concatenate(xs) if xs else np.empty((0, len(FEATURES)))
+    y = np.concatenate(ys) if ys else np.empty(0, np.int64)
+    return x, y, int(y.shape[0])
+
+
+def fit(labelled: Sequence[Labelled], kind: str = "gbt", seed: int = 0):
+    """A classifier (``make_model(kind)``) fitted on the labelled gaps; (model, gaps used)."""
+    x, y, count = rows(labelled)
+    if count == 0:
+        raise UsageError("no gap with a known cause to learn from: give labelled traces (ns-2, chains, labels files)")
+    if np.unique(y).shape[0] < 2:
+        raise UsageError(f"every one of the {count} labelled gaps has the same cause; a classifier needs both")
+    model = make_model(kind, seed)
+    model.fit(x, y)
+    return model, count
+
+
+def learned_decisions(item: Labelled, model) -> pd.DataFrame:
+    """``classify`` rows of the learned LDA on ``item``'s losses, from ``model``'s predictions."""
+    base = item.decisions[item.decisions["lda"] == HEURISTICS[0]].copy()
+    features = item.features
+    decided = features["n"].notna().to_numpy()
+    wireless = np.zeros(len(features), bool)
+    if decided.any():
+        wireless[decided] = model.predict(features.to_numpy()[decided]) == 1
+    gap = base["gap"].to_numpy(np.int64)
+    detected = base["decision"].astype(str).to_numpy() != "undetected"
+    said = np.where(wireless[np.maximum(gap, 0)], "wireless", "congestion")
+    base["decision"] = pd.Categorical(np.where(detected, said, "undetected"), dtype=DECISION_DTYPE)
+    base["lda"] = "learned"
+    return base
+
+
+def group_of(name: str, pattern: str) -> str:
+    """The scenario group of a trace: the first group (or the whole match) of ``pattern`` in
+    its path."""
+    found = re.search(pattern, name)
+    if found is None:
+        raise UsageError(f"--group-by {pattern!r} does not match {name}: every trace needs a group")
+    return found.group(1) if found.groups() else found.group(0)
+
+
+def evaluate(labelled: Sequence[Labelled], groups: Sequence[str], kind: str = "gbt", seed: int = 0,
+             importance_repeats: int = 3) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Leave-one-group-out cross-validation (module docstring).
+
+    Returns the scores (one row per held-out group and LDA: losses, M_c, M_w, accuracy with
+    Wilson intervals, ``train_gaps``) and the permutation importance of each feature on each
+    held-out group (mean drop of the gap accuracy over ``importance_repeats`` shuffles).
+    """
+    from sklearn.inspection import permutation_importance
+
+    names = sorted(set(groups))
+    if len(names) < 2:
+        raise UsageError(f"grouped cross-validation needs two groups or more; the traces form {len(names)}: "
+                         f"{', '.join(names)}")
+    scores, importances = [], []
+    for held in names:
+        train = [item for item, g in zip(labelled, groups) if g != held]
+        test = [item for item, g in zip(labelled, groups) if g == held]
+        model, count = fit(train, kind, seed)
+        decisions = pd.concat([item.decisions for item in test]
+                              + [learned_decisions(item, model) for item in test], ignore_index=True)
+        decisions["lda"] = pd.Categorical(decisions["lda"].astype(str), categories=[*HEURISTICS, "learned"])
+        table = score(decisions, by="pooled", bootstrap=0)
+        scores.append(table.assign(held_out=held, train_gaps=count, test_traces=len(test)))
+        x, y, test_count = rows(test)
+        if test_count and np.unique(y).shape[0] == 2:
+            found = permutation_importance(model, x, y, n_repeats=importance_repeats, random_state=seed)
+            importances.append(pd.DataFrame({"held_out": held, "feature": FEATURES,
+                                             "importance": found.importances_mean}))
+    table = pd.concat(scores, ignore_index=True)
+    columns = ["held_out", "lda", "losses", "scored", "M_c", "M_w", "accuracy", "accuracy_lo", "accuracy_hi",
+               "M_c_lo", "M_c_hi", "M_w_lo", "M_w_hi", "train_gaps", "test_traces"]
+    table = table[[c for c in columns if c in table.columns]]
+    return table, (pd.concat(importances, ignore_index=True) if importances else
+                   pd.DataFrame(columns=["held_out", "feature", "importance"]))
+
+
+def verdicts(table: pd.DataFrame) -> pd.DataFrame:
+    """Per held-out group: the best heuristic by accuracy, and whether the learned LDA beats
+    it beyond the intervals (its lower bound above the heuristic's upper bound)."""
+    out = []
+    for held, mine in table.groupby("held_out", sort=True):
+        mine = mine.set_index(mine["lda"].astype(str))
+        heuristics = mine.drop(index="learned", errors="ignore")
+        best = heuristics["accuracy"].idxmax()
+        learned = mine.loc["learned"]
+        margin = learned["accuracy"] - heuristics.loc[best, "accuracy"]
+        beyond = learned["accuracy_lo"] > heuristics.loc[best, "accuracy_hi"]
+        verdict = "beats" if beyond else ("ahead within the intervals" if margin > 0 else "does not beat")
+        out.append({"held_out": held, "best_heuristic": best, "best_accuracy": heuristics.loc[best, "accuracy"],
+                    "learned_accuracy": learned["accuracy"], "margin": margin, "verdict": verdict})
+    return pd.DataFrame(out)
