@@ -211,10 +211,15 @@ def test_gzip_and_small_chunks_read_the_same(tmp_path, kind):
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=frame_lists(), container=st.sampled_from(CONTAINERS))
 def test_kernel_agrees_with_the_twin(tmp_path_factory, data, container):
+    """... and so does the kernel run interpreted (ldanalyze/tiering.py), byte for byte."""
     linktype, records = data
     path = tmp_path_factory.mktemp("twin") / "c"
     write_container(path, container, linktype, records)
-    same_as_twin(path)
+    capture = same_as_twin(path)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("LDANALYZE_KERNELS", "interpreted")
+        interpreted, _ = decode(path)
+    assert interpreted.records.tobytes() == capture.records.tobytes() and interpreted.flows.equals(capture.flows)
 
 
 # -- link types and headers --------------------------------------------------------------------

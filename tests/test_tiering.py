@@ -1,6 +1,7 @@
 """The interpreted twins of the kernels (ldanalyze/tiering.py) give what the compiled kernels give,
-byte for byte: on every real capture, on generated captures of every link type and container, on
-damaged real captures (same records or the same error), and on the clock and jitter kernels."""
+byte for byte: on every real capture, on damaged real captures (same records or the same error),
+on the clock and jitter kernels, and in every LDA and controller (generated captures of every
+link type and container: tests/test_pcap_read.py's twin test)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from ldanalyze import clocks, tiering, timeline
 from ldanalyze.errors import TraceError, UsageError
 from ldanalyze.io.capture import pcap
 
-from .captures import CONTAINERS, frame_lists, write_container
 from .conftest import TRACES
 from .test_fuzz_captures import DATA, damaged
 
@@ -54,16 +54,6 @@ def same_decode(monkeypatch, path) -> None:
 @pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
 def test_real_captures_decode_the_same_interpreted(monkeypatch, path):
     same_decode(monkeypatch, path)
-
-
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(data=frame_lists(), container=st.sampled_from(CONTAINERS))
-def test_generated_captures_decode_the_same_interpreted(tmp_path_factory, data, container):
-    linktype, records = data
-    path = tmp_path_factory.mktemp("tier") / "c"
-    write_container(path, container, linktype, records)
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        same_decode(monkeypatch, path)
 
 
 @pytest.mark.parametrize("name", sorted(DATA))

@@ -1,0 +1,67 @@
+"""Speed of the learned LDA on a synthetic timeline (benchmarks/synthetic.py), in one run:
+
+* feature extraction (``gap_features``): arrivals per second, and against the shared arrays
+  every LDA reads (``Features.of``), measured in the same run (target: >= 5 M arrivals/s);
+* prediction inside ``classify``: ``classify(--lda all)`` with and without the learned LDA
+  (bundled model) added (target: it adds < 50 %);
+* training (gradient-boosted trees) on the gaps of the timeline, against one ``classify`` of
+  every LDA (the whole generated suite's training is timed by traces/train_learned).
+
+    python benchmarks/learned_speed.py [--packets 2000000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.synthetic import best_of, synthetic_packets  # noqa: E402
+from ldanalyze.lda import Features, Replay, classify, get_lda, parse_ldas  # noqa: E402
+from ldanalyze.lda.learned import gap_features, gap_labels, make_model  # noqa: E402
+from ldanalyze.timeline import build_timeline  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--packets", type=int, default=2_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    tl = build_timeline(synthetic_packets(args.packets))
+    n = len(tl.arrivals)
+    print(f"synthetic timeline: {n:,} arrivals, {len(tl.gaps):,} gaps")
+    warm = build_timeline(synthetic_packets(5000))
+    every = [lda for lda in parse_ldas("all") if lda.name != "adaptive_rtt"]  # needs absolute delays
+    learned = get_lda("learned")
+    classify(warm, [*every, learned])  # compile (or load) every kernel outside the timings
+
+    replay = Replay()
+    shared = best_of(args.repeat, lambda: Features.of(tl, replay))
+    f = Features.of(tl, replay)
+    features = best_of(args.repeat, lambda: gap_features(f))
+    print(f"gap_features          : {features:6.2f} s  {n / features / 1e6:6.1f} M arrivals/s (target >= 5)"
+          f"   Features.of {shared:.2f} s: ratio {features / shared:.2f}")
+
+    base = best_of(args.repeat, lambda: classify(tl, every))
+    both = best_of(args.repeat, lambda: classify(tl, [*every, learned]))
+    print(f"classify, every LDA   : {base:6.2f} s;  with the learned LDA {both:6.2f} s: +{both / base - 1:.0%} "
+          "(target < +50 %)")
+
+    x = gap_features(f).to_numpy()
+    y = gap_labels(tl)
+    keep = np.isfinite(y) & np.isfinite(x[:, 0])
+    t = time.perf_counter()
+    make_model("gbt").fit(x[keep], y[keep].astype(int))
+    fit = time.perf_counter() - t
+    print(f"training (gbt)        : {fit:6.2f} s on {int(keep.sum()):,} gaps; {fit / base:.1f}x one classify of "
+          "every LDA")
+
+
+if __name__ == "__main__":
+    main()
