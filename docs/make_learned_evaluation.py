@@ -61,7 +61,9 @@ def lab_traces(folder: pathlib.Path, runs: int) -> list:
         return []
     items = []
     for k, config in enumerate(LAB[:runs]):
-        run = run_lab(folder / f"lab{k}", config)
+        workdir = folder / f"lab{k}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        run = run_lab(workdir, config)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             trace = read_vantages(run.chain(), clocks="common")
