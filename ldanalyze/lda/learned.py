@@ -179,8 +179,8 @@ def make_model(kind: str = "gbt", seed: int = 0):
     """An unfitted scikit-learn classifier over ``FEATURES``: gradient-boosted trees (NaN
     handled natively), a random forest or a logistic regression (NaN imputed by the median)."""
     sklearn = _sklearn()
-    if kind == "gbt":
-        return sklearn.ensemble.HistGradientBoostingClassifier(max_iter=200, learning_rate=0.1,
+    if kind == "gbt":  # small trees: predicting 190k gaps takes 0.09 s (200 deep trees: 0.6 s, 1-2 points better)
+        return sklearn.ensemble.HistGradientBoostingClassifier(max_iter=30, max_depth=4, max_leaf_nodes=15,
                                                                early_stopping=False, random_state=seed)
     if kind == "rf":
         return sklearn.pipeline.Pipeline([
