@@ -54,15 +54,15 @@ def parse_specs(text: str | Iterable | None, registry: dict[str, type], kind: st
     A spec is ``name`` or ``name:key=value:key=value`` (the form ``spec`` prints); values are
     JSON (``zigzag:dev_factors=[-1,-0.5,0,1]``), or plain text for strings.
     """
-    if text is None or text == "all":  # every registered one but those named only (in_all False)
-        return [cls() for cls in registry.values() if getattr(cls, "in_all", True)]
+    if text is None or text == "all":
+        return _every(registry)
     items = _split_specs(text) if isinstance(text, str) else list(text)
     out: list = []
     for item in items:
         if isinstance(item, base):
             out.append(item)
         elif item == "all":
-            out.extend(cls() for cls in registry.values())
+            out.extend(_every(registry))
         else:
             name, *pairs = item.split(":")
             params = {}
@@ -78,6 +78,11 @@ def parse_specs(text: str | Iterable | None, registry: dict[str, type], kind: st
     if len(set(names)) != len(names):
         raise UsageError(f"a {kind} is named twice: {', '.join(names)}")
     return out
+
+
+def _every(registry: dict[str, type]) -> list:
+    """What ``all`` means: every registered one but those that must be named (``in_all`` False)."""
+    return [cls() for cls in registry.values() if getattr(cls, "in_all", True)]
 
 
 def _split_specs(text: str) -> list[str]:

@@ -151,7 +151,8 @@ def test_the_learned_lda_classifies_through_the_api_and_the_cli(model_file, tmp_
     learned = decisions[decisions["lda"] == lda.spec]
     assert len(learned) == len(timeline.losses) and set(learned["decision"].astype(str)) <= {
         "congestion", "wireless", "undetected"}
-    assert "learned" not in [x.name for x in parse_ldas("all")]  # only when named
+    for text in ("all", "all,biaz:upper=1.4", ["all"]):  # only when named
+        assert "learned" not in [x.name for x in parse_ldas(text)]
     out = tmp_path / "d.csv"
     assert main(["classify", SMALL[1], "--lda", f"learned:model={model_file}", "-o", str(out)]) == 0
     cli = pd.read_csv(out)
