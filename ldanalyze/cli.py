@@ -528,6 +528,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.output:
         _write_table(table, args.output, list(args.traces), None)
         print(f"wrote {args.output}")
+    if args.plot:
+        from .report import plots
+
+        _atomic_write(args.plot, list(args.traces),
+                      lambda tmp: plots.evaluation(table, importance).savefig(tmp, format="png", dpi=100))
+        print(f"wrote the figure to {args.plot}")
     return 0
 
 
@@ -774,6 +780,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the scenario of each trace, from its path: the regex's first group (or match), e.g. "
                         "'(wlh|wb)_' for the topology; traces of one group are never split between train and test")
     p.add_argument("-o", "--output", help="write the scores (.parquet or .csv)")
+    p.add_argument("--plot", metavar="PNG", help="draw the accuracies with their intervals and the importances")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("reproduce", help="paper 000's evaluation from the real ns-2: tables, figures, the "

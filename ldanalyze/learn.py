@@ -108,6 +108,8 @@ def evaluate(labelled: Sequence[Labelled], groups: Sequence[str], kind: str = "g
     """
     from sklearn.inspection import permutation_importance
 
+    if len(groups) != len(labelled):
+        raise UsageError(f"{len(labelled)} traces but {len(groups)} groups: give each trace its group")
     names = sorted(set(groups))
     if len(names) < 2:
         raise UsageError(f"grouped cross-validation needs two groups or more; the traces form {len(names)}: "

@@ -201,9 +201,9 @@ def test_the_cli_trains_and_evaluates_by_group(tmp_path, capsys):
     assert main(["train", *SMALL, "-o", str(model), "--model", "logistic"]) == 0
     assert "trained a logistic model on" in capsys.readouterr().out
     assert load_model(model)["kind"] == "logistic"
-    out = tmp_path / "cv.csv"
+    out, png = tmp_path / "cv.csv", tmp_path / "cv.png"
     # by traffic: every training side then holds both causes (the bundled WB trace has no congestion loss)
-    assert main(["evaluate", *SMALL, "--group-by", r"_(tfrc|mix|cbr|tcp)_", "-o", str(out)]) == 0
+    assert main(["evaluate", *SMALL, "--group-by", r"_(tfrc|mix|cbr|tcp)_", "-o", str(out), "--plot", str(png)]) == 0
     printed = capsys.readouterr().out
     assert "held out mix: learned" in printed and "held out cbr: learned" in printed and "feature importance" in printed
     table = pd.read_csv(out)
@@ -211,6 +211,19 @@ def test_the_cli_trains_and_evaluates_by_group(tmp_path, capsys):
     assert set(table["lda"]) == {*learn.HEURISTICS, "learned"}
     # the held-out group's losses are the same for every LDA: no trace on both sides
     assert table.groupby("held_out")["losses"].nunique().eq(1).all()
+    assert png.stat().st_size > 20_000
     assert main(["evaluate", *SMALL, "--group-by", "nothing-matches"]) == 2
     assert main(["evaluate", SMALL[0], SMALL[1], "--group-by", "(wlh)"]) == 2  # one group only
     assert "needs two groups or more; the traces form 1: wlh" in capsys.readouterr().err
+
+
+def test_the_evaluation_figure_shows_every_lda_per_group_and_the_importances(labelled):
+    groups = [learn.group_of(path, r"_(tfrc|mix|cbr|tcp)_") for path in SMALL]
+    scores, importance = learn.evaluate(labelled, groups, importance_repeats=1)
+    fig = la.plot.evaluation(scores, importance)
+    accuracy, ranked = fig.axes[:2]
+    labels = [t.get_text() for t in accuracy.get_legend().get_texts()]
+    assert labels == [*learn.HEURISTICS, "learned"]  # the learned LDA last
+    assert [t.get_text() for t in accuracy.get_xticklabels()] == sorted(set(groups))
+    held = importance["held_out"].nunique()
+    assert len(ranked.patches) == held * len(FEATURES)  # a bar per feature and held-out group

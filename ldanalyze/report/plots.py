@@ -12,6 +12,9 @@ its Figure, or draws into the ``ax`` it is given.
   bounds, against time (open-loop replay).
 - ``across``: a metric against a trace property over a set of traces (paper 000 Figs. 8-9).
 - ``zbs_usage``: the share of time each ZBS base scheme was in force (paper 000 Fig. 13).
+- ``sweep``: a parameter sweep's M_c against M_w, the frontier and the defaults.
+- ``evaluation``: the learned LDA's grouped cross-validation: accuracy per held-out group and
+  LDA with its intervals, and the features' permutation importance.
 
 Colours are Okabe and Ito's colour-blind-safe palette. matplotlib is imported when a figure is
 drawn, not with ldanalyze.
@@ -397,3 +400,44 @@ def sweep(table: pd.DataFrame, ax=None, title: str | None = None):
     ax.set_title(title or f"{table.attrs.get('lda', 'LDA')}: sweep of {', '.join(params)}", fontsize=10)
     _outside(ax)
     return fig if fig is not None else ax.figure
+
+
+def evaluation(scores: pd.DataFrame, importance: pd.DataFrame | None = None):
+    """``ldanalyze.learn.evaluate``'s results: per held-out group, each LDA's accuracy with its
+    Wilson interval (the learned LDA last, in black); with ``importance``, a second panel of the
+    features' permutation importance per held-out group."""
+    plt = _plt()
+    panels = 2 if importance is not None and len(importance) else 1
+    fig, axes = plt.subplots(1, panels, figsize=(6.5 * panels + 2, 4.8), constrained_layout=True, squeeze=False)
+    ax = axes[0, 0]
+    groups = sorted(scores["held_out"].unique())
+    ldas = list(dict.fromkeys(scores["lda"].astype(str)))
+    ldas = [lda for lda in ldas if lda != "learned"] + (["learned"] if "learned" in ldas else [])
+    width = 0.8 / len(ldas)
+    for k, lda in enumerate(ldas):
+        mine = scores[scores["lda"].astype(str) == lda].set_index("held_out").reindex(groups)
+        x = np.arange(len(groups)) + (k - (len(ldas) - 1) / 2) * width
+        y = mine["accuracy"].to_numpy() * 100
+        err = [y - mine["accuracy_lo"].to_numpy() * 100, mine["accuracy_hi"].to_numpy() * 100 - y]
+        colour = BLACK if lda == "learned" else PALETTE[k % len(PALETTE)]
+        ax.errorbar(x, y, yerr=err, fmt=MARKERS[k % len(MARKERS)], color=colour, markersize=7 if lda == "learned" else 5,
+                    capsize=2, linewidth=1, label=lda)
+    ax.set_xticks(np.arange(len(groups)), groups)
+    ax.set_ylim(0, 100)
+    _style(ax, "held-out group (trained on the others)", "accuracy on its losses (%)")
+    ax.set_title("grouped cross-validation: accuracy with 95 % Wilson intervals", fontsize=10)
+    _outside(ax)
+    if panels == 2:
+        ax = axes[0, 1]
+        table = importance.pivot(index="feature", columns="held_out", values="importance")
+        table = table.loc[table.mean(axis=1).sort_values().index]
+        height = 0.8 / table.shape[1]
+        for k, group in enumerate(table.columns):
+            ax.barh(np.arange(len(table)) + (k - (table.shape[1] - 1) / 2) * height, table[group], height=height,
+                    color=PALETTE[k % len(PALETTE)], label=f"held out {group}")
+        ax.set_yticks(np.arange(len(table)), table.index)
+        ax.axvline(0, color=BLACK, linewidth=0.6)
+        _style(ax, "drop of gap accuracy when shuffled", None)
+        ax.set_title("permutation importance on the held-out gaps", fontsize=10)
+        _outside(ax)
+    return fig
