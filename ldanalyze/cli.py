@@ -480,16 +480,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _labelled(args: argparse.Namespace) -> list:
-    """Every trace named, analysed once for the learned LDA (features, labels, heuristics)."""
+    """Every trace named (or the --vantage chain, or one trace with --labels), analysed once
+    for the learned LDA: features, labels, the heuristics' decisions."""
     from . import learn
 
-    if args.vantage or args.labels:
-        raise UsageError(f"{args.command} reads trace files; give them as arguments (no --vantage, --labels)")
     items = []
-    for path in args.traces:
-        items.append(learn.analyse(path, replay=_replay(args), **_trace_options(args)))
-        print(f"  {path}: {len(items[-1].features)} gaps, {int(np.isfinite(items[-1].labels).sum())} with a known "
-              "cause", file=sys.stderr)
+    for path in _sources(args):
+        items.append(learn.analyse(_read(args, path), replay=_replay(args)))
+        print(f"  {items[-1].name}: {len(items[-1].features)} gaps, {int(np.isfinite(items[-1].labels).sum())} with "
+              "a known cause", file=sys.stderr)
     return items
 
 
@@ -499,8 +498,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     items = _labelled(args)
     model, gaps = learn.fit(items, args.model, args.seed)
-    _atomic_write(args.output, list(args.traces), lambda tmp: save_model(
-        model, tmp, kind=args.model, trained_on=[os.path.basename(t) for t in args.traces], gaps=gaps))
+    _atomic_write(args.output, _inputs(args), lambda tmp: save_model(
+        model, tmp, kind=args.model, trained_on=["+".join(os.path.basename(part) for part in item.name.split("+")) for item in items], gaps=gaps))
     print(f"trained a {args.model} model on {gaps} gaps of {len(items)} trace(s); wrote {args.output} "
           f"(use it as --lda learned:model={args.output})")
     return 0
@@ -509,8 +508,10 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from . import learn
 
-    groups = [learn.group_of(path, args.group_by) for path in args.traces]
+    for path in args.traces:  # a bad pattern is said before any trace is read
+        learn.group_of(path, args.group_by)
     items = _labelled(args)
+    groups = [learn.group_of(item.name, args.group_by) for item in items]
     table, importance = learn.evaluate(items, groups, args.model, args.seed)
     verdicts = learn.verdicts(table)
     shown = table.copy()
@@ -526,12 +527,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     print("\nfeature importance (mean drop of gap accuracy when shuffled, held-out gaps):")
     print(importance.pivot(index="feature", columns="held_out", values="importance").round(4).to_string())
     if args.output:
-        _write_table(table, args.output, list(args.traces), None)
+        _write_table(table, args.output, _inputs(args), None)
         print(f"wrote {args.output}")
     if args.plot:
         from .report import plots
 
-        _atomic_write(args.plot, list(args.traces),
+        _atomic_write(args.plot, _inputs(args),
                       lambda tmp: plots.evaluation(table, importance).savefig(tmp, format="png", dpi=100))
         print(f"wrote the figure to {args.plot}")
     return 0
@@ -766,7 +767,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_sweep)
 
     learning = argparse.ArgumentParser(add_help=False)
-    learning.add_argument("traces", nargs="+", metavar="TRACE", help="labelled trace files (ns-2, with true causes)")
+    learning.add_argument("traces", nargs="*", metavar="TRACE",
+                          help="labelled traces: ns-2 files, or one capture with --labels, and/or a --vantage chain")
     learning.add_argument("--model", choices=("gbt", "rf", "logistic"), default="gbt",
                           help="gradient-boosted trees (default), a random forest or a logistic regression")
     learning.add_argument("--seed", type=int, default=0, help="the model's random seed (default 0)")

@@ -227,3 +227,21 @@ def test_the_evaluation_figure_shows_every_lda_per_group_and_the_importances(lab
     assert [t.get_text() for t in accuracy.get_xticklabels()] == sorted(set(groups))
     held = importance["held_out"].nunique()
     assert len(ranked.patches) == held * len(FEATURES)  # a bar per feature and held-out group
+
+
+def test_train_takes_a_capture_chain_and_a_labelled_capture(tmp_path, capsys):
+    chain = TRACES / "captures"
+    model = tmp_path / "chain.skops"
+    vantages = ["--vantage", str(chain / "lab_sender.pcap"), "--vantage", f"{chain / 'lab_r1.pcap'}:wireless",
+                "--vantage", f"{chain / 'lab_r2.pcap'}:congestion", "--vantage", str(chain / "lab_receiver.pcap")]
+    assert main(["train", *vantages, "-o", str(model), "--model", "logistic"]) == 0
+    bundle = load_model(model)
+    assert bundle["trained_on"] == ["lab_sender.pcap+lab_r1.pcap+lab_r2.pcap+lab_receiver.pcap"] and bundle["gaps"] > 30
+    labels = tmp_path / "labels.csv"
+    assert main(["labels", *vantages, "-o", str(labels)]) == 0
+    capsys.readouterr()
+    # the receiver's capture alone knows no cause; with the chain's labels file it does
+    assert main(["train", str(chain / "lab_receiver.pcap"), "-o", str(tmp_path / "r.skops")]) == 2
+    assert "no gap with a known cause" in capsys.readouterr().err
+    assert main(["train", str(chain / "lab_receiver.pcap"), "--labels", str(labels), "-o", str(tmp_path / "r.skops"),
+                 "--model", "logistic"]) == 0
