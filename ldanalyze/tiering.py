@@ -42,8 +42,11 @@ def pick(kernel: CPUDispatcher, interpreted_s: float) -> Callable:
     """``kernel`` or its interpreted twin, whichever should finish first.
 
     ``interpreted_s`` is the caller's estimate of the interpreted run time. Machine code already
-    loaded in this process is always used; otherwise the twin runs when its estimate is below
-    the estimated cost of compiling the kernel, or of loading it from numba's cache.
+    loaded in this process is always used; otherwise the twin runs while the interpreted time
+    this process has spent on the kernel, this call included, stays below the estimated cost of
+    compiling it (or of loading it from numba's cache). Like renting until the rent paid would
+    buy: a long-lived process (a batch) compiles a kernel it keeps calling, and never pays more
+    than twice what knowing its future calls would have cost.
     """
     chosen = mode()
     if chosen == "compiled" or (chosen == "auto" and kernel.overloads):
@@ -51,7 +54,11 @@ def pick(kernel: CPUDispatcher, interpreted_s: float) -> Callable:
     if chosen == "interpreted":
         return interpreted(kernel)
     budget = compile_s(kernel) * (CACHE_LOAD_SHARE if _on_disk(kernel) else 1.0)
-    return interpreted(kernel) if interpreted_s < budget else kernel
+    spent = _SPENT.get(kernel, 0.0) + interpreted_s
+    if spent < budget:
+        _SPENT[kernel] = spent
+        return interpreted(kernel)
+    return kernel
 
 
 def call(kernel: CPUDispatcher, *args, us_per_item: float = 1.0):
@@ -90,6 +97,7 @@ def interpreted(kernel: CPUDispatcher) -> Callable:
 
 
 _TWINS: dict[CPUDispatcher, types.FunctionType] = {}
+_SPENT: dict[CPUDispatcher, float] = {}  # estimated interpreted seconds so far, per kernel
 
 
 def _twin(kernel: CPUDispatcher) -> types.FunctionType:

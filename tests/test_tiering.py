@@ -102,13 +102,21 @@ def test_the_choice_follows_the_setting_and_the_estimate(monkeypatch):
     assert tiering.pick(kernel, 1e9) is not kernel
     monkeypatch.setenv("LDANALYZE_KERNELS", "auto")
     cost = tiering.compile_s(kernel)
-    monkeypatch.setattr(tiering, "_on_disk", lambda k: False)
+
+    def fresh(on_disk: bool) -> None:  # no interpreted time spent yet
+        monkeypatch.setattr(tiering, "_SPENT", {})
+        monkeypatch.setattr(tiering, "_on_disk", lambda k: on_disk)
+
+    fresh(False)
     assert tiering.pick(kernel, cost * 2) is kernel  # long work: compile
     assert tiering.pick(kernel, cost / 2)(1) == 2 and not kernel.overloads
-    monkeypatch.setattr(tiering, "_on_disk", lambda k: True)  # cached: loading beats that work
+    fresh(True)  # cached: loading beats that work
     assert tiering.pick(kernel, cost / 2) is kernel
     assert tiering.pick(kernel, cost * tiering.CACHE_LOAD_SHARE / 2) is not kernel
-    monkeypatch.setattr(tiering, "_on_disk", lambda k: False)
+    fresh(False)  # short calls run interpreted until their sum would pay for compiling
+    calls = [tiering.pick(kernel, cost / 4) is not kernel for _ in range(5)]
+    assert calls == [True, True, True, False, False]
+    fresh(False)
     items = int(cost * 1e6 / 3)  # call() estimates 1 us an element: 3x under the cost, then 3x over
     assert tiering.call(kernel, np.zeros(items))[0] == 1 and not kernel.overloads
     assert tiering.call(kernel, np.zeros(items * 9))[0] == 1 and kernel.overloads
