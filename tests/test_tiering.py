@@ -78,7 +78,8 @@ def test_envelope_line_interpreted(points):
     points.sort()
     t = np.array([p[0] for p in points])
     d = np.array([p[1] for p in points])
-    assert clocks._envelope_line(t, d) == tiering.interpreted(clocks._envelope_line)(t, d)
+    with np.errstate(all="ignore"):  # (5e-324, 1.0): a slope of inf, an intercept of NaN, in both
+        np.testing.assert_array_equal(clocks._envelope_line(t, d), tiering.interpreted(clocks._envelope_line)(t, d))
 
 
 @settings(max_examples=200, deadline=None)
