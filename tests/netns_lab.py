@@ -56,6 +56,7 @@ CAPTURE_POINTS = {
     "receiver": ("receiver", "to-r2", "in"),
 }
 STEP_TIMEOUT_S = 10  # any single setup or query command
+DRAIN_S = 1.0  # after the traffic: the tbf queue (10 kB) empties at any of the lab's rates
 RTP_SENDER_PORT = 5006  # the GStreamer sender's source port (RTCP from the next one)
 START_TIMEOUT_S = 5  # tcpdump until "listening on", iperf3 server until its socket listens
 
@@ -389,7 +390,7 @@ class _Lab:
         points = {name: (host, dev, "inout" if c.both_ways and name in ("sender", "receiver") else way)
                   for name, (host, dev, way) in CAPTURE_POINTS.items()}
         tcpdumps = {name: self.start_capture(*points[name], captures[name]) for name in captures}
-        self.mark_capture_start()
+        self.mark_capture("start")
         steps = [threading.Timer(at, self.set_bottleneck_rate, (rate,)) for at, rate in c.tbf_steps]
         if c.traffic == "rtp-audio":
             report, sender_port = self.send_rtp_audio(steps), RTP_SENDER_PORT
@@ -400,7 +401,8 @@ class _Lab:
         else:
             report = self.send_iperf3(steps)
             sender_port = report["start"]["connected"][0]["local_port"]
-        time.sleep(0.2)  # let the last packets reach the captures
+        time.sleep(DRAIN_S)  # the bottleneck's queue empties
+        self.mark_capture("end")
         capture_drops = {name: self.stop_capture(proc) for name, proc in tcpdumps.items()}
         return LabRun(
             captures=MappingProxyType(captures),
@@ -420,13 +422,14 @@ class _Lab:
         self.procs.append(proc)
         return proc
 
-    def mark_capture_start(self) -> None:
-        """One datagram through every hop before the traffic, so that every capture's first
-        record shows it was already running: a chain reader cannot otherwise tell a flow's first
-        packet dropped upstream of a capture from one sent before that capture began
-        (``vantage.py`` calls such a packet unobserved)."""
-        _run(self.exec("sender", sys.executable, "-c", "import socket; socket.socket(socket.AF_INET, "
-                       f"socket.SOCK_DGRAM).sendto(b'start', ('{RECEIVER_IP}', 9))"))
+    def mark_capture(self, text: str) -> None:
+        """One datagram through every hop, before the traffic and after it has drained, so that
+        every capture's first and last records show it was running: a chain reader cannot
+        otherwise tell a flow's first or last packet dropped upstream of a capture from one that
+        passed while the capture was not running (``vantage.py`` calls such a packet unobserved;
+        gst's RTCP BYE, sent last, was one). Both go from port 9 to port 9: one flow."""
+        _run(self.exec("sender", sys.executable, "-c", "import socket; s = socket.socket(socket.AF_INET, "
+                       f"socket.SOCK_DGRAM); s.bind(('', 9)); s.sendto(b'{text}', ('{RECEIVER_IP}', 9))"))
         time.sleep(0.05)
 
     def start_capture(self, host: str, dev: str, direction: str, path: Path) -> subprocess.Popen:
