@@ -498,8 +498,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     items = _labelled(args)
     model, gaps = learn.fit(items, args.model, args.seed)
-    _atomic_write(args.output, _inputs(args), lambda tmp: save_model(
-        model, tmp, kind=args.model, trained_on=["+".join(os.path.basename(part) for part in item.name.split("+")) for item in items], gaps=gaps))
+    names = ["+".join(os.path.basename(part) for part in item.name.split("+")) for item in items]  # chains: a+b+c
+    _atomic_write(args.output, _inputs(args),
+                  lambda tmp: save_model(model, tmp, kind=args.model, trained_on=names, gaps=gaps))
     print(f"trained a {args.model} model on {gaps} gaps of {len(items)} trace(s); wrote {args.output} "
           f"(use it as --lda learned:model={args.output})")
     return 0

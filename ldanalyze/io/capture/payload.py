@@ -12,8 +12,8 @@ each flow's packets (``decode_capture`` keeps the first payload bytes of every p
     joined to their media stream, and a stream that cannot be read skipped with its reason
     (``meta['skipped_streams']``), never failing its flow. The timestamp is the sender's
     media clock: its rate is ``clock_rate`` when given, else what the stream's RTCP sender
-    reports say (when between 1 kHz and 1 MHz; ``sender_report_refused`` says why not), else the payload type's static rate (RFC 3551: 8000 Hz for PCMU, 90000 Hz for
-    JPEG, ...), else (dynamic types) inferred from timestamp increments against capture times
+    reports say (when between 1 kHz and 1 MHz; ``sender_report_refused`` says why not), else
+    the payload type's static rate (RFC 3551: 8000 Hz for PCMU, 90000 Hz for JPEG, ...), else (dynamic types) inferred from timestamp increments against capture times
     and taken as the nearest usual rate (8000, 16000, 48000, 90000, ...) when within 2 %.
     ``meta['flows']`` says which (``clock_source``).
 ``iperf3``
@@ -328,11 +328,14 @@ def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows
 
 def capture_host(capture) -> tuple[str | None, str]:
     """The address of the host the capture was taken on, and how it was told (``host_of``)."""
-    records = capture.records
+    return host_of(capture.flows, flow_ttls(capture.records, len(capture.flows)))
+
+
+def flow_ttls(records: np.ndarray, n_flows: int) -> np.ndarray:
+    """Decoded packets by flow (rows, ``n_flows`` of them) and TTL (256 columns)."""
     decoded = records["status"] == S_DECODED
-    flow, ttl = records["flow"][decoded].astype(np.int64), records["ttl"][decoded].astype(np.int64)
-    n = len(capture.flows)
-    return host_of(capture.flows, np.bincount(flow * 256 + ttl, minlength=n * 256).reshape(n, 256))
+    cells = records["flow"][decoded].astype(np.int64) * 256 + records["ttl"][decoded]
+    return np.bincount(cells, minlength=n_flows * 256).reshape(n_flows, 256)
 
 
 def host_of(flows: pd.DataFrame, ttls: np.ndarray) -> tuple[str | None, str]:

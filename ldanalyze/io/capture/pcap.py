@@ -862,8 +862,9 @@ def read_capture(
     ``capture_host`` is the address of the host the capture was taken on (``auto``: found
     from the flows' ends and TTLs, see ``payload.host_of``; ``"none"``: no host): at a
     receiver, the flows it sends are read as sent (fate ``unobserved``), not as arrivals;
-    ``meta['capture_host']`` says which address and how. Capture times are float seconds since the epoch (a resolution of about 0.24 µs
-    today; ``decode_capture`` keeps the integer nanoseconds); RTP and TSval send times count
+    ``meta['capture_host']`` says which address and how. Capture times are float seconds
+    since the epoch (a resolution of about 0.24 µs today; ``decode_capture`` keeps the integer
+    nanoseconds); RTP and TSval send times count
     from their own clock's origin. ``size`` is the IP datagram's length. ``meta`` also holds
     per-flow kinds, clock rates and exclusions, the skipped flows, the record counts by
     decode status and the warnings issued.

@@ -29,7 +29,7 @@ from ...clocks import PLAUSIBLE_SKEW_PPM
 from ...errors import TraceError
 from ...packets import Trace
 from . import payload as payloads
-from .linklayer import S_DECODED, STATUS_NAMES
+from .linklayer import STATUS_NAMES
 from .pcap import CHUNK_BYTES, CaptureWarning, _host_option, _Output, capture_trace, decode_into, head_bytes_for
 
 SPILL_RECORDS = 1 << 20  # records per block before it is written out (about 100 MB)
@@ -62,11 +62,9 @@ class _SpillingOutput(_Output):
         self.kept.append(block[(flow < 0) | payloads.sender_report_candidates(block)].copy())
         flowing = flow >= 0
         self.spilled += np.bincount(block["status"][flowing], minlength=256)
-        decoded = block["status"] == S_DECODED
-        if self.n_flows > self.ttls.shape[0]:
-            self.ttls = np.vstack([self.ttls, np.zeros((self.n_flows - self.ttls.shape[0], 256), np.int64)])
-        cells = flow[decoded].astype(np.int64) * 256 + block["ttl"][decoded]
-        self.ttls += np.bincount(cells, minlength=self.ttls.size).reshape(self.ttls.shape)
+        more = payloads.flow_ttls(block, self.n_flows)
+        more[: self.ttls.shape[0]] += self.ttls
+        self.ttls = more
         order = np.argsort(flow, kind="stable")
         ordered = flow[order]
         starts = np.flatnonzero(np.diff(ordered, prepend=-2))
