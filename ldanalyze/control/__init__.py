@@ -109,20 +109,33 @@ def replay(
                     "t": sig.t, "seq": sig.seq, "rate_bps": rate,
                 }))
     summary = pd.concat(summaries, ignore_index=True)
-    known = summary if reference is None else pd.concat(
-        [summary, reference.loc[reference["lda"].astype(str).isin(BASELINES), ["lda", "controller", "flow", "thput"]]
-         .astype({"lda": str, "controller": str, "flow": object})], ignore_index=True)
-    for base in BASELINES:
-        ref = known[known["lda"] == base].drop_duplicates(["controller", "flow"]).set_index(["controller", "flow"])["thput"]
-        key = pd.MultiIndex.from_frame(summary[["controller", "flow"]])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            summary[f"vs_{base}"] = summary["thput"].to_numpy() / ref.reindex(key).to_numpy()
+    _add_ratios(summary, reference)
     summary = summary[summary["lda"].isin(specs)].reset_index(drop=True)
     summary["lda"] = pd.Categorical(summary["lda"], categories=specs)
     summary["controller"] = pd.Categorical(summary["controller"], categories=[c.spec for c in chosen])
     columns = ["lda", "controller", "flow", "rate_bps"]
     rate_table = pd.concat(rate_blocks, ignore_index=True) if rate_blocks else pd.DataFrame(columns=columns)
     return ReplayResult(rates=rate_table, summary=summary)
+
+
+def _add_ratios(summary: pd.DataFrame, reference: pd.DataFrame | None) -> None:
+    """Add ``vs_<baseline>`` columns: each row's thput over the same controller's thput on the
+    same flow when fed that baseline's decisions (from ``summary``, else ``reference``). The
+    tables hold a row per (lda, controller, flow): plain dictionaries beat pandas joins here."""
+    thput = {}
+    for table in (summary, reference):
+        if table is None:
+            continue
+        for lda, ctl, flow, value in zip(table["lda"].astype(str), table["controller"].astype(str),
+                                         table["flow"].astype(str), table["thput"].to_numpy(np.float64)):
+            if lda in BASELINES:
+                thput.setdefault((lda, ctl, flow), value)
+    keys = list(zip(summary["controller"].astype(str), summary["flow"].astype(str)))
+    own = summary["thput"].to_numpy(np.float64)
+    for base in BASELINES:
+        ref = np.array([thput.get((base, ctl, flow), np.nan) for ctl, flow in keys], dtype=np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            summary[f"vs_{base}"] = own / ref
 
 
 def controller_state(

@@ -139,7 +139,8 @@ class Signals:
 def _segment_sizes(timeline: Timeline, flows: list[str]) -> np.ndarray:
     """Each flow's segment size s: the median size of its packets (bytes)."""
     p = timeline.packets
-    med = p.groupby(p["flow"].astype(str).to_numpy())["size"].median()
+    med = p.groupby(p["flow"], observed=True, sort=False)["size"].median()
+    med.index = med.index.astype(str)
     return med.reindex([str(x) for x in flows]).to_numpy(np.float64)
 
 
@@ -151,7 +152,7 @@ def _rtt_plan(timeline, flows, code, f, path):
     (one-way delay + reverse delay on a common clock; ROTT + base_rtt otherwise).
     """
     rtt = timeline.rtt
-    by_flow = {str(k): g for k, g in rtt.groupby(rtt["flow"].astype(str).to_numpy())} if len(rtt) else {}
+    by_flow = {str(k): g for k, g in rtt.groupby(rtt["flow"], observed=True, sort=False)} if len(rtt) else {}
     a = timeline.arrivals
     rev = np.zeros(len(flows))
     sources, samples = [], []
