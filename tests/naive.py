@@ -125,6 +125,7 @@ LDA_DEFAULTS = {
     "wro_ldaplus": {"K": 1 / 2, "B": 1 / 3},
     "adaptive_rtt": {"k": 2, "delay": "auto", "propagation_delay": None},
     "xrtp": {"positive_jitters": 2, "threshold": 1 / 3, "n": 8, "l1": 2, "alpha": 1 / 8},
+    "veno": {"beta": 3.0, "window": 8},
 }
 
 
@@ -432,6 +433,23 @@ def lda_xrtp(flow, positive_jitters, threshold, n, l1, alpha):
     return rule
 
 
+def lda_veno(flow, beta, window):
+    """Veno's eq. (1) at the receiver: backlog N = receive rate over the last ``window``
+    arrivals × (gap delay − minimum delay so far); wireless iff N < beta."""
+    t_recv = [p["t_recv"] for p in flow.arrivals]
+    lowest = running_min(flow.d)
+
+    def rule(g):
+        m = min(window, g.s)
+        span = t_recv[g.s] - t_recv[g.s - m]
+        if m == 0 or span <= 0:
+            return "congestion"
+        backlog = m / span * (g.delay - lowest[g.s])
+        return "wireless" if backlog < beta else "congestion"
+
+    return rule
+
+
 LDAS = {
     "unaware": lda_unaware,
     "biaz": lda_biaz,
@@ -442,6 +460,7 @@ LDAS = {
     "win_ldaplus": lda_win_ldaplus,
     "wro_ldaplus": lda_wro_ldaplus,
     "xrtp": lda_xrtp,
+    "veno": lda_veno,
 }  # adaptive_rtt also needs the RTT samples and the clock: lda_decisions calls it itself
 
 

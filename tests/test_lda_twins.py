@@ -12,17 +12,20 @@ import dataclasses
 import itertools
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ldanalyze.errors import UsageError
-from ldanalyze.lda import Replay, classify, get_lda
+from ldanalyze import read_trace
+from ldanalyze.lda import Replay, classify, get_lda, lda_state
 from ldanalyze.packets import make_packet_table
 from ldanalyze.timeline import build_timeline
 
 from . import naive
+from .conftest import TRACES
 from .strategies import packet_tables, rtt_samples
 
 # -- hand-computed cases for the twin ----------------------------------------------------------
@@ -187,6 +190,48 @@ def test_hand_reordered_packet_fills_the_gap_and_duplicates_count_toward_detecti
     assert decide("unaware", p[:-1], detection=3) == {4: "undetected"}
 
 
+def veno_gap(queueing):
+    """Seq 0, 1, 2 arrive 0.25 s apart with delay 1 s, seq 3 is lost, seq 4 arrives at 2.0 s with
+    delay 1 + queueing: at seq 4 the last 3 arrivals span 1 s, a receive rate of 3 packets/s."""
+    return flow_of([(0, 0.0, 1.0, "delivered"), (1, 0.25, 1.25, "delivered"), (2, 0.5, 1.5, "delivered"),
+                    (3, 0.75, None, "wireless"), (4, 1.0 - queueing, 2.0, "delivered")])
+
+
+def test_hand_veno_backlog_is_strictly_below_beta():
+    assert decide("veno", veno_gap(1.0)) == {3: "congestion"}  # N = 3 packets/s · 1 s = β
+    assert decide("veno", veno_gap(1.0 - 2**-6)) == {3: "wireless"}
+    assert decide("veno", veno_gap(0.5)) == {3: "wireless"}  # N = 1.5
+    assert decide("veno", veno_gap(1.0), {"beta": 3.25}) == {3: "wireless"}
+    # window 1: the rate over the last arrival alone, 1/0.5 s = 2 packets/s, N = 2
+    assert decide("veno", veno_gap(1.0), {"window": 1}) == {3: "wireless"}
+    assert decide("veno", veno_gap(1.5), {"window": 1}) == {3: "congestion"}
+    # deciding with the state before seq 4 (2 arrivals over 1.0..1.5 s: 4 packets/s): N = 4·queueing
+    assert decide("veno", veno_gap(0.75), update_first=False) == {3: "congestion"}  # N = β
+    assert decide("veno", veno_gap(0.5), update_first=False) == {3: "wireless"}
+    # the gap delay of P_i (no queueing): N = 0
+    assert decide("veno", veno_gap(1.5), gap_delay="previous") == {3: "wireless"}
+
+
+def test_hand_veno_without_a_rate_is_congestion():
+    # the first arrival reveals the gap: no earlier arrival, so no rate
+    p = flow_of([(0, 0.0, None, "wireless"), (1, 0.5, 1.0, "delivered"), (2, 0.75, 1.25, "delivered")])
+    assert decide("veno", p) == {0: "congestion"}
+    # two arrivals at the same instant: the rate is undefined, not infinite
+    p = flow_of([(0, 0.0, 1.0, "delivered"), (1, 0.5, None, "wireless"), (2, 0.0, 1.0, "delivered")])
+    assert decide("veno", p) == {1: "congestion"}
+
+
+def test_veno_reads_the_backlog_by_littles_law_on_real_losses():
+    # kernel and twin on a bundled trace: every decided gap's N is rate × queueing at its state
+    tl = build_timeline(read_trace(TRACES / "wlh_tcp_1flow_high.tr.gz"))
+    state = lda_state(tl, "veno")
+    d = classify(tl, ["veno"])
+    decided = d[d["decision"] != "undetected"]
+    assert (decided["decision"] == "wireless").any() and (decided["decision"] == "congestion").any()
+    assert np.allclose(state["N"], state["rate"] * state["queueing"], equal_nan=True)
+    assert (state["queueing"] >= 0).all()
+
+
 # -- the kernels against the twin -------------------------------------------------------------
 
 REPLAYS = [
@@ -206,6 +251,7 @@ VARIANTS = {
     "wro_ldaplus": [{}, {"K": 0.75, "B": 0.25}, {"K": 0.5, "B": 0.5}],
     "xrtp": [{}, {"positive_jitters": 1, "threshold": 0.5, "n": 4, "l1": 1, "alpha": 0.25},
              {"positive_jitters": 3, "threshold": 0.25, "n": 2, "l1": 0}],
+    "veno": [{}, {"beta": 0.5, "window": 1}, {"beta": 20.0, "window": 3}],
 }
 
 # (params, clock, RTT samples: None, "some" flows or "every" flow)

@@ -18,6 +18,7 @@ from ..errors import UsageError
 from ..specs import build, parse_specs
 from ..timeline import Timeline
 from .base import LDA, Features, Replay, Verdict, take
+from .backlog import Veno
 from .baselines import Omniscient, Unaware
 from .interarrival import Biaz, MBiaz, WinLdaPlus
 from .learned import Learned
@@ -29,7 +30,7 @@ from .zbs import SCHEMES, Zbs
 REGISTRY: dict[str, type[LDA]] = {
     cls.name: cls
     for cls in (Unaware, Omniscient, Biaz, MBiaz, Spike, ZigZag, Zbs, WinLdaPlus, WroLdaPlus, AdaptiveRtt, Xrtp,
-                Learned)
+                Veno, Learned)
 }
 DECISIONS = ("congestion", "wireless", "undetected")
 DECISION_DTYPE = pd.CategoricalDtype(list(DECISIONS))
