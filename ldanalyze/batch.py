@@ -37,7 +37,7 @@ from .packets import Trace
 from .scoring import score
 from .timeline import build_timeline
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 
 
 @dataclasses.dataclass
@@ -209,7 +209,7 @@ def _analyze_cached(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
     and reads no trace when it has seen them all."""
     from .lda import parse_ldas
 
-    entry = pathlib.Path(analysis.cache_dir) / (key := cache_key(job))[:2] / key
+    entry = pathlib.Path(analysis.cache_dir) / (key := cache_key(job, analysis.cache_dir))[:2] / key
     built = hashlib.blake2b(digest_size=12)
     built.update(repr(analysis.seq_modulus).encode())
     if job.labels:
@@ -241,11 +241,9 @@ def _analyze_cached(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
             (results / "left_out.json").write_text(json.dumps(sorted(left_out)))
             wanted = [spec for spec in wanted if spec not in newly_left]
         if runnable:
-            decided = classify(timeline, runnable, replay=analysis.replay)
-            part = _part_name(runnable)
-            _write_piece(decided.astype({"lda": str, "flow": str}), results / f"decisions-{part}.arrow")
-            decisions = pd.concat([decisions, decided.astype({"lda": str, "flow": str})], ignore_index=True) \
-                if "lda" in decisions else decided.astype({"lda": str, "flow": str})
+            decided = classify(timeline, runnable, replay=analysis.replay).astype({"lda": str, "flow": str})
+            _write_piece(decided, results / f"decisions-{_part_name(runnable)}.arrow")
+            decisions = pd.concat([decisions, decided], ignore_index=True) if "lda" in decisions else decided
             if analysis.controller:
                 rows = _replay_rows(timeline, analysis, runnable, rows, results, decided)
     if "lda" not in decisions:  # no LDA could run on this trace
@@ -276,7 +274,8 @@ def _replay_rows(timeline, analysis: Analysis, runnable: list[str], rows, result
     try:
         new = replay(timeline, [analysis.controller], runnable, replay=analysis.replay, rates=False,
                      reference=rows if have_baselines else None,
-                     decisions=decided if have_baselines or set(BASELINES) <= set(runnable) else None).summary
+                     decisions=decided if have_baselines or set(BASELINES) <= set(runnable) else None,
+                     signals=_signals(timeline, analysis.replay, results / "signals.npz")).summary
     except UsageError:
         skipped = results / "no_replay.json"
         before = json.loads(skipped.read_text()) if skipped.exists() else []
@@ -285,6 +284,20 @@ def _replay_rows(timeline, analysis: Analysis, runnable: list[str], rows, result
     new = new.astype({"lda": str, "controller": str, "flow": str})
     _write_piece(new, results / f"replay-{_part_name(runnable)}.arrow")
     return pd.concat([rows, new], ignore_index=True) if rows is not None and "lda" in rows else new
+
+
+def _signals(timeline, replay_options: Replay, file: pathlib.Path):
+    """The controllers' inputs (they do not depend on the LDA): from the cache, or computed
+    and stored."""
+    from .control import PathModel, Signals
+
+    if file.exists():
+        return Signals.load(file, timeline, replay_options, PathModel())
+    signals = Signals.of(timeline, replay_options, PathModel())
+    tmp = file.with_name(f".{file.stem}.{os.getpid()}.tmp.npz")
+    signals.save(tmp)
+    os.replace(tmp, file)
+    return signals
 
 
 def _timeline(job: Job, analysis: Analysis, folder: pathlib.Path):
@@ -296,7 +309,7 @@ def _timeline(job: Job, analysis: Analysis, folder: pathlib.Path):
     if (folder / "meta.json").exists():
         tables = {name: pd.read_feather(folder / f"{name}.arrow") for name in parts}
         return Timeline(**tables, meta=json.loads((folder / "meta.json").read_text())), len(tables["packets"]), True
-    trace, from_cache = _read_job(job, analysis.cache_dir)
+    trace, from_cache = _read_job(job, folder.parent.parent)  # the trace's entry
     timeline = build_timeline(_labelled(trace, job), seq_modulus=analysis.seq_modulus)
     folder.mkdir(parents=True, exist_ok=True)
     for name in parts:
@@ -328,16 +341,15 @@ def _read_pieces(folder: pathlib.Path, kind: str) -> pd.DataFrame:
 
 
 def _write_piece(table: pd.DataFrame, path: pathlib.Path) -> None:
-    """Write a cache file (Arrow IPC: small files read in a fraction of a millisecond)
-    atomically: a reader never sees half of it."""
+    """Write a cache file (Arrow IPC, uncompressed: twice the bytes of LZ4 and half the time
+    to read) atomically: a reader never sees half of it."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    table.reset_index(drop=True).to_feather(tmp)
+    table.reset_index(drop=True).to_feather(tmp, compression="uncompressed")
     os.replace(tmp, path)
 
 
-def _read_job(job: Job, cache_dir: str) -> tuple[Trace, bool]:
-    key = cache_key(job)
-    entry = pathlib.Path(cache_dir) / key[:2] / key
+def _read_job(job: Job, entry: pathlib.Path) -> tuple[Trace, bool]:
+    """The parsed trace from its cache entry, or read and stored there."""
     if (entry / "meta.json").exists():
         meta = json.loads((entry / "meta.json").read_text())
         stored = meta.pop("path")  # another file with the same bytes may have stored it
@@ -355,20 +367,54 @@ def _read_fresh(job: Job, options: dict) -> Trace:
     return read_trace(job.path, **options)
 
 
-def cache_key(job: Job) -> str:
+def cache_key(job: Job, cache_dir: str | None = None) -> str:
     """A digest of every input file's bytes, the read options and the cache's layout version:
-    a changed file, option or ldanalyze cache layout never meets an old entry."""
+    a changed file, option or ldanalyze cache layout never meets an old entry. With
+    ``cache_dir``, the files' digests are remembered there (:func:`file_digest`)."""
     from . import __version__
 
     digest = hashlib.blake2b(digest_size=20)
     digest.update(json.dumps([CACHE_VERSION, __version__, list(job.vantage) and "chain", repr(job.read_options)])
                   .encode())
     for path in job.files:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        digest.update(b"\0")
+        digest.update(file_digest(path, cache_dir).encode())
     return digest.hexdigest()
+
+
+RECENT_NS = 2_000_000_000  # a file whose status changed this recently is hashed every time
+
+
+def file_digest(path: str, cache_dir: str | None = None) -> str:
+    """The digest of a file's bytes. With ``cache_dir`` it is remembered there under the file's
+    status (device, inode, size, modification and change times in ns) and reused while the
+    status is the same: any write changes the change time, which no user can set back. A file
+    changed in the last 2 s is hashed each time and not remembered, since two writes within
+    one tick of the file system's clock would leave the same times."""
+    status = os.stat(path)
+    stamp = [status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns]
+    memo = None
+    if cache_dir is not None:
+        name = hashlib.blake2b(os.path.abspath(path).encode(), digest_size=12).hexdigest()
+        memo = pathlib.Path(cache_dir) / "digests" / name
+        try:
+            saved = json.loads(memo.read_text())
+            if saved["stat"] == stamp:
+                return saved["digest"]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    digest = hashlib.blake2b(digest_size=20)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    value = digest.hexdigest()
+    again = os.stat(path)
+    unchanged = [again.st_dev, again.st_ino, again.st_size, again.st_mtime_ns, again.st_ctime_ns] == stamp
+    if memo is not None and unchanged and time.time_ns() - status.st_ctime_ns > RECENT_NS:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        tmp = memo.with_name(f".{memo.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"path": os.path.abspath(path), "stat": stamp, "digest": value}))
+        os.replace(tmp, memo)
+    return value
 
 
 def _store(entry: pathlib.Path, trace: Trace) -> None:

@@ -3,11 +3,14 @@ content-keyed cache, thresholds, baselines, JUnit/Markdown/JSON outputs, config 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
+import time
 import xml.etree.ElementTree as ET
 
 import jsonschema
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -121,6 +124,40 @@ def test_the_cache_is_keyed_by_content_and_options(suite, tmp_path):
     assert hit.cached and hit.result.summary["trace"].unique().tolist() == [str(twin)]
     optioned = batching.Job(name="x", path=str(suite / "sub" / SUITE[2]), read_options=(("flow_by", "addr"),))
     assert batching.cache_key(optioned) != batching.cache_key(batching.Job(name="x", path=optioned.path))
+
+
+def test_file_digests_are_remembered_by_status_and_a_write_forgets_them(tmp_path, monkeypatch):
+    cache, trace = str(tmp_path / "cache"), tmp_path / "a.tr"
+    trace.write_bytes(b"x" * 1000)
+    fresh = batching.file_digest(str(trace), cache)
+    assert not (tmp_path / "cache" / "digests").exists()  # changed under 2 s ago: never remembered
+    monkeypatch.setattr(batching, "RECENT_NS", 0)
+    assert batching.file_digest(str(trace), cache) == fresh
+    (memo,) = (tmp_path / "cache" / "digests").iterdir()
+    saved = json.loads(memo.read_text())
+    memo.write_text(json.dumps({**saved, "digest": "remembered"}))
+    assert batching.file_digest(str(trace), cache) == "remembered"  # same status: not read again
+    time.sleep(0.05)  # past a tick of the file system's clock
+    trace.write_bytes(b"y" * 1000)  # same size, new content
+    assert batching.file_digest(str(trace), cache) == batching.file_digest(str(trace)) != fresh
+
+
+def test_cached_controller_signals_round_trip(tmp_path):
+    from ldanalyze import build_timeline, read_trace
+    from ldanalyze.control import PathModel, Signals
+    from ldanalyze.lda import Replay
+
+    tl = build_timeline(read_trace(TRACES / "wlh_mix_4flow_high.tr.gz"))
+    replay = Replay(detection=3)
+    signals = Signals.of(tl, replay, PathModel())
+    signals.save(tmp_path / "signals.npz")
+    loaded = Signals.load(tmp_path / "signals.npz", tl, replay, PathModel())
+    for field in dataclasses.fields(Signals):
+        want, got = getattr(signals, field.name), getattr(loaded, field.name)
+        if isinstance(want, np.ndarray):
+            assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=want.dtype.kind == "f"), field.name
+        else:
+            assert got == want, field.name
 
 
 def test_ctrl_c_keeps_what_finished(suite):

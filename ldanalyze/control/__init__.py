@@ -76,6 +76,7 @@ def replay(
     rates: bool = True,
     reference: pd.DataFrame | None = None,
     decisions: pd.DataFrame | None = None,
+    signals: Signals | None = None,
 ) -> ReplayResult:
     """Replay each controller fed each LDA's decisions (see the module docstring).
 
@@ -86,9 +87,10 @@ def replay(
     batch cache keeps them), so that the ``vs_`` ratios need no second replay of them.
     ``decisions``: ``classify``'s table for these LDAs (and the baselines, without
     ``reference``) on this timeline under ``replay``, when the caller has it already.
+    ``signals``: ``Signals.of(timeline, replay, path)``, likewise (the batch cache keeps them).
     """
     replay = replay or Replay()
-    sig = Signals.of(timeline, replay, path)
+    sig = signals if signals is not None else Signals.of(timeline, replay, path)
     chosen = parse_controllers(controllers)
     lda_list = runnable_ldas(timeline, ldas)
     specs = [lda.spec for lda in lda_list]

@@ -13,6 +13,7 @@ Every rate a controller gives is in **bits per second** (``rate_bps``).
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -128,12 +129,47 @@ class Signals:
             capacity=cap, reverse_delay=rev, rtt_source=source,
         )
 
+    def save(self, file: str | os.PathLike) -> None:
+        """Write the arrays to an ``.npz`` file, those of one dtype and length stacked into one
+        member (a member costs more to load than its bytes); no pickle: lists become strings."""
+        groups: dict[tuple[str, int], list[str]] = {}
+        arrays = {}
+        for field in dataclasses.fields(self):
+            if field.name in _NOT_SAVED:
+                continue
+            value = getattr(self, field.name)
+            arrays[field.name] = np.asarray(value, dtype=str) if isinstance(value, list) else value
+            groups.setdefault((arrays[field.name].dtype.str, len(arrays[field.name])), []).append(field.name)
+        members = {f"group{i}": np.stack([arrays[name] for name in names]) for i, names in enumerate(groups.values())}
+        layout = [f"group{i}:{name}" for i, names in enumerate(groups.values()) for name in names]
+        np.savez(file, layout=np.asarray(layout), **members)
+
+    @classmethod
+    def load(cls, file: str | os.PathLike, timeline: Timeline, replay: Replay, path: PathModel) -> Signals:
+        """Signals saved by :meth:`save` for this timeline, replay semantics and path model."""
+        values: dict[str, Any] = {}
+        with np.load(file, allow_pickle=False) as saved:
+            rows: dict[str, int] = {}
+            for entry in saved["layout"]:
+                group, name = str(entry).split(":")
+                rows[group] = rows.get(group, -1) + 1
+                values[name] = (group, rows[group])
+            stacked = {group: saved[group] for group in rows}
+        for name, (group, row) in values.items():
+            values[name] = stacked[group][row]
+        for name in ("flows", "rtt_source"):
+            values[name] = [str(x) for x in values[name]]
+        return cls(timeline=timeline, replay=replay, path=path, **values)
+
     def congestion(self, decision: np.ndarray) -> np.ndarray:
         """Per detected loss (in ``loss_*`` order): did the LDA call it congestion?
 
         ``decision`` is the LDA's decision per row of ``timeline.losses`` (classify's order).
         """
         return np.asarray(decision)[self.loss_row] == "congestion"
+
+
+_NOT_SAVED = ("timeline", "replay", "path")
 
 
 def _segment_sizes(timeline: Timeline, flows: list[str]) -> np.ndarray:
