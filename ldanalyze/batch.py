@@ -253,7 +253,7 @@ def _analyze_cached(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
     decisions = decisions.sort_values("lda", kind="stable").reset_index(drop=True)
     summary = pd.read_feather(results / "summary.arrow")
     flows = summary["flow"].astype(str).tolist()
-    decisions["flow"] = pd.Categorical(decisions["flow"].astype(str), categories=flows)
+    decisions["flow"] = pd.Categorical(decisions["flow"], categories=flows)
     decisions.insert(0, "trace", job.name)
     throughput = None
     if rows is not None and "lda" in rows:
@@ -332,12 +332,20 @@ def _part_name(specs: list[str]) -> str:
 
 def _read_pieces(folder: pathlib.Path, kind: str) -> pd.DataFrame:
     """The rows of one kind that the runs so far added (one file per run that added LDAs), as
-    one table; an empty table when there are none yet."""
+    one table; an empty table when there are none yet. The label columns come as categoricals
+    (encoded by Arrow: far cheaper than pandas factorizing the strings)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.feather as feather
 
     tables = [feather.read_table(path) for path in sorted(folder.glob(f"{kind}-*.arrow"))]
-    return pa.concat_tables(tables, promote_options="permissive").to_pandas() if tables else pd.DataFrame()
+    if not tables:
+        return pd.DataFrame()
+    table = pa.concat_tables(tables, promote_options="permissive")
+    for name in ("lda", "controller", "flow"):
+        if name in table.column_names and pa.types.is_string(table.schema.field(name).type):
+            table = table.set_column(table.column_names.index(name), name, pc.dictionary_encode(table[name]))
+    return table.to_pandas()
 
 
 def _write_piece(table: pd.DataFrame, path: pathlib.Path) -> None:

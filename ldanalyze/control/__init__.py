@@ -128,11 +128,12 @@ def _add_ratios(summary: pd.DataFrame, reference: pd.DataFrame | None) -> None:
     for table in (summary, reference):
         if table is None:
             continue
-        for lda, ctl, flow, value in zip(table["lda"].astype(str), table["controller"].astype(str),
-                                         table["flow"].astype(str), table["thput"].to_numpy(np.float64)):
-            if lda in BASELINES:
-                thput.setdefault((lda, ctl, flow), value)
-    keys = list(zip(summary["controller"].astype(str), summary["flow"].astype(str)))
+        baseline = table["lda"].isin(BASELINES).to_numpy()
+        rows = zip(table["lda"].to_numpy()[baseline], table["controller"].to_numpy()[baseline],
+                   table["flow"].to_numpy()[baseline], table["thput"].to_numpy(np.float64)[baseline])
+        for lda, ctl, flow, value in rows:
+            thput.setdefault((str(lda), str(ctl), str(flow)), value)
+    keys = [(str(ctl), str(flow)) for ctl, flow in zip(summary["controller"].to_numpy(), summary["flow"].to_numpy())]
     own = summary["thput"].to_numpy(np.float64)
     for base in BASELINES:
         ref = np.array([thput.get((base, ctl, flow), np.nan) for ctl, flow in keys], dtype=np.float64)
