@@ -27,7 +27,7 @@ from ldanalyze.io.labels import apply_labels  # noqa: E402
 
 SCENARIOS = {"wifi": {"duration": 60, "stations": 3, "bottleneck": "5Mbps", "retries": 1, "speed": 2.0, "seed": 1},
              "lte": {"duration": 60, "ues": 3, "speed": 5.0, "seed": 1}}
-LDAS = "biaz,mbiaz,spike,zigzag,zbs,win_ldaplus,wro_ldaplus,xrtp,unaware,omniscient"
+LDAS = "biaz,mbiaz,spike,zigzag,zbs,win_ldaplus,wro_ldaplus,xrtp,veno,unaware,omniscient"
 
 
 def main() -> None:
