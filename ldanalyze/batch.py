@@ -227,9 +227,9 @@ def _analyze_cached(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
         done &= _specs_in(rows) | set(json.loads((results / "no_replay.json").read_text())
                                        if (results / "no_replay.json").exists() else [])
     missing = [spec for spec in wanted if spec not in done]
-    cached, packets = True, 0
+    cached = True
     if missing or not (results / "summary.arrow").exists():
-        timeline, packets, cached = _timeline(job, analysis, timeline_dir)
+        timeline, cached = _timeline(job, analysis, timeline_dir)
         results.mkdir(parents=True, exist_ok=True)
         if not (results / "summary.arrow").exists():
             _write_piece(timeline.summary(), results / "summary.arrow")
@@ -260,6 +260,7 @@ def _analyze_cached(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
         rows = rows[rows["lda"].isin(wanted)]
         rows = rows.assign(lda=pd.Categorical(rows["lda"], categories=wanted)).sort_values("lda", kind="stable")
         throughput = rows.reset_index(drop=True).assign(trace=job.name) if len(rows) else None
+    packets = int(summary["sent"].sum())  # the trace's packet rows, whichever pieces were read
     return Batch(decisions=decisions, summary=summary.assign(trace=job.name), throughput=throughput), packets, cached
 
 
@@ -301,14 +302,14 @@ def _signals(timeline, replay_options: Replay, file: pathlib.Path):
 
 
 def _timeline(job: Job, analysis: Analysis, folder: pathlib.Path):
-    """(timeline, packets in the trace, whether it came from the cache): the cached timeline's
+    """(timeline, whether it came from the cache): the cached timeline's
     Arrow files, or one built from the cached or freshly read trace and stored."""
     from .timeline import Timeline
 
     parts = ("arrivals", "gaps", "losses", "packets", "rtt")
     if (folder / "meta.json").exists():
         tables = {name: pd.read_feather(folder / f"{name}.arrow") for name in parts}
-        return Timeline(**tables, meta=json.loads((folder / "meta.json").read_text())), len(tables["packets"]), True
+        return Timeline(**tables, meta=json.loads((folder / "meta.json").read_text())), True
     trace, from_cache = _read_job(job, folder.parent.parent)  # the trace's entry
     timeline = build_timeline(_labelled(trace, job), seq_modulus=analysis.seq_modulus)
     folder.mkdir(parents=True, exist_ok=True)
@@ -317,7 +318,7 @@ def _timeline(job: Job, analysis: Analysis, folder: pathlib.Path):
     meta = {k: v for k, v in timeline.meta.items() if isinstance(v, (str, int, float, bool))}
     (folder / ".meta.json.tmp").write_text(json.dumps(meta))
     os.replace(folder / ".meta.json.tmp", folder / "meta.json")  # written last: the entry is whole
-    return timeline, len(trace.packets), from_cache
+    return timeline, from_cache
 
 
 def _specs_in(table: pd.DataFrame) -> set[str]:

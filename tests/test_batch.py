@@ -107,6 +107,8 @@ def test_the_cache_is_keyed_by_content_and_options(suite, tmp_path):
     cold = batching.execute(jobs, analysis(cache))
     warm = batching.execute(jobs, analysis(cache, ldas="biaz:upper=1.5,zbs,spike"))
     assert not any(o.cached for o in cold) and all(o.cached for o in warm)
+    unchanged = batching.execute(jobs, analysis(cache, ldas="biaz:upper=1.5,zbs,spike"))  # reads no trace
+    assert [o.packets for o in unchanged] == [o.packets for o in warm] == [o.packets for o in cold]
     pd.testing.assert_frame_equal(batching.results_table(batching.execute(jobs, analysis(cache))),
                                   batching.results_table(cold))
     pd.testing.assert_frame_equal(batching.results_table(batching.execute(jobs, analysis())),
