@@ -295,9 +295,7 @@ def _signals(timeline, replay_options: Replay, file: pathlib.Path):
     if file.exists():
         return Signals.load(file, timeline, replay_options, PathModel())
     signals = Signals.of(timeline, replay_options, PathModel())
-    tmp = file.with_name(f".{file.stem}.{os.getpid()}.tmp.npz")
-    signals.save(tmp)
-    os.replace(tmp, file)
+    _replace_atomically(file, signals.save)
     return signals
 
 
@@ -316,8 +314,7 @@ def _timeline(job: Job, analysis: Analysis, folder: pathlib.Path):
     for name in parts:
         _write_piece(getattr(timeline, name), folder / f"{name}.arrow")
     meta = {k: v for k, v in timeline.meta.items() if isinstance(v, (str, int, float, bool))}
-    (folder / ".meta.json.tmp").write_text(json.dumps(meta))
-    os.replace(folder / ".meta.json.tmp", folder / "meta.json")  # written last: the entry is whole
+    _replace_atomically(folder / "meta.json", lambda tmp: tmp.write_text(json.dumps(meta)))  # last: the entry is whole
     return timeline, from_cache
 
 
@@ -351,9 +348,15 @@ def _read_pieces(folder: pathlib.Path, kind: str) -> pd.DataFrame:
 
 def _write_piece(table: pd.DataFrame, path: pathlib.Path) -> None:
     """Write a cache file (Arrow IPC, uncompressed: twice the bytes of LZ4 and half the time
-    to read) atomically: a reader never sees half of it."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    table.reset_index(drop=True).to_feather(tmp, compression="uncompressed")
+    to read)."""
+    _replace_atomically(path, lambda tmp: table.reset_index(drop=True).to_feather(tmp, compression="uncompressed"))
+
+
+def _replace_atomically(path: pathlib.Path, write: Callable[[pathlib.Path], None]) -> None:
+    """``write`` a temporary file beside ``path`` (same suffix), then rename it into place: a
+    reader, or another worker, never sees half of it."""
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+    write(tmp)
     os.replace(tmp, path)
 
 
@@ -399,8 +402,7 @@ def file_digest(path: str, cache_dir: str | None = None) -> str:
     status is the same: any write changes the change time, which no user can set back. A file
     changed in the last 2 s is hashed each time and not remembered, since two writes within
     one tick of the file system's clock would leave the same times."""
-    status = os.stat(path)
-    stamp = [status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns]
+    stamp = _stamp(path)
     memo = None
     if cache_dir is not None:
         name = hashlib.blake2b(os.path.abspath(path).encode(), digest_size=12).hexdigest()
@@ -416,14 +418,17 @@ def file_digest(path: str, cache_dir: str | None = None) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     value = digest.hexdigest()
-    again = os.stat(path)
-    unchanged = [again.st_dev, again.st_ino, again.st_size, again.st_mtime_ns, again.st_ctime_ns] == stamp
-    if memo is not None and unchanged and time.time_ns() - status.st_ctime_ns > RECENT_NS:
+    if memo is not None and _stamp(path) == stamp and time.time_ns() - stamp[-1] > RECENT_NS:
         memo.parent.mkdir(parents=True, exist_ok=True)
-        tmp = memo.with_name(f".{memo.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"path": os.path.abspath(path), "stat": stamp, "digest": value}))
-        os.replace(tmp, memo)
+        saved = json.dumps({"path": os.path.abspath(path), "stat": stamp, "digest": value})
+        _replace_atomically(memo, lambda tmp: tmp.write_text(saved))
     return value
+
+
+def _stamp(path: str) -> list[int]:
+    """A file's device, inode, size, modification and change times (ns), change time last."""
+    status = os.stat(path)
+    return [status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns]
 
 
 def _store(entry: pathlib.Path, trace: Trace) -> None:

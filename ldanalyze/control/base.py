@@ -147,16 +147,14 @@ class Signals:
     @classmethod
     def load(cls, file: str | os.PathLike, timeline: Timeline, replay: Replay, path: PathModel) -> Signals:
         """Signals saved by :meth:`save` for this timeline, replay semantics and path model."""
+        names: dict[str, list[str]] = {}
         values: dict[str, Any] = {}
         with np.load(file, allow_pickle=False) as saved:
-            rows: dict[str, int] = {}
             for entry in saved["layout"]:
                 group, name = str(entry).split(":")
-                rows[group] = rows.get(group, -1) + 1
-                values[name] = (group, rows[group])
-            stacked = {group: saved[group] for group in rows}
-        for name, (group, row) in values.items():
-            values[name] = stacked[group][row]
+                names.setdefault(group, []).append(name)
+            for group, members in names.items():
+                values.update(zip(members, saved[group]))
         for name in ("flows", "rtt_source"):
             values[name] = [str(x) for x in values[name]]
         return cls(timeline=timeline, replay=replay, path=path, **values)

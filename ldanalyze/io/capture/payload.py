@@ -13,8 +13,9 @@ each flow's packets (``decode_capture`` keeps the first payload bytes of every p
     (``meta['skipped_streams']``), never failing its flow. The timestamp is the sender's
     media clock: its rate is ``clock_rate`` when given, else what the stream's RTCP sender
     reports say (when between 1 kHz and 1 MHz; ``sender_report_refused`` says why not), else
-    the payload type's static rate (RFC 3551: 8000 Hz for PCMU, 90000 Hz for JPEG, ...), else (dynamic types) inferred from timestamp increments against capture times
-    and taken as the nearest usual rate (8000, 16000, 48000, 90000, ...) when within 2 %.
+    the payload type's static rate (RFC 3551: 8000 Hz for PCMU, 90000 Hz for JPEG, ...), else
+    (dynamic types) inferred from timestamp increments against capture times and taken as the
+    nearest usual rate (8000, 16000, 48000, 90000, ...) when within 2 %.
     ``meta['flows']`` says which (``clock_source``).
 ``iperf3``
     UDP payload starts with tv_sec, tv_usec (32 bits each) and a packet counter of 32 bits,

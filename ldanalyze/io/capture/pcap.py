@@ -864,8 +864,8 @@ def read_capture(
     receiver, the flows it sends are read as sent (fate ``unobserved``), not as arrivals;
     ``meta['capture_host']`` says which address and how. Capture times are float seconds
     since the epoch (a resolution of about 0.24 µs today; ``decode_capture`` keeps the integer
-    nanoseconds); RTP and TSval send times count
-    from their own clock's origin. ``size`` is the IP datagram's length. ``meta`` also holds
+    nanoseconds); RTP and TSval send times count from their own clock's origin. ``size`` is the
+    IP datagram's length. ``meta`` also holds
     per-flow kinds, clock rates and exclusions, the skipped flows, the record counts by
     decode status and the warnings issued.
     """
