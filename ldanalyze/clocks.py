@@ -34,7 +34,7 @@ import pandas as pd
 from numba import njit
 
 from .errors import UsageError
-from .packets import DELIVERED, Trace
+from .packets import DELIVERED, Trace, lexsort_unless_sorted
 from .tiering import pick
 
 MIN_FIT_SAMPLES = 2  # fewer delivered packets: no slope can be told, the skew is taken as 0
@@ -112,7 +112,7 @@ def fit_lower_envelope(t_send: np.ndarray, delay: np.ndarray) -> ClockFit:
     t, d = t[keep], d[keep]
     if t.shape[0] == 0:
         raise UsageError("no delay samples to fit a clock to")
-    order = np.lexsort((d, t))
+    order = lexsort_unless_sorted(t, d)
     t, d = t[order], d[order]
     t0 = float(t[0])
     rel = t - t0  # epoch seconds lose digits in the hull's cross products
@@ -151,31 +151,46 @@ def common_skew(groups: list[tuple[np.ndarray, np.ndarray]]) -> float:
     fits = [fit_lower_envelope(t, d) for t, d in groups]
     if len(groups) == 1:
         return fits[0].skew
-    rel = [(np.asarray(t, np.float64) - fit.t0, np.asarray(d, np.float64)) for (t, d), fit in zip(groups, fits)]
-    rel = [(t[np.isfinite(t) & np.isfinite(d)], d[np.isfinite(t) & np.isfinite(d)]) for t, d in rel]
     lo, hi = min(f.skew for f in fits), max(f.skew for f in fits)
     if hi - lo < 1e-12:
         return lo
+    terms = [_objective_terms(t, d) for t, d in groups]
     ratio = (5 ** 0.5 - 1) / 2
     x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
-    f1, f2 = _joint_objective(rel, x1), _joint_objective(rel, x2)
+    f1, f2 = _joint_objective(terms, x1), _joint_objective(terms, x2)
     for _ in range(80):
         if f1 <= f2:
             hi, x2, f2 = x2, x1, f1
             x1 = hi - ratio * (hi - lo)
-            f1 = _joint_objective(rel, x1)
+            f1 = _joint_objective(terms, x1)
         else:
             lo, x1, f1 = x1, x2, f2
             x2 = lo + ratio * (hi - lo)
-            f2 = _joint_objective(rel, x2)
+            f2 = _joint_objective(terms, x2)
     return (lo + hi) / 2
 
 
-def _joint_objective(groups, b: float) -> float:
+def _objective_terms(t: np.ndarray, d: np.ndarray) -> tuple[float, float, int, np.ndarray, np.ndarray]:
+    """What one flow's term of the joint objective needs: Σ t, Σ d, the count and the lower hull's
+    points. min_i (d_i − b·t_i) is reached on the hull for every b, so each step of the search
+    costs the hull's few points, not the flow's millions. Times count from the flow's first
+    and delays from its least (a constant shift of either changes no minimiser), so the sums
+    keep their digits."""
+    t = np.asarray(t, np.float64)
+    d = np.asarray(d, np.float64)
+    keep = np.isfinite(t) & np.isfinite(d)
+    t, d = t[keep], d[keep]
+    order = lexsort_unless_sorted(t, d)
+    t, d = t[order] - t[order][0], d[order] - d.min()
+    hull = pick(_lower_hull, t.shape[0] * 2e-6)(t, d)
+    return float(t.sum()), float(d.sum()), t.shape[0], t[hull], d[hull]
+
+
+def _joint_objective(terms, b: float) -> float:
+    """Σ_f Σ_i (d_fi − b·t_fi) − n_f·min_i (d_fi − b·t_fi), from each flow's ``_objective_terms``."""
     total = 0.0
-    for t, d in groups:
-        r = d - b * t
-        total += float(r.sum() - r.size * r.min())
+    for sum_t, sum_d, n, hull_t, hull_d in terms:
+        total += sum_d - b * sum_t - n * float(np.min(hull_d - b * hull_t))
     return total
 
 

@@ -105,6 +105,27 @@ def empty_rtt() -> pd.DataFrame:
     )
 
 
+def flow_codes(flow: pd.Series) -> np.ndarray:
+    """Each row's flow as an integer, in the order the flows sort (a categorical's own codes)."""
+    if isinstance(flow.dtype, pd.CategoricalDtype):
+        return flow.cat.codes.to_numpy()
+    return pd.factorize(flow, sort=True)[0]
+
+
+def lexsort_unless_sorted(*keys: np.ndarray) -> np.ndarray:
+    """The row order that sorts by ``keys`` (the first the primary one), like ``np.lexsort``
+    with the keys reversed, ties kept in row order. Tables usually come sorted, and the
+    check costs a few comparisons a row where the sort costs a few hundred."""
+    n = keys[0].shape[0]
+    ahead = np.zeros(max(n - 1, 0), bool)  # row i+1 already sorts after row i on an earlier key
+    for key in keys:
+        later, same = key[1:], key[:-1]
+        if not (ahead | (later >= same)).all():
+            return np.lexsort(keys[::-1])
+        ahead |= later > same
+    return np.arange(n)
+
+
 def make_packet_table(**columns: Any) -> pd.DataFrame:
     """Build a PacketTable with the canonical column order and dtypes.
 
@@ -116,14 +137,14 @@ def make_packet_table(**columns: Any) -> pd.DataFrame:
     """
     n = len(columns["seq"])
     defaults = {
-        "tx": np.zeros(n, np.int64),
-        "uid": np.arange(n, dtype=np.int64),
-        "t_drop": np.full(n, np.nan),
-        "reason": np.full(n, "", dtype=object),
+        "tx": lambda: np.zeros(n, np.int64),
+        "uid": lambda: np.arange(n, dtype=np.int64),
+        "t_drop": lambda: np.full(n, np.nan),
+        "reason": lambda: np.full(n, "", dtype=object),
     }
     data = {}
     for name, dtype in COLUMNS.items():
-        values = columns.get(name, defaults.get(name))
+        values = columns[name] if name in columns else defaults[name]() if name in defaults else None
         if values is None:
             raise KeyError(f"PacketTable needs column {name!r}")
         if name == "flow":
@@ -140,7 +161,8 @@ def make_packet_table(**columns: Any) -> pd.DataFrame:
         else:
             data[name] = pd.Series(values, dtype=dtype, copy=False)
     table = pd.DataFrame(data, copy=False)
-    order = np.lexsort((table["uid"].to_numpy(), table["t_send"].to_numpy(), table["flow"].cat.codes.to_numpy()))
+    order = lexsort_unless_sorted(table["flow"].cat.codes.to_numpy(), table["t_send"].to_numpy(),
+                                  table["uid"].to_numpy())
     if not np.array_equal(order, np.arange(n)):
         table = table.take(order).reset_index(drop=True)
     if "tx" not in columns:
@@ -151,6 +173,9 @@ def make_packet_table(**columns: Any) -> pd.DataFrame:
 def transmission_index(flow_codes: np.ndarray, seq: np.ndarray) -> np.ndarray:
     """0, 1, 2, ... over the rows of each (flow, seq), in row order (rows in send order)."""
     n = seq.shape[0]
+    later = flow_codes[1:] > flow_codes[:-1]
+    if n < 2 or (later | ((flow_codes[1:] == flow_codes[:-1]) & (seq[1:] > seq[:-1]))).all():
+        return np.zeros(n, np.int64)  # flows in turn, each one's numbers rising: all first transmissions
     order = np.lexsort((np.arange(n), seq, flow_codes))
     key_f, key_s = flow_codes[order], seq[order]
     new_group = np.ones(n, bool)

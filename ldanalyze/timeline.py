@@ -47,9 +47,10 @@ import pandas as pd
 from numba import njit
 
 from .packets import (
-    CONGESTION, DELIVERED, FATES, LOSS_FATES, UNOBSERVED, WIRELESS, Trace, empty_rtt, natural_sorted,
+    CONGESTION, DELIVERED, FATES, LOSS_FATES, UNOBSERVED, WIRELESS, Trace, empty_rtt, flow_codes,
+    lexsort_unless_sorted, natural_sorted,
 )
-from .tiering import pick
+from .tiering import call, pick
 
 KIND_IN_ORDER, KIND_LATE, KIND_DUPLICATE = "in_order", "late", "duplicate"
 ARRIVAL_KIND = pd.CategoricalDtype([KIND_IN_ORDER, KIND_LATE, KIND_DUPLICATE])
@@ -88,43 +89,51 @@ class Timeline:
         """
         flows = pd.Index(self.flows, name="flow")
 
-        def codes_and_labels(frame: pd.DataFrame) -> tuple[np.ndarray, pd.Index]:
-            """Each row's flow as a code, and the codes' labels as text (grouping on the codes:
-            turning millions of rows into strings took seconds)."""
+        def by_flow(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+            """Each row's position in ``flows`` (grouping on integers: turning millions of rows
+            into strings took seconds), and the rows whose flow is known."""
             flow = frame["flow"]
             if not isinstance(flow.dtype, pd.CategoricalDtype):
                 flow = flow.astype("category")
-            return flow.cat.codes.to_numpy(), pd.Index(flow.cat.categories.astype(str))
+            where = flows.get_indexer(flow.cat.categories.astype(str))
+            codes = flow.cat.codes.to_numpy()
+            at = np.where(codes >= 0, where[codes], -1)
+            return at, at >= 0
 
-        def total(frame: pd.DataFrame, values) -> pd.Series:
-            """Sum of ``values`` per flow, keyed by the flow's label as text."""
-            codes, labels = codes_and_labels(frame)
-            sums = np.bincount(codes[codes >= 0], weights=np.asarray(values, dtype=np.int64)[codes >= 0],
-                               minlength=len(labels))
-            return pd.Series(sums.astype(np.int64), index=labels).groupby(level=0).sum().reindex(flows, fill_value=0)
+        def total(frame: pd.DataFrame, values=None) -> np.ndarray:
+            """Count (or sum of the 0/1 ``values``) per flow."""
+            at, known = by_flow(frame)
+            weights = None if values is None else np.asarray(values, dtype=np.float64)[known]
+            return np.bincount(at[known], weights=weights, minlength=len(flows)).astype(np.int64)
 
         p = self.packets
         out = pd.DataFrame(index=flows)
-        out["sent"] = total(p, np.ones(len(p)))
-        for fate in FATES:
-            out[fate] = total(p, p["fate"] == fate)
+        at, known = by_flow(p)
+        fates = p["fate"].cat.categories
+        fate = p["fate"].cat.codes.to_numpy()[known]
+        counts = np.bincount(at[known] * len(fates) + fate, minlength=len(flows) * len(fates))
+        counts = counts.reshape(len(flows), len(fates))
+        out["sent"] = counts.sum(axis=1)
+        for name in FATES:
+            out[name] = counts[:, fates.get_loc(name)] if name in fates else 0
         out["losses"] = out[list(LOSS_FATES)].sum(axis=1)
-        known = (out["sent"] - out[UNOBSERVED]).where(lambda s: s > 0)
-        out["loss_rate"] = out["losses"] / known
-        out["congestion_rate"] = out[CONGESTION] / known
-        out["wireless_rate"] = out[WIRELESS] / known
-        out["gaps"] = total(self.gaps, np.ones(len(self.gaps)))
+        known_fate = (out["sent"] - out[UNOBSERVED]).where(lambda s: s > 0)
+        out["loss_rate"] = out["losses"] / known_fate
+        out["congestion_rate"] = out[CONGESTION] / known_fate
+        out["wireless_rate"] = out[WIRELESS] / known_fate
+        out["gaps"] = total(self.gaps)
         out["undetected"] = total(self.losses, ~self.losses["detected"].to_numpy(bool))
         a = self.arrivals
-        codes, labels = codes_and_labels(a)
-        by_flow = a.groupby(codes)
+        at, known = by_flow(a)
+        grouped = a[known].groupby(at[known])
         for col in ("rott", "iat"):
-            stats = by_flow[col].describe(percentiles=[0.5, 0.95])
-            stats.index = labels[np.asarray(stats.index, dtype=np.int64)]
+            stats = grouped[col].describe(percentiles=[0.5, 0.95])
+            stats.index = flows[np.asarray(stats.index, dtype=np.int64)]
             for stat, name in (("mean", "mean"), ("50%", "p50"), ("95%", "p95"), ("max", "max")):
                 out[f"{col}_{name}_ms"] = stats[stat].reindex(flows) * 1e3
-        out["reordered"] = total(a, a["kind"] == KIND_LATE)
-        out["duplicates"] = total(a, a["kind"] == KIND_DUPLICATE)
+        kind = a["kind"].cat.codes.to_numpy()
+        out["reordered"] = total(a, kind == ARRIVAL_KIND.categories.get_loc(KIND_LATE))
+        out["duplicates"] = total(a, kind == ARRIVAL_KIND.categories.get_loc(KIND_DUPLICATE))
         return out.reset_index()
 
     def per_packet(self) -> pd.DataFrame:
@@ -189,8 +198,8 @@ def build_timeline(source: Trace | pd.DataFrame, *, seq_modulus: int | None = No
             unwrapped[idx] = unwrap_sequence(packets.loc[idx, "seq"].to_numpy(), seq_modulus)
         packets["seq"] = unwrapped
     first_seq = packets.groupby("flow")["seq"].min()
-    arrivals = _arrivals(packets)
-    gaps = _gaps(arrivals, first_seq)
+    arrivals, prev_in_order = _arrivals(packets)
+    gaps = _gaps(arrivals, first_seq, prev_in_order)
     losses = _losses(packets, gaps)
     gaps["n_lost"] = (
         losses[losses["gap"] >= 0].groupby("gap").size().reindex(gaps["gap"], fill_value=0).to_numpy()
@@ -198,46 +207,100 @@ def build_timeline(source: Trace | pd.DataFrame, *, seq_modulus: int | None = No
     return Timeline(arrivals=arrivals, gaps=gaps, losses=losses, packets=packets, rtt=rtt, meta=meta)
 
 
-def _arrivals(packets: pd.DataFrame) -> pd.DataFrame:
-    got = packets[packets["fate"] == DELIVERED]
-    a = got.sort_values(["flow", "t_recv", "uid"], kind="stable", ignore_index=True)
-    a = a[["flow", "seq", "tx", "uid", "size", "t_send", "t_recv"]].copy()
-    flow = a["flow"]
-    starts = (flow != flow.shift()).to_numpy()
-    a["owd"] = a["t_recv"] - a["t_send"]
-    a["rott"] = a["owd"] - a.groupby("flow")["owd"].transform("min")
-    d_recv = np.diff(a["t_recv"].to_numpy(), prepend=np.nan)
-    d_send = np.diff(a["t_send"].to_numpy(), prepend=np.nan)
+def _arrivals(packets: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """The delivered rows in arrival order with their timeline columns (module docstring),
+    and each one's ``prev_in_order`` (see ``order_state``).
+
+    Array code over the flows' integer codes: the rows of a flow are contiguous once sorted,
+    so per-flow minima and differences need no grouping (pandas groupby on two million rows
+    cost most of a capture's ``inspect``)."""
+    delivered = np.flatnonzero((packets["fate"] == DELIVERED).to_numpy())
+    codes = flow_codes(packets["flow"])[delivered]
+    t_recv = packets["t_recv"].to_numpy()[delivered]
+    uid = packets["uid"].to_numpy()[delivered]
+    order = lexsort_unless_sorted(codes, t_recv, uid)
+    rows = delivered[order]
+    codes, t_recv = codes[order], t_recv[order]
+    a = pd.DataFrame({"flow": packets["flow"].take(rows).reset_index(drop=True)})
+    for column in ("seq", "tx", "uid", "size", "t_send"):
+        a[column] = packets[column].to_numpy()[rows]
+    a["t_recv"] = t_recv
+    n = len(a)
+    starts = np.ones(n, bool)
+    starts[1:] = codes[1:] != codes[:-1]
+    first = np.flatnonzero(starts)
+    t_send = a["t_send"].to_numpy()
+    owd = t_recv - t_send
+    a["owd"] = owd
+    a["rott"] = owd - np.repeat(np.minimum.reduceat(owd, first), np.diff(np.append(first, n))) if n else owd
+    d_recv = np.diff(t_recv, prepend=np.nan)
+    d_send = np.diff(t_send, prepend=np.nan)
     d_recv[starts], d_send[starts] = np.nan, np.nan
     a["iat"] = d_recv
     a["jitter"] = d_recv - d_send
-    a["jitter_rfc3550"] = pick(rfc3550_jitter, len(a) * 1e-6)(np.abs(a["jitter"].to_numpy()), starts)
+    a["jitter_rfc3550"] = pick(rfc3550_jitter, n * 1e-6)(np.abs(a["jitter"].to_numpy()), starts)
     seq = a["seq"].to_numpy()
-    best_before = a.groupby("flow")["seq"].cummax().groupby(flow).shift(1).to_numpy(np.float64)
-    duplicate = a.duplicated(["flow", "seq"]).to_numpy()
-    in_order = ~(seq <= best_before)  # NaN (first arrival) compares False: in order
-    kind = np.where(duplicate, KIND_DUPLICATE, np.where(in_order, KIND_IN_ORDER, KIND_LATE))
-    a["kind"] = pd.Categorical(kind, dtype=ARRIVAL_KIND)
-    a["hi_before"] = best_before
-    return a
+    hi_before, prev_in_order = call(order_state, seq, starts)
+    in_order = ~(seq <= hi_before)  # NaN (first arrival) compares False: in order
+    kind = np.where(in_order, 0, 1).astype(np.int8)
+    kind[_repeated(codes, seq, ~in_order)] = 2
+    a["kind"] = pd.Categorical.from_codes(kind, dtype=ARRIVAL_KIND)
+    a["hi_before"] = hi_before
+    return a, prev_in_order
 
 
-def _gaps(arrivals: pd.DataFrame, first_seq: pd.Series) -> pd.DataFrame:
+@njit(cache=True)
+def order_state(seq: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per arrival, within its flow (``starts`` flags each flow's first arrival): the highest
+    sequence number received before it (NaN at the first), and the row of the last arrival
+    before it that was in order, i.e. above everything before it (-1 if none)."""
+    n = seq.shape[0]
+    hi_before = np.empty(n)
+    prev_in_order = np.empty(n, np.int64)
+    hi = 0
+    last = -1
+    for i in range(n):
+        if starts[i]:
+            hi_before[i] = np.nan
+            prev_in_order[i] = -1
+            hi = seq[i]
+            last = i
+            continue
+        hi_before[i] = hi
+        prev_in_order[i] = last
+        if seq[i] > hi:
+            hi = seq[i]
+            last = i
+    return hi_before, prev_in_order
+
+
+def _repeated(codes: np.ndarray, seq: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Rows whose (flow, seq) an earlier row already had. Only ``candidates`` (the arrivals
+    not in order) can be such rows, so only the rows sharing a sequence number with one of
+    them are compared."""
+    out = np.zeros(seq.shape[0], bool)
+    if not candidates.any():
+        return out
+    shared = np.flatnonzero(np.isin(seq, np.unique(seq[candidates])))
+    out[shared] = pd.DataFrame({"flow": codes[shared], "seq": seq[shared]}).duplicated().to_numpy()
+    return out
+
+
+def _gaps(arrivals: pd.DataFrame, first_seq: pd.Series, prev_in_order: np.ndarray) -> pd.DataFrame:
     a = arrivals
     flow = a["flow"]
-    starts = (flow != flow.shift()).to_numpy()
+    codes = flow_codes(flow)
+    starts = np.ones(len(a), bool)
+    starts[1:] = codes[1:] != codes[:-1]
     hi_before = a["hi_before"].to_numpy().copy()
-    hi_before[starts] = first_seq.reindex(flow[starts]).to_numpy() - 1
+    hi_before[starts] = first_seq.reindex(flow.iloc[np.flatnonzero(starts)]).to_numpy() - 1
     seq = a["seq"].to_numpy()
     is_gap = (a["kind"] == KIND_IN_ORDER).to_numpy() & (seq > hi_before + 1)
     rows = np.flatnonzero(is_gap)
     # P_i is the last in-order arrival before the gap's revealing one (it set hi_before)
-    codes = pd.factorize(flow)[0]
-    own = pd.Series(np.where((a["kind"] == KIND_IN_ORDER).to_numpy(), np.arange(len(a)), np.nan))
-    prev_in_order = own.groupby(codes).ffill().groupby(codes).shift(1).to_numpy()
-    prev = prev_in_order[rows]
-    has_prev = ~np.isnan(prev)
-    prev_i = np.where(has_prev, prev, 0).astype(np.int64)
+    prev_i = prev_in_order[rows]
+    has_prev = prev_i >= 0
+    prev_i = np.maximum(prev_i, 0)
 
     def before(column: str) -> np.ndarray:
         values = a[column].to_numpy(np.float64)[prev_i]
@@ -245,7 +308,7 @@ def _gaps(arrivals: pd.DataFrame, first_seq: pd.Series) -> pd.DataFrame:
 
     gaps = pd.DataFrame(
         {
-            "flow": flow.to_numpy()[rows],
+            "flow": flow.take(rows).reset_index(drop=True),
             "gap": np.arange(rows.size, dtype=np.int64),
             "first_seq": (hi_before[rows] + 1).astype(np.int64),
             "n": (seq[rows] - hi_before[rows] - 1).astype(np.int64),

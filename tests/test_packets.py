@@ -37,3 +37,42 @@ def test_validation_catches_inconsistent_rows():
     p = make_packet_table(flow=["1"], seq=[0], size=[1], t_send=[0.0], t_recv=[np.nan], fate=["delivered"])
     with pytest.raises(ValueError, match="inconsistent"):
         validate_packets(p)
+
+
+# -- the array kernels against plain loops -----------------------------------------------------
+def _tx_naive(flows, seqs):
+    seen: dict = {}
+    out = []
+    for key in zip(flows, seqs):
+        out.append(seen.get(key, 0))
+        seen[key] = seen.get(key, 0) + 1
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 6)), max_size=40), st.booleans())
+def test_transmission_index_counts_earlier_rows_of_the_same_number(rows, ordered):
+    """Against a counting loop, on tables whose flows are in turn and rising (the shortcut)
+    and on arbitrary ones (the sort)."""
+    from ldanalyze.packets import transmission_index
+
+    if ordered:
+        rows = sorted(set(rows))
+    flows = np.array([f for f, _ in rows], np.int64)
+    seqs = np.array([s for _, s in rows], np.int64)
+    assert transmission_index(flows, seqs).tolist() == _tx_naive(flows.tolist(), seqs.tolist())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.sampled_from([0.0, 1.0, 2.5, np.nan]), st.integers(0, 3)),
+                max_size=30), st.booleans())
+def test_lexsort_unless_sorted_is_a_stable_sort_by_the_keys(rows, presorted):
+    """The row order of Python's stable sort on the key tuples (NaN last, as numpy sorts)."""
+    from ldanalyze.packets import lexsort_unless_sorted
+
+    if presorted:
+        rows = sorted(rows, key=lambda r: (r[0], np.isnan(r[1]), 0 if np.isnan(r[1]) else r[1], r[2]))
+    keys = [np.array([r[k] for r in rows]) for k in range(3)]
+    expect = sorted(range(len(rows)), key=lambda i: (rows[i][0], np.isnan(rows[i][1]),
+                                                      0 if np.isnan(rows[i][1]) else rows[i][1], rows[i][2]))
+    assert lexsort_unless_sorted(*keys).tolist() == expect

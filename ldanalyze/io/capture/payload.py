@@ -386,15 +386,19 @@ def detect_kinds(capture) -> dict[int, str]:
 
 def flow_groups(records: np.ndarray):
     """(flow id, record indices, those records) of each flow, decoded records only, in
-    capture order within a flow."""
+    capture order within a flow.
+
+    Each flow's records are gathered when its turn comes, so one flow's copy is alive at a
+    time: a copy of the whole capture would double its memory, and fresh pages are what
+    costs most here (``np.take``: fancy indexing of packed records is far slower)."""
     flow = np.where(records["status"] == S_DECODED, records["flow"], -1)
     order = np.argsort(flow, kind="stable")
-    grouped = np.take(records, order)  # one copy; fancy indexing of packed records is far slower
     sorted_flow = flow[order]
     starts = np.flatnonzero(np.diff(sorted_flow, prepend=-2))
     for start, end in zip(starts, np.append(starts[1:], order.shape[0])):
         if sorted_flow[start] >= 0:
-            yield int(sorted_flow[start]), order[start:end], grouped[start:end]
+            rows = order[start:end]
+            yield int(sorted_flow[start]), rows, np.take(records, rows)
 
 
 def _chosen_flows(capture, flows) -> tuple[set[int] | None, set[str] | None]:
