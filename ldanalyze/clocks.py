@@ -34,7 +34,7 @@ import pandas as pd
 from numba import njit
 
 from .errors import UsageError
-from .packets import DELIVERED, Trace, lexsort_unless_sorted
+from .packets import DELIVERED, Trace, sorting_order
 from .tiering import pick
 
 MIN_FIT_SAMPLES = 2  # fewer delivered packets: no slope can be told, the skew is taken as 0
@@ -112,8 +112,9 @@ def fit_lower_envelope(t_send: np.ndarray, delay: np.ndarray) -> ClockFit:
     t, d = t[keep], d[keep]
     if t.shape[0] == 0:
         raise UsageError("no delay samples to fit a clock to")
-    order = lexsort_unless_sorted(t, d)
-    t, d = t[order], d[order]
+    order = sorting_order(t, d)
+    if order is not None:
+        t, d = t[order], d[order]
     t0 = float(t[0])
     rel = t - t0  # epoch seconds lose digits in the hull's cross products
     if t.shape[0] >= MIN_FIT_SAMPLES:
@@ -180,8 +181,10 @@ def _objective_terms(t: np.ndarray, d: np.ndarray) -> tuple[float, float, int, n
     d = np.asarray(d, np.float64)
     keep = np.isfinite(t) & np.isfinite(d)
     t, d = t[keep], d[keep]
-    order = lexsort_unless_sorted(t, d)
-    t, d = t[order] - t[order][0], d[order] - d.min()
+    order = sorting_order(t, d)
+    if order is not None:
+        t, d = t[order], d[order]
+    t, d = t - t[0], d - d.min()
     hull = pick(_lower_hull, t.shape[0] * 2e-6)(t, d)
     return float(t.sum()), float(d.sum()), t.shape[0], t[hull], d[hull]
 
@@ -234,7 +237,7 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
         raise UsageError(f"the skew limit must be a positive number of ppm, not {skew_limit_ppm!r}")
     if len(reverse) and pairs != "all":
         raise UsageError("reverse samples belong to the one pair of clocks of pairs='all'")
-    packets = trace.packets.copy()
+    packets = trace.packets.copy(deep=False)  # t_recv is replaced below, not written into
     t_recv = packets["t_recv"].to_numpy(copy=True)
     t_send = packets["t_send"].to_numpy()
     delivered = (packets["fate"] == DELIVERED).to_numpy()

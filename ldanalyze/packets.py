@@ -112,10 +112,11 @@ def flow_codes(flow: pd.Series) -> np.ndarray:
     return pd.factorize(flow, sort=True)[0]
 
 
-def lexsort_unless_sorted(*keys: np.ndarray) -> np.ndarray:
+def sorting_order(*keys: np.ndarray) -> np.ndarray | None:
     """The row order that sorts by ``keys`` (the first the primary one), like ``np.lexsort``
-    with the keys reversed, ties kept in row order. Tables usually come sorted, and the
-    check costs a few comparisons a row where the sort costs a few hundred."""
+    with the keys reversed, ties kept in row order; None when the rows are in that order
+    already. Tables usually come sorted, and the check costs a few comparisons a row where
+    the sort and the reordering cost a few hundred."""
     n = keys[0].shape[0]
     ahead = np.zeros(max(n - 1, 0), bool)  # row i+1 already sorts after row i on an earlier key
     for key in keys:
@@ -123,7 +124,7 @@ def lexsort_unless_sorted(*keys: np.ndarray) -> np.ndarray:
         if not (ahead | (later >= same)).all():
             return np.lexsort(keys[::-1])
         ahead |= later > same
-    return np.arange(n)
+    return None
 
 
 def make_packet_table(**columns: Any) -> pd.DataFrame:
@@ -137,37 +138,45 @@ def make_packet_table(**columns: Any) -> pd.DataFrame:
     """
     n = len(columns["seq"])
     defaults = {
-        "tx": lambda: np.zeros(n, np.int64),
         "uid": lambda: np.arange(n, dtype=np.int64),
         "t_drop": lambda: np.full(n, np.nan),
         "reason": lambda: np.full(n, "", dtype=object),
     }
     data = {}
     for name, dtype in COLUMNS.items():
+        if name == "tx" and name not in columns:
+            continue  # counted below, once the rows are in order
         values = columns[name] if name in columns else defaults[name]() if name in defaults else None
         if values is None:
             raise KeyError(f"PacketTable needs column {name!r}")
         if name == "flow":
-            if isinstance(values, pd.Categorical):
-                codes, labels = values.codes, values.categories
-            else:
-                codes, labels = pd.factorize(np.asarray(values, dtype=object))
-            order = natural_sorted(labels)
-            position = {label: i for i, label in enumerate(order)}
-            remap = np.array([position[str(x)] for x in labels], dtype=np.int64)
-            data[name] = pd.Series(pd.Categorical.from_codes(remap[codes] if len(codes) else codes, categories=order))
+            data[name] = _flow_categorical(values)
         elif dtype is object:
             data[name] = pd.Series(np.asarray(values, dtype=object), dtype=object, copy=False)
         else:
             data[name] = pd.Series(values, dtype=dtype, copy=False)
-    table = pd.DataFrame(data, copy=False)
-    order = lexsort_unless_sorted(table["flow"].cat.codes.to_numpy(), table["t_send"].to_numpy(),
-                                  table["uid"].to_numpy())
-    if not np.array_equal(order, np.arange(n)):
-        table = table.take(order).reset_index(drop=True)
+    codes = data["flow"].cat.codes.to_numpy()
+    order = sorting_order(codes, data["t_send"].to_numpy(), data["uid"].to_numpy())
+    if order is not None:
+        data = {name: column.take(order).reset_index(drop=True) for name, column in data.items()}
+        codes = data["flow"].cat.codes.to_numpy()
     if "tx" not in columns:
-        table["tx"] = transmission_index(table["flow"].cat.codes.to_numpy(), table["seq"].to_numpy())
-    return table
+        data["tx"] = pd.Series(transmission_index(codes, data["seq"].to_numpy()), copy=False)
+    return pd.DataFrame({name: data[name] for name in COLUMNS}, copy=False)
+
+
+def _flow_categorical(values) -> pd.Series:
+    """Flow labels as a categorical whose categories are in natural order."""
+    if isinstance(values, pd.Categorical):
+        codes, labels = values.codes, values.categories
+    else:
+        codes, labels = pd.factorize(np.asarray(values, dtype=object))
+    order = natural_sorted(labels)
+    position = {label: i for i, label in enumerate(order)}
+    remap = np.array([position[str(x)] for x in labels], dtype=np.int64)
+    if len(codes):
+        codes = remap.astype(np.min_scalar_type(-max(len(order), 1)))[codes]  # the dtype pandas keeps
+    return pd.Series(pd.Categorical.from_codes(codes, categories=order, validate=False), copy=False)
 
 
 def transmission_index(flow_codes: np.ndarray, seq: np.ndarray) -> np.ndarray:

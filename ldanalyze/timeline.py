@@ -48,7 +48,7 @@ from numba import njit
 
 from .packets import (
     CONGESTION, DELIVERED, FATES, LOSS_FATES, UNOBSERVED, WIRELESS, Trace, empty_rtt, flow_codes,
-    lexsort_unless_sorted, natural_sorted,
+    natural_sorted, sorting_order,
 )
 from .tiering import call, pick
 
@@ -125,15 +125,14 @@ class Timeline:
         out["undetected"] = total(self.losses, ~self.losses["detected"].to_numpy(bool))
         a = self.arrivals
         at, known = by_flow(a)
-        grouped = a[known].groupby(at[known])
+        kinds = np.bincount(at[known] * 3 + a["kind"].cat.codes.to_numpy()[known], minlength=len(flows) * 3)
+        kinds = kinds.reshape(len(flows), 3)
         for col in ("rott", "iat"):
-            stats = grouped[col].describe(percentiles=[0.5, 0.95])
-            stats.index = flows[np.asarray(stats.index, dtype=np.int64)]
-            for stat, name in (("mean", "mean"), ("50%", "p50"), ("95%", "p95"), ("max", "max")):
-                out[f"{col}_{name}_ms"] = stats[stat].reindex(flows) * 1e3
-        kind = a["kind"].cat.codes.to_numpy()
-        out["reordered"] = total(a, kind == ARRIVAL_KIND.categories.get_loc(KIND_LATE))
-        out["duplicates"] = total(a, kind == ARRIVAL_KIND.categories.get_loc(KIND_DUPLICATE))
+            stats = _flow_statistics(at, a[col].to_numpy(np.float64), len(flows))
+            for k, name in enumerate(("mean", "p50", "p95", "max")):
+                out[f"{col}_{name}_ms"] = stats[:, k] * 1e3
+        out["reordered"] = kinds[:, ARRIVAL_KIND.categories.get_loc(KIND_LATE)]
+        out["duplicates"] = kinds[:, ARRIVAL_KIND.categories.get_loc(KIND_DUPLICATE)]
         return out.reset_index()
 
     def per_packet(self) -> pd.DataFrame:
@@ -145,6 +144,24 @@ class Timeline:
         out["gap"] = out["gap"].fillna(-1).astype(np.int64)
         out["n"] = out["n"].fillna(0).astype(np.int64)
         return out
+
+
+def _flow_statistics(at: np.ndarray, values: np.ndarray, n_flows: int) -> np.ndarray:
+    """Mean, median, 95th percentile (linear, as pandas and numpy interpolate) and maximum of
+    ``values`` per flow (``at``: each row's flow, -1 none; a flow's rows in one run, as
+    arrivals are), NaN left out; a row of NaN for a flow without a number."""
+    out = np.full((n_flows, 4), np.nan)
+    starts = np.flatnonzero(np.diff(at, prepend=-2))
+    if np.unique(at[starts]).size != starts.size:  # a flow in several runs: gather them
+        order = np.argsort(at, kind="stable")
+        at, values = at[order], values[order]
+        starts = np.flatnonzero(np.diff(at, prepend=-2))
+    for start, end in zip(starts, np.append(starts[1:], at.shape[0])):
+        x = values[start:end]
+        x = x[~np.isnan(x)]
+        if at[start] >= 0 and x.size:
+            out[at[start]] = (x.mean(), *np.percentile(x, [50, 95]), x.max())
+    return out
 
 
 @njit(cache=True)
@@ -218,9 +235,10 @@ def _arrivals(packets: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
     codes = flow_codes(packets["flow"])[delivered]
     t_recv = packets["t_recv"].to_numpy()[delivered]
     uid = packets["uid"].to_numpy()[delivered]
-    order = lexsort_unless_sorted(codes, t_recv, uid)
-    rows = delivered[order]
-    codes, t_recv = codes[order], t_recv[order]
+    order = sorting_order(codes, t_recv, uid)
+    rows = delivered if order is None else delivered[order]
+    if order is not None:
+        codes, t_recv = codes[order], t_recv[order]
     a = pd.DataFrame({"flow": packets["flow"].take(rows).reset_index(drop=True)})
     for column in ("seq", "tx", "uid", "size", "t_send"):
         a[column] = packets[column].to_numpy()[rows]

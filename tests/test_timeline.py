@@ -189,3 +189,17 @@ def test_rfc3550_kernel_matches_naive_twin(deltas, restart):
     for a, b in zip(np.flatnonzero(starts), list(np.flatnonzero(starts)[1:]) + [len(deltas)]):
         expect += naive.rfc3550_jitter(list(zip(t_send[a:b], t_recv[a:b])))
     assert got.tolist() == pytest.approx(expect, rel=1e-12, abs=1e-15)
+
+
+@settings(max_examples=100, deadline=None)
+@given(packet_tables())
+def test_summary_statistics_equal_pandas_describe(packets):
+    """The per-flow ROTT and IAT figures against pandas' own describe() of the arrivals."""
+    tl = build_timeline(packets)
+    out = tl.summary().set_index("flow")
+    a = tl.arrivals.assign(flow=tl.arrivals["flow"].astype(str))
+    for col in ("rott", "iat"):
+        stats = a.groupby("flow")[col].describe(percentiles=[0.5, 0.95])
+        for stat, name in (("mean", "mean"), ("50%", "p50"), ("95%", "p95"), ("max", "max")):
+            expect = (stats[stat].reindex(out.index) * 1e3).to_numpy()
+            np.testing.assert_allclose(out[f"{col}_{name}_ms"].to_numpy(), expect, rtol=1e-12, atol=1e-12)

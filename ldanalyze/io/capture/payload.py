@@ -422,10 +422,14 @@ def first_reasons(skipped: dict[str, str], shown: int = 3) -> str:
 
 # -- one flow ----------------------------------------------------------------------------------
 def sender_report_candidates(records: np.ndarray) -> np.ndarray:
-    """Records that may be RTCP sender reports: decoded UDP, version 2, packet type 200."""
-    heads = records["head"]  # a strided view: only two columns are read
-    return ((records["status"] == S_DECODED) & (records["proto"] == UDP) & (records["head_len"] >= 20)
-            & (heads[:, 1] == 200) & (heads[:, 0] >> 6 == 2))
+    """Records that may be RTCP sender reports: decoded UDP, version 2, packet type 200.
+    The rare second byte 200 is looked for first, the other fields only where it is."""
+    out = (records["head"][:, 1] == 200)  # a strided view: one column is read
+    rows = np.flatnonzero(out)
+    some = records[rows]
+    out[rows] = ((some["status"] == S_DECODED) & (some["proto"] == UDP) & (some["head_len"] >= 20)
+                 & (some["head"][:, 0] >> 6 == 2))
+    return out
 
 
 def capture_sender_reports(capture) -> dict[int, tuple[float, int]]:
