@@ -17,10 +17,10 @@ import pcap_ingest  # noqa: E402
 
 PEAK = "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))"
 WHOLE = ("import sys, warnings; warnings.simplefilter('ignore'); import ldanalyze as la; "
-         "t = la.read_trace(sys.argv[1], skew='keep'); print(len(t.packets)); " + PEAK)
+         "t = la.read_trace(sys.argv[1]); print(len(t.packets)); " + PEAK)
 SPLIT = ("import sys, warnings; warnings.simplefilter('ignore'); "
          "from ldanalyze.io.capture.split import read_capture_flows; "
-         "print(sum(len(t.packets) for t in read_capture_flows(sys.argv[1], skew='keep'))); " + PEAK)
+         "print(sum(len(t.packets) for t in read_capture_flows(sys.argv[1]))); " + PEAK)
 
 
 def run(code: str, path: pathlib.Path) -> tuple[int, float, float]:

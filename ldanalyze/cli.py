@@ -752,7 +752,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "base, where the trace gives RTTs), a controller spec, or 'none'")
     p.add_argument("--flow-at-a-time", action="store_true",
                    help="captures larger than memory: decode into per-flow files on disk, then read and score "
-                        "one flow at a time (clock skew fitted per flow)")
+                        "one flow at a time (the clock skew of each pair of hosts fitted on all its flows)")
     p.add_argument("-o", "--output", help="write to this file instead of standard output")
     p.set_defaults(func=cmd_score)
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -143,63 +143,130 @@ def _host(endpoint: str) -> str:
     return endpoint.rsplit(":", 1)[0] if ":" in endpoint else endpoint
 
 
-def common_skew(groups: list[tuple[np.ndarray, np.ndarray]]) -> float:
-    """The skew b minimising Σ_f Σ_i (d_fi − a_f − b·t_fi) with every point on or above its
-    flow's line a_f + b·t: the Moon-Skelly-Towsley LP with one intercept per flow and one slope
-    for the pair of clocks they share. For a given b the best a_f is min_i (d_fi − b·t_fi), so
-    the objective is a convex function of b alone; its minimum lies between the flows' own fits
-    and is found there by golden-section search."""
-    fits = [fit_lower_envelope(t, d) for t, d in groups]
-    if len(groups) == 1:
-        return fits[0].skew
-    lo, hi = min(f.skew for f in fits), max(f.skew for f in fits)
-    if hi - lo < 1e-12:
-        return lo
-    terms = [_objective_terms(t, d) for t, d in groups]
-    ratio = (5 ** 0.5 - 1) / 2
-    x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
-    f1, f2 = _joint_objective(terms, x1), _joint_objective(terms, x2)
-    for _ in range(80):
-        if f1 <= f2:
-            hi, x2, f2 = x2, x1, f1
-            x1 = hi - ratio * (hi - lo)
-            f1 = _joint_objective(terms, x1)
-        else:
-            lo, x1, f1 = x1, x2, f2
-            x2 = lo + ratio * (hi - lo)
-            f2 = _joint_objective(terms, x2)
-    return (lo + hi) / 2
+@dataclasses.dataclass(frozen=True)
+class DelaySummary:
+    """What a pair's joint skew fit needs of one flow's delay samples: the flow's own skew (the
+    search's bracket), and Σ t, Σ d, the count and the lower hull's points, from which the
+    flow's term of the joint objective follows for any skew (``_flow_term``). A few dozen
+    numbers for millions of samples: the flows of a pair need not be in memory together."""
+
+    skew: float
+    samples: int
+    sum_t: float
+    sum_d: float
+    hull_t: np.ndarray
+    hull_d: np.ndarray
 
 
-def _objective_terms(t: np.ndarray, d: np.ndarray) -> tuple[float, float, int, np.ndarray, np.ndarray]:
-    """What one flow's term of the joint objective needs: Σ t, Σ d, the count and the lower hull's
-    points. min_i (d_i − b·t_i) is reached on the hull for every b, so each step of the search
-    costs the hull's few points, not the flow's millions. Times count from the flow's first
-    and delays from its least (a constant shift of either changes no minimiser), so the sums
-    keep their digits."""
-    t = np.asarray(t, np.float64)
-    d = np.asarray(d, np.float64)
+def delay_summary(t_send: np.ndarray, delay: np.ndarray) -> DelaySummary:
+    """The ``DelaySummary`` of one flow's (send time, delay) samples. Times count from the
+    flow's first and delays from its least (a constant shift of either changes no minimiser),
+    so the sums keep their digits."""
+    t = np.asarray(t_send, np.float64)
+    d = np.asarray(delay, np.float64)
     keep = np.isfinite(t) & np.isfinite(d)
     t, d = t[keep], d[keep]
+    skew = fit_lower_envelope(t, d).skew
     order = sorting_order(t, d)
     if order is not None:
         t, d = t[order], d[order]
     t, d = t - t[0], d - d.min()
     hull = pick(_lower_hull, t.shape[0] * 2e-6)(t, d)
-    return float(t.sum()), float(d.sum()), t.shape[0], t[hull], d[hull]
+    return DelaySummary(skew, t.shape[0], float(t.sum()), float(d.sum()), t[hull], d[hull])
 
 
-def _joint_objective(terms, b: float) -> float:
-    """Σ_f Σ_i (d_fi − b·t_fi) − n_f·min_i (d_fi − b·t_fi), from each flow's ``_objective_terms``."""
-    total = 0.0
-    for sum_t, sum_d, n, hull_t, hull_d in terms:
-        total += sum_d - b * sum_t - n * float(np.min(hull_d - b * hull_t))
-    return total
+def _flow_term(s: DelaySummary, b: float) -> float:
+    """Σ_i (d_i − b·t_i) − n·min_i (d_i − b·t_i): the minimum is reached on the hull for every b."""
+    return s.sum_d - b * s.sum_t - s.samples * float(np.min(s.hull_d - b * s.hull_t))
+
+
+def joint_skew(summaries: list[DelaySummary]) -> float:
+    """The skew b minimising Σ_f Σ_i (d_fi − a_f − b·t_fi) with every point on or above its
+    flow's line a_f + b·t: the Moon-Skelly-Towsley LP with one intercept per flow and one slope
+    for the pair of clocks they share. For a given b the best a_f is min_i (d_fi − b·t_fi), so
+    the objective is a convex function of b alone; its minimum lies between the flows' own fits
+    and is found there by golden-section search."""
+    if len(summaries) == 1:
+        return summaries[0].skew
+    lo, hi = min(s.skew for s in summaries), max(s.skew for s in summaries)
+    if hi - lo < 1e-12:
+        return lo
+
+    def objective(b: float) -> float:
+        return sum(_flow_term(s, b) for s in summaries)
+
+    ratio = (5 ** 0.5 - 1) / 2
+    x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+    f1, f2 = objective(x1), objective(x2)
+    for _ in range(80):
+        if f1 <= f2:
+            hi, x2, f2 = x2, x1, f1
+            x1 = hi - ratio * (hi - lo)
+            f1 = objective(x1)
+        else:
+            lo, x1, f1 = x1, x2, f2
+            x2 = lo + ratio * (hi - lo)
+            f2 = objective(x2)
+    return (lo + hi) / 2
+
+
+def common_skew(groups: list[tuple[np.ndarray, np.ndarray]]) -> float:
+    """``joint_skew`` of the flows' (send time, delay) samples."""
+    return joint_skew([delay_summary(t, d) for t, d in groups])
+
+
+@dataclasses.dataclass(frozen=True)
+class PairSkew:
+    """One pair of clocks' skew fitted on all its flows (``fit_pair``), its ``uncertainty``
+    (half the difference between the fits of the first and the second half of the pair's time
+    span; NaN when a half has too few samples) and the delivered ``samples`` it rests on."""
+
+    skew: float
+    uncertainty: float
+    samples: int
+
+
+def halves_summaries(t_send: np.ndarray, delay: np.ndarray, middle: float) -> tuple:
+    """One flow's ``DelaySummary`` before and after ``middle`` (the middle of its pair's time
+    span), None for a half with too few samples."""
+    t, d = np.asarray(t_send, np.float64), np.asarray(delay, np.float64)
+    early = t <= middle
+    return tuple(delay_summary(t[part], d[part]) if np.count_nonzero(part) >= MIN_FIT_SAMPLES else None
+                 for part in (early, ~early))
+
+
+def fit_pair(whole: list[DelaySummary], first: list[DelaySummary], second: list[DelaySummary]) -> PairSkew:
+    """The pair's skew from its flows' summaries over the whole span and over each half."""
+    samples = sum(s.samples for s in whole)
+    skew = joint_skew(whole) if samples >= MIN_FIT_SAMPLES else 0.0
+    uncertainty = abs(joint_skew(first) - joint_skew(second)) / 2 if first and second else float("nan")
+    return PairSkew(skew, uncertainty, samples)
+
+
+def pair_skew(groups: list[tuple[np.ndarray, np.ndarray]]) -> PairSkew:
+    """``fit_pair`` of the flows' (send time, delay) samples, all in memory."""
+    start = min(float(np.min(t)) for t, _ in groups)
+    end = max(float(np.max(t)) for t, _ in groups)
+    halves = [halves_summaries(t, d, (start + end) / 2) for t, d in groups]
+    return fit_pair([delay_summary(t, d) for t, d in groups], [h[0] for h in halves if h[0] is not None],
+                    [h[1] for h in halves if h[1] is not None])
+
+
+def delivered_rows(packets: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The rows of each flow's delivered packets (flows with none left out): the delay samples."""
+    delivered = (packets["fate"] == DELIVERED).to_numpy()
+    rows = {}
+    for flow, index in packets.groupby("flow", observed=True).indices.items():
+        got = index[delivered[index]]
+        if got.shape[0]:
+            rows[flow] = got
+    return rows
 
 
 def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
                 skew_limit_ppm: float = PLAUSIBLE_SKEW_PPM,
-                reverse: Sequence[tuple[np.ndarray, np.ndarray]] = ()) -> Trace:
+                reverse: Sequence[tuple[np.ndarray, np.ndarray]] = (),
+                fitted: Mapping[str, PairSkew] | None = None) -> Trace:
     """Take the clock skew (and with ``offset``, each flow's offset) out of the receive times:
     t_recv −= skew·(t_send − t0) [+ offset] (see the module docstring).
 
@@ -227,6 +294,9 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
     queue above the envelope), ``forward_ppm`` and ``reverse_ppm`` (each direction's own fit;
     NaN without reverse samples), ``reverse_samples`` and ``status`` (``applied``,
     ``not applied: ...``). The input trace is not modified.
+
+    ``fitted``: pairs (by :func:`pair_of`) whose skew was fitted already, on more flows than
+    the trace holds (``fit_pair``: a capture read one flow at a time); their flows take it.
     """
     if trace.meta.get("clock") != "separate":
         raise UsageError(f"{trace.path}: the trace's clocks are {trace.meta.get('clock', 'common')!r}; "
@@ -237,23 +307,19 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
         raise UsageError(f"the skew limit must be a positive number of ppm, not {skew_limit_ppm!r}")
     if len(reverse) and pairs != "all":
         raise UsageError("reverse samples belong to the one pair of clocks of pairs='all'")
+    fitted = fitted or {}
     packets = trace.packets.copy(deep=False)  # t_recv is replaced below, not written into
     t_recv = packets["t_recv"].to_numpy(copy=True)
     t_send = packets["t_send"].to_numpy()
-    delivered = (packets["fate"] == DELIVERED).to_numpy()
     members: dict[str, list[tuple[str, np.ndarray]]] = {}
-    for flow, index in packets.groupby("flow", observed=True).indices.items():
-        got = index[delivered[index]]
-        if got.shape[0]:
-            key = {"hosts": pair_of(flow), "all": "all", "flow": str(flow)}[pairs]
-            members.setdefault(key, []).append((flow, got))
+    for flow, got in delivered_rows(packets).items():
+        key = {"hosts": pair_of(flow), "all": "all", "flow": str(flow)}[pairs]
+        members.setdefault(key, []).append((flow, got))
     back = [(np.asarray(t, np.float64), np.asarray(d, np.float64)) for t, d in reverse if np.size(t)]
     rows = []
     for pair, flows in members.items():
         groups = [(t_send[got], t_recv[got] - t_send[got]) for _, got in flows]
-        samples = sum(g[0].size for g in groups)
-        skew = common_skew(groups) if samples >= MIN_FIT_SAMPLES else 0.0
-        uncertainty = _half_difference(groups)
+        skew, uncertainty, samples = dataclasses.astuple(fitted[pair] if pair in fitted else pair_skew(groups))
         forward, backward, back_samples = skew, float("nan"), sum(t.size for t, _ in back)
         status = "applied"
         if samples < MIN_FIT_SAMPLES:
@@ -290,22 +356,6 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
     packets["t_recv"] = t_recv
     meta = {**trace.meta, "clock": "skew-removed", "clock_fit": fit_table(rows), "offset_removed": offset}
     return dataclasses.replace(trace, packets=packets, meta=meta)
-
-
-def _half_difference(groups) -> float:
-    """Half the difference between the joint fits of the two halves of the pair's time span
-    (NaN when a half holds fewer than two samples of some flow's worth)."""
-    start = min(float(np.min(t)) for t, _ in groups)
-    end = max(float(np.max(t)) for t, _ in groups)
-    middle = (start + end) / 2
-    halves = []
-    for first in (True, False):
-        part = [(t[(t <= middle) == first], d[(t <= middle) == first]) for t, d in groups]
-        part = [(t, d) for t, d in part if t.size >= MIN_FIT_SAMPLES]
-        if not part:
-            return float("nan")
-        halves.append(common_skew(part))
-    return abs(halves[0] - halves[1]) / 2
 
 
 def fit_table(rows: list[dict]) -> pd.DataFrame:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import warnings
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -76,3 +77,29 @@ def test_score_can_read_a_capture_one_flow_at_a_time(capsys):
                     .reset_index(drop=True)))
     assert main([*args, "--flow-at-a-time", "--ssrc", "0x1"]) == 2
     assert "takes no --ssrc" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["discord.pcap", "stun_wa_call.pcapng", "rtp.pcapng", "telegram_videocall.pcapng"])
+def test_one_flow_at_a_time_fits_each_pair_of_hosts_jointly(name):
+    """The skew of a pair of hosts is fitted on all its flows, though they are read one at a
+    time: the same fit, status and receive times as the whole capture's."""
+    path = REAL / name
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        whole = la.read_trace(path)
+        parts = list(read_capture_flows(path, block_records=97))
+    fit = pd.concat([p.meta["clock_fit"] for p in parts if len(p.meta["clock_fit"])], ignore_index=True)
+    fit = fit.sort_values("flow")
+    expect = whole.meta["clock_fit"].sort_values("flow")
+    assert fit["flow"].tolist() == expect["flow"].tolist()
+    assert fit["status"].tolist() == expect["status"].tolist()
+    assert fit["samples"].tolist() == expect["samples"].tolist()
+    for column in ("skew_ppm", "uncertainty_ppm", "offset_s", "excess_s"):
+        np.testing.assert_allclose(fit[column], expect[column], rtol=1e-9, atol=1e-9)
+    if name == "telegram_videocall.pcapng":  # two pairs of two flows each: one skew a pair, not 0
+        per_pair = fit.groupby("pair")["skew_ppm"]
+        assert (per_pair.size() == 2).sum() == 2 and (per_pair.nunique() == 1).all()
+        assert (fit["skew_ppm"].abs() > 1).all()
+    split = pd.concat([p.packets for p in parts], ignore_index=True)
+    a, b = table(split), table(whole.packets)
+    np.testing.assert_allclose(a["t_recv"], b["t_recv"], rtol=0, atol=1e-9)

@@ -9,9 +9,15 @@ temporary folder, keeping in memory only the flow table, the frames that belong 
 one Trace per flow, reading that flow's file alone: memory holds one block of records and the
 largest flow, not the capture. Pass the traces to ``analyze_traces``, or score them one by one.
 
-What differs from ``read_capture``: the clock skew is fitted per flow (``pairs="flow"``), since
-a pair of hosts' flows are never in memory together; ``meta['capture_flows']`` lists the flow
-the trace holds; a flow that carries no sequence numbers is skipped with a warning, as there.
+The clock skew is fitted per pair of hosts, as ``read_capture`` fits it, though a pair's flows
+are never in memory together: each flow's PacketTable is written to the folder (Arrow IPC)
+as it is read, with a summary of its delays (``clocks.DelaySummary``: its lower hull and a
+few sums, all the joint fit needs); once every flow is read, each pair's skew is fitted from
+its flows' summaries (``clocks.fit_pair``), and the tables are read back one at a time and
+yielded with their pair's skew removed. The skew found is ``read_capture``'s, up to rounding.
+
+What differs from ``read_capture``: ``meta['capture_flows']`` lists the flow the trace holds;
+a flow that carries no sequence numbers is skipped with a warning, as there.
 """
 
 from __future__ import annotations
@@ -24,8 +30,11 @@ import warnings
 from collections.abc import Iterator
 
 import numpy as np
+from pyarrow import feather
 
-from ...clocks import PLAUSIBLE_SKEW_PPM
+from ...clocks import (
+    PLAUSIBLE_SKEW_PPM, delay_summary, delivered_rows, fit_pair, halves_summaries, pair_of, remove_skew,
+)
 from ...errors import TraceError
 from ...packets import Trace
 from . import payload as payloads
@@ -94,31 +103,80 @@ def read_capture_flows(
     folder under ``workdir`` (the system's temporary folder by default), removed at the end."""
     head_bytes = head_bytes_for(payload)
     with tempfile.TemporaryDirectory(prefix="ldanalyze-flows-", dir=workdir) as folder:
-        output = _SpillingOutput(head_bytes, pathlib.Path(folder), block_records)
+        folder = pathlib.Path(folder)
+        output = _SpillingOutput(head_bytes, folder, block_records)
         capture = decode_into(path, output, chunk_bytes)  # holds the kept records only
         _count_spilled(capture, output)
         reports = payloads.capture_sender_reports(capture)
         host = _host_option(capture_host)
         if host == "auto":  # from every flow's packets, not the one at hand
             host = payloads.host_of(capture.flows, output.ttls)
-        skipped = {}
-        for flow in sorted(output.flows_written):
-            records = np.fromfile(pathlib.Path(folder) / f"{flow}.rec", dtype=output.dtype)
-            one = dataclasses.replace(capture, records=records, notes=list(capture.notes))
-            try:
-                packets, taken = payloads.capture_packets(one, payload=payload, vantage=vantage,
-                                                          clock_rate=clock_rate, reports=reports, host=host)
-            except TraceError as why:  # this flow carries no sequence numbers
-                skipped[capture.flows["label"].iat[flow]] = str(why)
-                continue
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", CaptureWarning)  # said once for the capture, below
-                yield capture_trace(one, packets, taken, payload=payload, vantage=vantage, skew=skew,
-                                    skew_limit_ppm=skew_limit_ppm, pairs="flow")
-            del records, one, packets
-        if skipped:
-            warnings.warn(f"{os.fspath(path)}: {len(skipped)} flow(s) without sequence numbers skipped "
-                          f"({payloads.first_reasons(skipped)})", CaptureWarning, stacklevel=2)
+        traces = _flow_traces(capture, output, folder, reports=reports, host=host, payload=payload,
+                              vantage=vantage, clock_rate=clock_rate)
+        if skew == "remove" and vantage == "receiver":
+            yield from _skew_removed(traces, folder, skew_limit_ppm)
+        else:
+            yield from traces
+
+
+def _flow_traces(capture, output: _SpillingOutput, folder: pathlib.Path, *, reports, host, payload, vantage,
+                 clock_rate) -> Iterator[Trace]:
+    """The Trace of each flow file in turn, its skew kept (a warning at the end for the flows
+    that carried no sequence numbers)."""
+    skipped = {}
+    for flow in sorted(output.flows_written):
+        records = np.fromfile(folder / f"{flow}.rec", dtype=output.dtype)
+        one = dataclasses.replace(capture, records=records, notes=list(capture.notes))
+        try:
+            packets, taken = payloads.capture_packets(one, payload=payload, vantage=vantage,
+                                                      clock_rate=clock_rate, reports=reports, host=host)
+        except TraceError as why:  # this flow carries no sequence numbers
+            skipped[capture.flows["label"].iat[flow]] = str(why)
+            continue
+        finally:
+            (folder / f"{flow}.rec").unlink()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CaptureWarning)  # said once for the capture, below
+            trace = capture_trace(one, packets, taken, payload=payload, vantage=vantage, skew="keep",
+                                  skew_limit_ppm=PLAUSIBLE_SKEW_PPM)
+        del records, one, packets
+        yield trace
+    if skipped:
+        warnings.warn(f"{capture.path}: {len(skipped)} flow(s) without sequence numbers skipped "
+                      f"({payloads.first_reasons(skipped)})", CaptureWarning, stacklevel=3)
+
+
+def _skew_removed(traces: Iterator[Trace], folder: pathlib.Path, skew_limit_ppm: float) -> Iterator[Trace]:
+    """The traces with each pair of hosts' skew removed, fitted on all the pair's flows (module
+    docstring): three passes, one flow's table in memory at a time."""
+    shells, spans = [], {}
+    for k, trace in enumerate(traces):
+        table = folder / f"{k}.arrow"
+        feather.write_feather(trace.packets, table, compression="uncompressed")
+        for flow, (t, _) in _delays(trace.packets).items():
+            start, end = spans.get(pair_of(flow), (np.inf, -np.inf))
+            spans[pair_of(flow)] = (min(start, float(t.min())), max(end, float(t.max())))
+        shells.append((table, dataclasses.replace(trace, packets=None)))
+    summaries: dict[str, tuple[list, list, list]] = {pair: ([], [], []) for pair in spans}
+    for table, _ in shells:
+        for flow, (t, d) in _delays(feather.read_feather(table)).items():
+            whole, first, second = summaries[pair_of(flow)]
+            start, end = spans[pair_of(flow)]
+            whole.append(delay_summary(t, d))
+            early, late = halves_summaries(t, d, (start + end) / 2)
+            first.extend([early] if early is not None else [])
+            second.extend([late] if late is not None else [])
+    fits = {pair: fit_pair(*lists) for pair, lists in summaries.items()}
+    for table, shell in shells:
+        trace = dataclasses.replace(shell, packets=feather.read_feather(table))
+        table.unlink()
+        yield remove_skew(trace, skew_limit_ppm=skew_limit_ppm, pairs="hosts", fitted=fits)
+
+
+def _delays(packets) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each flow's delivered packets' send times and delays."""
+    t_send, t_recv = packets["t_send"].to_numpy(), packets["t_recv"].to_numpy()
+    return {flow: (t_send[got], t_recv[got] - t_send[got]) for flow, got in delivered_rows(packets).items()}
 
 
 def _count_spilled(capture, output: _SpillingOutput) -> None:
