@@ -86,9 +86,9 @@ def _lower_hull(t, d):
 
 
 @njit(cache=True)
-def _envelope_line(t, d):
-    """(intercept at t = 0, slope) of the LP-optimal line below the points (t sorted)."""
-    hull = _lower_hull(t, d)
+def _envelope_line(t, d, hull):
+    """(intercept at t = 0, slope) of the LP-optimal line below the points (t sorted; ``hull``
+    their ``_lower_hull``)."""
     if hull.shape[0] == 1:
         return d[hull[0]], 0.0
     mean_t = t.mean()
@@ -106,6 +106,20 @@ def fit_lower_envelope(t_send: np.ndarray, delay: np.ndarray) -> ClockFit:
     Points need not be sorted. With fewer than two distinct send times the skew is 0 and the
     offset the smallest delay.
     """
+    t, d = _sorted_samples(t_send, delay)
+    t0 = float(t[0])
+    rel = t - t0  # epoch seconds lose digits in the hull's cross products
+    if t.shape[0] >= MIN_FIT_SAMPLES:
+        intercept, slope = _line_below(rel, d, _hull_of(rel, d))
+    else:
+        intercept, slope = float(d.min()), 0.0
+    excess = float(np.max(d - (intercept + slope * rel)))
+    return ClockFit(offset=float(intercept), skew=float(slope), t0=t0, excess=max(excess, 0.0),
+                    samples=int(t.shape[0]), span=float(rel[-1]))
+
+
+def _sorted_samples(t_send: np.ndarray, delay: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The finite (send time, delay) samples in send-time order (ties: least delay first)."""
     t = np.asarray(t_send, np.float64)
     d = np.asarray(delay, np.float64)
     keep = np.isfinite(t) & np.isfinite(d)
@@ -113,17 +127,15 @@ def fit_lower_envelope(t_send: np.ndarray, delay: np.ndarray) -> ClockFit:
     if t.shape[0] == 0:
         raise UsageError("no delay samples to fit a clock to")
     order = sorting_order(t, d)
-    if order is not None:
-        t, d = t[order], d[order]
-    t0 = float(t[0])
-    rel = t - t0  # epoch seconds lose digits in the hull's cross products
-    if t.shape[0] >= MIN_FIT_SAMPLES:
-        intercept, slope = pick(_envelope_line, t.shape[0] * 3e-6)(rel, d)  # ~3 us a point interpreted
-    else:
-        intercept, slope = float(d.min()), 0.0
-    excess = float(np.max(d - (intercept + slope * rel)))
-    return ClockFit(offset=float(intercept), skew=float(slope), t0=t0, excess=max(excess, 0.0),
-                    samples=int(t.shape[0]), span=float(rel[-1]))
+    return (t, d) if order is None else (t[order], d[order])
+
+
+def _hull_of(t: np.ndarray, d: np.ndarray) -> np.ndarray:
+    return pick(_lower_hull, t.shape[0] * 2e-6)(t, d)  # ~2 us a point interpreted
+
+
+def _line_below(t: np.ndarray, d: np.ndarray, hull: np.ndarray) -> tuple[float, float]:
+    return pick(_envelope_line, t.shape[0] * 1e-6)(t, d, hull)
 
 
 def pair_of(flow: str) -> str:
@@ -162,16 +174,10 @@ def delay_summary(t_send: np.ndarray, delay: np.ndarray) -> DelaySummary:
     """The ``DelaySummary`` of one flow's (send time, delay) samples. Times count from the
     flow's first and delays from its least (a constant shift of either changes no minimiser),
     so the sums keep their digits."""
-    t = np.asarray(t_send, np.float64)
-    d = np.asarray(delay, np.float64)
-    keep = np.isfinite(t) & np.isfinite(d)
-    t, d = t[keep], d[keep]
-    skew = fit_lower_envelope(t, d).skew
-    order = sorting_order(t, d)
-    if order is not None:
-        t, d = t[order], d[order]
+    t, d = _sorted_samples(t_send, delay)
     t, d = t - t[0], d - d.min()
-    hull = pick(_lower_hull, t.shape[0] * 2e-6)(t, d)
+    hull = _hull_of(t, d)
+    skew = _line_below(t, d, hull)[1] if t.shape[0] >= MIN_FIT_SAMPLES else 0.0  # fit_lower_envelope's
     return DelaySummary(skew, t.shape[0], float(t.sum()), float(d.sum()), t[hull], d[hull])
 
 

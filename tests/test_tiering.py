@@ -79,7 +79,9 @@ def test_envelope_line_interpreted(points):
     t = np.array([p[0] for p in points])
     d = np.array([p[1] for p in points])
     with np.errstate(all="ignore"):  # (5e-324, 1.0): a slope of inf, an intercept of NaN, in both
-        np.testing.assert_array_equal(clocks._envelope_line(t, d), tiering.interpreted(clocks._envelope_line)(t, d))
+        hull = clocks._lower_hull(t, d)
+        np.testing.assert_array_equal(clocks._envelope_line(t, d, hull),
+                                      tiering.interpreted(clocks._envelope_line)(t, d, tiering.interpreted(clocks._lower_hull)(t, d)))
 
 
 @settings(max_examples=200, deadline=None)
