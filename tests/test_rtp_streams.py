@@ -80,18 +80,37 @@ def test_a_flow_with_no_readable_stream_says_why(tmp_path):
         read(capture_of(tmp_path, out), payload="rtp")
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(0, 255), min_size=2, max_size=40))
-def test_packet_kinds_follow_rfc_7983(first_bytes):
-    head = np.zeros((len(first_bytes), 16), np.uint8)
-    head[:, 0] = first_bytes
-    head[:, 1] = [(b * 37) % 256 for b in first_bytes]
-    kinds = [rtp.KIND_NAMES[k] for k in rtp.packet_kinds(head, np.full(len(first_bytes), 16))]
-    for b, second, kind in zip(first_bytes, head[:, 1], kinds):
-        expected = ("stun" if b <= 3 else "zrtp" if 16 <= b <= 19 else "dtls" if 20 <= b <= 63 else
-                    "turn" if 64 <= b <= 79 else ("rtcp" if 192 <= second <= 223 else "rtp") if 128 <= b <= 191
-                    else "other")
-        assert kind == expected
+@st.composite
+def udp_payloads(draw):
+    """A UDP payload as a receiver keeps it: mostly RTP-like (CSRCs, extension, padding, FEC-like
+    payload openings, zero runs), sometimes any first byte; cut at a snap length."""
+    size = draw(st.integers(1, 120))
+    body = bytearray(draw(st.binary(min_size=size, max_size=size)))
+    if draw(st.booleans()):
+        body[0] = 0x80 | draw(st.sampled_from([0, 0x10, 0x20, 0x30])) | draw(st.integers(0, 3))
+        if size > 1:
+            body[1] = draw(st.sampled_from([96, 111, 200, 201, 127]))
+        for _ in range(draw(st.integers(0, 3))):  # runs of zeros (padding) and small numbers
+            at = draw(st.integers(0, size - 1))
+            end = min(size, at + draw(st.integers(1, 40)))
+            body[at:end] = bytes(end - at) if draw(st.booleans()) else bytes([draw(st.integers(0, 3))] * (end - at))
+    kept = draw(st.integers(1, 48))
+    return bytes(body), min(kept, size)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(udp_payloads(), min_size=1, max_size=12))
+def test_header_fields_match_the_twin(payloads):
+    from .naive import rtp_header
+
+    head = np.zeros((len(payloads), 48), np.uint8)
+    head_len = np.array([kept for _, kept in payloads], np.int64)
+    payload_len = np.array([len(body) for body, _ in payloads], np.int64)
+    for i, (body, kept) in enumerate(payloads):
+        head[i, :kept] = np.frombuffer(body[:kept], np.uint8)
+    kinds, hlen, padding, osn, fec = rtp.header_fields(head, head_len, payload_len)
+    got = [(rtp.KIND_NAMES[k], int(h), bool(p), int(o), bool(f)) for k, h, p, o, f in zip(kinds, hlen, padding, osn, fec)]
+    assert got == [rtp_header(body[:kept], len(body), rtp.FEC_SPAN) for body, kept in payloads]
 
 
 def test_header_lengths_count_csrcs_and_extensions():
@@ -100,8 +119,35 @@ def test_header_lengths_count_csrcs_and_extensions():
     head[1, 0] = 0x82                       # 2 CSRCs: 20
     head[2, 0] = 0x90                       # extension of 3 words: 12 + 4 + 12
     head[2, 14:16] = [0, 3]
-    assert rtp.header_lengths(head, np.full(3, 48)).tolist() == [12, 20, 28]
-    assert rtp.header_lengths(head, np.full(3, 14)).tolist() == [12, 20, -1]  # extension length not kept
+    payload_len = np.full(3, 100)
+    assert rtp.header_fields(head, np.full(3, 48), payload_len)[1].tolist() == [12, 20, 28]
+    assert rtp.header_fields(head, np.full(3, 14), payload_len)[1].tolist() == [12, 20, -1]  # extension length not kept
+
+
+def test_header_fields_pin_the_rule_boundaries():
+    """RFC 7983's first-byte ranges at their edges, RTCP's second-byte range (RFC 5761), the
+    255-byte padding limit and the FEC span at 48 and 49 packets back."""
+    def one(first=0x80, second=96, kept=48, payload_len=100, body=b""):
+        head = np.zeros((1, 48), np.uint8)
+        head[0, 0], head[0, 1] = first, second
+        head[0, 12:12 + len(body)] = np.frombuffer(body, np.uint8)
+        fields = rtp.header_fields(head, np.array([kept]), np.array([payload_len]))
+        return (rtp.KIND_NAMES[fields[0][0]], *(x[0].item() for x in fields[1:]))
+
+    edges = {3: "stun", 4: "other", 15: "other", 16: "zrtp", 19: "zrtp", 20: "dtls", 63: "dtls", 64: "turn",
+             79: "turn", 80: "other", 127: "other", 128: "rtp", 191: "rtp", 192: "other"}
+    assert {b: one(first=b)[0] for b in edges} == edges
+    assert [one(second=s)[0] for s in (191, 192, 223, 224)] == ["rtp", "rtcp", "rtcp", "rtp"]
+    assert one(kept=11)[0] == "other"  # too short a header to be RTP
+    assert one(first=0xA0, payload_len=12 + 255)[2] and not one(first=0xA0, payload_len=12 + 256)[2]
+    assert not one(first=0xA0, payload_len=12)[2]  # nothing after the header: not even a count
+    assert not one(first=0xA0, body=b"\x01")[2]  # a non-zero byte before the count
+    # the packet's own number, bytes 2-3 of the header, is 0 here
+    assert one(body=bytes([0, 0]) + (65536 - 48).to_bytes(2, "big") + bytes(6))[4]
+    assert not one(body=bytes([0, 0]) + (65536 - 49).to_bytes(2, "big") + bytes(6))[4]
+    assert not one(body=bytes([0x80, 0]) + (65536 - 1).to_bytes(2, "big") + bytes(6))[4]  # E bit set
+    assert not one(body=bytes([0, 0]) + (65536 - 1).to_bytes(2, "big") + bytes(6), kept=21)[4]  # not kept
+    assert one(body=b"\x12\x34")[3] == 0x1234 and one(kept=13)[3] == -1
 
 
 def sender_report(ssrc, ntp_seconds, rtp_ts):

@@ -441,7 +441,8 @@ def capture_sender_reports(capture) -> dict[int, tuple[float, int]]:
         return {}
     head = np.ascontiguousarray(records["head"][reports])
     head_len = records["head_len"][reports].astype(np.int64)
-    return rtp.sender_report_rates(head, head_len, rtp.packet_kinds(head, head_len) == rtp.RTCP)
+    kinds = rtp.header_fields(head, head_len, records["payload_len"][reports].astype(np.int64))[0]
+    return rtp.sender_report_rates(head, head_len, kinds == rtp.RTCP)
 
 
 def flow_streams(capture, flow: int, rows: np.ndarray, records: np.ndarray, payload, times, *, clock_rate=None,
@@ -496,7 +497,7 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
     head = np.ascontiguousarray(records["head"])
     head_len = records["head_len"].astype(np.int64)
     payload_len = records["payload_len"].astype(np.int64)
-    kinds = rtp.packet_kinds(head, head_len)
+    kinds, _, padding, osn, fec = rtp.header_fields(head, head_len, payload_len)
     demux = rtp.kind_counts(kinds)
     is_rtp = (kinds == rtp.RTP) & (payload_len >= 12)
     excluded = {"short_payload": int((payload_len < 12).sum()), "cut_by_snaplen": int(((payload_len >= 12)
@@ -506,11 +507,9 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
         raise NotThisKind(f"no RTP packets ({', '.join(f'{k} {n}' for k, n in demux.items())})")
     if rtp_sequence == TRANSPORT_CC:
         return [_transport_wide_stream(label, rows, head, head_len, is_rtp, times, send_times, demux)]
-    hlen = rtp.header_lengths(head, head_len)
-    probe = is_rtp & rtp.padding_only(head, head_len, payload_len, hlen)
+    probe = is_rtp & padding
     ssrc = RTP.stream.read(head)
     seq16 = RTP.seq.read(head)
-    osn = rtp.original_seqs(head, head_len, hlen)
     skipped: dict[str, str] = {}
     candidates, small = [], []
     per_ssrc = pd.Series(ssrc[is_rtp]).value_counts(sort=False).sort_index()
@@ -555,9 +554,10 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
     for i, c in enumerate(candidates):
         if i in pairs or c.get("small"):
             continue
+        pick = _selection(c["mask"])
+        mine_head, mine_len, mine_rows = head[pick], head_len[pick], rows[pick]
         info = {"kind": "rtp", "ssrc": c["ssrc"], "excluded": excluded, "payload_type": c["pt"],
-                "padding_only": c["probes"], **_fec_report(head[c["mask"]], head_len[c["mask"]], hlen[c["mask"]],
-                                                           seq16[c["mask"]], c["pt"])}
+                "padding_only": c["probes"], **_fec_report(mine_head, fec[pick], c["pt"])}
         repaired = np.empty(0, np.int64)
         for r, m in pairs.items():
             if m == i:
@@ -580,22 +580,22 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
                                                  f"({PLAUSIBLE_RTP_RATES[0]:g}-{PLAUSIBLE_RTP_RATES[1]:g} Hz)")
         extension = None
         if send_times:
-            mine_head, mine_len = head[c["mask"]], head_len[c["mask"]]
-            extension = rtp.abs_send_time_id(mine_head, mine_len, times[rows[c["mask"]]], abs_send_time_id)
+            mine_times = times[mine_rows]
+            extension = rtp.abs_send_time_id(mine_head, mine_len, mine_times, abs_send_time_id)
         if extension is not None:  # the sender's own send time, better than the media clock
             stamps = rtp.extension_values(mine_head, mine_len, 3, extension)
             sent = rtp.unwrap_sequence_numpy(stamps, 1 << 24) * rtp.ABS_SEND_TIME_UNITS
             info.update(send_time="abs-send-time", abs_send_time_id=extension)
         elif send_times:
             try:
-                sent = _send_seconds(RTP, head[c["mask"]], times[rows[c["mask"]]], rate, info, c["name"])
+                sent = _send_seconds(RTP, mine_head, mine_times, rate, info, c["name"])
                 if clock_rate is None and report is not None:
                     info["clock_source"] = "RTCP sender reports"
-                sent = _per_frame(sent, times[rows[c["mask"]]], info)
+                sent = _per_frame(sent, mine_times, info)
             except NotThisKind as why:
                 skipped[c["name"]] = f"{why} ({c['packets']} packets)"
                 continue
-        streams.append(Stream(c["name"], "rtp", rows[c["mask"]], c["seq"], sent, info, repaired))
+        streams.append(Stream(c["name"], "rtp", mine_rows, c["seq"], sent, info, repaired))
     if not streams:
         raise NotThisKind("no readable RTP stream" + (f" ({first_reasons(skipped)})" if skipped else "")
                           + (f"; {noise_ssrcs} one-off SSRCs" if noise_ssrcs else ""))
@@ -604,13 +604,18 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
     return streams
 
 
-def _fec_report(head, head_len, hlen, seq16, media_pt: int) -> dict:
+def _selection(mask: np.ndarray) -> slice | np.ndarray:
+    """What indexes the rows ``mask`` keeps: a slice (views, no copy) when it keeps them all,
+    as it does on a flow of one stream, else their indices."""
+    return slice(None) if mask.all() else np.flatnonzero(mask)
+
+
+def _fec_report(head, fec, media_pt: int) -> dict:
     """The stream's payload types other than its media's that carry RFC 5109 FEC headers
-    (``rtp.ulpfec_like``): ``fec_payload_type`` and ``fec_packets``. FEC packets sent in the
+    (``fec``: ``rtp.header_fields``): ``fec_payload_type`` and ``fec_packets``. FEC packets sent in the
     media stream take sequence numbers of it, so they stay in its sequence space (a lost one
     is a loss on the path like any other); they are counted here, not hidden."""
     pt = (head[:, 1] & 0x7F).astype(np.int64)
-    fec = rtp.ulpfec_like(head, head_len, hlen, seq16)
     for other in np.unique(pt[pt != media_pt]):
         mine = pt == other
         if fec[mine].mean() >= rtp.FEC_SHARE:
@@ -855,11 +860,11 @@ def distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 # -- rows --------------------------------------------------------------------------------------
 def _packet_rows(capture, streams: list[Stream], times, receiver: bool) -> tuple[pd.DataFrame, dict]:
-    """The PacketTable of all streams, with lost rows at the receiver."""
+    """The PacketTable of all streams, with lost rows at the receiver. Each stream's rows are
+    written into the table's columns in place: the columns are the biggest arrays of a read,
+    and fresh memory costs more than the work (see ``flow_groups``)."""
     records = capture.records
-    size_all = records["ip_len"].astype(np.int64)
-    parts, per_stream = [], {}
-    next_uid = len(records)
+    plans, per_stream = [], {}
     for s in streams:
         t = times[s.rows]
         if np.isnan(t).any():
@@ -867,40 +872,57 @@ def _packet_rows(capture, streams: list[Stream], times, receiver: bool) -> tuple
             raise TraceError(capture.path, f"flow {s.label}: {int(np.isnan(t).sum())} packets come from simple "
                              "packet blocks, which carry no timestamp; a trace needs their capture times",
                              offset=first)
-        size = size_all[s.rows]
         if receiver and not s.info.get("outgoing"):
             if np.isnan(s.sent).any():
                 raise TraceError(capture.path, f"flow {s.label}: its {s.kind} packets carry no send time, which a "
                                  "receiver-side trace needs", offset=int(records["offset"][s.rows[0]]))
-            part = _receiver_rows(s, t, size, next_uid)
-            next_uid += part["lost"]
+            plans.append((t, True, *_lost_rows(s, t)))
         else:
-            n = s.rows.shape[0]
-            part = {"seq": s.seq, "uid": s.rows, "size": size, "t_send": t, "t_recv": np.full(n, np.nan),
-                    "fate": np.full(n, FATES.index(UNOBSERVED), np.int8), "reason": np.zeros(n, np.int8),
-                    "lost": 0}
+            plans.append((t, False, None, *_NO_LOSSES))
             if s.info.get("outgoing"):  # numbers the host skipped, or the capture missed: not path losses
                 s.info["missing"] = int(s.seq.max() - s.seq.min() + 1 - np.unique(s.seq).shape[0])
-        part["flow"] = np.full(part["seq"].shape[0], len(parts), np.int32)
-        parts.append(part)
-        per_stream[s.label] = {**s.info, "packets": int(s.rows.shape[0]), "lost": int(part["lost"])}
-    columns = {name: np.concatenate([p[name] for p in parts]) for name in
-               ("flow", "seq", "uid", "size", "t_send", "t_recv", "fate", "reason")}
+        per_stream[s.label] = {**s.info, "packets": int(s.rows.shape[0]), "lost": int(plans[-1][3].shape[0])}
+    total = sum(s.rows.shape[0] + plan[3].shape[0] for s, plan in zip(streams, plans))
+    out = {"flow": np.empty(total, np.int32), "seq": np.empty(total, np.int64), "uid": np.empty(total, np.int64),
+           "size": np.empty(total, np.int64), "t_send": np.empty(total), "t_recv": np.empty(total),
+           "fate": np.empty(total, np.int8), "reason": np.empty(total, np.int8)}
+    at, next_uid = 0, len(records)
+    for i, (s, (t, received, order, lost, lost_reason, lost_sent)) in enumerate(zip(streams, plans)):
+        n, k = s.rows.shape[0], lost.shape[0]
+        seen, gone = slice(at, at + n), slice(at + n, at + n + k)
+        out["flow"][at: at + n + k] = i
+        rows = s.rows if order is None else s.rows[order]
+        out["size"][seen] = records["ip_len"][rows]
+        sent, arrived = (s.sent, t) if received else (t, None)
+        for name, values in (("seq", s.seq), ("t_send", sent), ("t_recv", arrived)):
+            out[name][seen] = np.nan if values is None else values if order is None else values[order]
+        out["uid"][seen] = rows
+        out["fate"][seen] = FATES.index(DELIVERED if received else UNOBSERVED)
+        out["reason"][seen] = 0
+        out["seq"][gone], out["uid"][gone] = lost, next_uid + np.arange(k)
+        out["size"][gone] = int(np.median(out["size"][seen])) if k else 0
+        out["t_send"][gone], out["t_recv"][gone] = lost_sent, np.nan
+        out["fate"][gone], out["reason"][gone] = FATES.index(LOST), lost_reason
+        at, next_uid = at + n + k, next_uid + k
     table = make_packet_table(
-        flow=pd.Categorical.from_codes(columns["flow"], categories=[s.label for s in streams]),
-        seq=columns["seq"], uid=columns["uid"], size=columns["size"],
-        t_send=columns["t_send"], t_recv=columns["t_recv"],
-        fate=pd.Categorical.from_codes(columns["fate"], dtype=FATE_DTYPE),
-        reason=pd.Categorical.from_codes(columns["reason"], categories=list(REASONS)),
+        flow=pd.Categorical.from_codes(out["flow"], categories=[s.label for s in streams]),
+        seq=out["seq"], uid=out["uid"], size=out["size"], t_send=out["t_send"], t_recv=out["t_recv"],
+        fate=pd.Categorical.from_codes(out["fate"], dtype=FATE_DTYPE),
+        reason=pd.Categorical.from_codes(out["reason"], categories=list(REASONS)),
     )
     return table, per_stream
 
 
-def _receiver_rows(s: Stream, t_recv, size, first_uid: int) -> dict:
-    """Arrivals, plus a lost row per sequence number never seen inside the range seen and
-    per TCP retransmission that fills a hole."""
-    order = np.argsort(t_recv, kind="stable")
-    seq, sent = s.seq[order], s.sent[order]
+_NO_LOSSES = (np.empty(0, np.int64), np.empty(0, np.int8), np.empty(0))
+
+
+def _lost_rows(s: Stream, t_recv) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A received stream's arrival order (indices into its packets; None when they came in
+    capture order), and its lost rows: a
+    sequence number never seen inside the range seen, and a TCP retransmission that fills a
+    hole; their numbers, reasons and send times (interpolated between in-order arrivals)."""
+    order = None if (t_recv[1:] >= t_recv[:-1]).all() else np.argsort(t_recv, kind="stable")
+    seq, sent = (s.seq, s.sent) if order is None else (s.seq[order], s.sent[order])
     best_before = np.maximum.accumulate(np.concatenate(([seq[0] - 1], seq[:-1])))
     in_order = seq > best_before
     io_seq, io_sent = seq[in_order], sent[in_order]
@@ -919,14 +941,4 @@ def _receiver_rows(s: Stream, t_recv, size, first_uid: int) -> dict:
         lost_seq.append(resent)
         lost_reason.append(np.full(resent.shape[0], REASONS.index(RETRANSMITTED), np.int8))
     lost = np.concatenate(lost_seq)
-    n, k = seq.shape[0], lost.shape[0]
-    return {
-        "seq": np.concatenate((seq, lost)),
-        "uid": np.concatenate((s.rows[order], first_uid + np.arange(k))),
-        "size": np.concatenate((size[order], np.full(k, int(np.median(size)), np.int64))),
-        "t_send": np.concatenate((sent, np.interp(lost, io_seq, io_sent))),
-        "t_recv": np.concatenate((t_recv[order], np.full(k, np.nan))),
-        "fate": np.concatenate((np.full(n, FATES.index(DELIVERED), np.int8), np.full(k, FATES.index(LOST), np.int8))),
-        "reason": np.concatenate((np.zeros(n, np.int8), *lost_reason)),
-        "lost": k,
-    }
+    return order, lost, np.concatenate(lost_reason), np.interp(lost, io_seq, io_sent)

@@ -44,78 +44,71 @@ NOISE_PACKETS = 2  # an SSRC with this many packets or fewer is noise, not a str
 RTX_SHARE = 0.9  # share of a stream's OSNs that must be the media stream's numbers
 
 
-def packet_kinds(head: np.ndarray, head_len: np.ndarray) -> np.ndarray:
-    """RFC 7983 kind of each UDP payload, as codes into ``KIND_NAMES``."""
-    first = head[:, 0]
-    second = np.where(head_len >= 2, head[:, 1], 0)
-    kinds = np.full(head.shape[0], OTHER, dtype=np.int8)
-    kinds[first <= 3] = STUN
-    kinds[(first >= 16) & (first <= 19)] = ZRTP
-    kinds[(first >= 20) & (first <= 63)] = DTLS
-    kinds[(first >= 64) & (first <= 79)] = TURN
-    rtp_range = (first >= 128) & (first <= 191) & (head_len >= 12)
-    control = (second >= 192) & (second <= 223)
-    kinds[rtp_range & control] = RTCP
-    kinds[rtp_range & ~control] = RTP
-    return kinds
-
-
 def kind_counts(kinds: np.ndarray) -> dict[str, int]:
     counts = np.bincount(kinds, minlength=len(KIND_NAMES))
     return {KIND_NAMES[k]: int(n) for k, n in enumerate(counts) if n}
-
-
-def header_lengths(head: np.ndarray, head_len: np.ndarray) -> np.ndarray:
-    """RTP header length of each packet (fixed header, CSRCs, extension), or -1 when the
-    extension's length lies beyond the bytes kept."""
-    cc = (head[:, 0] & 0x0F).astype(np.int64)
-    length = 12 + 4 * cc
-    extended = (head[:, 0] & 0x10) != 0
-    at = length + 2  # the extension's length in 32-bit words: bytes 2-3 of its header
-    known = at + 2 <= head_len
-    rows = np.arange(head.shape[0])
-    safe = np.minimum(at, head.shape[1] - 2)
-    words = (head[rows, safe].astype(np.int64) << 8) | head[rows, safe + 1]
-    return np.where(extended, np.where(known, length + 4 + 4 * words, -1), length)
-
-
-def padding_only(head: np.ndarray, head_len: np.ndarray, payload_len: np.ndarray, hlen: np.ndarray) -> np.ndarray:
-    """The P bit set, at most 255 bytes after the header, and every kept byte after the header
-    but the last (the padding count) zero."""
-    padded = (head[:, 0] & 0x20) != 0
-    rest = payload_len - hlen
-    candidate = padded & (hlen >= 12) & (rest >= 1) & (rest <= 255)
-    out = np.zeros(head.shape[0], bool)
-    for i in np.flatnonzero(candidate):
-        end = min(int(head_len[i]), int(payload_len[i]) - 1)
-        out[i] = not head[i, hlen[i]:end].any()
-    return out
-
-
-def original_seqs(head: np.ndarray, head_len: np.ndarray, hlen: np.ndarray) -> np.ndarray:
-    """The first two payload bytes (an RTX packet's OSN), or -1 where not kept."""
-    ok = (hlen >= 12) & (hlen + 2 <= head_len)
-    rows = np.arange(head.shape[0])
-    at = np.minimum(np.maximum(hlen, 0), head.shape[1] - 2)
-    value = (head[rows, at].astype(np.int64) << 8) | head[rows, at + 1]
-    return np.where(ok, value, -1)
 
 
 FEC_SPAN = 48  # packets an RFC 5109 FEC packet protects at most (its long mask), counted back from it
 FEC_SHARE = 0.9  # share of a payload type's packets whose FEC header must fit
 
 
-def ulpfec_like(head: np.ndarray, head_len: np.ndarray, hlen: np.ndarray, seq16: np.ndarray) -> np.ndarray:
-    """Packets whose payload opens with an RFC 5109 FEC header that protects packets just
-    before them in their own stream (ULPFEC sent in the media stream, as GStreamer's
-    ``rtpulpfecenc`` does): the E bit clear and the SN base (payload bytes 2-3) 1 to
-    ``FEC_SPAN`` sequence numbers below the packet's own."""
-    ok = (hlen >= 12) & (hlen + 10 <= head_len)
-    rows = np.arange(head.shape[0])
-    at = np.minimum(np.maximum(hlen, 0), head.shape[1] - 4)
-    base = (head[rows, at + 2].astype(np.int64) << 8) | head[rows, at + 3]
-    back = (seq16 - base) % (1 << 16)
-    return ok & ((head[rows, at] & 0x80) == 0) & (back <= FEC_SPAN)
+@njit(cache=True)
+def header_fields(head, head_len, payload_len):
+    """Each packet's header, read in one pass (``head``: its first payload bytes, ``head_len``
+    of them kept, ``payload_len`` in all): its RFC 7983 kind (module docstring, step 1); its
+    RTP header length (12 bytes, 4 per CSRC, the extension block when the X bit is set; -1
+    when the extension's length lies beyond the bytes kept); whether it is padding only (the
+    P bit set, at most 255 bytes after the header, and every kept byte after the header but
+    the last, the padding count, zero); its first two payload bytes (an RTX packet's OSN; -1
+    where not kept); and whether its payload opens with an RFC 5109 FEC header that protects
+    packets just before it in its own stream (ULPFEC sent in the media stream, as GStreamer's
+    ``rtpulpfecenc`` does: the E bit clear and the SN base, payload bytes 2-3, 1 to
+    ``FEC_SPAN`` sequence numbers below the packet's own). Twin: ``tests/naive.rtp_header``."""
+    n, width = head.shape
+    kinds = np.full(n, OTHER, np.int8)
+    hlen = np.empty(n, np.int64)
+    padding = np.zeros(n, np.bool_)
+    osn = np.full(n, -1, np.int64)
+    fec = np.zeros(n, np.bool_)
+    for i in range(n):
+        kept = np.int64(head_len[i])
+        first = np.int64(head[i, 0])
+        second = np.int64(head[i, 1]) if kept >= 2 else 0
+        if first <= 3:
+            kinds[i] = STUN
+        elif 16 <= first <= 19:
+            kinds[i] = ZRTP
+        elif 20 <= first <= 63:
+            kinds[i] = DTLS
+        elif 64 <= first <= 79:
+            kinds[i] = TURN
+        elif 128 <= first <= 191 and kept >= 12:
+            kinds[i] = RTCP if 192 <= second <= 223 else RTP
+        length = 12 + 4 * (first & 0x0F)
+        if first & 0x10:
+            at = length + 2  # the extension's length in 32-bit words: bytes 2-3 of its header
+            if at + 2 <= kept and at + 2 <= width:
+                length += 4 + 4 * ((np.int64(head[i, at]) << 8) | head[i, at + 1])
+            else:
+                length = -1
+        hlen[i] = length
+        if length < 12:
+            continue
+        rest = np.int64(payload_len[i]) - length
+        if first & 0x20 and 1 <= rest <= 255:
+            padding[i] = True
+            for k in range(length, min(kept, np.int64(payload_len[i]) - 1)):
+                if head[i, k] != 0:
+                    padding[i] = False
+                    break
+        if length + 2 <= kept:
+            osn[i] = (np.int64(head[i, length]) << 8) | head[i, length + 1]
+        if length + 10 <= kept and head[i, length] & 0x80 == 0:
+            seq16 = (np.int64(head[i, 2]) << 8) | head[i, 3]
+            base = (np.int64(head[i, length + 2]) << 8) | head[i, length + 3]
+            fec[i] = (seq16 - base) % (1 << 16) <= FEC_SPAN
+    return kinds, hlen, padding, osn, fec
 
 
 def rtx_pairs(streams: list[dict]) -> dict[int, int]:
