@@ -239,15 +239,15 @@ def _arrivals(packets: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
     rows = delivered if order is None else delivered[order]
     if order is not None:
         codes, t_recv = codes[order], t_recv[order]
-    a = pd.DataFrame({"flow": packets["flow"].take(rows).reset_index(drop=True)})
+    a = {"flow": packets["flow"].take(rows).reset_index(drop=True)}
     for column in ("seq", "tx", "uid", "size", "t_send"):
         a[column] = packets[column].to_numpy()[rows]
     a["t_recv"] = t_recv
-    n = len(a)
+    n = rows.shape[0]
     starts = np.ones(n, bool)
     starts[1:] = codes[1:] != codes[:-1]
     first = np.flatnonzero(starts)
-    t_send = a["t_send"].to_numpy()
+    t_send = a["t_send"]
     owd = t_recv - t_send
     a["owd"] = owd
     a["rott"] = owd - np.repeat(np.minimum.reduceat(owd, first), np.diff(np.append(first, n))) if n else owd
@@ -256,15 +256,15 @@ def _arrivals(packets: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
     d_recv[starts], d_send[starts] = np.nan, np.nan
     a["iat"] = d_recv
     a["jitter"] = d_recv - d_send
-    a["jitter_rfc3550"] = pick(rfc3550_jitter, n * 1e-6)(np.abs(a["jitter"].to_numpy()), starts)
-    seq = a["seq"].to_numpy()
+    a["jitter_rfc3550"] = pick(rfc3550_jitter, n * 1e-6)(np.abs(a["jitter"]), starts)
+    seq = a["seq"]
     hi_before, prev_in_order = call(order_state, seq, starts)
     in_order = ~(seq <= hi_before)  # NaN (first arrival) compares False: in order
     kind = np.where(in_order, 0, 1).astype(np.int8)
     kind[_repeated(codes, seq, ~in_order)] = 2
     a["kind"] = pd.Categorical.from_codes(kind, dtype=ARRIVAL_KIND)
     a["hi_before"] = hi_before
-    return a, prev_in_order
+    return pd.DataFrame(a, copy=False), prev_in_order  # the arrays made here, taken as they are
 
 
 @njit(cache=True)

@@ -1649,3 +1649,15 @@ def rtp_header(kept: bytes, payload_len: int, fec_span: int = 48) -> tuple[str, 
         base = int.from_bytes(kept[length + 2:length + 4], "big")
         fec = (own - base) % 65536 <= fec_span
     return kind, length, padding, osn, fec
+
+
+# --- capture host (ldanalyze/io/capture/payload.py flow_ttls) ---
+
+
+def flow_ttls(flows, statuses, ttls, n_flows, decoded):
+    """Per flow, how many decoded packets came with each TTL."""
+    table = [[0] * 256 for _ in range(n_flows)]
+    for flow, status, ttl in zip(flows, statuses, ttls):
+        if status == decoded:
+            table[flow][ttl] += 1
+    return table

@@ -398,3 +398,17 @@ def test_generated_flows_against_truth_and_twin(tmp_path_factory, flow, linktype
     assert lost["size"].tolist() == [x["size"] for x in twin]
     tl = build_timeline(trace)
     assert int(tl.summary()["lost"].sum()) == len(expected_lost(flow))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3), st.integers(0, 255)), max_size=60))
+def test_flow_ttls_match_the_twin(rows):
+    """Packets by flow and TTL, of the decoded records only."""
+    from ldanalyze.io.capture.linklayer import S_DECODED, record_dtype
+    from ldanalyze.io.capture.payload import flow_ttls
+
+    records = np.zeros(len(rows), record_dtype(16))
+    statuses = [S_DECODED + r[1] for r in rows]
+    records["flow"], records["status"], records["ttl"] = [r[0] for r in rows], statuses, [r[2] for r in rows]
+    expected = naive.flow_ttls([r[0] for r in rows], statuses, [r[2] for r in rows], 5, S_DECODED)
+    assert flow_ttls(records, 5).tolist() == expected

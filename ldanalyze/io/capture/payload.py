@@ -64,6 +64,7 @@ import math
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from ...clocks import fit_lower_envelope
 from ...errors import TraceError, UsageError
@@ -334,9 +335,18 @@ def capture_host(capture) -> tuple[str | None, str]:
 
 def flow_ttls(records: np.ndarray, n_flows: int) -> np.ndarray:
     """Decoded packets by flow (rows, ``n_flows`` of them) and TTL (256 columns)."""
-    decoded = records["status"] == S_DECODED
-    cells = records["flow"][decoded].astype(np.int64) * 256 + records["ttl"][decoded]
-    return np.bincount(cells, minlength=n_flows * 256).reshape(n_flows, 256)
+    return _count_ttls(records["flow"], records["status"], records["ttl"], n_flows, S_DECODED)
+
+
+@njit(cache=True)
+def _count_ttls(flow, status, ttl, n_flows, decoded):
+    """One pass over the records' fields (a numpy mask and gathers read them three times).
+    Twin: ``tests/naive.flow_ttls``."""
+    out = np.zeros((n_flows, 256), np.int64)
+    for i in range(flow.shape[0]):
+        if status[i] == decoded:
+            out[flow[i], ttl[i]] += 1
+    return out
 
 
 def host_of(flows: pd.DataFrame, ttls: np.ndarray) -> tuple[str | None, str]:

@@ -806,14 +806,18 @@ def list_flows(source: Capture | str | os.PathLike, *, kinds: dict[int, str] | N
     has_flow = records["flow"] >= 0
     flow = records["flow"][has_flow]
     n = len(capture.flows)
-    times = pd.Series(capture.times()[has_flow]).groupby(flow)
+    ts_ns = records["ts_ns"][has_flow]
+    timed = ts_ns != NO_TIME
+    first, last = np.full(n, np.iinfo(np.int64).max), np.full(n, NO_TIME)
+    np.minimum.at(first, flow[timed], ts_ns[timed])
+    np.maximum.at(last, flow[timed], ts_ns[timed])
     kinds = payloads.detect_kinds(capture) if kinds is None else kinds
     table = capture.flows[["label", "src", "sport", "dst", "dport"]].rename(columns={"label": "flow"})
     table.insert(1, "proto", [PROTO_NAMES.get(p, str(p)) for p in capture.flows["proto"]])
     table["packets"] = np.bincount(flow, minlength=n)
     table["bytes"] = np.bincount(flow, weights=records["ip_len"][has_flow], minlength=n).astype(np.int64)
-    table["first"] = times.min().reindex(range(n)).to_numpy()
-    table["last"] = times.max().reindex(range(n)).to_numpy()
+    table["first"] = np.where(last == NO_TIME, np.nan, first / 1e9)  # NaN: no packet with a time
+    table["last"] = np.where(last == NO_TIME, np.nan, last / 1e9)
     table["payload"] = [kinds.get(f, "") for f in range(n)]
     return table
 

@@ -213,7 +213,8 @@ def extension_counts(head, head_len, width):
     last = np.full(256, -1, np.int64)
     values = np.empty(0, np.int64)
     for i in range(head.shape[0]):
-        _elements(head, head_len, i, width, -1, counts, last, values)
+        if head[i, 0] & 0x10:  # the X bit: most packets of most streams carry no extension
+            _elements(head, head_len, i, width, -1, counts, last, values)
     return counts
 
 
@@ -225,7 +226,8 @@ def extension_values(head, head_len, width, ident):
     last = np.full(256, -1, np.int64)
     values = np.full(head.shape[0], -1, np.int64)
     for i in range(head.shape[0]):
-        _elements(head, head_len, i, width, ident, counts, last, values)
+        if head[i, 0] & 0x10:
+            _elements(head, head_len, i, width, ident, counts, last, values)
     return values
 
 
