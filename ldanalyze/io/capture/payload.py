@@ -53,8 +53,10 @@ packet cannot be told from reordering. ``sender``: each captured packet is a tra
 Which flows: with ``payload="auto"`` each flow gets the first kind that fits it (RTP, iperf3,
 iperf2 for UDP; TCP for TCP flows that carry data); a kind fits when its fields read as a
 sequence (steps between consecutive packets mostly small and forward, and the numbers span
-not much more than the packets). Flows nothing fits are skipped with a warning; flows named
-in ``flows`` must fit, or the reader raises a TraceError naming the flow and its first byte.
+not much more than the packets). When every kind that fits repeats some numbers, the one that
+repeats fewest is taken (a 64-bit iperf counter read as 32 bits is its high word, which
+repeats). Flows nothing fits are skipped with a warning; flows named in ``flows`` must fit,
+or the reader raises a TraceError naming the flow and its first byte.
 """
 
 from __future__ import annotations
@@ -485,16 +487,22 @@ def flow_streams(capture, flow: int, rows: np.ndarray, records: np.ndarray, payl
         specs = tuple(s for group in UDP_SPECS.values() for s in group)
     else:
         specs = UDP_SPECS[payload]
-    reasons = []
+    reasons, fits = [], []
     for spec in specs:
         try:
             if spec is RTP:
                 return _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequence,
                                     reports=reports)
-            return _spec_streams(spec, label, rows, records, times, clock_rate, send_times,
-                                 min_packets=1 if forced or payload != "auto" else MIN_AUTO_PACKETS)
+            streams = _spec_streams(spec, label, rows, records, times, clock_rate, send_times,
+                                    min_packets=1 if forced or payload != "auto" else MIN_AUTO_PACKETS)
         except NotThisKind as why:
             reasons.append(f"not {spec.name}: {why}")
+            continue
+        if not _repeats(streams):
+            return streams
+        fits.append(streams)
+    if fits:  # the reading whose numbers repeat least, the first tried of equals
+        return min(fits, key=_repeats)
     why = "; ".join(reasons)
     raise NotThisKind(why if payload != "auto" else f"no sequence numbers found ({why})")
 
@@ -730,6 +738,13 @@ def _spec_streams(spec: FieldSpec, label, rows, records, times, clock_rate, send
             sent = _send_seconds(spec, head[mine], times[rows[mine]], clock_rate, own_info, name)
         streams.append(Stream(name, spec.name, rows[mine], own, sent, own_info))
     return streams
+
+
+def _repeats(streams: list[Stream]) -> int:
+    """Packets whose number another packet of their stream had. Few in a packet sequence; many
+    in a 64-bit counter read as 32 bits (its high word), which a sequence check with reordered
+    packets can let through on a short flow."""
+    return sum(s.seq.shape[0] - np.unique(s.seq).shape[0] for s in streams)
 
 
 def _not_a_sequence(seq: np.ndarray) -> str | None:
