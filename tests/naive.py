@@ -1658,6 +1658,6 @@ def flow_ttls(flows, statuses, ttls, n_flows, decoded):
     """Per flow, how many decoded packets came with each TTL."""
     table = [[0] * 256 for _ in range(n_flows)]
     for flow, status, ttl in zip(flows, statuses, ttls):
-        if status == decoded:
+        if status == decoded and flow >= 0:
             table[flow][ttl] += 1
     return table

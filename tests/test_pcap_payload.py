@@ -401,7 +401,7 @@ def test_generated_flows_against_truth_and_twin(tmp_path_factory, flow, linktype
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3), st.integers(0, 255)), max_size=60))
+@given(st.lists(st.tuples(st.integers(-1, 4), st.integers(0, 3), st.integers(0, 255)), max_size=60))
 def test_flow_ttls_match_the_twin(rows):
     """Packets by flow and TTL, of the decoded records only."""
     from ldanalyze.io.capture.linklayer import S_DECODED, record_dtype
@@ -412,3 +412,19 @@ def test_flow_ttls_match_the_twin(rows):
     records["flow"], records["status"], records["ttl"] = [r[0] for r in rows], statuses, [r[2] for r in rows]
     expected = naive.flow_ttls([r[0] for r in rows], statuses, [r[2] for r in rows], 5, S_DECODED)
     assert flow_ttls(records, 5).tolist() == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(-1, 6), st.integers(0, 2)), max_size=80))
+def test_rows_by_flow_match_a_stable_argsort(rows):
+    """Decoded records with a flow (-1: none), grouped by flow in record order."""
+    from ldanalyze.io.capture.linklayer import S_DECODED
+    from ldanalyze.io.capture.payload import _rows_by_flow
+
+    flow = np.array([r[0] for r in rows], np.int32)
+    status = np.array([S_DECODED + r[1] for r in rows], np.uint8)
+    order, starts = _rows_by_flow(flow, status, S_DECODED)
+    decoded = np.flatnonzero((status == S_DECODED) & (flow >= 0))
+    expected = decoded[np.argsort(flow[decoded], kind="stable")]
+    assert order.tolist() == expected.tolist()
+    assert np.diff(starts).tolist() == np.bincount(flow[decoded], minlength=starts.shape[0] - 1).tolist()

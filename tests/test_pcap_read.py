@@ -521,3 +521,26 @@ def test_flow_without_sequence_numbers(tmp_path):
     assert trace.meta["skipped_flows"]["10.0.0.1:53>10.0.0.2:40000/udp"].endswith(f"(first packet at byte {first_dns})")
     expect_error(path, "flow 10.0.0.1:53>10.0.0.2:40000/udp: no sequence numbers found", offset=first_dns,
                  reader=read_capture, flows=["10.0.0.1:53>10.0.0.2:40000/udp"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(-1, 4), st.one_of(st.just(NO_TIME), st.integers(0, 10**12)),
+                          st.integers(0, 65535)), max_size=60))
+def test_flow_extents_match_pandas(rows):
+    """Packets, bytes, first and last time per flow (records without a flow or a time left out)."""
+    import pandas as pd
+
+    from ldanalyze.io.capture.pcap import flow_extents
+
+    flow = np.array([r[0] for r in rows], np.int32)
+    ts = np.array([r[1] for r in rows], np.int64)
+    size = np.array([r[2] for r in rows], np.uint32)
+    packets, total, first, last = flow_extents(flow, ts, size, 5)
+    frame = pd.DataFrame({"flow": flow, "ts": ts, "size": size.astype(np.int64)})
+    frame = frame[frame["flow"] >= 0]
+    grouped = frame.groupby("flow")
+    timed = frame[frame["ts"] != NO_TIME].groupby("flow")["ts"]
+    assert packets.tolist() == grouped.size().reindex(range(5), fill_value=0).tolist()
+    assert total.tolist() == grouped["size"].sum().reindex(range(5), fill_value=0).tolist()
+    assert first.tolist() == timed.min().reindex(range(5), fill_value=np.iinfo(np.int64).max).tolist()
+    assert last.tolist() == timed.max().reindex(range(5), fill_value=NO_TIME).tolist()

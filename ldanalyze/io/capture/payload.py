@@ -346,7 +346,7 @@ def _count_ttls(flow, status, ttl, n_flows, decoded):
     Twin: ``tests/naive.flow_ttls``."""
     out = np.zeros((n_flows, 256), np.int64)
     for i in range(flow.shape[0]):
-        if status[i] == decoded:
+        if status[i] == decoded and flow[i] >= 0:
             out[flow[i], ttl[i]] += 1
     return out
 
@@ -403,14 +403,35 @@ def flow_groups(records: np.ndarray):
     Each flow's records are gathered when its turn comes, so one flow's copy is alive at a
     time: a copy of the whole capture would double its memory, and fresh pages are what
     costs most here (``np.take``: fancy indexing of packed records is far slower)."""
-    flow = np.where(records["status"] == S_DECODED, records["flow"], -1)
-    order = np.argsort(flow, kind="stable")
-    sorted_flow = flow[order]
-    starts = np.flatnonzero(np.diff(sorted_flow, prepend=-2))
-    for start, end in zip(starts, np.append(starts[1:], order.shape[0])):
-        if sorted_flow[start] >= 0:
-            rows = order[start:end]
-            yield int(sorted_flow[start]), rows, np.take(records, rows)
+    order, starts = _rows_by_flow(records["flow"], records["status"], S_DECODED)
+    for flow in range(starts.shape[0] - 1):
+        if starts[flow + 1] > starts[flow]:
+            rows = order[starts[flow]: starts[flow + 1]]
+            yield flow, rows, np.take(records, rows)
+
+
+@njit(cache=True)
+def _rows_by_flow(flow, status, decoded):
+    """The indices of the decoded records that have a flow, grouped by flow, in record order
+    within a flow, and where each flow's run starts (one more: the end): a counting sort,
+    one pass to count and one to place. Twin: a stable argsort (``tests/test_pcap_payload.py``)."""
+    n_flows = 0
+    for i in range(flow.shape[0]):
+        if status[i] == decoded and flow[i] >= n_flows:
+            n_flows = flow[i] + 1
+    starts = np.zeros(n_flows + 1, np.int64)
+    for i in range(flow.shape[0]):
+        if status[i] == decoded and flow[i] >= 0:
+            starts[flow[i] + 1] += 1
+    for f in range(n_flows):
+        starts[f + 1] += starts[f]
+    order = np.empty(starts[n_flows], np.int64)
+    at = starts[:n_flows].copy()
+    for i in range(flow.shape[0]):
+        if status[i] == decoded and flow[i] >= 0:
+            order[at[flow[i]]] = i
+            at[flow[i]] += 1
+    return order, starts
 
 
 def _chosen_flows(capture, flows) -> tuple[set[int] | None, set[str] | None]:

@@ -803,23 +803,38 @@ def list_flows(source: Capture | str | os.PathLike, *, kinds: dict[int, str] | N
     """
     capture = source if isinstance(source, Capture) else decode_capture(source, **decode_options)
     records = capture.records
-    has_flow = records["flow"] >= 0
-    flow = records["flow"][has_flow]
     n = len(capture.flows)
-    ts_ns = records["ts_ns"][has_flow]
-    timed = ts_ns != NO_TIME
-    first, last = np.full(n, np.iinfo(np.int64).max), np.full(n, NO_TIME)
-    np.minimum.at(first, flow[timed], ts_ns[timed])
-    np.maximum.at(last, flow[timed], ts_ns[timed])
+    packets, size, first, last = flow_extents(records["flow"], records["ts_ns"], records["ip_len"], n)
     kinds = payloads.detect_kinds(capture) if kinds is None else kinds
     table = capture.flows[["label", "src", "sport", "dst", "dport"]].rename(columns={"label": "flow"})
     table.insert(1, "proto", [PROTO_NAMES.get(p, str(p)) for p in capture.flows["proto"]])
-    table["packets"] = np.bincount(flow, minlength=n)
-    table["bytes"] = np.bincount(flow, weights=records["ip_len"][has_flow], minlength=n).astype(np.int64)
+    table["packets"] = packets
+    table["bytes"] = size
     table["first"] = np.where(last == NO_TIME, np.nan, first / 1e9)  # NaN: no packet with a time
     table["last"] = np.where(last == NO_TIME, np.nan, last / 1e9)
     table["payload"] = [kinds.get(f, "") for f in range(n)]
     return table
+
+
+@njit(cache=True)
+def flow_extents(flow, ts_ns, ip_len, n_flows):
+    """Per flow, in one pass over the records: packets, IP bytes, and the first and last
+    capture time (ns; ``NO_TIME`` when none of its records has one). Twin: pandas groupby
+    (``tests/test_pcap_read.py``)."""
+    packets = np.zeros(n_flows, np.int64)
+    size = np.zeros(n_flows, np.int64)
+    first = np.full(n_flows, np.iinfo(np.int64).max)
+    last = np.full(n_flows, NO_TIME)
+    for i in range(flow.shape[0]):
+        f = flow[i]
+        if f < 0:
+            continue
+        packets[f] += 1
+        size[f] += ip_len[i]
+        if ts_ns[i] != NO_TIME:
+            first[f] = min(first[f], ts_ns[i])
+            last[f] = max(last[f], ts_ns[i])
+    return packets, size, first, last
 
 
 def _kinds_read(capture: Capture, streams: dict[str, dict]) -> dict[int, str]:
