@@ -152,3 +152,23 @@ def test_captures_work_wherever_traces_do(tmp_path, capsys):
     assert "unaware       tfrc" in capsys.readouterr().out
     assert main(["timeline", str(capture), "-o", str(tmp_path / "t.csv")]) == 0
     assert "wrote 200 packets" in capsys.readouterr().out
+
+
+def test_the_cli_leaves_numpy_on_ordinary_pages_unless_told(monkeypatch):
+    """numpy's transparent-huge-page advice is turned off by the CLI, and left as the user set
+    it when NUMPY_MADVISE_HUGEPAGE is in the environment."""
+    import numpy as np
+
+    from ldanalyze.cli import ordinary_pages
+
+    setting = np._core.multiarray._set_madvise_hugepage
+    before = setting(True)
+    try:
+        monkeypatch.setenv("NUMPY_MADVISE_HUGEPAGE", "1")
+        ordinary_pages()
+        assert setting(True) is True  # left alone
+        monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE")
+        ordinary_pages()
+        assert setting(True) is False
+    finally:
+        setting(before)
