@@ -53,9 +53,9 @@ packet cannot be told from reordering. ``sender``: each captured packet is a tra
 Which flows: with ``payload="auto"`` each flow gets the first kind that fits it (RTP, iperf3,
 iperf2 for UDP; TCP for TCP flows that carry data); a kind fits when its fields read as a
 sequence (steps between consecutive packets mostly small and forward, and the numbers span
-not much more than the packets). When every kind that fits repeats some numbers, the one that
-repeats fewest is taken (a 64-bit iperf counter read as 32 bits is its high word, which
-repeats). Flows nothing fits are skipped with a warning; flows named in ``flows`` must fit,
+not much more than the packets). When each kind that fits leaves packets out or repeats
+numbers, the one that misreads fewest packets is taken (a 64-bit iperf counter read as 32 bits
+is its high word, which repeats, or a signed id, which goes negative). Flows nothing fits are skipped with a warning; flows named in ``flows`` must fit,
 or the reader raises a TraceError naming the flow and its first byte.
 """
 
@@ -519,11 +519,11 @@ def flow_streams(capture, flow: int, rows: np.ndarray, records: np.ndarray, payl
         except NotThisKind as why:
             reasons.append(f"not {spec.name}: {why}")
             continue
-        if not _repeats(streams):
+        if not _misread(streams, rows.shape[0]):
             return streams
         fits.append(streams)
-    if fits:  # the reading whose numbers repeat least, the first tried of equals
-        return min(fits, key=_repeats)
+    if fits:  # the reading that misreads fewest packets, the first tried of equals
+        return min(fits, key=lambda streams: _misread(streams, rows.shape[0]))
     why = "; ".join(reasons)
     raise NotThisKind(why if payload != "auto" else f"no sequence numbers found ({why})")
 
@@ -761,11 +761,13 @@ def _spec_streams(spec: FieldSpec, label, rows, records, times, clock_rate, send
     return streams
 
 
-def _repeats(streams: list[Stream]) -> int:
-    """Packets whose number another packet of their stream had. Few in a packet sequence; many
-    in a 64-bit counter read as 32 bits (its high word), which a sequence check with reordered
-    packets can let through on a short flow."""
-    return sum(s.seq.shape[0] - np.unique(s.seq).shape[0] for s in streams)
+def _misread(streams: list[Stream], packets: int) -> int:
+    """Packets of the flow (``packets`` of them) that a reading leaves out, plus those whose
+    number another packet of their stream had. Neither is common in a packet sequence read
+    right; a 64-bit counter read as 32 bits (its high word) repeats, and read as a signed 32-bit
+    id leaves out the 'negative' ones, yet either can pass the sequence checks on a short flow."""
+    read = sum(s.seq.shape[0] for s in streams)
+    return packets - read + sum(s.seq.shape[0] - np.unique(s.seq).shape[0] for s in streams)
 
 
 def _not_a_sequence(seq: np.ndarray) -> str | None:
