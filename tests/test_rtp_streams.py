@@ -109,7 +109,8 @@ def test_header_fields_match_the_twin(payloads):
     for i, (body, kept) in enumerate(payloads):
         head[i, :kept] = np.frombuffer(body[:kept], np.uint8)
     kinds, hlen, padding, osn, fec = rtp.header_fields(head, head_len, payload_len)
-    got = [(rtp.KIND_NAMES[k], int(h), bool(p), int(o), bool(f)) for k, h, p, o, f in zip(kinds, hlen, padding, osn, fec)]
+    got = [(rtp.KIND_NAMES[k], int(h), bool(p), int(o), bool(f))
+           for k, h, p, o, f in zip(kinds, hlen, padding, osn, fec)]
     assert got == [rtp_header(body[:kept], len(body), rtp.FEC_SPAN) for body, kept in payloads]
 
 

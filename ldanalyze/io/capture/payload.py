@@ -55,8 +55,9 @@ iperf2 for UDP; TCP for TCP flows that carry data); a kind fits when its fields 
 sequence (steps between consecutive packets mostly small and forward, and the numbers span
 not much more than the packets). When each kind that fits leaves packets out or repeats
 numbers, the one that misreads fewest packets is taken (a 64-bit iperf counter read as 32 bits
-is its high word, which repeats, or a signed id, which goes negative). Flows nothing fits are skipped with a warning; flows named in ``flows`` must fit,
-or the reader raises a TraceError naming the flow and its first byte.
+is its high word, which repeats, or a signed id, which goes negative). Flows nothing fits are
+skipped with a warning; flows named in ``flows`` must fit, or the reader raises a TraceError
+naming the flow and its first byte.
 """
 
 from __future__ import annotations
@@ -966,9 +967,9 @@ _NO_LOSSES = (np.empty(0, np.int64), np.empty(0, np.int8), np.empty(0))
 
 def _lost_rows(s: Stream, t_recv) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A received stream's arrival order (indices into its packets; None when they came in
-    capture order), and its lost rows: a
-    sequence number never seen inside the range seen, and a TCP retransmission that fills a
-    hole; their numbers, reasons and send times (interpolated between in-order arrivals)."""
+    capture order), and its lost rows: a sequence number never seen inside the range seen, and
+    a TCP retransmission that fills a hole; their numbers, reasons and send times (interpolated
+    between in-order arrivals)."""
     order = None if (t_recv[1:] >= t_recv[:-1]).all() else np.argsort(t_recv, kind="stable")
     seq, sent = (s.seq, s.sent) if order is None else (s.seq[order], s.sent[order])
     best_before = np.maximum.accumulate(np.concatenate(([seq[0] - 1], seq[:-1])))
