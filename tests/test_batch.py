@@ -96,9 +96,13 @@ def test_an_lda_added_to_a_warm_cache_scores_as_a_plain_run(suite, tmp_path):
     batching.execute(jobs, analysis(cache, ldas="all"))
     warm = batching.execute(jobs, analysis(cache, ldas=added))
     assert all(o.cached for o in warm)
-    plain = batching.results_table(batching.execute(jobs, analysis(ldas=added)))
+    plain_outcomes = batching.execute(jobs, analysis(ldas=added))
+    plain = batching.results_table(plain_outcomes)
     assert {"thput", "vs_omniscient"} <= set(plain.columns) and plain["vs_omniscient"].notna().any()
     pd.testing.assert_frame_equal(batching.results_table(warm), plain)
+    for cached, fresh in zip(warm, plain_outcomes):  # the tables themselves, categoricals and all
+        for part in ("decisions", "summary", "throughput"):
+            pd.testing.assert_frame_equal(getattr(cached.result, part), getattr(fresh.result, part))
 
 
 def test_the_cache_is_keyed_by_content_and_options(suite, tmp_path):

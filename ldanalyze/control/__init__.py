@@ -98,26 +98,43 @@ def replay(
     if decisions is None:
         decisions = classify(timeline, lda_list + [get_lda(name) for name in extra], replay=replay)
     flows = np.asarray(sig.flows, dtype=object)
-    summaries, rate_blocks = [], []
+    names = specs + extra
+    lda_of = np.asarray(decisions["lda"], dtype=object)
+    decided = np.asarray(decisions["decision"], dtype=object)
+    stats, rate_blocks = [], []
     for ctl in chosen:
-        for spec in specs + extra:
-            decision = decisions.loc[decisions["lda"] == spec, "decision"].astype(str).to_numpy()
-            rate, _ = ctl.run(sig, sig.congestion(decision))
-            stats = summarize_rates(sig, rate)
-            summaries.append(pd.DataFrame({"lda": spec, "controller": ctl.spec, "flow": flows, **stats}))
+        for spec in names:
+            rate, _ = ctl.run(sig, sig.congestion(decided[lda_of == spec]))
+            stats.append(summarize_rates(sig, rate))
             if rates and spec in specs:
                 rate_blocks.append(pd.DataFrame({
                     "lda": spec, "controller": ctl.spec, "flow": flows[sig.flow],
                     "t": sig.t, "seq": sig.seq, "rate_bps": rate,
                 }))
-    summary = pd.concat(summaries, ignore_index=True)
+    summary = _summary_table(stats, [c.spec for c in chosen], names, flows)
     _add_ratios(summary, reference)
-    summary = summary[summary["lda"].isin(specs)].reset_index(drop=True)
-    summary["lda"] = pd.Categorical(summary["lda"], categories=specs)
-    summary["controller"] = pd.Categorical(summary["controller"], categories=[c.spec for c in chosen])
+    kept = summary["lda"].cat.codes.to_numpy() < len(specs)  # the baselines added for the ratios go
+    summary = summary[kept].reset_index(drop=True)
+    summary["lda"] = summary["lda"].cat.set_categories(specs)
     columns = ["lda", "controller", "flow", "rate_bps"]
     rate_table = pd.concat(rate_blocks, ignore_index=True) if rate_blocks else pd.DataFrame(columns=columns)
     return ReplayResult(rates=rate_table, summary=summary)
+
+
+def _summary_table(stats: list[dict], controllers: list[str], ldas: list[str], flows: np.ndarray) -> pd.DataFrame:
+    """The summary rows, flows within LDAs within controllers, from each run's per-flow
+    statistics (one table built from codes: the replay of one LDA from the batch cache takes a
+    few milliseconds, and per-run frames would dominate it)."""
+    runs = len(controllers) * len(ldas)
+    columns = {name: np.concatenate([s[name] for s in stats]) for name in stats[0]} if stats else {}
+    return pd.DataFrame({
+        "lda": pd.Categorical.from_codes(np.repeat(np.tile(np.arange(len(ldas)), len(controllers)), len(flows)),
+                                         categories=ldas),
+        "controller": pd.Categorical.from_codes(np.repeat(np.arange(runs) // max(len(ldas), 1), len(flows)),
+                                                categories=controllers),
+        "flow": np.tile(flows, runs),
+        **columns,
+    })
 
 
 def _add_ratios(summary: pd.DataFrame, reference: pd.DataFrame | None) -> None:
@@ -128,15 +145,13 @@ def _add_ratios(summary: pd.DataFrame, reference: pd.DataFrame | None) -> None:
     for table in (summary, reference):
         if table is None:
             continue
-        baseline = table["lda"].isin(BASELINES).to_numpy()
-        rows = zip(table["lda"].to_numpy()[baseline], table["controller"].to_numpy()[baseline],
-                   table["flow"].to_numpy()[baseline], table["thput"].to_numpy(np.float64)[baseline])
-        for lda, ctl, flow, value in rows:
-            thput.setdefault((str(lda), str(ctl), str(flow)), value)
-    keys = [(str(ctl), str(flow)) for ctl, flow in zip(summary["controller"].to_numpy(), summary["flow"].to_numpy())]
+        for lda, ctl, flow, value in zip(*(table[name].tolist() for name in ("lda", "controller", "flow", "thput"))):
+            if lda in BASELINES:
+                thput.setdefault((lda, ctl, flow), value)
+    keys = list(zip(summary["controller"].tolist(), summary["flow"].tolist()))
     own = summary["thput"].to_numpy(np.float64)
     for base in BASELINES:
-        ref = np.array([thput.get((base, ctl, flow), np.nan) for ctl, flow in keys], dtype=np.float64)
+        ref = np.array([thput.get((base, *key), np.nan) for key in keys], dtype=np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             summary[f"vs_{base}"] = own / ref
 

@@ -35,6 +35,7 @@ REGISTRY: dict[str, type[LDA]] = {
 DECISIONS = ("congestion", "wireless", "undetected")
 DECISION_DTYPE = pd.CategoricalDtype(list(DECISIONS))
 CONGESTION, WIRELESS, UNDETECTED = range(3)
+SCHEME_DTYPE = pd.CategoricalDtype([*SCHEMES, ""])
 
 __all__ = [
     "LDA", "Replay", "Features", "Verdict", "REGISTRY", "DECISIONS", "get_lda", "parse_ldas",
@@ -74,11 +75,13 @@ def runnable_ldas(timeline: Timeline, ldas) -> list[LDA]:
 def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) -> pd.DataFrame:
     """Replay each LDA over the timeline: one row per lost transmission per LDA.
 
-    Columns: ``lda`` (its spec, categorical in the order given), ``flow, seq, tx, uid`` of the
-    loss, ``gap`` and ``n`` (the burst it belongs to, −1 / 0 when no arrival revealed it),
-    ``cause`` (the truth: congestion, wireless or lost = unknown), ``decision`` (congestion,
-    wireless or undetected), ``t_decide`` (receive time of the deciding arrival) and ``scheme``
-    (ZBS: the base scheme that decided; empty for the others).
+    Columns: ``lda`` (its spec, categorical in the order given), ``flow`` (categorical over
+    ``timeline.flows``), ``seq, tx, uid`` of the loss, ``gap`` and ``n`` (the burst it belongs
+    to, −1 / 0 when no arrival revealed it), ``cause`` (the truth: congestion, wireless or lost
+    = unknown), ``decision`` (congestion, wireless or undetected), ``t_decide`` (receive time of
+    the deciding arrival) and ``scheme`` (ZBS: the base scheme that decided; "" for the others;
+    categorical). The table is built once from codes: a batch re-run classifies a trace in a
+    few milliseconds, and per-LDA pandas blocks would dominate that.
     """
     replay = replay or Replay()
     chosen = runnable_ldas(timeline, ldas)
@@ -87,33 +90,29 @@ def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) ->
     gap = losses["gap"].to_numpy(np.int64)
     at = take(f.at, gap, -1)
     detected = at >= 0
-    t_decide = take(f.t, at, np.nan)
-    blocks = []
-    for lda in chosen:
+    n, k = len(losses), len(chosen)
+    decision = np.empty((k, n), np.int8)
+    scheme = np.full((k, n), len(SCHEMES), np.int8)  # the code of ""
+    for i, lda in enumerate(chosen):
         verdict = lda.decide(f)
         per_loss = verdict.wireless if verdict.per_loss else take(verdict.wireless, gap, False)
-        code = np.where(detected, np.where(per_loss, WIRELESS, CONGESTION), UNDETECTED)
-        scheme = np.full(len(losses), "", dtype=object)
+        decision[i] = np.where(detected, np.where(per_loss, WIRELESS, CONGESTION), UNDETECTED)
         if verdict.scheme is not None:
-            chosen_scheme = take(verdict.scheme, gap, -1)  # -1 (no gap) picks the trailing ""
-            scheme = np.where(detected, np.asarray(SCHEMES + ("",), dtype=object)[chosen_scheme], "")
-        blocks.append(pd.DataFrame({
-            "lda": lda.spec,
-            "flow": losses["flow"].to_numpy(),
-            "seq": losses["seq"].to_numpy(),
-            "tx": losses["tx"].to_numpy(),
-            "uid": losses["uid"].to_numpy(),
-            "gap": gap,
-            "n": losses["n"].to_numpy(),
-            "cause": losses["cause"].to_numpy(),
-            "decision": pd.Categorical.from_codes(code, dtype=DECISION_DTYPE),
-            "t_decide": t_decide,
-            "scheme": scheme,
-        }))
-    out = pd.concat(blocks, ignore_index=True)
-    out["lda"] = pd.Categorical(out["lda"], categories=[lda.spec for lda in chosen])
-    out["flow"] = pd.Categorical(out["flow"].astype(str), categories=timeline.flows)
-    return out
+            scheme[i] = np.where(detected, take(verdict.scheme, gap, -1), -1)  # -1: no gap, ""
+    scheme[scheme < 0] = len(SCHEMES)
+    flow = pd.Categorical(losses["flow"], categories=timeline.flows).codes
+    every = np.tile(np.arange(n), k)
+    return pd.DataFrame({
+        "lda": pd.Categorical.from_codes(np.repeat(np.arange(k), n), categories=[lda.spec for lda in chosen]),
+        "flow": pd.Categorical.from_codes(np.tile(flow, k), categories=timeline.flows),
+        **{name: np.tile(losses[name].to_numpy(), k) for name in ("seq", "tx", "uid")},
+        "gap": np.tile(gap, k),
+        "n": np.tile(losses["n"].to_numpy(), k),
+        "cause": losses["cause"].array.take(every),
+        "decision": pd.Categorical.from_codes(decision.ravel(), dtype=DECISION_DTYPE),
+        "t_decide": np.tile(take(f.t, at, np.nan), k),
+        "scheme": pd.Categorical.from_codes(scheme.ravel(), dtype=SCHEME_DTYPE),
+    })
 
 
 def lda_state(timeline: Timeline, lda: LDA | str, *, replay: Replay | None = None) -> pd.DataFrame:
