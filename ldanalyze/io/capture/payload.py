@@ -403,12 +403,15 @@ def flow_groups(records: np.ndarray):
 
     Each flow's records are gathered when its turn comes, so one flow's copy is alive at a
     time: a copy of the whole capture would double its memory, and fresh pages are what
-    costs most here (``np.take``: fancy indexing of packed records is far slower)."""
+    costs most here (``np.take``: fancy indexing of packed records is far slower). A flow that
+    is every record (a capture of one flow; a flow file of ``split``) is the records
+    themselves, not a copy."""
     order, starts = _rows_by_flow(records["flow"], records["status"], S_DECODED)
     for flow in range(starts.shape[0] - 1):
         if starts[flow + 1] > starts[flow]:
             rows = order[starts[flow]: starts[flow + 1]]
-            yield flow, rows, np.take(records, rows)
+            whole = rows.shape[0] == records.shape[0]  # then rows is 0, 1, ..., n - 1
+            yield flow, rows, records if whole else np.take(records, rows)
 
 
 @njit(cache=True)

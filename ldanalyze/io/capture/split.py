@@ -125,21 +125,25 @@ def _flow_traces(capture, output: _SpillingOutput, folder: pathlib.Path, *, repo
     that carried no sequence numbers)."""
     skipped = {}
     for flow in sorted(output.flows_written):
-        records = np.fromfile(folder / f"{flow}.rec", dtype=output.dtype)
-        one = dataclasses.replace(capture, records=records, notes=list(capture.notes))
+        file = folder / f"{flow}.rec"
+        # mapped, not read: the flow's records are the file's pages, which the system can drop
+        # and read again, so a flow's records need not fit in memory beside its table
+        one = dataclasses.replace(capture, records=np.memmap(file, dtype=output.dtype, mode="r"),
+                                  notes=list(capture.notes))
         try:
-            packets, taken = payloads.capture_packets(one, payload=payload, vantage=vantage,
-                                                      clock_rate=clock_rate, reports=reports, host=host)
-        except TraceError as why:  # this flow carries no sequence numbers
-            skipped[capture.flows["label"].iat[flow]] = str(why)
-            continue
+            try:
+                packets, taken = payloads.capture_packets(one, payload=payload, vantage=vantage,
+                                                          clock_rate=clock_rate, reports=reports, host=host)
+            except TraceError as why:  # this flow carries no sequence numbers
+                skipped[capture.flows["label"].iat[flow]] = str(why)
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", CaptureWarning)  # said once for the capture, below
+                trace = capture_trace(one, packets, taken, payload=payload, vantage=vantage, skew="keep",
+                                      skew_limit_ppm=PLAUSIBLE_SKEW_PPM)
         finally:
-            (folder / f"{flow}.rec").unlink()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", CaptureWarning)  # said once for the capture, below
-            trace = capture_trace(one, packets, taken, payload=payload, vantage=vantage, skew="keep",
-                                  skew_limit_ppm=PLAUSIBLE_SKEW_PPM)
-        del records, one, packets
+            one = packets = None  # the mapping is closed before its file goes
+            file.unlink()
         yield trace
     if skipped:
         warnings.warn(f"{capture.path}: {len(skipped)} flow(s) without sequence numbers skipped "
