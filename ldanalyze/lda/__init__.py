@@ -78,7 +78,7 @@ def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) ->
     Columns: ``lda`` (its spec, categorical in the order given), ``flow`` (categorical over
     ``timeline.flows``), ``seq, tx, uid`` of the loss, ``gap`` and ``n`` (the burst it belongs
     to, −1 / 0 when no arrival revealed it), ``cause`` (the truth: congestion, wireless or lost
-    = unknown), ``decision`` (congestion, wireless or undetected), ``t_decide`` (receive time of
+    = unknown; categorical), ``decision`` (congestion, wireless or undetected), ``t_decide`` (receive time of
     the deciding arrival) and ``scheme`` (ZBS: the base scheme that decided; "" for the others;
     categorical). The table is built once from codes: a batch re-run classifies a trace in a
     few milliseconds, and per-LDA pandas blocks would dominate that.
@@ -108,7 +108,7 @@ def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) ->
         **{name: np.tile(losses[name].to_numpy(), k) for name in ("seq", "tx", "uid")},
         "gap": np.tile(gap, k),
         "n": np.tile(losses["n"].to_numpy(), k),
-        "cause": losses["cause"].array.take(every),
+        "cause": pd.Categorical(losses["cause"]).take(every),
         "decision": pd.Categorical.from_codes(decision.ravel(), dtype=DECISION_DTYPE),
         "t_decide": np.tile(take(f.t, at, np.nan), k),
         "scheme": pd.Categorical.from_codes(scheme.ravel(), dtype=SCHEME_DTYPE),
