@@ -39,6 +39,7 @@ from .scoring import score
 from .timeline import build_timeline
 
 CACHE_VERSION = 4
+FLOW_AT_A_TIME_ABOVE = 1 << 30  # bytes: a larger capture is read one flow at a time (Analysis)
 
 
 @dataclasses.dataclass
@@ -142,6 +143,7 @@ class Analysis:
     replay: Replay = dataclasses.field(default_factory=Replay)
     seq_modulus: int | None = None
     cache_dir: str | None = None
+    flow_at_a_time_above: int | None = FLOW_AT_A_TIME_ABOVE
 
 
 @dataclasses.dataclass
@@ -194,7 +196,9 @@ def run_job(job: Job, analysis: Analysis) -> Outcome:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if analysis.cache_dir is None:
+            if _flow_at_a_time(job, analysis):
+                result, packets = _analyze_flows(job, analysis)
+            elif analysis.cache_dir is None:
                 trace = _labelled(_read_fresh(job, dict(job.read_options)), job)
                 result = _analyze(trace, analysis.ldas, controller=analysis.controller, controller_optional=True,
                                   replay_options=analysis.replay, path_model=None,
@@ -206,6 +210,50 @@ def run_job(job: Job, analysis: Analysis) -> Outcome:
     except Exception as exc:  # noqa: BLE001 - a batch reports what broke one trace and goes on
         message = str(exc) if isinstance(exc, (TraceError, UsageError)) else f"{type(exc).__name__}: {exc}"
         return Outcome(job, None, message, 0, time.perf_counter() - start, cached)
+
+
+def _flow_at_a_time(job: Job, analysis: Analysis) -> bool:
+    """Whether the job is a capture to read one flow at a time: one pcap or pcapng file larger
+    than ``analysis.flow_at_a_time_above`` bytes, read with no option that picks flows or
+    streams (those read the capture whole)."""
+    from .io.capture.pcap import capture_format
+
+    limit = analysis.flow_at_a_time_above
+    if limit is None or job.vantage or not job.path or set(dict(job.read_options)) - SPLIT_OPTIONS:
+        return False
+    try:
+        return os.path.getsize(job.path) > limit and capture_format(job.path) is not None
+    except OSError:
+        return False  # the reader says what is wrong with the file
+
+
+SPLIT_OPTIONS = {"payload", "clock_rate", "skew", "skew_limit_ppm", "capture_host", "vantage"}
+
+
+def _analyze_flows(job: Job, analysis: Analysis) -> tuple[Batch, int]:
+    """A big capture analysed one flow at a time (``io.capture.split``: memory holds one flow),
+    its flows' tables stacked under the job's name: the whole read's results. Not cached: the
+    cache keeps a trace's tables whole."""
+    from .io.capture.split import read_capture_flows
+    from .io.labels import read_labels
+
+    labels = read_labels(job.labels) if job.labels else None
+    parts, packets, seen = [], 0, set()
+    for trace in read_capture_flows(job.path, **dict(job.read_options)):
+        flows = set(trace.packets["flow"].astype(str).unique())
+        seen |= flows
+        if labels is not None:
+            trace = apply_labels(trace, labels[labels["flow"].isin(flows)])
+        parts.append(_analyze(trace, analysis.ldas, controller=analysis.controller, controller_optional=True,
+                              replay_options=analysis.replay, path_model=None, seq_modulus=analysis.seq_modulus,
+                              name=job.name))
+        packets += len(trace.packets)
+    if not parts:
+        raise TraceError(job.path, "no decodable flow with sequence numbers")
+    if labels is not None and not set(labels["flow"]) <= seen:
+        missing = sorted(set(labels["flow"]) - seen)
+        raise TraceError(job.labels, f"labels name flow(s) {job.path} does not have: {', '.join(missing[:5])}")
+    return _stack(parts), packets
 
 
 def _labelled(trace: Trace, job: Job) -> Trace:

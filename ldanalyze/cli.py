@@ -47,6 +47,25 @@ def _csv_list(text: str) -> list[str]:
     return [item for item in text.split(",") if item]
 
 
+SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def byte_size(text: str) -> int | None:
+    """``512M``, ``2G``, ``1.5G``, ``0`` or a plain byte count (binary units, a trailing B or
+    iB allowed); None for ``never``."""
+    if text.strip().lower() == "never":
+        return None
+    number = text.strip().upper().removesuffix("IB").removesuffix("B")
+    unit = number[-1:] if number[-1:] in "KMGT" else ""
+    try:
+        value = float(number[: len(number) - len(unit)]) * SIZE_UNITS[unit]
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float(1 << 62):
+        raise UsageError(f"{text!r} is no size: give bytes, or a number with K, M, G or T (1G), or 'never'")
+    return int(value)
+
+
 def _drop_cause(text: str) -> tuple[str, str]:
     key, sep, cause = text.rpartition("=")
     if not sep or len(key.split()) != 2:
@@ -408,7 +427,8 @@ def _bits_per_second(text: str) -> float:
 BATCH_DEFAULTS = {"lda": "all", "controller": "auto", "fail_if": [], "fail_scope": "pooled", "baseline": None,
                   "tolerance": 0.02, "baseline_ci": False, "jobs": os.cpu_count() or 1, "scheduler": None,
                   "cache_dir": None, "no_cache": False, "exclude": [], "bootstrap": 0, "strict": False,
-                  "manifest": None, "output": None, "junit": None, "summary": None, "json": None}
+                  "manifest": None, "output": None, "junit": None, "summary": None, "json": None,
+                  "flow_at_a_time_above": "1G"}
 
 
 def _batch_settings(args: argparse.Namespace) -> dict:
@@ -578,7 +598,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ldanalyze"))
     controller = {"none": None, "auto": "tfrc"}.get(s["controller"], s["controller"])
     analysis = batching.Analysis(ldas=s["lda"], controller=controller, replay=_replay(args),
-                                 seq_modulus=args.seq_modulus, cache_dir=cache_dir)
+                                 seq_modulus=args.seq_modulus, cache_dir=cache_dir,
+                                 flow_at_a_time_above=byte_size(str(s["flow_at_a_time_above"])))
     step, bar = _progress(len(jobs))
     outcomes = batching.execute(jobs, analysis, workers=int(s["jobs"]), scheduler=s["scheduler"],
                                 on_outcome=step, strict=s["strict"])
@@ -606,8 +627,10 @@ def cmd_batch(args: argparse.Namespace) -> int:
         report = ci.json_report(results, errors, checks, passed_over=len(passed_over), passed=passed)
         _atomic_write(s["json"], inputs, lambda tmp: pathlib.Path(tmp).write_text(json.dumps(report, indent=1)))
 
-    print(f"batch: {results.loc[results['scope'] == 'trace', 'trace'].nunique() if len(results) else 0} trace(s) "
-          f"scored, {len(errors)} failed, {len(passed_over)} file(s) passed over"
+    scored = results.loc[results["scope"] == "trace", "trace"].nunique() if len(results) else 0
+    lossless = len(outcomes) - len(errors) - scored  # read and analysed, but nothing lost to score
+    print(f"batch: {scored} trace(s) scored" + (f", {lossless} without losses (nothing to score)" if lossless else "")
+          + f", {len(errors)} failed, {len(passed_over)} file(s) passed over"
           + (f" (settings from {s['config']})" if s["config"] else ""))
     for _, row in errors.iterrows():
         print(f"  error: {row['trace']}: {row['error'].splitlines()[0]}")
@@ -831,6 +854,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, help="burst-bootstrap resamples (default 0: Wilson intervals only)")
     p.add_argument("--strict", action="store_true", help="stop at the first trace that fails (exit 2)")
     p.add_argument("--seq-modulus", type=int, metavar="M", help="sequence number wrap")
+    p.add_argument("--flow-at-a-time-above", metavar="SIZE",
+                   help="read a capture larger than SIZE (e.g. 512M, 2G; 0: every capture; never) one flow "
+                        "at a time, its memory bounded by its largest flow (default 1G)")
     p.set_defaults(func=cmd_batch)
     return parser
 

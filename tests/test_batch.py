@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import ldanalyze as la
 from ldanalyze import batch as batching
 from ldanalyze.cli import main
 from ldanalyze.errors import UsageError
@@ -267,3 +268,50 @@ def test_manifest_lists_traces_with_labels_and_options(suite, tmp_path):
     (tmp_path / "bad.toml").write_text('[[trace]]\nlabels = "x.csv"\n')
     with pytest.raises(UsageError, match="entry 1: give a path or a vantage chain"):
         batching.read_manifest(str(tmp_path / "bad.toml"))
+
+
+REAL_CAPTURES = sorted((TRACES.parent / "tests" / "data" / "real").glob("*.pcap*")) + sorted(
+    (TRACES / "captures").glob("*.pcap"))
+
+
+def test_a_big_capture_is_read_one_flow_at_a_time_with_the_whole_reads_results(tmp_path):
+    """Above the size limit a capture is read flow by flow (its memory bounded by its largest
+    flow) and scores as the whole read does: the real captures of tests/data/real and the lab's,
+    and the lab receiver's 41 losses labelled through a labels file."""
+    receiver = TRACES / "captures" / "lab_receiver.pcap"
+    losses = la.build_timeline(la.read_trace(str(receiver))).losses
+    labels = tmp_path / "labels.csv"
+    causes = np.where(np.arange(len(losses)) % 3 == 0, "wireless", "congestion")
+    pd.DataFrame({"flow": losses["flow"].astype(str), "seq": losses["seq"], "cause": causes}).to_csv(labels, index=False)
+    jobs = [batching.Job(name=str(p), path=str(p)) for p in REAL_CAPTURES]
+    jobs.append(batching.Job(name="labelled", path=str(receiver), labels=str(labels)))
+    runs = {}
+    for above in (None, 0):  # never, always
+        ran = batching.Analysis(ldas="all", controller="tfrc", flow_at_a_time_above=above, cache_dir=str(tmp_path / "c"))
+        outcomes = batching.execute(jobs, ran)
+        assert [o.error for o in outcomes] == [None] * len(jobs)
+        assert batching._flow_at_a_time(jobs[0], ran) == (above == 0)
+        runs[above] = batching.results_table(outcomes)
+    pd.testing.assert_frame_equal(runs[0], runs[None])
+    labelled = runs[0][(runs[0]["scope"] == "trace") & (runs[0]["trace"] == "labelled") & (runs[0]["lda"] == "biaz")]
+    assert len(labelled) == 1 and labelled["M_w"].notna().all() and labelled["M_c"].notna().all()
+    # a label for a flow the capture lacks is an error, as in the whole read
+    with labels.open("a") as f:
+        f.write("10.9.9.9:1>10.9.9.8:2/udp,7,wireless\n")
+    (outcome,) = batching.execute(jobs[-1:], batching.Analysis(ldas="biaz", flow_at_a_time_above=0))
+    assert "10.9.9.9:1>10.9.9.8:2/udp" in outcome.error
+
+
+def test_flow_at_a_time_sizes_on_the_command_line(suite, tmp_path, capsys):
+    capture = tmp_path / "c" / "lab.pcap"
+    capture.parent.mkdir()
+    shutil.copy(TRACES / "captures" / "lab_receiver.pcap", capture)
+    common = ["batch", str(capture.parent), "--no-cache", "--jobs", "1", "--lda", "biaz", "--controller", "none"]
+    assert main([*common, "--flow-at-a-time-above", "0", "-o", str(tmp_path / "split.csv")]) == 0
+    assert main([*common, "--flow-at-a-time-above", "never", "-o", str(tmp_path / "whole.csv")]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "split.csv"), pd.read_csv(tmp_path / "whole.csv"))
+    assert main([*common, "--flow-at-a-time-above", "lots"]) == 2
+    assert "'lots' is no size" in capsys.readouterr().err
+    shutil.copy(TRACES.parent / "tests" / "data" / "real" / "stun_wa_call.pcapng", capture.parent)  # nothing lost
+    assert main(common) == 0
+    assert "batch: 1 trace(s) scored, 1 without losses (nothing to score), 0 failed" in capsys.readouterr().out
