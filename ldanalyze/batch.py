@@ -197,7 +197,7 @@ def run_job(job: Job, analysis: Analysis) -> Outcome:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if _flow_at_a_time(job, analysis):
-                result, packets = _analyze_flows(job, analysis)
+                result, packets, cached = _analyze_flows(job, analysis)
             elif analysis.cache_dir is None:
                 trace = _labelled(_read_fresh(job, dict(job.read_options)), job)
                 result = _analyze(trace, analysis.ldas, controller=analysis.controller, controller_optional=True,
@@ -230,46 +230,74 @@ def _flow_at_a_time(job: Job, analysis: Analysis) -> bool:
 SPLIT_OPTIONS = {"payload", "clock_rate", "skew", "skew_limit_ppm", "capture_host", "vantage"}
 
 
-def _analyze_flows(job: Job, analysis: Analysis) -> tuple[Batch, int]:
+def _analyze_flows(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
     """A big capture analysed one flow at a time (``io.capture.split``: memory holds one flow),
-    its flows' tables stacked under the job's name: the whole read's results. Not cached: the
-    cache keeps a trace's tables whole."""
+    its flows' tables stacked under the job's name: the whole read's results. With a cache,
+    each flow has an entry of its own under the capture's (``flows/K``: its parsed trace, and
+    its timeline and results as a whole trace's), and a listing of them once all are in: a
+    re-run reads no capture, and a changed labels file or sequence modulus rebuilds the
+    flows' timelines from their parsed traces."""
     from .io.capture.split import read_capture_flows
     from .io.labels import read_labels
 
     labels = read_labels(job.labels) if job.labels else None
-    parts, packets, seen = [], 0, set()
-    for trace in read_capture_flows(job.path, **dict(job.read_options)):
-        flows = set(trace.packets["flow"].astype(str).unique())
-        seen |= flows
-        if labels is not None:
-            trace = apply_labels(trace, labels[labels["flow"].isin(flows)])
-        parts.append(_analyze(trace, analysis.ldas, controller=analysis.controller, controller_optional=True,
-                              replay_options=analysis.replay, path_model=None, seq_modulus=analysis.seq_modulus,
-                              name=job.name))
-        packets += len(trace.packets)
+
+    def labelled(trace: Trace) -> Trace:
+        if labels is None:
+            return trace
+        return apply_labels(trace, labels[labels["flow"].isin(set(trace.packets["flow"].astype(str).unique()))])
+
+    folder = _entry(job, analysis) / "flows" if analysis.cache_dir is not None else None
+    listing = folder / "flows.json" if folder is not None else None
+    known = json.loads(listing.read_text()) if listing is not None and listing.exists() else None
+    if known is not None and all((folder / name / "meta.json").exists() for name in known["entries"]):
+        results = [_analyze_cached(job, analysis, entry=folder / name,
+                                   read=lambda sub=folder / name: (labelled(_load_entry(sub, job.path)), True))
+                   for name in known["entries"]]
+        parts, packets, cached, seen = [r[0] for r in results], sum(r[1] for r in results), True, set(known["flows"])
+    else:
+        parts, packets, cached, seen, names = [], 0, False, set(), []
+        for k, trace in enumerate(read_capture_flows(job.path, **dict(job.read_options))):
+            seen |= set(trace.packets["flow"].astype(str).unique())
+            packets += len(trace.packets)
+            if folder is None:
+                parts.append(_analyze(labelled(trace), analysis.ldas, controller=analysis.controller,
+                                      controller_optional=True, replay_options=analysis.replay, path_model=None,
+                                      seq_modulus=analysis.seq_modulus, name=job.name))
+                continue
+            names.append(str(k))
+            _store(folder / str(k), trace)
+            parts.append(_analyze_cached(job, analysis, entry=folder / str(k),
+                                         read=lambda t=trace: (labelled(t), False))[0])
+        if listing is not None and parts:
+            text = json.dumps({"entries": names, "flows": sorted(seen)})
+            _replace_atomically(listing, lambda tmp: tmp.write_text(text))  # last: the flows are all in
     if not parts:
         raise TraceError(job.path, "no decodable flow with sequence numbers")
     if labels is not None and not set(labels["flow"]) <= seen:
         missing = sorted(set(labels["flow"]) - seen)
         raise TraceError(job.labels, f"labels name flow(s) {job.path} does not have: {', '.join(missing[:5])}")
-    return _stack(parts), packets
+    return _stack(parts), packets, cached
 
 
 def _labelled(trace: Trace, job: Job) -> Trace:
     return apply_labels(trace, job.labels) if job.labels else trace
 
 
-def _analyze_cached(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
+def _analyze_cached(job: Job, analysis: Analysis, *, entry: pathlib.Path | None = None,
+                    read: Callable[[], tuple[Trace, bool]] | None = None) -> tuple[Batch, int, bool]:
     """The analysis with every piece kept in the cache, under the parsed trace's entry (by
     content and read options): the timeline (by labels and sequence modulus, Arrow files), and
     under it the flow summary, the LDAs' decisions and the replay rows (by replay semantics and
     controller), one file each that grows by the LDAs a run adds. A re-run computes only the
     LDAs it has not seen, from the cached timeline (the baselines' replay rows give the ratios),
-    and reads no trace when it has seen them all."""
+    and reads no trace when it has seen them all. ``entry`` and ``read`` (the labelled trace,
+    and whether it came from the cache) stand for the job's own when the trace is one flow of
+    a capture read flow by flow."""
     from .lda import parse_ldas
 
-    entry = pathlib.Path(analysis.cache_dir) / (key := cache_key(job, analysis.cache_dir))[:2] / key
+    entry = entry or _entry(job, analysis)
+    read = read or (lambda: _labelled_read(job, entry))
     built = hashlib.blake2b(digest_size=12)
     built.update(repr(analysis.seq_modulus).encode())
     if job.labels:
@@ -289,7 +317,7 @@ def _analyze_cached(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
     missing = [spec for spec in wanted if spec not in done]
     cached = True
     if missing or not (results / "summary.arrow").exists():
-        timeline, cached = _timeline(job, analysis, timeline_dir)
+        timeline, cached = _timeline(analysis, timeline_dir, read)
         results.mkdir(parents=True, exist_ok=True)
         if not (results / "summary.arrow").exists():
             _write_piece(timeline.summary(), results / "summary.arrow")
@@ -370,17 +398,17 @@ def _signals(timeline, replay_options: Replay, file: pathlib.Path):
     return signals
 
 
-def _timeline(job: Job, analysis: Analysis, folder: pathlib.Path):
-    """(timeline, whether it came from the cache): the cached timeline's
-    Arrow files, or one built from the cached or freshly read trace and stored."""
+def _timeline(analysis: Analysis, folder: pathlib.Path, read: Callable[[], tuple[Trace, bool]]):
+    """(timeline, whether it came from the cache): the cached timeline's Arrow files, or one
+    built from the trace ``read`` gives (labelled; parsed from the cache or afresh) and stored."""
     from .timeline import Timeline
 
     parts = ("arrivals", "gaps", "losses", "packets", "rtt")
     if (folder / "meta.json").exists():
         tables = {name: _read_table(folder / f"{name}.arrow") for name in parts}
         return Timeline(**tables, meta=json.loads((folder / "meta.json").read_text())), True
-    trace, from_cache = _read_job(job, folder.parent.parent)  # the trace's entry
-    timeline = build_timeline(_labelled(trace, job), seq_modulus=analysis.seq_modulus)
+    trace, from_cache = read()
+    timeline = build_timeline(trace, seq_modulus=analysis.seq_modulus)
     folder.mkdir(parents=True, exist_ok=True)
     for name in parts:
         _write_piece(getattr(timeline, name), folder / f"{name}.arrow")
@@ -458,17 +486,31 @@ def _replace_atomically(path: pathlib.Path, write: Callable[[pathlib.Path], None
     os.replace(tmp, path)
 
 
-def _read_job(job: Job, entry: pathlib.Path) -> tuple[Trace, bool]:
-    """The parsed trace from its cache entry, or read and stored there."""
-    if (entry / "meta.json").exists():
-        meta = json.loads((entry / "meta.json").read_text())
-        stored = meta.pop("path")  # another file with the same bytes may have stored it
-        trace = Trace(packets=pd.read_parquet(entry / "packets.parquet"), rtt=pd.read_parquet(entry / "rtt.parquet"),
-                      path=job.path or stored, format=meta.pop("format"), meta=meta)
-        return trace, True
-    trace = _read_fresh(job, dict(job.read_options))
-    _store(entry, trace)
-    return trace, False
+def _entry(job: Job, analysis: Analysis) -> pathlib.Path:
+    """The job's cache entry: its folder under the cache, by content and read options."""
+    key = cache_key(job, analysis.cache_dir)
+    return pathlib.Path(analysis.cache_dir) / key[:2] / key
+
+
+def _labelled_read(job: Job, entry: pathlib.Path) -> tuple[Trace, bool]:
+    """The job's parsed trace from its cache entry, or read and stored there, with its labels."""
+    trace = _load_entry(entry, job.path)
+    if trace is None:
+        trace = _read_fresh(job, dict(job.read_options))
+        _store(entry, trace)
+        return _labelled(trace, job), False
+    return _labelled(trace, job), True
+
+
+def _load_entry(entry: pathlib.Path, path: str | None) -> Trace | None:
+    """The parsed trace a cache entry holds (None when it holds none), named ``path`` (another
+    file with the same bytes may have stored it)."""
+    if not (entry / "meta.json").exists():
+        return None
+    meta = json.loads((entry / "meta.json").read_text())
+    stored = meta.pop("path")
+    return Trace(packets=pd.read_parquet(entry / "packets.parquet"), rtt=pd.read_parquet(entry / "rtt.parquet"),
+                 path=path or stored, format=meta.pop("format"), meta=meta)
 
 
 def _read_fresh(job: Job, options: dict) -> Trace:

@@ -285,21 +285,34 @@ def test_a_big_capture_is_read_one_flow_at_a_time_with_the_whole_reads_results(t
     pd.DataFrame({"flow": losses["flow"].astype(str), "seq": losses["seq"], "cause": causes}).to_csv(labels, index=False)
     jobs = [batching.Job(name=str(p), path=str(p)) for p in REAL_CAPTURES]
     jobs.append(batching.Job(name="labelled", path=str(receiver), labels=str(labels)))
-    runs = {}
-    for above in (None, 0):  # never, always
-        ran = batching.Analysis(ldas="all", controller="tfrc", flow_at_a_time_above=above, cache_dir=str(tmp_path / "c"))
+    def run(above, cache=None, ldas="all"):
+        ran = batching.Analysis(ldas=ldas, controller="tfrc", flow_at_a_time_above=above, cache_dir=cache)
+        assert batching._flow_at_a_time(jobs[0], ran) == (above == 0)
         outcomes = batching.execute(jobs, ran)
         assert [o.error for o in outcomes] == [None] * len(jobs)
-        assert batching._flow_at_a_time(jobs[0], ran) == (above == 0)
-        runs[above] = batching.results_table(outcomes)
-    pd.testing.assert_frame_equal(runs[0], runs[None])
-    labelled = runs[0][(runs[0]["scope"] == "trace") & (runs[0]["trace"] == "labelled") & (runs[0]["lda"] == "biaz")]
+        return batching.results_table(outcomes), [o.cached for o in outcomes]
+
+    whole, _ = run(None)
+    cache = str(tmp_path / "cache")
+    for expect_cached in (False, True):  # the second run decodes no capture
+        split, cached = run(0, cache)  # (the labelled job has the bytes of the one before it)
+        assert cached == [expect_cached] * (len(jobs) - 1) + [True]
+        pd.testing.assert_frame_equal(split, whole)
+    labelled = whole[(whole["scope"] == "trace") & (whole["trace"] == "labelled") & (whole["lda"] == "biaz")]
     assert len(labelled) == 1 and labelled["M_w"].notna().all() and labelled["M_c"].notna().all()
+    # another LDA, and other labels: from the flows' cached timelines and parsed traces
+    more = "biaz,zbs,spike,biaz:upper=1.5"
+    pd.testing.assert_frame_equal(run(0, cache, more)[0], run(None, None, more)[0])
+    pd.DataFrame({"flow": losses["flow"].astype(str), "seq": losses["seq"], "cause": "wireless"}).to_csv(labels, index=False)
+    relabelled, cached = run(0, cache)
+    assert all(cached)
+    pd.testing.assert_frame_equal(relabelled, run(None)[0])
     # a label for a flow the capture lacks is an error, as in the whole read
     with labels.open("a") as f:
         f.write("10.9.9.9:1>10.9.9.8:2/udp,7,wireless\n")
-    (outcome,) = batching.execute(jobs[-1:], batching.Analysis(ldas="biaz", flow_at_a_time_above=0))
-    assert "10.9.9.9:1>10.9.9.8:2/udp" in outcome.error
+    for cache in (None, cache):
+        (outcome,) = batching.execute(jobs[-1:], batching.Analysis(ldas="biaz", flow_at_a_time_above=0, cache_dir=cache))
+        assert "10.9.9.9:1>10.9.9.8:2/udp" in outcome.error
 
 
 def test_flow_at_a_time_sizes_on_the_command_line(suite, tmp_path, capsys):
