@@ -1,14 +1,23 @@
-"""Peak memory of reading a big capture whole (``read_capture``) against one flow at a time
-(``read_capture_flows``), each in a fresh process, on the 2 M-packet, 8-flow pcap of
-``benchmarks/inspect_whole.py`` (built here if missing). The batch issue asks that a capture
-larger than memory be read with bounded RSS. Usage: ``python benchmarks/capture_memory.py``."""
+"""Peak memory of reading a big capture whole against one flow at a time, each in a fresh
+process, on two 2 M-packet pcaps of ``benchmarks/inspect_whole.py``'s kind (built here if
+missing): 8 flows taking turns, and one flow. The batch issue asks that a capture larger than
+memory be read with bounded RSS; reading flow by flow bounds it by the largest flow, which the
+one-flow capture shows. Measured twice: the readers alone (``read_capture`` against
+``read_capture_flows``), and whole commands as a CI job runs them (``ldanalyze batch FILE``
+with ``--flow-at-a-time-above never`` and ``0``), whose results must be the same.
+Usage: ``python benchmarks/capture_memory.py``."""
 
 from __future__ import annotations
 
+import functools
 import pathlib
 import subprocess
 import sys
+import tempfile
 import time
+
+import numpy as np
+import pandas as pd
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -21,32 +30,55 @@ WHOLE = ("import sys, warnings; warnings.simplefilter('ignore'); import ldanalyz
 SPLIT = ("import sys, warnings; warnings.simplefilter('ignore'); "
          "from ldanalyze.io.capture.split import read_capture_flows; "
          "print(sum(len(t.packets) for t in read_capture_flows(sys.argv[1]))); " + PEAK)
+BATCH = ("import atexit, sys; atexit.register(lambda: print(next(l.split()[1] for l in open('/proc/self/status') "
+         "if l.startswith('VmHWM')), file=sys.stderr)); from ldanalyze.cli import main; sys.exit(main(sys.argv[1:]))")
 
 
-def run(code: str, path: pathlib.Path) -> tuple[int, float, float]:
+def run(code: str, *args: str) -> tuple[list[str], float, float]:
+    """(stdout words, peak MB, seconds) of a fresh interpreter running ``code``."""
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code, str(path)], check=True, capture_output=True, text=True,
-                         cwd=ROOT).stdout.split()
-    return int(out[0]), float(out[1]) / 1e3, time.perf_counter() - t0
+    done = subprocess.run([sys.executable, "-c", code, *args], check=True, capture_output=True, text=True, cwd=ROOT)
+    seconds = time.perf_counter() - t0
+    words = done.stdout.split()
+    peak = float(done.stderr.split()[-1] if code is BATCH else words[-1]) / 1e3
+    return words, peak, seconds
+
+
+def lossy(frames, ts_ns, start):
+    """About 1 % of the packets lost, in runs of one to three (so that there is something to score)."""
+    i = np.arange(start, start + frames.shape[0])
+    kept = (i // 3 * 2654435761) % 1000 >= 4 + i % 3 * 2
+    return frames[kept], ts_ns[kept]
 
 
 def baseline() -> float:
-    code = "import ldanalyze, ldanalyze.io.capture.split; " + PEAK
-    return float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
-                                cwd=ROOT).stdout) / 1e3
+    return run("import ldanalyze, ldanalyze.io.capture.split; " + PEAK)[1]
 
 
 def main() -> None:
-    path = pcap_ingest.build("inspect_udp.pcap", pcap_ingest.write_pcap, 2_000_000, 172)
-    print(f"{path.name}: {path.stat().st_size / 1e6:.0f} MB, 8 flows")
     base = baseline()
-    rows_whole, whole, t_whole = run(WHOLE, path)
-    rows_split, split, t_split = run(SPLIT, path)
-    assert rows_whole == rows_split
-    print(f"imports alone                 : {base:6.0f} MB")
-    print(f"read_capture (whole)          : {whole:6.0f} MB peak, {t_whole:5.1f} s, {rows_whole:,} rows")
-    print(f"read_capture_flows (per flow) : {split:6.0f} MB peak, {t_split:5.1f} s")
-    print(f"above the imports             : {(split - base) / (whole - base):.2f} of the whole read's")
+    print(f"imports alone: {base:.0f} MB")
+    for flows, name in ((8, "memory_8_flows.pcap"), (1, "memory_1_flow.pcap")):
+        writer = functools.partial(pcap_ingest.write_pcap, flows=flows, hop=lossy)
+        path = pcap_ingest.build(name, writer, 2_000_000, 172)
+        print(f"\n{path.name}: {path.stat().st_size / 1e6:.0f} MB, {flows} flow(s), 2,000,000 packets less 1 % lost")
+        (rows_whole, *_), whole, t_whole = run(WHOLE, str(path))
+        (rows_split, *_), split, t_split = run(SPLIT, str(path))
+        assert rows_whole == rows_split
+        print(f"  read_capture (whole)          : {whole:6.0f} MB peak, {t_whole:5.1f} s")
+        print(f"  read_capture_flows (per flow) : {split:6.0f} MB peak, {t_split:5.1f} s   "
+              f"{(split - base) / (whole - base):.2f} of the whole read's above the imports")
+        with tempfile.TemporaryDirectory() as out:
+            tables = {}
+            for above in ("never", "0"):
+                table = pathlib.Path(out) / f"{above}.csv"
+                _, peak, seconds = run(BATCH, "batch", str(path), "--no-cache", "--jobs", "1", "--controller", "tfrc",
+                                       "--flow-at-a-time-above", above, "-o", str(table))
+                tables[above] = pd.read_csv(table)
+                print(f"  ldanalyze batch, flow at a time above {above:5s}: {peak:6.0f} MB peak, {seconds:5.1f} s")
+            pd.testing.assert_frame_equal(tables["never"], tables["0"])
+            print(f"  batch results identical: True ({len(tables['0'])} rows, "
+                  f"{int(tables['0'].loc[tables['0']['scope'] == 'pooled', 'losses'].max())} losses)")
 
 
 if __name__ == "__main__":

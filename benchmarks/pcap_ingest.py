@@ -39,11 +39,12 @@ FLOWS = 8
 T0_NS = 1_700_000_000 * 10**9
 
 
-def frames(n: int, payload: int, start: int = 0) -> np.ndarray:
-    """``n`` Ethernet/IPv4/UDP/RTP frames (one row each), packets ``start`` .. ``start + n``."""
+def frames(n: int, payload: int, start: int = 0, flows: int = FLOWS) -> np.ndarray:
+    """``n`` Ethernet/IPv4/UDP/RTP frames (one row each), packets ``start`` .. ``start + n``,
+    taking turns among ``flows`` flows."""
     i = np.arange(start, start + n, dtype=np.int64)
-    flow = i % FLOWS
-    k = i // FLOWS  # packet number within its flow
+    flow = i % flows
+    k = i // flows  # packet number within its flow
     ip_len = 20 + 8 + payload
     f = np.zeros((n, 14 + ip_len), np.uint8)
     f[:, 0:6] = [0x02, 0, 0, 0, 0, 2]
@@ -72,21 +73,21 @@ def put_be(a: np.ndarray, at: int, width: int, values) -> None:
         a[:, at + b] = (values >> (8 * (width - 1 - b))) & 0xFF
 
 
-def times_ns(n: int, start: int = 0) -> np.ndarray:
+def times_ns(n: int, start: int = 0, flows: int = FLOWS) -> np.ndarray:
     """One packet per 20 ms per flow, with a little jitter."""
     i = np.arange(start, start + n, dtype=np.int64)
-    return T0_NS + i * 2_500_000 + (i * 7919) % 400_000
+    return T0_NS + i * (20_000_000 // flows) + (i * 7919) % 400_000
 
 
-def write_pcap(path: pathlib.Path, n: int, payload: int, batch: int = 200_000, hop=None) -> None:
-    """The capture of ``n`` packets; ``hop(frames, ts_ns, start)`` may change each batch (drop
-    packets, lower the TTL, delay them) and returns the frames and times to write."""
+def write_pcap(path: pathlib.Path, n: int, payload: int, batch: int = 200_000, hop=None, flows: int = FLOWS) -> None:
+    """The capture of ``n`` packets of ``flows`` flows; ``hop(frames, ts_ns, start)`` may change
+    each batch (drop packets, lower the TTL, delay them) and returns the frames and times to write."""
     tmp = path.with_suffix(".tmp")
     with open(tmp, "wb") as out:
         out.write(np.array([0xA1B23C4D, 0x00040002, 0, 0, 262144, 1], "<u4").tobytes()[:24])
         for start in range(0, n, batch):
             m = min(batch, n - start)
-            f, ts = frames(m, payload, start), times_ns(m, start)
+            f, ts = frames(m, payload, start, flows), times_ns(m, start, flows)
             if hop is not None:
                 f, ts = hop(f, ts, start)
             header = np.empty((f.shape[0], 4), "<u4")

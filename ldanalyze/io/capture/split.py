@@ -15,6 +15,7 @@ as it is read, with a summary of its delays (``clocks.DelaySummary``: its lower 
 few sums, all the joint fit needs); once every flow is read, each pair's skew is fitted from
 its flows' summaries (``clocks.fit_pair``), and the tables are read back one at a time and
 yielded with their pair's skew removed. The skew found is ``read_capture``'s, up to rounding.
+A capture of one flow needs none of this: its skew is removed in memory, as there.
 
 What differs from ``read_capture``: ``meta['capture_flows']`` lists the flow the trace holds;
 a flow that carries no sequence numbers is skipped with a warning, as there.
@@ -111,18 +112,18 @@ def read_capture_flows(
         host = _host_option(capture_host)
         if host == "auto":  # from every flow's packets, not the one at hand
             host = payloads.host_of(capture.flows, output.ttls)
+        # one flow: its pair's fit needs no other flow, and is made in memory, as read_capture does
+        joint = skew == "remove" and vantage == "receiver" and len(output.flows_written) > 1
         traces = _flow_traces(capture, output, folder, reports=reports, host=host, payload=payload,
-                              vantage=vantage, clock_rate=clock_rate)
-        if skew == "remove" and vantage == "receiver":
-            yield from _skew_removed(traces, folder, skew_limit_ppm)
-        else:
-            yield from traces
+                              vantage=vantage, clock_rate=clock_rate, skew="keep" if joint else skew,
+                              skew_limit_ppm=skew_limit_ppm)
+        yield from _skew_removed(traces, folder, skew_limit_ppm) if joint else traces
 
 
 def _flow_traces(capture, output: _SpillingOutput, folder: pathlib.Path, *, reports, host, payload, vantage,
-                 clock_rate) -> Iterator[Trace]:
-    """The Trace of each flow file in turn, its skew kept (a warning at the end for the flows
-    that carried no sequence numbers)."""
+                 clock_rate, skew, skew_limit_ppm) -> Iterator[Trace]:
+    """The Trace of each flow file in turn, its skew removed as ``capture_trace`` does on the
+    flow alone or kept (a warning at the end for the flows that carried no sequence numbers)."""
     skipped = {}
     for flow in sorted(output.flows_written):
         file = folder / f"{flow}.rec"
@@ -139,8 +140,8 @@ def _flow_traces(capture, output: _SpillingOutput, folder: pathlib.Path, *, repo
                 continue
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", CaptureWarning)  # said once for the capture, below
-                trace = capture_trace(one, packets, taken, payload=payload, vantage=vantage, skew="keep",
-                                      skew_limit_ppm=PLAUSIBLE_SKEW_PPM)
+                trace = capture_trace(one, packets, taken, payload=payload, vantage=vantage, skew=skew,
+                                      skew_limit_ppm=skew_limit_ppm)
         finally:
             one = packets = None  # the mapping is closed before its file goes
             file.unlink()
@@ -152,7 +153,20 @@ def _flow_traces(capture, output: _SpillingOutput, folder: pathlib.Path, *, repo
 
 def _skew_removed(traces: Iterator[Trace], folder: pathlib.Path, skew_limit_ppm: float) -> Iterator[Trace]:
     """The traces with each pair of hosts' skew removed, fitted on all the pair's flows (module
-    docstring): three passes, one flow's table in memory at a time."""
+    docstring): three passes, one flow's table in memory at a time (each pass a function of
+    its own, so that no name keeps a table of the pass before alive)."""
+    shells, spans = _tables_written(traces, folder)
+    fits = _pair_fits(shells, spans)
+    for table, shell in shells:
+        trace = remove_skew(dataclasses.replace(shell, packets=feather.read_feather(table)),
+                            skew_limit_ppm=skew_limit_ppm, pairs="hosts", fitted=fits)
+        table.unlink()
+        yield trace
+
+
+def _tables_written(traces: Iterator[Trace], folder: pathlib.Path) -> tuple[list, dict]:
+    """Each trace's PacketTable written to the folder, and the trace without it; and each pair
+    of hosts' time span."""
     shells, spans = [], {}
     for k, trace in enumerate(traces):
         table = folder / f"{k}.arrow"
@@ -161,6 +175,11 @@ def _skew_removed(traces: Iterator[Trace], folder: pathlib.Path, skew_limit_ppm:
             start, end = spans.get(pair_of(flow), (np.inf, -np.inf))
             spans[pair_of(flow)] = (min(start, float(t.min())), max(end, float(t.max())))
         shells.append((table, dataclasses.replace(trace, packets=None)))
+    return shells, spans
+
+
+def _pair_fits(shells: list, spans: dict) -> dict:
+    """Each pair of hosts' skew, from its flows' delay summaries over the whole span and its halves."""
     summaries: dict[str, tuple[list, list, list]] = {pair: ([], [], []) for pair in spans}
     for table, _ in shells:
         for flow, (t, d) in _delays(feather.read_feather(table)).items():
@@ -170,11 +189,7 @@ def _skew_removed(traces: Iterator[Trace], folder: pathlib.Path, skew_limit_ppm:
             early, late = halves_summaries(t, d, (start + end) / 2)
             first.extend([early] if early is not None else [])
             second.extend([late] if late is not None else [])
-    fits = {pair: fit_pair(*lists) for pair, lists in summaries.items()}
-    for table, shell in shells:
-        trace = dataclasses.replace(shell, packets=feather.read_feather(table))
-        table.unlink()
-        yield remove_skew(trace, skew_limit_ppm=skew_limit_ppm, pairs="hosts", fitted=fits)
+    return {pair: fit_pair(*lists) for pair, lists in summaries.items()}
 
 
 def _delays(packets) -> dict[str, tuple[np.ndarray, np.ndarray]]:
