@@ -371,11 +371,11 @@ def _in_order(table: pd.DataFrame, ldas: list[str], flows: list[str] | None = No
     return out
 
 
-def _replay_rows(timeline, analysis: Analysis, runnable: list[str], rows, results: pathlib.Path,
-                 decided: pd.DataFrame) -> pd.DataFrame:
-    """The cached replay rows with those of ``runnable`` added (the baselines' cached rows give
-    the ratios; ``decided`` holds the LDAs' decisions); a trace the controller cannot be
-    replayed on is remembered as such."""
+def _replay_rows(timeline, analysis: Analysis, runnable: list[str], rows: list, results: pathlib.Path,
+                 decided: pd.DataFrame) -> list:
+    """The cached replay pieces (Arrow tables) with the one of ``runnable`` added (the
+    baselines' cached rows give the ratios; ``decided`` holds the LDAs' decisions); a trace the
+    controller cannot be replayed on is remembered as such."""
     from .control import BASELINES
 
     have_baselines = set(BASELINES) <= _specs_in(rows)
@@ -453,8 +453,8 @@ def _read_table(path: pathlib.Path) -> pd.DataFrame:
 
 
 def _arrow(path: pathlib.Path):
-    """A cache file's Arrow table (the IPC reader: ``feather.read_table``'s checks cost more
-    than the read on a trace's small tables)."""
+    """A cache file's Arrow table (the IPC reader: ``feather.read_table`` takes a third longer
+    on a trace's small tables)."""
     import pyarrow as pa
 
     with pa.OSFile(str(path)) as f:

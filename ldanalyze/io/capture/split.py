@@ -128,7 +128,7 @@ def _flow_traces(capture, output: _SpillingOutput, folder: pathlib.Path, *, repo
     for flow in sorted(output.flows_written):
         file = folder / f"{flow}.rec"
         # mapped, not read: the flow's records are the file's pages, which the system can drop
-        # and read again, so a flow's records need not fit in memory beside its table
+        # under pressure and read again (they count in RSS while resident, but are no copy)
         one = dataclasses.replace(capture, records=np.memmap(file, dtype=output.dtype, mode="r"),
                                   notes=list(capture.notes))
         try:
