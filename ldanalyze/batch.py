@@ -245,7 +245,7 @@ def _analyze_flows(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
     def labelled(trace: Trace) -> Trace:
         if labels is None:
             return trace
-        return apply_labels(trace, labels[labels["flow"].isin(_flows_of(trace))])
+        return apply_labels(trace, labels[labels["flow"].isin(trace.flows)])
 
     folder = _entry(job, analysis) / "flows" if analysis.cache_dir is not None else None
     listing = folder / "flows.json" if folder is not None else None
@@ -258,7 +258,7 @@ def _analyze_flows(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
     else:
         parts, packets, cached, seen, names = [], 0, False, set(), []
         for k, trace in enumerate(read_capture_flows(job.path, **dict(job.read_options))):
-            seen |= _flows_of(trace)
+            seen |= set(trace.flows)
             packets += len(trace.packets)
             if folder is None:
                 parts.append(_analyze(labelled(trace), analysis.ldas, controller=analysis.controller,
@@ -278,12 +278,6 @@ def _analyze_flows(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
         missing = sorted(set(labels["flow"]) - seen)
         raise TraceError(job.labels, f"labels name flow(s) {job.path} does not have: {', '.join(missing[:5])}")
     return _stack(parts), packets, cached
-
-
-def _flows_of(trace: Trace) -> set[str]:
-    """The flow labels a trace holds (from the distinct values: a column of millions of
-    strings would cost more than the flow)."""
-    return {str(flow) for flow in trace.packets["flow"].unique()}
 
 
 def _labelled(trace: Trace, job: Job) -> Trace:

@@ -50,7 +50,7 @@ def _csv_list(text: str) -> list[str]:
 SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
-def byte_size(text: str) -> int | None:
+def _byte_size(text: str) -> int | None:
     """``512M``, ``2G``, ``1.5G``, ``0`` or a plain byte count (binary units, a trailing B or
     iB allowed); None for ``never``."""
     if text.strip().lower() == "never":
@@ -599,7 +599,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     controller = {"none": None, "auto": "tfrc"}.get(s["controller"], s["controller"])
     analysis = batching.Analysis(ldas=s["lda"], controller=controller, replay=_replay(args),
                                  seq_modulus=args.seq_modulus, cache_dir=cache_dir,
-                                 flow_at_a_time_above=byte_size(str(s["flow_at_a_time_above"])))
+                                 flow_at_a_time_above=_byte_size(str(s["flow_at_a_time_above"])))
     step, bar = _progress(len(jobs))
     outcomes = batching.execute(jobs, analysis, workers=int(s["jobs"]), scheduler=s["scheduler"],
                                 on_outcome=step, strict=s["strict"])

@@ -100,11 +100,12 @@ def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) ->
         if verdict.scheme is not None:
             scheme[i] = np.where(detected, take(verdict.scheme, gap, -1), -1)  # -1: no gap, ""
     scheme[scheme < 0] = len(SCHEMES)
-    flow = pd.Categorical(losses["flow"], categories=timeline.flows).codes
+    flows = timeline.flows
+    flow = pd.Categorical(losses["flow"], categories=flows).codes
     every = np.tile(np.arange(n), k)
     return pd.DataFrame({
         "lda": pd.Categorical.from_codes(np.repeat(np.arange(k), n), categories=[lda.spec for lda in chosen]),
-        "flow": pd.Categorical.from_codes(np.tile(flow, k), categories=timeline.flows),
+        "flow": pd.Categorical.from_codes(np.tile(flow, k), categories=flows),
         **{name: np.tile(losses[name].to_numpy(), k) for name in ("seq", "tx", "uid")},
         "gap": np.tile(gap, k),
         "n": np.tile(losses["n"].to_numpy(), k),
