@@ -34,6 +34,7 @@ from .io.capture.vantage import read_vantages
 from .io.detect import detect_format
 from .io.labels import apply_labels
 from .lda import Replay, classify, runnable_ldas
+from . import threads
 from .packets import Trace
 from .scoring import score
 from .timeline import build_timeline
@@ -210,6 +211,13 @@ def run_job(job: Job, analysis: Analysis) -> Outcome:
     except Exception as exc:  # noqa: BLE001 - a batch reports what broke one trace and goes on
         message = str(exc) if isinstance(exc, (TraceError, UsageError)) else f"{type(exc).__name__}: {exc}"
         return Outcome(job, None, message, 0, time.perf_counter() - start, cached)
+
+
+def _run_in_worker(job: Job, analysis: Analysis) -> Outcome:
+    """:func:`run_job` in a worker of a pool or a Dask cluster, on one thread: the other
+    workers keep the other cores busy (:mod:`ldanalyze.threads`)."""
+    threads.one_per_worker()
+    return run_job(job, analysis)
 
 
 def _flow_at_a_time(job: Job, analysis: Analysis) -> bool:
@@ -648,7 +656,7 @@ def _on_pool(jobs, analysis, workers, take) -> None:
     gc.freeze()  # the forked workers' collections leave the inherited objects, and their pages, alone
     try:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(run_job, jobs[i], analysis): i for i in largest_first(jobs)}
+            futures = {pool.submit(_run_in_worker, jobs[i], analysis): i for i in largest_first(jobs)}
             try:
                 for future in as_completed(futures):
                     take(futures[future], future.result())
@@ -667,7 +675,7 @@ def _on_dask(jobs, analysis, scheduler, take) -> None:
         raise UsageError("--scheduler needs Dask: pip install 'ldanalyze[dask]'") from None
     with Client(scheduler) as client:
         order = largest_first(jobs)
-        futures = client.map(run_job, [jobs[i] for i in order], analysis=analysis, pure=False)
+        futures = client.map(_run_in_worker, [jobs[i] for i in order], analysis=analysis, pure=False)
         index = {future.key: i for i, future in zip(order, futures)}
         try:
             for future in as_completed(futures):

@@ -166,6 +166,31 @@ def test_gzip_and_small_blocks_give_the_same_table(write_trace):
     assert (plain["fate"] == "congestion").sum() == 5
 
 
+def test_a_pool_worker_reads_on_one_thread_with_the_same_result(write_trace, monkeypatch):
+    """In a batch worker (threads.one_per_worker) the reader parses its blocks inline, and
+    the table is the pipelined read's, error rows' line numbers included."""
+    from ldanalyze import threads
+    from ldanalyze.io.ns2 import wired
+
+    lines = []
+    for k in range(30):
+        lines += delivered(k, k, shift=0.1 * k) if k % 7 else [
+            _shift(x, 0.1 * k) for x in hop0(k, k) + [ENQ1.format(seq=k, uid=k), DRP1.format(t="1.010", seq=k, uid=k)]
+        ]
+    path = write_trace(lines)
+    pipelined = read_ns2_wired(path, block_bytes=97).packets
+
+    def no_thread(*args, **kwargs):
+        raise AssertionError("a worker's read started a thread")
+
+    monkeypatch.setattr(threads, "_alone", False)
+    monkeypatch.setattr(wired, "ThreadPoolExecutor", no_thread)
+    assert read_ns2_wired(path, block_bytes=97).packets.equals(pipelined)
+    bad = write_trace(lines[:40] + ["x 1.2 0 1 cbr 762 ------- 1 0.1 2.1 1 1"] + lines[40:])
+    with pytest.raises(Exception, match=":41:.*unknown event letter 'x'"):
+        read_ns2_wired(bad, block_bytes=97)
+
+
 def test_empty_lines_are_skipped_and_line_numbers_stay_right(write_trace):
     lines = delivered(0, 0) + [""] + delivered(1, 1, shift=0.1)[:2] + ["x 1.2 0 1 cbr 762 ------- 1 0.1 2.1 1 1"]
     with pytest.raises(Exception) as info:

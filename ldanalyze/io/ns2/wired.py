@@ -45,6 +45,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 from numba import njit
 
+from ... import threads
 from ...errors import TraceError, TraceWarning, UsageError
 from ...packets import (
     CONGESTION,
@@ -270,11 +271,16 @@ def read_ns2_wired(
     letters = dict(_EVENT_LETTERS)
     letters.update({e: EV_ERROR for e in error_events})
     reader = _WiredReader(path, data_types, feedback_types, letters)
+    blocks = iter_blocks(path, block_bytes)
+    if not threads.may_spread():  # a pool's worker: its siblings keep the other cores busy
+        for block, offset in blocks:
+            reader.add_table(reader.parse(block, offset), offset)
+        return reader.finish(flow_by)
     # parse block k+1 on a worker thread while block k is folded in (pyarrow releases the
     # GIL); at most two blocks are in memory at once
     with ThreadPoolExecutor(max_workers=1) as pool:
         previous = None
-        for block, offset in iter_blocks(path, block_bytes):
+        for block, offset in blocks:
             parsing = pool.submit(reader.parse, block, offset)
             if previous is not None:
                 reader.add_table(previous[0].result(), previous[1])
