@@ -7,6 +7,7 @@ other failure.
 from __future__ import annotations
 
 import argparse
+import importlib.abc
 import json
 import os
 import pathlib
@@ -876,8 +877,40 @@ def ordinary_pages() -> None:
         setting(False)
 
 
+class _NoBlasProbe(importlib.abc.MetaPathFinder):
+    """Answers numba's one probe for BLAS with "none" (see :func:`no_blas_probe`), then leaves."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "scipy.linalg" and self._from_numba_probe():
+            sys.meta_path.remove(self)
+            raise ImportError("ldanalyze's kernels call no BLAS")
+        return None
+
+    @staticmethod
+    def _from_numba_probe() -> bool:
+        frame = sys._getframe(2)
+        while frame is not None:
+            code = frame.f_code
+            if code.co_name == "ensure_blas" and code.co_filename.endswith(os.path.join("numba", "np", "linalg.py")):
+                return True
+            frame = frame.f_back
+        return False
+
+
+def no_blas_probe() -> None:
+    """Spare this process numba's probe for BLAS. The first kernel a process loads makes numba
+    import ``scipy.linalg``, where scipy is installed (the ``learn`` and ``test`` extras), only
+    to learn whether a kernel's ``np.dot`` may call BLAS: 0.15 s of every command on our
+    development VM. No kernel of ours calls BLAS, and a command's process runs only ours, so
+    here numba is told there is none; scipy itself imports as ever (the learned LDA's model
+    needs it). An interactive session, which may run numba code of its own, is left alone."""
+    if "scipy.linalg" not in sys.modules:
+        sys.meta_path.insert(0, _NoBlasProbe())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ordinary_pages()
+    no_blas_probe()
     parser = build_parser()
     args = parser.parse_args(argv)
     with warnings.catch_warnings(record=True) as caught:  # the API's warnings, as one-line notes

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 
 import pandas as pd
+import pytest
 
 from ldanalyze import build_timeline, read_trace
 from ldanalyze.cli import main
@@ -152,6 +154,28 @@ def test_captures_work_wherever_traces_do(tmp_path, capsys):
     assert "unaware       tfrc" in capsys.readouterr().out
     assert main(["timeline", str(capture), "-o", str(tmp_path / "t.csv")]) == 0
     assert "wrote 200 packets" in capsys.readouterr().out
+
+
+def test_a_command_spares_numba_its_blas_probe_and_scipy_still_imports():
+    """A command's process runs compiled kernels without numba importing scipy.linalg to
+    probe for BLAS (no kernel of ours calls it); scipy.linalg imports as ever afterwards. The
+    same kernels called from the library (no CLI) probe as numba always does."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("scipy")
+    probe = ("import sys\n"
+             "{run}\n"
+             "from numba.np import arraymath\n"
+             "probed = 'scipy.linalg' in sys.modules\n"
+             "import scipy.linalg\n"
+             "print(probed, arraymath._HAVE_BLAS, scipy.linalg.__name__)\n")
+    env = {**os.environ, "LDANALYZE_KERNELS": "compiled"}
+    cli = "from ldanalyze.cli import main\nassert main(['inspect', sys.argv[1]]) == 0"
+    library = "from ldanalyze import read_trace, build_timeline\nbuild_timeline(read_trace(sys.argv[1]))"
+    outputs = [subprocess.run([sys.executable, "-c", probe.format(run=run), str(SAMPLE)], env=env, check=True,
+                              capture_output=True, text=True).stdout.split()[-3:] for run in (cli, library)]
+    assert outputs == [["False", "False", "scipy.linalg"], ["True", "True", "scipy.linalg"]]
 
 
 def test_the_cli_leaves_numpy_on_ordinary_pages_unless_told(monkeypatch):
