@@ -120,7 +120,9 @@ class Capture:
     def times(self) -> np.ndarray:
         """Capture times in seconds since the epoch; NaN for records without one (SPB)."""
         ts = self.records["ts_ns"]
-        return np.where(ts == NO_TIME, np.nan, ts / 1e9)
+        seconds = ts / 1e9
+        seconds[ts == NO_TIME] = np.nan  # in place: np.where's second array took three times as long
+        return seconds
 
 
 # -- kernels -----------------------------------------------------------------------------------
