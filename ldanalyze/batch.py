@@ -18,6 +18,7 @@ import fnmatch
 import glob
 import hashlib
 import json
+import multiprocessing
 import os
 import pathlib
 import time
@@ -215,8 +216,10 @@ def run_job(job: Job, analysis: Analysis) -> Outcome:
 
 def _run_in_worker(job: Job, analysis: Analysis) -> Outcome:
     """:func:`run_job` in a worker of a pool or a Dask cluster, on one thread: the other
-    workers keep the other cores busy (:mod:`ldanalyze.threads`)."""
-    threads.one_per_worker()
+    workers keep the other cores busy (:mod:`ldanalyze.threads`). A Dask worker that is a
+    thread of the caller's own process is left its threads: they are the caller's too."""
+    if multiprocessing.parent_process() is not None:
+        threads.one_per_worker()
     return run_job(job, analysis)
 
 

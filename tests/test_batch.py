@@ -12,10 +12,12 @@ import xml.etree.ElementTree as ET
 import jsonschema
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 import ldanalyze as la
 from ldanalyze import batch as batching
+from ldanalyze import threads
 from ldanalyze.cli import main
 from ldanalyze.errors import UsageError
 from ldanalyze.gates import Threshold, check_thresholds, compare_baseline
@@ -79,7 +81,7 @@ def jobs_of(folder):
 
 
 def test_process_pool_and_dask_give_the_serial_results(suite):
-    from dask.distributed import LocalCluster
+    from dask.distributed import Client, LocalCluster
 
     jobs = jobs_of(suite)
     serial = batching.results_table(batching.execute(jobs, analysis()))
@@ -87,7 +89,27 @@ def test_process_pool_and_dask_give_the_serial_results(suite):
     pd.testing.assert_frame_equal(serial, pooled)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         dask = batching.results_table(batching.execute(jobs, analysis(), scheduler=cluster.scheduler_address))
+        with Client(cluster) as client:  # the workers that ran jobs run on one thread each
+            assert set(client.run(threads.may_spread).values()) == {False}
+            assert set(client.run(pa.cpu_count).values()) == {1}
     pd.testing.assert_frame_equal(serial, dask)
+
+
+def _worker_threads(job, analysis):
+    outcome = batching._run_in_worker(job, analysis)
+    return outcome.error, pa.cpu_count(), threads.may_spread()
+
+
+def test_a_pool_worker_runs_on_one_thread_and_the_caller_keeps_its_own(suite):
+    """A job run in a worker process leaves it one thread of pyarrow's and none of the
+    readers'; run in the caller's own process (a Dask cluster of threads), the caller's
+    threads are left as they were."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    job, before = jobs_of(suite)[0], pa.cpu_count()
+    with ProcessPoolExecutor(max_workers=1) as pool:
+        assert pool.submit(_worker_threads, job, analysis()).result() == (None, 1, False)
+    assert _worker_threads(job, analysis()) == (None, before, True)
 
 
 def test_an_lda_added_to_a_warm_cache_scores_as_a_plain_run(suite, tmp_path):
