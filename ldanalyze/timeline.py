@@ -158,7 +158,9 @@ def _flow_statistics(at: np.ndarray, values: np.ndarray, n_flows: int) -> np.nda
         starts = np.flatnonzero(np.diff(at, prepend=-2))
     for start, end in zip(starts, np.append(starts[1:], at.shape[0])):
         x = values[start:end]
-        x = x[~np.isnan(x)]
+        missing = np.isnan(x)
+        if missing.any():  # else the flow's slice as it is: no copy of millions of values
+            x = x[~missing]
         if at[start] >= 0 and x.size:
             out[at[start]] = (x.mean(), *np.percentile(x, [50, 95]), x.max())
     return out

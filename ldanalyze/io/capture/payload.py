@@ -574,8 +574,8 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
     seq16 = RTP.seq.read(head)
     skipped: dict[str, str] = {}
     candidates, small = [], []
-    per_ssrc = pd.Series(ssrc[is_rtp]).value_counts(sort=False).sort_index()
-    for key, count in zip(per_ssrc.index.to_numpy(), per_ssrc.to_numpy()):
+    keys, counts = _ssrc_counts(ssrc[is_rtp])
+    for key, count in zip(keys, counts):
         name = f"{label}{SSRC}0x{int(key):08x}"
         mine = is_rtp & (ssrc == key)
         media = mine & ~probe
@@ -664,6 +664,14 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
     streams[0].info.update(demux=demux, noise_ssrcs=noise_ssrcs, noise_packets=noise_packets,
                            skipped_streams=skipped)
     return streams
+
+
+def _ssrc_counts(ssrc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct SSRCs, ascending, and their packet counts; a flow of one SSRC (the usual
+    case) without sorting its packets' SSRCs."""
+    if (ssrc == ssrc[0]).all():
+        return ssrc[:1], np.array([ssrc.shape[0]])
+    return np.unique(ssrc, return_counts=True)
 
 
 def _selection(mask: np.ndarray) -> slice | np.ndarray:
