@@ -7,6 +7,7 @@ other failure.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.abc
 import json
 import os
@@ -31,11 +32,11 @@ from .errors import TraceError, UsageError
 from .io import FORMATS, list_flows, read_trace
 from .io.detect import PCAP, PCAPNG
 from .io.labels import apply_labels, write_labels
-from .io.capture.payload import KINDS, ORDER, FieldSpec
+from .io.capture.payload import KINDS, ORDER, FieldSpec, first_reasons
 from .io.capture.pcap import RTP_HEAD_BYTES, SKEW_CHOICES, capture_format
 from .io.capture.split import read_capture_flows
 from .io.capture.vantage import CLOCKS, parse_vantage, read_vantages
-from .packets import LOSS_FATES, Trace
+from .packets import LOSS_FATES, Trace, empty_rtt, natural_sorted
 from .lda import REGISTRY, Replay, classify, runnable_ldas
 from .lda.zbs import Zbs
 from .report import ci
@@ -219,56 +220,94 @@ def _print_streams(meta: dict) -> None:
         print(f"skipped stream {label}: {why}")
 
 
-def cmd_inspect(args: argparse.Namespace) -> int:
+@dataclasses.dataclass
+class _Inspected:
+    """What ``inspect`` reports of a trace, read whole or gathered flow by flow."""
+
+    path: str
+    format: str
+    meta: dict
+    packets: int  # data packets (PacketTable rows)
+    routes: int  # losses to routing and mobility
+    rtt: pd.DataFrame
+    summary: pd.DataFrame  # Timeline.summary
+
+
+def _inspected(args: argparse.Namespace) -> _Inspected:
+    if args.flow_at_a_time:
+        return _inspected_flow_by_flow(args)
     trace, timeline = _load(args)
-    summary = timeline.summary()
+    return _Inspected(trace.path, trace.format, trace.meta, len(trace.packets),
+                      int((trace.packets["fate"] == "route").sum()), trace.rtt, timeline.summary())
+
+
+def _inspected_flow_by_flow(args: argparse.Namespace) -> _Inspected:
+    """``inspect --flow-at-a-time``: each flow's timeline summarised as it is read (memory
+    bounded by the largest flow), the capture's meta gathered from the flows'."""
+    path = _sources(args)[0]
+    flows = _flow_by_flow(args, path)
+    summaries, metas, packets, kind = [], [], 0, None
+    for trace in flows:
+        summaries.append(build_timeline(trace, seq_modulus=args.seq_modulus).summary())
+        metas.append(trace.meta)
+        packets, kind = packets + len(trace.packets), trace.format
+    if not metas:
+        raise TraceError(path, f"no flow with sequence numbers ({first_reasons(flows.skipped_flows)})")
+    summary = pd.concat(summaries, ignore_index=True)
+    summary = summary.set_index("flow").loc[natural_sorted(summary["flow"])].reset_index()
+    return _Inspected(path, kind, flows.whole_meta(metas), packets, 0, empty_rtt(), summary)
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    seen = _inspected(args)
+    summary = seen.summary
     if args.json:
         payload = {
-            "trace": trace.path,
-            "format": trace.format,
-            "meta": trace.meta,
-            "rtt_samples": int(len(trace.rtt)),
+            "trace": seen.path,
+            "format": seen.format,
+            "meta": seen.meta,
+            "rtt_samples": int(len(seen.rtt)),
             "flows": json.loads(summary.to_json(orient="records")),
         }
         print(json.dumps(payload, indent=2, default=_json_value))
         return 0
-    print(f"{trace.path}: {trace.format}, {len(summary)} flow(s), {len(trace.packets)} data packets")
-    if trace.format in (PCAP, PCAPNG):
+    print(f"{seen.path}: {seen.format}, {len(summary)} flow(s), {seen.packets} data packets")
+    if seen.format in (PCAP, PCAPNG):
         print("\nflows in the capture (5-tuple and direction):")
-        flows = trace.meta.get("capture_flows")
+        flows = seen.meta.get("capture_flows")
         if flows is None:  # a trace from the batch cache keeps its meta as records
-            flows = list_flows(trace.path, head_bytes=RTP_HEAD_BYTES)
+            flows = list_flows(seen.path, head_bytes=RTP_HEAD_BYTES)
         print(pd.DataFrame(flows).to_string(index=False))
-        _print_streams(trace.meta)
-    if "vantages" in trace.meta:
+        _print_streams(seen.meta)
+    if "vantages" in seen.meta:
         print("\ncaptures along the path (clock fit against the sender's: minimal delay and skew):")
-        vantages = pd.DataFrame(trace.meta["vantages"])
+        vantages = pd.DataFrame(seen.meta["vantages"])
         vantages["offset_ms"] = vantages["offset_s"] * 1e3
         print(vantages[["path", "cause", "records", "matched", "unmatched", "missed", "offset_ms",
                         "skew_ppm"]].round(3).to_string(index=False))
         print("\nlosses per segment:")
-        print(pd.DataFrame(trace.meta["segments"]).to_string(index=False))
-    if "clock_fit" in trace.meta:
-        removed = "skew and offset" if trace.meta.get("offset_removed") else "skew"
+        print(pd.DataFrame(seen.meta["segments"]).to_string(index=False))
+    if "clock_fit" in seen.meta:
+        removed = "skew and offset" if seen.meta.get("offset_removed") else "skew"
         print(f"\nclock {removed} fitted per pair of clocks (lower envelope) and removed from the receive times "
               "where the status says applied:")
-        fit = trace.meta["clock_fit"]
+        fit = seen.meta["clock_fit"]
         shown = ["flow", "offset_s", "skew_ppm", "uncertainty_ppm", "samples"]
         if fit["reverse_samples"].any():  # both directions (Paxson): each one's own fit
             shown += ["forward_ppm", "reverse_ppm", "reverse_samples"]
         print(fit[[*shown, "status"]].round(6).to_string(index=False))
-    if "labels" in trace.meta:
-        print("\nlabels: " + ", ".join(f"{k} {v}" for k, v in trace.meta["labels"].items()))
-    skipped = trace.meta.get("skipped_lines")
+    if "labels" in seen.meta:
+        print("\nlabels: " + ", ".join(f"{k} {v}" for k, v in seen.meta["labels"].items()))
+    skipped = seen.meta.get("skipped_lines")
     if skipped:
         print("lines that are no packet event, skipped: " + ", ".join(f"{k} ({v})" for k, v in skipped.items()))
-    if int((trace.packets["fate"] == "route").sum()):
+    if seen.routes:
         print("route: losses to routing and mobility; `score` leaves them out of M_c/M_w (see --route-as)")
-    ignored = trace.meta.get("ignored_types")
+    ignored = seen.meta.get("ignored_types")
     if ignored:
         print("ignored packet types: " + ", ".join(f"{k} ({v})" for k, v in ignored.items()))
-    if len(trace.rtt):
-        rtt = trace.rtt.groupby("flow")["rtt"].agg(["size", "mean", "min"])
+    if len(seen.rtt):
+        rtt = seen.rtt.groupby("flow")["rtt"].agg(["size", "mean", "min"])
         print("RTT samples from feedback: " + ", ".join(
             f"flow {f}: {int(r['size'])} (mean {r['mean'] * 1e3:.1f} ms, min {r['min'] * 1e3:.1f} ms)"
             for f, r in rtt.iterrows()
@@ -372,11 +411,20 @@ def _score_traces(args: argparse.Namespace):
     if not args.flow_at_a_time:
         yield from (_read(args, path) for path in _sources(args))
         return
+    for path in _sources(args):
+        yield from _flow_by_flow(args, path)
+
+
+def _flow_by_flow(args: argparse.Namespace, path: str | None):
+    """``read_capture_flows`` of the capture at ``path`` with the command line's options
+    (``--flow-at-a-time``), or a usage error for an option that picks flows or streams."""
     given = [flag for flag, value in (("--vantage", args.vantage), ("--labels", args.labels), ("--flows", args.flows),
                                       ("--ssrc", args.ssrc), ("--rtp-sequence", args.rtp_sequence != "ssrc"))
              if value]
     if given:
         raise UsageError(f"--flow-at-a-time reads whole captures flow by flow; it takes no {', '.join(given)}")
+    if capture_format(path) is None:
+        raise UsageError(f"--flow-at-a-time reads pcap and pcapng captures; {path} is not one")
     options = {"payload": FieldSpec.parse(args.field) if args.field else args.payload or "auto"}
     if args.clock_rate:
         options["clock_rate"] = args.clock_rate
@@ -384,10 +432,9 @@ def _score_traces(args: argparse.Namespace):
         options["skew"] = args.skew
     if args.skew_limit is not None:
         options["skew_limit_ppm"] = args.skew_limit
-    for path in _sources(args):
-        if capture_format(path) is None:
-            raise UsageError(f"--flow-at-a-time reads pcap and pcapng captures; {path} is not one")
-        yield from read_capture_flows(path, **options)
+    if args.capture_host:
+        options["capture_host"] = args.capture_host
+    return read_capture_flows(path, **options)
 
 
 def _path(args: argparse.Namespace) -> PathModel:
@@ -727,6 +774,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("inspect", parents=[one], help="per-flow packets, losses by cause, ROTT/IAT")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--flow-at-a-time", action="store_true",
+                   help="captures larger than memory: decode into per-flow files on disk, then read and summarise "
+                        "one flow at a time (the same report; memory bounded by the largest flow)")
     p.set_defaults(func=cmd_inspect)
 
     p = sub.add_parser("labels", parents=[one], help="write the causes of a trace's losses as a labels file")

@@ -4,6 +4,7 @@ packets, fates and counts as ``read_capture``, whatever the block size, on real 
 from __future__ import annotations
 
 import io
+import json
 import warnings
 
 import numpy as np
@@ -103,3 +104,55 @@ def test_one_flow_at_a_time_fits_each_pair_of_hosts_jointly(name):
     split = pd.concat([p.packets for p in parts], ignore_index=True)
     a, b = table(split), table(whole.packets)
     np.testing.assert_allclose(a["t_recv"], b["t_recv"], rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["discord.pcap", "stun_signal.pcapng", "telegram_videocall.pcapng", "rtp.pcapng"])
+def test_the_whole_capture_s_meta_is_gathered_from_its_flows(name):
+    """What no one flow's Trace holds, the capture's flow table (every flow, with the packets
+    and bytes counted as the records were decoded, in small blocks here), the flows skipped and
+    the notes, comes with the result once every flow is read; with the flows' own meta it is
+    the whole read's."""
+    path = REAL / name
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        whole = la.read_trace(path)
+        flows = read_capture_flows(path, block_records=97)
+        metas = [trace.meta for trace in flows]
+    pd.testing.assert_frame_equal(flows.capture_flows, whole.meta["capture_flows"])
+    gathered = flows.whole_meta(metas)
+    for key in ("flows", "skipped_flows", "skipped_streams", "notes", "records", "capture_host"):
+        assert gathered[key] == whole.meta[key], key
+    assert gathered["clock_fit"]["flow"].tolist() == whole.meta["clock_fit"]["flow"].tolist()
+
+
+@pytest.mark.parametrize("name", ["discord.pcap", "stun_signal.pcapng", "telegram_videocall.pcapng"])
+def test_inspect_flow_at_a_time_reports_what_the_whole_read_reports(name, capsys):
+    """The same report, text and JSON, and the same warnings, read whole or flow by flow."""
+    from ldanalyze.cli import main
+
+    path = str(REAL / name)
+    reports = []
+    for flag in ([], ["--flow-at-a-time"]):
+        assert main(["inspect", path, *flag]) == 0
+        text = capsys.readouterr()
+        assert main(["inspect", path, "--json", *flag]) == 0
+        reports.append((text.out, sorted(text.err.splitlines()), json.loads(capsys.readouterr().out)))
+    (text, err, js), (split_text, split_err, split_js) = reports
+    assert split_text == text and split_err == err
+    assert split_js["flows"] == js["flows"] and split_js["meta"].keys() == js["meta"].keys()
+    assert "flows in the capture" in text and "streams read" in text
+
+
+def test_inspect_flow_at_a_time_refuses_what_it_cannot_do(capsys):
+    from ldanalyze.cli import main
+
+    from .conftest import TRACES
+
+    assert main(["inspect", str(TRACES / "wlh_cbr_1flow_bursty.tr.gz"), "--flow-at-a-time"]) == 2
+    assert "reads pcap and pcapng captures" in capsys.readouterr().err
+    assert main(["inspect", str(REAL / "discord.pcap"), "--flow-at-a-time", "--flows", "x"]) == 2
+    assert "takes no --flows" in capsys.readouterr().err
+    assert main(["inspect", str(REAL / "discord.pcap"), "--flow-at-a-time", "--payload", "tcp"]) == 2
+    err = capsys.readouterr().err  # no flow is TCP with timestamps: the first reasons
+    assert "discord.pcap: no flow with sequence numbers (10.0.2.15:42834>162.159.128.233:443/tcp: " in err
+    assert "66.22.244.154:50004/udp: not a TCP flow (first packet at byte 4080); ...)" in err

@@ -251,6 +251,14 @@ class NotThisKind(Exception):
     """The flow's payload does not fit a kind; the message says why."""
 
 
+class NoSequenceNumbers(TraceError):
+    """No flow of the capture carries sequence numbers; ``skipped``: each flow's label → why."""
+
+    def __init__(self, path: str, message: str, *, skipped: dict[str, str]) -> None:
+        super().__init__(path, message)
+        self.skipped = skipped
+
+
 # -- the entry points --------------------------------------------------------------------------
 def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows=None,
                     clock_rate: float | None = None, fallback: str | None = None,
@@ -319,9 +327,9 @@ def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows
             raise TraceError(capture.path, f"no RTP stream with SSRC {', '.join(sorted(chosen_ssrcs))}")
     if not streams:
         counts = capture.counts
-        raise TraceError(capture.path, f"no decodable flow with sequence numbers: {counts['records']} "
-                         f"records, {counts['decoded']} decoded into {len(capture.flows)} flows"
-                         + (f"; {first_reasons(skipped)}" if skipped else ""))
+        raise NoSequenceNumbers(capture.path, f"no decodable flow with sequence numbers: {counts['records']} "
+                                f"records, {counts['decoded']} decoded into {len(capture.flows)} flows"
+                                + (f"; {first_reasons(skipped)}" if skipped else ""), skipped=skipped)
     skipped_streams = {}
     for stream in streams:
         skipped_streams.update(stream.info.pop("skipped_streams", {}))

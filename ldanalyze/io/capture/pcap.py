@@ -805,11 +805,16 @@ def list_flows(source: Capture | str | os.PathLike, *, kinds: dict[int, str] | N
     """
     capture = source if isinstance(source, Capture) else decode_capture(source, **decode_options)
     records = capture.records
-    n = len(capture.flows)
-    packets, size, first, last = flow_extents(records["flow"], records["ts_ns"], records["ip_len"], n)
-    kinds = payloads.detect_kinds(capture) if kinds is None else kinds
-    table = capture.flows[["label", "src", "sport", "dst", "dport"]].rename(columns={"label": "flow"})
-    table.insert(1, "proto", [PROTO_NAMES.get(p, str(p)) for p in capture.flows["proto"]])
+    extents = flow_extents(records["flow"], records["ts_ns"], records["ip_len"], len(capture.flows))
+    return flow_listing(capture.flows, extents, payloads.detect_kinds(capture) if kinds is None else kinds)
+
+
+def flow_listing(flows: pd.DataFrame, extents: tuple, kinds: dict[int, str]) -> pd.DataFrame:
+    """``list_flows``'s table from a flow table, each flow's ``flow_extents`` and kind."""
+    packets, size, first, last = extents
+    n = len(flows)
+    table = flows[["label", "src", "sport", "dst", "dport"]].rename(columns={"label": "flow"})
+    table.insert(1, "proto", [PROTO_NAMES.get(p, str(p)) for p in flows["proto"]])
     table["packets"] = packets
     table["bytes"] = size
     table["first"] = np.where(last == NO_TIME, np.nan, first / 1e9)  # NaN: no packet with a time

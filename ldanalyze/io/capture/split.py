@@ -17,8 +17,10 @@ its flows' summaries (``clocks.fit_pair``), and the tables are read back one at 
 yielded with their pair's skew removed. The skew found is ``read_capture``'s, up to rounding.
 A capture of one flow needs none of this: its skew is removed in memory, as there.
 
-What differs from ``read_capture``: ``meta['capture_flows']`` lists the flow the trace holds;
-a flow that carries no sequence numbers is skipped with a warning, as there.
+What differs from ``read_capture``: a Trace's ``meta['capture_flows']`` counts the packets of
+its own flow only, and a flow that carries no sequence numbers is skipped with a warning, as
+there; once every flow is read, the capture's whole flow table and the flows skipped are the
+result's (:class:`FlowByFlow`), which is how ``inspect --flow-at-a-time`` reports them.
 """
 
 from __future__ import annotations
@@ -31,16 +33,19 @@ import warnings
 from collections.abc import Iterator
 
 import numpy as np
+import pandas as pd
 from pyarrow import feather
 
 from ...clocks import (
     PLAUSIBLE_SKEW_PPM, delay_summary, delivered_rows, fit_pair, halves_summaries, pair_of, remove_skew,
 )
-from ...errors import TraceError
-from ...packets import Trace
+from ...packets import Trace, natural_sorted
 from . import payload as payloads
-from .linklayer import STATUS_NAMES
-from .pcap import CHUNK_BYTES, CaptureWarning, _host_option, _Output, capture_trace, decode_into, head_bytes_for
+from .linklayer import NO_TIME, STATUS_NAMES
+from .pcap import (
+    CHUNK_BYTES, CaptureWarning, _host_option, _kinds_read, _Output, capture_trace, decode_into, flow_extents,
+    flow_listing, head_bytes_for,
+)
 
 SPILL_RECORDS = 1 << 20  # records per block before it is written out (about 100 MB)
 
@@ -56,6 +61,7 @@ class _SpillingOutput(_Output):
         self.kept: list[np.ndarray] = []  # frames of no flow, and sender reports
         self.spilled = np.zeros(256, np.int64)  # flow records written out, by decode status
         self.ttls = np.zeros((0, 256), np.int64)  # decoded packets by flow and TTL (for the capture host)
+        self.extents = _no_extents(0)  # packets, IP bytes, first and last time by flow (list_flows's)
         self.flows_written: set[int] = set()
 
     def new_block(self) -> None:
@@ -75,6 +81,7 @@ class _SpillingOutput(_Output):
         more = payloads.flow_ttls(block, self.n_flows)
         more[: self.ttls.shape[0]] += self.ttls
         self.ttls = more
+        self.extents = _merged_extents(self.extents, flow_extents(flow, block["ts_ns"], block["ip_len"], self.n_flows))
         order = np.argsort(flow, kind="stable")
         ordered = flow[order]
         starts = np.flatnonzero(np.diff(ordered, prepend=-2))
@@ -98,33 +105,107 @@ def read_capture_flows(
     workdir: str | os.PathLike | None = None,
     chunk_bytes: int = CHUNK_BYTES,
     block_records: int = SPILL_RECORDS,
-) -> Iterator[Trace]:
+) -> FlowByFlow:
     """One Trace per flow of a capture, with memory bounded by the largest flow (module
     docstring); the options are ``read_capture``'s. The per-flow files live in a temporary
-    folder under ``workdir`` (the system's temporary folder by default), removed at the end."""
-    head_bytes = head_bytes_for(payload)
-    with tempfile.TemporaryDirectory(prefix="ldanalyze-flows-", dir=workdir) as folder:
-        folder = pathlib.Path(folder)
-        output = _SpillingOutput(head_bytes, folder, block_records)
-        capture = decode_into(path, output, chunk_bytes)  # holds the kept records only
-        _count_spilled(capture, output)
-        reports = payloads.capture_sender_reports(capture)
-        host = _host_option(capture_host)
-        if host == "auto":  # from every flow's packets, not the one at hand
-            host = payloads.host_of(capture.flows, output.ttls)
-        # one flow: its pair's fit needs no other flow, and is made in memory, as read_capture does
-        joint = skew == "remove" and vantage == "receiver" and len(output.flows_written) > 1
-        traces = _flow_traces(capture, output, folder, reports=reports, host=host, payload=payload,
-                              vantage=vantage, clock_rate=clock_rate, skew="keep" if joint else skew,
-                              skew_limit_ppm=skew_limit_ppm)
-        yield from _skew_removed(traces, folder, skew_limit_ppm) if joint else traces
+    folder under ``workdir`` (the system's temporary folder by default), removed at the end.
+    Nothing is read until the result is iterated (once); see :class:`FlowByFlow`."""
+    return FlowByFlow(path, dict(payload=payload, vantage=vantage, clock_rate=clock_rate, skew=skew,
+                                 skew_limit_ppm=skew_limit_ppm, capture_host=capture_host, workdir=workdir,
+                                 chunk_bytes=chunk_bytes, block_records=block_records))
+
+
+class FlowByFlow:
+    """The Traces of a capture read one flow at a time (``read_capture_flows``), to iterate
+    once; after them, what ``read_capture`` keeps of the capture as a whole, which no one flow's
+    Trace holds: ``capture_flows``, ``list_flows``'s table of every flow of the capture (its
+    packets, bytes and times counted as the records were decoded, the payload kind of each flow
+    read), ``skipped_flows`` (label → why: the flows that carry no sequence numbers) and
+    ``notes`` (the warnings about the capture as a whole)."""
+
+    def __init__(self, path: str | os.PathLike, options: dict) -> None:
+        self.path = os.fspath(path)
+        self.options = options
+        self.capture_flows: pd.DataFrame | None = None
+        self.skipped_flows: dict[str, str] = {}
+        self.notes: list[str] = []
+
+    def __iter__(self) -> Iterator[Trace]:
+        o = self.options
+        head_bytes = head_bytes_for(o["payload"])
+        with tempfile.TemporaryDirectory(prefix="ldanalyze-flows-", dir=o["workdir"]) as folder:
+            folder = pathlib.Path(folder)
+            output = _SpillingOutput(head_bytes, folder, o["block_records"])
+            capture = decode_into(self.path, output, o["chunk_bytes"])  # holds the kept records only
+            self.notes = capture.notes
+            _count_spilled(capture, output)
+            reports = payloads.capture_sender_reports(capture)
+            host = _host_option(o["capture_host"])
+            if host == "auto":  # from every flow's packets, not the one at hand
+                host = payloads.host_of(capture.flows, output.ttls)
+            # one flow: its pair's fit needs no other flow, and is made in memory, as read_capture does
+            joint = o["skew"] == "remove" and o["vantage"] == "receiver" and len(output.flows_written) > 1
+            traces = _flow_traces(capture, output, folder, reports=reports, host=host, payload=o["payload"],
+                                  vantage=o["vantage"], clock_rate=o["clock_rate"],
+                                  skew="keep" if joint else o["skew"], skew_limit_ppm=o["skew_limit_ppm"],
+                                  skipped=self.skipped_flows)
+            streams: dict[str, dict] = {}
+            for trace in _skew_removed(traces, folder, o["skew_limit_ppm"]) if joint else traces:
+                streams.update(trace.meta["flows"])
+                yield trace
+            self.capture_flows = flow_listing(capture.flows, _padded(output.extents, len(capture.flows)),
+                                              _kinds_read(capture, streams))
+
+    def whole_meta(self, metas: list[dict]) -> dict:
+        """The meta ``read_capture`` gives the whole capture, from its flows' Traces' meta (in
+        the order they came), once they are all read: the streams, skipped streams and notes
+        of every flow, the clock fit's rows of every flow, the capture's flow table and the
+        flows skipped; what the capture shares (its format, records, interfaces, capture
+        host) from the first flow."""
+        if self.capture_flows is None:
+            raise RuntimeError("whole_meta: read every flow first")
+        meta = dict(metas[0]) if metas else {}
+        for key in ("flows", "skipped_streams"):
+            meta[key] = {k: v for m in metas for k, v in m.get(key, {}).items()}
+        meta["skipped_flows"] = {**self.skipped_flows, **{k: v for m in metas for k, v in m["skipped_flows"].items()}}
+        meta["notes"] = self.notes  # the decode's and the skipped flows' and streams' (not each flow's own)
+        meta["capture_flows"] = self.capture_flows
+        fits = [m["clock_fit"] for m in metas if len(m.get("clock_fit", ()))]  # a flow with no delivered packet has none
+        if fits:
+            fit = pd.concat(fits, ignore_index=True)
+            meta["clock_fit"] = fit.set_index("flow").loc[natural_sorted(fit["flow"])].reset_index()
+        return meta
+
+
+def _no_extents(n_flows: int) -> tuple:
+    """``flow_extents`` of no records."""
+    return (np.zeros(n_flows, np.int64), np.zeros(n_flows, np.int64),
+            np.full(n_flows, np.iinfo(np.int64).max), np.full(n_flows, NO_TIME))
+
+
+def _merged_extents(a: tuple, b: tuple) -> tuple:
+    """Two blocks' ``flow_extents`` as one."""
+    n = max(a[0].shape[0], b[0].shape[0])
+    a, b = _padded(a, n), _padded(b, n)
+    return a[0] + b[0], a[1] + b[1], np.minimum(a[2], b[2]), np.maximum(a[3], b[3])
+
+
+def _padded(extents: tuple, n_flows: int) -> tuple:
+    """``flow_extents`` over ``n_flows`` flows: the flow table grows as the decode goes."""
+    if extents[0].shape[0] == n_flows:
+        return extents
+    out = _no_extents(n_flows)
+    for whole, part in zip(out, extents):
+        whole[: part.shape[0]] = part
+    return out
 
 
 def _flow_traces(capture, output: _SpillingOutput, folder: pathlib.Path, *, reports, host, payload, vantage,
-                 clock_rate, skew, skew_limit_ppm) -> Iterator[Trace]:
+                 clock_rate, skew, skew_limit_ppm, skipped: dict) -> Iterator[Trace]:
     """The Trace of each flow file in turn, its skew removed as ``capture_trace`` does on the
-    flow alone or kept (a warning at the end for the flows that carried no sequence numbers)."""
-    skipped = {}
+    flow alone or kept; the flows that carry no sequence numbers go into ``skipped`` (a
+    warning at the end, and one for the RTP streams skipped)."""
+    streams: dict[str, str] = {}
     for flow in sorted(output.flows_written):
         file = folder / f"{flow}.rec"
         # mapped, not read: the flow's records are the file's pages, which the system can drop
@@ -135,8 +216,8 @@ def _flow_traces(capture, output: _SpillingOutput, folder: pathlib.Path, *, repo
             try:
                 packets, taken = payloads.capture_packets(one, payload=payload, vantage=vantage,
                                                           clock_rate=clock_rate, reports=reports, host=host)
-            except TraceError as why:  # this flow carries no sequence numbers
-                skipped[capture.flows["label"].iat[flow]] = str(why)
+            except payloads.NoSequenceNumbers as why:  # this flow carries none
+                skipped.update(why.skipped)
                 continue
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", CaptureWarning)  # said once for the capture, below
@@ -145,10 +226,16 @@ def _flow_traces(capture, output: _SpillingOutput, folder: pathlib.Path, *, repo
         finally:
             one = packets = None  # the mapping is closed before its file goes
             file.unlink()
+        streams.update(trace.meta["skipped_streams"])
         yield trace
-    if skipped:
-        warnings.warn(f"{capture.path}: {len(skipped)} flow(s) without sequence numbers skipped "
-                      f"({payloads.first_reasons(skipped)})", CaptureWarning, stacklevel=3)
+    told = {k: v for k, v in skipped.items() if not v.startswith(payloads.ACKS_ONLY)}  # as capture_trace tells
+    messages = [f"{capture.path}: {len(told)} flow(s) without sequence numbers skipped "
+                f"({payloads.first_reasons(told)})" if told else "",
+                f"{capture.path}: {len(streams)} RTP stream(s) skipped ({payloads.first_reasons(streams)})"
+                if streams else ""]
+    for message in filter(None, messages):
+        capture.notes.append(message)  # the capture's notes, as capture_trace keeps them
+        warnings.warn(message, CaptureWarning, stacklevel=3)
 
 
 def _skew_removed(traces: Iterator[Trace], folder: pathlib.Path, skew_limit_ppm: float) -> Iterator[Trace]:
@@ -157,9 +244,16 @@ def _skew_removed(traces: Iterator[Trace], folder: pathlib.Path, skew_limit_ppm:
     its own, so that no name keeps a table of the pass before alive)."""
     shells, spans = _tables_written(traces, folder)
     fits = _pair_fits(shells, spans)
+    told = set()
     for table, shell in shells:
-        trace = remove_skew(dataclasses.replace(shell, packets=feather.read_feather(table)),
-                            skew_limit_ppm=skew_limit_ppm, pairs="hosts", fitted=fits)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            trace = remove_skew(dataclasses.replace(shell, packets=feather.read_feather(table)),
+                                skew_limit_ppm=skew_limit_ppm, pairs="hosts", fitted=fits)
+        for warning in caught:  # a pair's warning once, as read_capture gives it, not once per flow
+            if str(warning.message) not in told:
+                told.add(str(warning.message))
+                warnings.warn(warning.message, warning.category, stacklevel=2)
         table.unlink()
         yield trace
 
