@@ -4,12 +4,14 @@ missing): 8 flows taking turns, and one flow. The batch issue asks that a captur
 memory be read with bounded RSS; reading flow by flow bounds it by the largest flow, which the
 one-flow capture shows. Measured twice: the readers alone (``read_capture`` against
 ``read_capture_flows``), and whole commands as a CI job runs them (``ldanalyze batch FILE``
-with ``--flow-at-a-time-above never`` and ``0``), whose results must be the same.
+with ``--flow-at-a-time-above never`` and ``0``; ``ldanalyze inspect`` with and without
+``--flow-at-a-time``), whose results must be the same.
 Usage: ``python benchmarks/capture_memory.py``."""
 
 from __future__ import annotations
 
 import functools
+import json
 import pathlib
 import subprocess
 import sys
@@ -79,6 +81,14 @@ def main() -> None:
             pd.testing.assert_frame_equal(tables["never"], tables["0"])
             print(f"  batch results identical: True ({len(tables['0'])} rows, "
                   f"{int(tables['0'].loc[tables['0']['scope'] == 'pooled', 'losses'].max())} losses)")
+        reports = {}
+        for flag in ([], ["--flow-at-a-time"]):
+            report, peak, seconds = run(BATCH, "inspect", "--json", str(path), *flag)
+            reports[bool(flag)] = json.loads(" ".join(report))["flows"]
+            print(f"  ldanalyze inspect{' --flow-at-a-time' if flag else ' (whole)':18s}: {peak:6.0f} MB peak, "
+                  f"{seconds:5.1f} s")
+        assert reports[False] == reports[True]
+        print("  inspect reports identical: True")
 
 
 if __name__ == "__main__":
