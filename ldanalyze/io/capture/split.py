@@ -158,10 +158,10 @@ class FlowByFlow:
 
     def whole_meta(self, metas: list[dict]) -> dict:
         """The meta ``read_capture`` gives the whole capture, from its flows' Traces' meta (in
-        the order they came), once they are all read: the streams, skipped streams and notes
-        of every flow, the clock fit's rows of every flow, the capture's flow table and the
-        flows skipped; what the capture shares (its format, records, interfaces, capture
-        host) from the first flow."""
+        the order they came), once they are all read: the streams and skipped streams of every
+        flow and its clock fit's rows; the capture's flow table, flows skipped and notes from
+        this reading; what the flows share (format, records, interfaces, capture host) from
+        the first."""
         if self.capture_flows is None:
             raise RuntimeError("whole_meta: read every flow first")
         meta = dict(metas[0]) if metas else {}
