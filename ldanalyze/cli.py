@@ -234,11 +234,30 @@ class _Inspected:
 
 
 def _inspected(args: argparse.Namespace) -> _Inspected:
-    if args.flow_at_a_time:
+    if args.flow_at_a_time or _big_capture(args):
         return _inspected_flow_by_flow(args)
     trace, timeline = _load(args)
     return _Inspected(trace.path, trace.format, trace.meta, len(trace.packets),
                       int((trace.packets["fate"] == "route").sum()), trace.rtt, timeline.summary())
+
+
+def _big_capture(args: argparse.Namespace) -> bool:
+    """Whether ``inspect`` reads its capture one flow at a time by itself, as ``batch`` does: a
+    pcap or pcapng file above ``--flow-at-a-time-above`` bytes, no option picking flows or
+    streams. The report is the same either way; a note on standard error says which it was."""
+    limit, path = _byte_size(args.flow_at_a_time_above), args.trace
+    if limit is None or not path or _flow_picking(args):
+        return False
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return False  # the reader says what is wrong with the file
+    if size <= limit or capture_format(path) is None:
+        return False
+    print(f"ldanalyze: note: {path} holds {size / 1e6:,.0f} MB, more than --flow-at-a-time-above "
+          f"({args.flow_at_a_time_above}): read one flow at a time, memory bounded by its largest flow "
+          "('--flow-at-a-time-above never' reads it whole)", file=sys.stderr)
+    return True
 
 
 def _inspected_flow_by_flow(args: argparse.Namespace) -> _Inspected:
@@ -415,12 +434,18 @@ def _score_traces(args: argparse.Namespace):
         yield from _flow_by_flow(args, path)
 
 
+def _flow_picking(args: argparse.Namespace) -> list[str]:
+    """The options given that pick flows or streams, or join labels: a reading flow by flow
+    takes none of them."""
+    return [flag for flag, value in (("--vantage", args.vantage), ("--labels", args.labels), ("--flows", args.flows),
+                                     ("--ssrc", args.ssrc), ("--rtp-sequence", args.rtp_sequence != "ssrc"))
+            if value]
+
+
 def _flow_by_flow(args: argparse.Namespace, path: str | None):
     """``read_capture_flows`` of the capture at ``path`` with the command line's options
     (``--flow-at-a-time``), or a usage error for an option that picks flows or streams."""
-    given = [flag for flag, value in (("--vantage", args.vantage), ("--labels", args.labels), ("--flows", args.flows),
-                                      ("--ssrc", args.ssrc), ("--rtp-sequence", args.rtp_sequence != "ssrc"))
-             if value]
+    given = _flow_picking(args)
     if given:
         raise UsageError(f"--flow-at-a-time reads whole captures flow by flow; it takes no {', '.join(given)}")
     if capture_format(path) is None:
@@ -777,6 +802,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--flow-at-a-time", action="store_true",
                    help="captures larger than memory: decode into per-flow files on disk, then read and summarise "
                         "one flow at a time (the same report; memory bounded by the largest flow)")
+    p.add_argument("--flow-at-a-time-above", metavar="SIZE", default="1G",
+                   help="read a capture larger than SIZE (e.g. 512M, 2G; never) one flow at a time by itself, "
+                        "unless an option picks flows or streams (default 1G, as batch)")
     p.set_defaults(func=cmd_inspect)
 
     p = sub.add_parser("labels", parents=[one], help="write the causes of a trace's losses as a labels file")

@@ -156,3 +156,25 @@ def test_inspect_flow_at_a_time_refuses_what_it_cannot_do(capsys):
     err = capsys.readouterr().err  # no flow is TCP with timestamps: the first reasons
     assert "discord.pcap: no flow with sequence numbers (10.0.2.15:42834>162.159.128.233:443/tcp: " in err
     assert "66.22.244.154:50004/udp: not a TCP flow (first packet at byte 4080); ...)" in err
+
+
+def test_inspect_reads_a_big_capture_flow_by_flow_by_itself(capsys):
+    """Above --flow-at-a-time-above (1G by default, as batch) inspect reads a capture one flow
+    at a time by itself, and says so; the report is the whole read's. An option that picks
+    flows or streams, or 'never', keeps the whole read."""
+    from ldanalyze.cli import main
+
+    path = str(REAL / "stun_wa_call.pcapng")
+    assert main(["inspect", path]) == 0
+    whole = capsys.readouterr()
+    assert "note" not in whole.err  # a few kB: below the default
+    assert main(["inspect", path, "--flow-at-a-time-above", "1K"]) == 0
+    split = capsys.readouterr()
+    assert split.out == whole.out
+    assert "more than --flow-at-a-time-above (1K): read one flow at a time" in split.err
+    for options in (["--flow-at-a-time-above", "never"],
+                    ["--flow-at-a-time-above", "0", "--ssrc", "0x1"]):
+        main(["inspect", path, *options])
+        assert "read one flow at a time" not in capsys.readouterr().err
+    assert main(["inspect", path, "--flow-at-a-time-above", "lots"]) == 2
+    assert "'lots' is no size" in capsys.readouterr().err
