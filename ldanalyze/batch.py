@@ -283,8 +283,6 @@ def _analyze_flows(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
         if listing is not None and parts:
             text = json.dumps({"entries": names, "flows": sorted(seen)})
             _replace_atomically(listing, lambda tmp: tmp.write_text(text))  # last: the flows are all in
-    if not parts:
-        raise TraceError(job.path, "no decodable flow with sequence numbers")
     if labels is not None and not set(labels["flow"]) <= seen:
         missing = sorted(set(labels["flow"]) - seen)
         raise TraceError(job.labels, f"labels name flow(s) {job.path} does not have: {', '.join(missing[:5])}")

@@ -32,7 +32,7 @@ from .errors import TraceError, UsageError
 from .io import FORMATS, list_flows, read_trace
 from .io.detect import PCAP, PCAPNG
 from .io.labels import apply_labels, write_labels
-from .io.capture.payload import KINDS, ORDER, FieldSpec, first_reasons
+from .io.capture.payload import KINDS, ORDER, FieldSpec
 from .io.capture.pcap import RTP_HEAD_BYTES, SKEW_CHOICES, capture_format
 from .io.capture.split import read_capture_flows
 from .io.capture.vantage import CLOCKS, parse_vantage, read_vantages
@@ -270,8 +270,6 @@ def _inspected_flow_by_flow(args: argparse.Namespace) -> _Inspected:
         summaries.append(build_timeline(trace, seq_modulus=args.seq_modulus).summary())
         metas.append(trace.meta)
         packets, kind = packets + len(trace.packets), trace.format
-    if not metas:
-        raise TraceError(path, f"no flow with sequence numbers ({first_reasons(flows.skipped_flows)})")
     summary = pd.concat(summaries, ignore_index=True)
     summary = summary.set_index("flow").loc[natural_sorted(summary["flow"])].reset_index()
     return _Inspected(path, kind, flows.whole_meta(metas), packets, 0, empty_rtt(), summary)

@@ -164,7 +164,7 @@ class FlowByFlow:
         the first."""
         if self.capture_flows is None:
             raise RuntimeError("whole_meta: read every flow first")
-        meta = dict(metas[0]) if metas else {}
+        meta = dict(metas[0])
         for key in ("flows", "skipped_streams"):
             meta[key] = {k: v for m in metas for k, v in m.get(key, {}).items()}
         meta["skipped_flows"] = {**self.skipped_flows, **{k: v for m in metas for k, v in m["skipped_flows"].items()}}
@@ -204,8 +204,10 @@ def _flow_traces(capture, output: _SpillingOutput, folder: pathlib.Path, *, repo
                  clock_rate, skew, skew_limit_ppm, skipped: dict) -> Iterator[Trace]:
     """The Trace of each flow file in turn, its skew removed as ``capture_trace`` does on the
     flow alone or kept; the flows that carry no sequence numbers go into ``skipped`` (a
-    warning at the end, and one for the RTP streams skipped)."""
+    warning at the end, and one for the RTP streams skipped). NoSequenceNumbers when no flow
+    carries any, as ``read_capture`` raises it."""
     streams: dict[str, str] = {}
+    read = 0
     for flow in sorted(output.flows_written):
         file = folder / f"{flow}.rec"
         # mapped, not read: the flow's records are the file's pages, which the system can drop
@@ -227,7 +229,11 @@ def _flow_traces(capture, output: _SpillingOutput, folder: pathlib.Path, *, repo
             one = packets = None  # the mapping is closed before its file goes
             file.unlink()
         streams.update(trace.meta["skipped_streams"])
+        read += 1
         yield trace
+    if not read:
+        raise payloads.NoSequenceNumbers(capture.path, "no flow with sequence numbers" + (
+            f" ({payloads.first_reasons(skipped)})" if skipped else ""), skipped=skipped)
     told = {k: v for k, v in skipped.items() if not v.startswith(payloads.ACKS_ONLY)}  # as capture_trace tells
     messages = [f"{capture.path}: {len(told)} flow(s) without sequence numbers skipped "
                 f"({payloads.first_reasons(told)})" if told else "",
