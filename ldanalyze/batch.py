@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from .control import PathModel, replay
+from .control import BASELINES, PathModel, Signals, replay
 from .errors import TraceError, UsageError
 from .io import read_trace
 from .io.capture.vantage import read_vantages
@@ -86,13 +86,26 @@ def _analyze(trace: Trace, ldas, *, controller, controller_optional, replay_opti
     throughput = None
     if controller is not None:
         try:
-            result = replay(timeline, [controller], ldas, replay=replay_options, path=path_model, rates=False)
+            result = replay(timeline, [controller], ldas, replay=replay_options, path=path_model, rates=False,
+                            decisions=_with_baselines(timeline, decided, replay_options))
             throughput = result.summary.assign(trace=name)
         except UsageError as exc:
             if not controller_optional:
                 raise
             warnings.warn(f"{name}: no modeled throughput: {exc}", stacklevel=3)
     return Batch(decisions=decided, summary=timeline.summary().assign(trace=name), throughput=throughput)
+
+
+def _with_baselines(timeline, decided: pd.DataFrame, replay_options: Replay | None) -> pd.DataFrame:
+    """The LDA and decision of ``decided``'s rows, and of the baselines' that the controller
+    replay needs for its ratios and ``decided`` lacks: the LDAs asked for are not classified
+    a second time."""
+    missing = [spec for spec in BASELINES if spec not in decided["lda"].cat.categories]
+    if not missing:
+        return decided
+    columns = ["lda", "decision"]
+    return pd.concat([decided[columns], classify(timeline, missing, replay=replay_options)[columns]],
+                     ignore_index=True)
 
 
 def _one_label(name: str, rows: int) -> pd.Categorical:
@@ -379,13 +392,11 @@ def _replay_rows(timeline, analysis: Analysis, runnable: list[str], rows: list, 
     """The cached replay pieces (Arrow tables) with the one of ``runnable`` added (the
     baselines' cached rows give the ratios; ``decided`` holds the LDAs' decisions); a trace the
     controller cannot be replayed on is remembered as such."""
-    from .control import BASELINES
-
     have_baselines = set(BASELINES) <= _specs_in(rows)
     try:
         new = replay(timeline, [analysis.controller], runnable, replay=analysis.replay, rates=False,
                      reference=_stacked(rows) if have_baselines else None,
-                     decisions=decided if have_baselines or set(BASELINES) <= set(runnable) else None,
+                     decisions=decided if have_baselines else _with_baselines(timeline, decided, analysis.replay),
                      signals=_signals(timeline, analysis.replay, results / "signals.npz")).summary
     except UsageError:
         skipped = results / "no_replay.json"
@@ -398,8 +409,6 @@ def _replay_rows(timeline, analysis: Analysis, runnable: list[str], rows: list, 
 def _signals(timeline, replay_options: Replay, file: pathlib.Path):
     """The controllers' inputs (they do not depend on the LDA): from the cache, or computed
     and stored."""
-    from .control import PathModel, Signals
-
     if file.exists():
         return Signals.load(file, timeline, replay_options, PathModel())
     signals = Signals.of(timeline, replay_options, PathModel())
