@@ -40,6 +40,7 @@ Sequence numbers that wrap (RTP's 16 bits, say) are unwrapped per flow in send o
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -67,6 +68,26 @@ class Timeline:
     rtt: pd.DataFrame = dataclasses.field(default_factory=empty_rtt)
     meta: dict[str, Any] = dataclasses.field(default_factory=dict)
 
+    TABLES = ("arrivals", "gaps", "losses", "packets", "rtt")
+
+    @classmethod
+    def read_lazily(cls, load: Callable[[str], pd.DataFrame], flows: list[str], meta: dict[str, Any]) -> Timeline:
+        """A timeline whose tables ``load(name)`` reads when one is first used, with its
+        ``flows`` known: the batch cache's, where a re-run that adds one LDA needs neither the
+        packet table nor the RTT samples (a third of the timeline's rows)."""
+        timeline = cls.__new__(cls)
+        timeline.__dict__.update(meta=meta, _pending={name: load for name in cls.TABLES}, _flows=list(flows))
+        return timeline
+
+    def __getattr__(self, name: str):
+        """A table of :meth:`read_lazily` not read yet (fields set in ``__init__`` never get here)."""
+        pending = self.__dict__.get("_pending", {})
+        if name not in pending:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        value = pending.pop(name)(name)
+        setattr(self, name, value)
+        return value
+
     @property
     def clock_common(self) -> bool:
         """Whether send and receive times are on one clock (ns-2), so ``owd`` is absolute."""
@@ -74,6 +95,8 @@ class Timeline:
 
     @property
     def flows(self) -> list[str]:
+        if "_flows" in self.__dict__:
+            return list(self._flows)
         return natural_sorted(self.packets["flow"].unique())
 
     def _repr_html_(self) -> str:

@@ -171,16 +171,21 @@ def test_file_digests_are_remembered_by_status_and_a_write_forgets_them(tmp_path
     assert batching.file_digest(str(trace), cache) == batching.file_digest(str(trace)) != fresh
 
 
-def test_cached_controller_signals_round_trip(tmp_path):
+@pytest.mark.parametrize("losses", [True, False])
+def test_cached_controller_signals_round_trip(tmp_path, losses):
     from ldanalyze import build_timeline, read_trace
     from ldanalyze.control import PathModel, Signals
     from ldanalyze.lda import Replay
 
-    tl = build_timeline(read_trace(TRACES / "wlh_mix_4flow_high.tr.gz"))
+    trace = read_trace(TRACES / "wlh_mix_4flow_high.tr.gz")
+    if not losses:
+        trace = dataclasses.replace(trace, packets=trace.packets[trace.packets["fate"] == "delivered"])
+    tl = build_timeline(trace)
+    assert (len(tl.losses) > 0) == losses
     replay = Replay(detection=3)
     signals = Signals.of(tl, replay, PathModel())
-    signals.save(tmp_path / "signals.npz")
-    loaded = Signals.load(tmp_path / "signals.npz", tl, replay, PathModel())
+    signals.save(tmp_path / "signals.bin")
+    loaded = Signals.load(tmp_path / "signals.bin", tl, replay, PathModel())
     for field in dataclasses.fields(Signals):
         want, got = getattr(signals, field.name), getattr(loaded, field.name)
         if isinstance(want, np.ndarray):

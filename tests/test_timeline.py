@@ -203,3 +203,22 @@ def test_summary_statistics_equal_pandas_describe(packets):
         for stat, name in (("mean", "mean"), ("50%", "p50"), ("95%", "p95"), ("max", "max")):
             expect = (stats[stat].reindex(out.index) * 1e3).to_numpy()
             np.testing.assert_allclose(out[f"{col}_{name}_ms"].to_numpy(), expect, rtol=1e-12, atol=1e-12)
+
+
+def test_lazily_read_timeline_reads_a_table_when_first_used():
+    from ldanalyze.timeline import Timeline
+
+    eager = build_timeline(table([(0, 0.0, 0.1, "delivered"), (1, 0.1, None, "congestion"), (2, 0.2, 0.3, "delivered")]))
+    read = []
+
+    def load(name):
+        read.append(name)
+        return getattr(eager, name)
+
+    lazy = Timeline.read_lazily(load, flows=eager.flows, meta=dict(eager.meta))
+    assert lazy.flows == ["f"] and read == []
+    assert lazy.losses["seq"].tolist() == [1] and lazy.losses is lazy.losses
+    assert read == ["losses"]
+    assert lazy == eager and sorted(read) == sorted(Timeline.TABLES)  # comparing reads the rest, once each
+    with pytest.raises(AttributeError, match="no attribute 'arivals'"):
+        lazy.arivals

@@ -13,6 +13,7 @@ Every rate a controller gives is in **bits per second** (``rate_bps``).
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -130,33 +131,42 @@ class Signals:
         )
 
     def save(self, file: str | os.PathLike) -> None:
-        """Write the arrays to an ``.npz`` file, those of one dtype and length stacked into one
-        member (a member costs more to load than its bytes); no pickle: lists become strings."""
-        groups: dict[tuple[str, int], list[str]] = {}
-        arrays = {}
+        """Write the arrays to one file: an 8-byte little-endian length, a JSON header (each
+        array's name, dtype, shape and offset; the lists of strings), then the arrays' bytes.
+        No pickle; read back with one ``read`` and no parsing per array (``.npz`` took ten times
+        as long, a batch re-run's every trace loading them)."""
+        layout, data, offset = [], [], 0
+        lists = {}
         for field in dataclasses.fields(self):
             if field.name in _NOT_SAVED:
                 continue
             value = getattr(self, field.name)
-            arrays[field.name] = np.asarray(value, dtype=str) if isinstance(value, list) else value
-            groups.setdefault((arrays[field.name].dtype.str, len(arrays[field.name])), []).append(field.name)
-        members = {f"group{i}": np.stack([arrays[name] for name in names]) for i, names in enumerate(groups.values())}
-        layout = [f"group{i}:{name}" for i, names in enumerate(groups.values()) for name in names]
-        np.savez(file, layout=np.asarray(layout), **members)
+            if isinstance(value, list):
+                lists[field.name] = [str(x) for x in value]
+                continue
+            value = np.ascontiguousarray(value)
+            layout.append([field.name, value.dtype.str, list(value.shape), offset])
+            data.append(value.tobytes())
+            offset += value.nbytes
+        header = json.dumps({"arrays": layout, "lists": lists}).encode()
+        with open(file, "wb") as f:
+            f.write(len(header).to_bytes(8, "little"))
+            f.write(header)
+            for chunk in data:
+                f.write(chunk)
 
     @classmethod
     def load(cls, file: str | os.PathLike, timeline: Timeline, replay: Replay, path: PathModel) -> Signals:
         """Signals saved by :meth:`save` for this timeline, replay semantics and path model."""
-        names: dict[str, list[str]] = {}
-        values: dict[str, Any] = {}
-        with np.load(file, allow_pickle=False) as saved:
-            for entry in saved["layout"]:
-                group, name = str(entry).split(":")
-                names.setdefault(group, []).append(name)
-            for group, members in names.items():
-                values.update(zip(members, saved[group]))
-        for name in ("flows", "rtt_source"):
-            values[name] = [str(x) for x in values[name]]
+        with open(file, "rb") as f:
+            header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+            data = bytearray(f.read())  # writable arrays, as computed ones are
+        values: dict[str, Any] = dict(header["lists"])
+        for name, dtype, shape, offset in header["arrays"]:
+            dtype = np.dtype(dtype)
+            if dtype.hasobject:
+                raise ValueError(f"{file}: {name} has an object dtype")
+            values[name] = np.frombuffer(data, dtype, int(np.prod(shape)), offset).reshape(shape)
         return cls(timeline=timeline, replay=replay, path=path, **values)
 
     def congestion(self, decision: np.ndarray) -> np.ndarray:
