@@ -355,3 +355,25 @@ def test_flow_at_a_time_sizes_on_the_command_line(suite, tmp_path, capsys):
     shutil.copy(TRACES.parent / "tests" / "data" / "real" / "stun_wa_call.pcapng", capture.parent)  # nothing lost
     assert main(common) == 0
     assert "batch: 1 trace(s) scored, 1 without losses (nothing to score), 0 failed" in capsys.readouterr().out
+
+
+def test_cache_tables_become_the_frames_pyarrow_makes():
+    """_as_frame's own conversion against pyarrow's to_pandas: dictionaries over several chunks
+    with different labels and a null, numbers with and without nulls, booleans, strings, an
+    empty table."""
+    import pyarrow as pa
+
+    def labels(codes, names):
+        return pa.DictionaryArray.from_arrays(pa.array(codes, pa.int8()), pa.array(names))
+
+    one = pa.table({"lda": labels([0, 1, 1], ["zbs", "biaz"]), "n": pa.array([1, 2, 3], pa.int64()),
+                    "t": pa.array([0.5, None, 1.5]), "ok": pa.array([True, False, True]),
+                    "flow": pa.array(["a", "b", None]), "k": pa.array([1, None, 3], pa.int32())})
+    two = pa.table({"lda": labels([0, None], ["spike"]), "n": pa.array([4, 5], pa.int64()),
+                    "t": pa.array([2.0, 3.0]), "ok": pa.array([False, False]),
+                    "flow": pa.array(["c", "d"]), "k": pa.array([4, 5], pa.int32())})
+    for table in (one, two, pa.concat_tables([one, two], promote_options="permissive"), one.slice(0, 0),
+                  one.schema.empty_table()):
+        pd.testing.assert_frame_equal(batching._as_frame(table), table.to_pandas(ignore_metadata=True))
+    stacked = batching._as_frame(pa.concat_tables([one, two], promote_options="permissive"))
+    assert stacked["lda"].tolist()[:4] == ["zbs", "biaz", "biaz", "spike"] and pd.isna(stacked["lda"].iloc[4])
