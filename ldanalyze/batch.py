@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import functools
 import glob
 import hashlib
 import json
@@ -37,7 +36,7 @@ from .io.detect import detect_format
 from .io.labels import apply_labels
 from .lda import Replay, classify, runnable_ldas
 from . import threads
-from .packets import Trace
+from .packets import Trace, labels_dtype
 from .scoring import score
 from .timeline import Timeline, build_timeline
 
@@ -112,7 +111,7 @@ def _with_baselines(timeline, decided: pd.DataFrame, replay_options: Replay | No
 def _one_label(name: str, rows: int) -> pd.Categorical:
     """A trace's name on each of its decisions, as a categorical: a worker sends a code a row
     back to the batch, not the name (a fifth of the bytes a pool moves, and of its unpickling)."""
-    return pd.Categorical.from_codes(np.zeros(rows, np.int8), categories=[name])
+    return pd.Categorical.from_codes(np.zeros(rows, np.int8), dtype=labels_dtype([name]))
 
 
 def _stack(parts: Sequence[Batch]) -> Batch:
@@ -374,7 +373,7 @@ def _in_order(table: pd.DataFrame, ldas: list[str], flows: list[str] | None = No
     factorized again."""
     if "lda" not in table:  # no LDA could run on this trace
         table = pd.DataFrame({"lda": pd.Series(dtype=str), "flow": pd.Series(dtype=str)})
-    lda = pd.Categorical(table["lda"], categories=ldas)
+    lda = pd.Categorical(table["lda"], dtype=labels_dtype(ldas))
     if (np.diff(lda.codes) >= 0).all() and (lda.codes >= 0).all():  # the usual case: as cached
         out = table.copy(deep=False)
         out["lda"] = lda
@@ -384,7 +383,7 @@ def _in_order(table: pd.DataFrame, ldas: list[str], flows: list[str] | None = No
         out = table.take(keep).reset_index(drop=True)
         out["lda"] = lda.take(keep)
     if flows is not None:
-        out["flow"] = pd.Categorical(out["flow"], categories=flows)
+        out["flow"] = pd.Categorical(out["flow"], dtype=labels_dtype(flows))
     return out
 
 
@@ -487,7 +486,7 @@ def _as_frame(table) -> pd.DataFrame:
             column = column.combine_chunks()  # one dictionary, the chunks' unified
             codes = column.indices.fill_null(-1) if column.null_count else column.indices
             columns[name] = pd.Categorical.from_codes(codes.to_numpy(zero_copy_only=False),
-                                                      dtype=_labels_dtype(tuple(column.dictionary.to_pylist())),
+                                                      dtype=labels_dtype(column.dictionary.to_pylist()),
                                                       validate=False)
         elif (pa.types.is_integer(kind) or pa.types.is_floating(kind)) and not column.null_count:
             columns[name] = column.to_numpy()
@@ -496,9 +495,6 @@ def _as_frame(table) -> pd.DataFrame:
     return pd.DataFrame(columns, copy=False)
 
 
-@functools.lru_cache(maxsize=4096)
-def _labels_dtype(labels: tuple[str, ...]) -> pd.CategoricalDtype:
-    return pd.CategoricalDtype(list(labels))
 
 
 def _write_piece(table: pd.DataFrame, path: pathlib.Path):

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..lda import Replay, classify, get_lda, parse_ldas, runnable_ldas
+from ..packets import labels_dtype
 from ..specs import build, parse_specs
 from ..timeline import Timeline
 from . import ldaplus, newreno, tfrc, westwood, xrtp
@@ -129,9 +130,9 @@ def _summary_table(stats: list[dict], controllers: list[str], ldas: list[str], f
     columns = {name: np.concatenate([s[name] for s in stats]) for name in stats[0]} if stats else {}
     return pd.DataFrame({
         "lda": pd.Categorical.from_codes(np.repeat(np.tile(np.arange(len(ldas)), len(controllers)), len(flows)),
-                                         categories=ldas),
+                                         dtype=labels_dtype(ldas)),
         "controller": pd.Categorical.from_codes(np.repeat(np.arange(runs) // max(len(ldas), 1), len(flows)),
-                                                categories=controllers),
+                                                dtype=labels_dtype(controllers)),
         "flow": np.tile(flows, runs),
         **columns,
     })

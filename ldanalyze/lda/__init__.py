@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
+from ..packets import labels_dtype
 from ..specs import build, parse_specs
 from ..timeline import Timeline
 from .base import LDA, Features, Replay, Verdict, take
@@ -101,11 +102,11 @@ def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) ->
             scheme[i] = np.where(detected, take(verdict.scheme, gap, -1), -1)  # -1: no gap, ""
     scheme[scheme < 0] = len(SCHEMES)
     flows = timeline.flows
-    flow = pd.Categorical(losses["flow"], categories=flows).codes
+    flow = pd.Categorical(losses["flow"], dtype=labels_dtype(flows)).codes
     every = np.tile(np.arange(n), k)
     return pd.DataFrame({
-        "lda": pd.Categorical.from_codes(np.repeat(np.arange(k), n), categories=[lda.spec for lda in chosen]),
-        "flow": pd.Categorical.from_codes(np.tile(flow, k), categories=flows),
+        "lda": pd.Categorical.from_codes(np.repeat(np.arange(k), n), dtype=labels_dtype(lda.spec for lda in chosen)),
+        "flow": pd.Categorical.from_codes(np.tile(flow, k), dtype=labels_dtype(flows)),
         **{name: np.tile(losses[name].to_numpy(), k) for name in ("seq", "tx", "uid")},
         "gap": np.tile(gap, k),
         "n": np.tile(losses["n"].to_numpy(), k),
