@@ -706,8 +706,8 @@ def _on_dask(jobs, analysis, scheduler, take) -> None:
         futures = client.map(_run_in_worker, [jobs[i] for i in order], analysis=analysis, pure=False)
         index = {future.key: i for i, future in zip(order, futures)}
         try:
-            for future in as_completed(futures):
-                take(index[future.key], future.result())
+            for future, outcome in as_completed(futures, with_results=True):
+                take(index[future.key], outcome)
         except BaseException:
             client.cancel(futures)
             raise
