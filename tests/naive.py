@@ -1661,3 +1661,21 @@ def flow_ttls(flows, statuses, ttls, n_flows, decoded):
         if status == decoded and flow >= 0:
             table[flow][ttl] += 1
     return table
+
+
+def rtt_from_feedback(packets, feedback):
+    """RTT samples as ``packets.rtt_from_feedback`` takes them: ``packets`` are (flow, seq,
+    t_send) rows, ``feedback`` (flow, t, seq) rows; returns (flow, t, seq, rtt) tuples by flow
+    label, then time (ties in row order)."""
+    sends = {}
+    for flow, seq, t_send in packets:
+        sends.setdefault((str(flow), seq), []).append(t_send)
+    highest, samples = {}, []
+    for flow, t, seq in sorted(feedback, key=lambda row: (row[0], row[1])):
+        if flow in highest and seq <= highest[flow]:
+            continue  # names nothing new
+        highest[flow] = seq
+        tx = sends.get((str(flow), seq), [])
+        if len(tx) == 1 and tx[0] <= t:  # Karn: one transmission, sent before the feedback came
+            samples.append((flow, t, seq, t - tx[0]))
+    return samples

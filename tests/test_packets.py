@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -79,3 +80,29 @@ def test_sorting_order_is_a_stable_sort_by_the_keys(rows, presorted):
     assert (list(range(len(rows))) if order is None else order.tolist()) == expect
     if presorted and not np.isnan(keys[1]).any():  # NaN never compares in order: it takes the sort
         assert order is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["1", "2", "10"]), st.integers(0, 6), st.sampled_from([0.0, 0.5, 1.0, 2.0])),
+                max_size=30),
+       st.lists(st.tuples(st.sampled_from(["1", "2", "10", "x"]), st.sampled_from([0.0, 0.5, 1.0, 1.5, 3.0]),
+                          st.integers(-1, 7)), max_size=30),
+       st.booleans())
+def test_rtt_from_feedback_matches_naive_twin(packets, feedback, categorical):
+    """Retransmitted seqnos (Karn), feedback before the send, repeated and lower seqnos, ties in
+    time, a flow with no packets, flow labels whose string and natural orders differ."""
+    from ldanalyze.packets import rtt_from_feedback
+
+    from . import naive
+
+    table = pd.DataFrame({"flow": pd.Categorical([p[0] for p in packets], categories=["1", "2", "10"]),
+                          "seq": np.array([p[1] for p in packets], np.int64),
+                          "t_send": np.array([p[2] for p in packets], np.float64)})
+    fb = pd.DataFrame({"flow": [f[0] for f in feedback], "t": np.array([f[1] for f in feedback], np.float64),
+                       "seq": np.array([f[2] for f in feedback], np.int64)})
+    if categorical:
+        fb["flow"] = fb["flow"].astype("category")
+    got = rtt_from_feedback(table, fb)
+    assert list(got.columns) == ["flow", "t", "seq", "rtt"]
+    assert list(zip(got["flow"], got["t"], got["seq"], got["rtt"])) == naive.rtt_from_feedback(packets, feedback)
+    assert got["seq"].dtype == np.int64 and got["t"].dtype == got["rtt"].dtype == np.float64
