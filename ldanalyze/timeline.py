@@ -130,17 +130,18 @@ class Timeline:
             return np.bincount(at[known], weights=weights, minlength=len(flows)).astype(np.int64)
 
         p = self.packets
-        out = pd.DataFrame(index=flows)
+        out: dict[str, Any] = {"flow": flows}  # the columns, made into a frame once
         at, known = by_flow(p)
         fates = p["fate"].cat.categories
         fate = p["fate"].cat.codes.to_numpy()[known]
         counts = np.bincount(at[known] * len(fates) + fate, minlength=len(flows) * len(fates))
-        counts = counts.reshape(len(flows), len(fates))
+        counts = counts.reshape(len(flows), len(fates)).astype(np.int64)
         out["sent"] = counts.sum(axis=1)
         for name in FATES:
-            out[name] = counts[:, fates.get_loc(name)] if name in fates else 0
-        out["losses"] = out[list(LOSS_FATES)].sum(axis=1)
-        known_fate = (out["sent"] - out[UNOBSERVED]).where(lambda s: s > 0)
+            out[name] = counts[:, fates.get_loc(name)] if name in fates else np.zeros(len(flows), np.int64)
+        out["losses"] = sum(out[name] for name in LOSS_FATES)
+        known_fate = out["sent"] - out[UNOBSERVED]
+        known_fate = np.where(known_fate > 0, known_fate, np.nan)
         out["loss_rate"] = out["losses"] / known_fate
         out["congestion_rate"] = out[CONGESTION] / known_fate
         out["wireless_rate"] = out[WIRELESS] / known_fate
@@ -149,14 +150,14 @@ class Timeline:
         a = self.arrivals
         at, known = by_flow(a)
         kinds = np.bincount(at[known] * 3 + a["kind"].cat.codes.to_numpy()[known], minlength=len(flows) * 3)
-        kinds = kinds.reshape(len(flows), 3)
+        kinds = kinds.reshape(len(flows), 3).astype(np.int64)
         for col in ("rott", "iat"):
             stats = _flow_statistics(at, a[col].to_numpy(np.float64), len(flows))
             for k, name in enumerate(("mean", "p50", "p95", "max")):
                 out[f"{col}_{name}_ms"] = stats[:, k] * 1e3
         out["reordered"] = kinds[:, ARRIVAL_KIND.categories.get_loc(KIND_LATE)]
         out["duplicates"] = kinds[:, ARRIVAL_KIND.categories.get_loc(KIND_DUPLICATE)]
-        return out.reset_index()
+        return pd.DataFrame(out)
 
     def per_packet(self) -> pd.DataFrame:
         """Every data packet (sent order) with its timeline columns and fate: the export."""
