@@ -51,7 +51,7 @@ class AdaptiveRtt(LDA):
         """The delay source of each flow; UsageError if a flow with losses to decide has none."""
         flows = pd.Index(timeline.flows)
         deciding = {str(flow) for flow in pd.unique(timeline.gaps["flow"])}
-        with_rtt = set(timeline.rtt["flow"].astype(str).unique())
+        with_rtt = {str(flow) for flow in pd.unique(timeline.rtt["flow"])}
         if self.delay == "auto":
             def pick(flow: str) -> str:
                 if flow in with_rtt:
