@@ -107,6 +107,16 @@ def _labels_dtype(labels: tuple) -> pd.CategoricalDtype:
     return pd.CategoricalDtype(list(labels))
 
 
+def label_positions(column: pd.Series, labels) -> np.ndarray:
+    """Each row's position in ``labels`` (-1 where its label is not there), labels compared as
+    strings: a categorical column is matched by its categories, not row by row (turning
+    millions of rows into strings took seconds)."""
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        column = column.astype("category")
+    where = pd.Index(labels).get_indexer(column.cat.categories.astype(str))
+    return np.append(where, -1)[column.cat.codes.to_numpy()]  # code -1 (no label): -1
+
+
 def empty_rtt() -> pd.DataFrame:
     return pd.DataFrame(
         {

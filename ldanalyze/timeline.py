@@ -49,7 +49,7 @@ from numba import njit
 
 from .packets import (
     CONGESTION, DELIVERED, FATES, LOSS_FATES, UNOBSERVED, WIRELESS, Trace, empty_rtt, flow_codes,
-    natural_sorted, sorting_order,
+    label_positions, natural_sorted, sorting_order,
 )
 from .tiering import call, pick
 
@@ -113,14 +113,9 @@ class Timeline:
         flows = pd.Index(self.flows, name="flow")
 
         def by_flow(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-            """Each row's position in ``flows`` (grouping on integers: turning millions of rows
-            into strings took seconds), and the rows whose flow is known."""
-            flow = frame["flow"]
-            if not isinstance(flow.dtype, pd.CategoricalDtype):
-                flow = flow.astype("category")
-            where = flows.get_indexer(flow.cat.categories.astype(str))
-            codes = flow.cat.codes.to_numpy()
-            at = np.where(codes >= 0, where[codes], -1)
+            """Each row's position in ``flows`` (grouping on integers), and the rows whose flow
+            is known."""
+            at = label_positions(frame["flow"], flows)
             return at, at >= 0
 
         def total(frame: pd.DataFrame, values=None) -> np.ndarray:
@@ -384,7 +379,7 @@ def _losses(packets: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
     order = np.lexsort((packets["uid"].to_numpy()[rows], packets["t_send"].to_numpy()[rows], code))  # stable
     rows, code = rows[order], code[order]
     out = {
-        "flow": np.asarray(flow.cat.categories, dtype=object)[code],
+        "flow": pd.Categorical.from_codes(code, dtype=flow.dtype),  # as arrivals and gaps have it
         **{name: packets[name].to_numpy()[rows] for name in ("seq", "tx", "uid", "t_send", "t_drop")},
         "cause": np.asarray(fate.cat.categories.astype(str), dtype=object)[fate.cat.codes.to_numpy()[rows]],
         "reason": packets["reason"].take(rows).to_numpy(),

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
-from ..packets import labels_dtype
+from ..packets import label_positions, labels_dtype
 from ..specs import build, parse_specs
 from ..timeline import Timeline
 from .base import LDA, Features, Replay, Verdict, take
@@ -102,7 +102,7 @@ def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) ->
             scheme[i] = np.where(detected, take(verdict.scheme, gap, -1), -1)  # -1: no gap, ""
     scheme[scheme < 0] = len(SCHEMES)
     flows = timeline.flows
-    flow = pd.Categorical(losses["flow"], dtype=labels_dtype(flows)).codes
+    flow = label_positions(losses["flow"], flows)
     every = np.tile(np.arange(n), k)
     return pd.DataFrame({
         "lda": pd.Categorical.from_codes(np.repeat(np.arange(k), n), dtype=labels_dtype(lda.spec for lda in chosen)),
