@@ -394,10 +394,11 @@ def _replay_rows(timeline, analysis: Analysis, runnable: list[str], rows: list, 
     controller cannot be replayed on is remembered as such."""
     have_baselines = set(BASELINES) <= _specs_in(rows)
     try:
+        signals = _signals(timeline, analysis.replay, results)
         new = replay(timeline, [analysis.controller], runnable, replay=analysis.replay, rates=False,
                      reference=_stacked(rows) if have_baselines else None,
                      decisions=decided if have_baselines else _with_baselines(timeline, decided, analysis.replay),
-                     signals=_signals(timeline, analysis.replay, results / "signals.bin")).summary
+                     signals=signals).summary
     except UsageError:
         skipped = results / "no_replay.json"
         before = json.loads(skipped.read_text()) if skipped.exists() else []
@@ -406,12 +407,20 @@ def _replay_rows(timeline, analysis: Analysis, runnable: list[str], rows: list, 
     return [*rows, _write_piece(new, results / f"replay-{_part_name(runnable)}.arrow")]
 
 
-def _signals(timeline, replay_options: Replay, file: pathlib.Path):
+def _signals(timeline, replay_options: Replay, folder: pathlib.Path):
     """The controllers' inputs (they do not depend on the LDA): from the cache, or computed
-    and stored."""
+    and stored. A trace they cannot be had for (no RTT, say) has its UsageError stored and
+    raised again, without the timeline being read."""
+    file, refused = folder / "signals.bin", folder / "no_signals.txt"
     if file.exists():
         return Signals.load(file, timeline, replay_options, PathModel())
-    signals = Signals.of(timeline, replay_options, PathModel())
+    if refused.exists():
+        raise UsageError(refused.read_text())
+    try:
+        signals = Signals.of(timeline, replay_options, PathModel())
+    except UsageError as exc:
+        _replace_atomically(refused, lambda tmp: tmp.write_text(str(exc)))
+        raise
     _replace_atomically(file, signals.save)
     return signals
 

@@ -128,6 +128,22 @@ def test_an_lda_added_to_a_warm_cache_scores_as_a_plain_run(suite, tmp_path):
             pd.testing.assert_frame_equal(getattr(cached.result, part), getattr(fresh.result, part))
 
 
+def test_a_trace_the_controller_cannot_replay_is_not_tried_again_from_the_cache(tmp_path, monkeypatch):
+    """A capture on two clocks without feedback has no RTT: the first run stores why, a re-run
+    that adds an LDA says the same without building the signals again."""
+    from ldanalyze.control import Signals
+
+    capture = str(TRACES / "captures" / "lab_receiver.pcap")
+    jobs, cache = [batching.Job(name=capture, path=capture)], str(tmp_path / "cache")
+    first = batching.execute(jobs, analysis(cache))
+    assert first[0].error is None and first[0].result.throughput is None
+    assert len(list((tmp_path / "cache").rglob("no_signals.txt"))) == 1
+    monkeypatch.setattr(Signals, "of", classmethod(lambda *a, **k: pytest.fail("signals built again")))
+    again = batching.execute(jobs, analysis(cache, ldas="biaz,zbs,spike,mbiaz"))
+    assert again[0].error is None and again[0].result.throughput is None
+    assert set(again[0].result.decisions["lda"].cat.categories) == {"biaz", "zbs", "spike", "mbiaz"}
+
+
 def test_the_cache_is_keyed_by_content_and_options(suite, tmp_path):
     cache = str(tmp_path / "cache")
     jobs = jobs_of(suite)
