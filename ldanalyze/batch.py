@@ -485,7 +485,7 @@ def _as_frame(table) -> pd.DataFrame:
     """An Arrow table of the cache as a DataFrame, without pandas' metadata (every cache file
     is written with a plain RangeIndex): numbers as NumPy arrays, dictionaries as categoricals
     over a dtype made once per set of labels (validating a new dtype's categories was a
-    fifth of a re-run), the rest by pyarrow. A quarter faster than ``Table.to_pandas``."""
+    sixth of a re-run), the rest by pyarrow. A quarter faster than ``Table.to_pandas``."""
     import pyarrow as pa
 
     columns = {}
