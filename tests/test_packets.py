@@ -106,3 +106,19 @@ def test_rtt_from_feedback_matches_naive_twin(packets, feedback, categorical):
     assert list(got.columns) == ["flow", "t", "seq", "rtt"]
     assert list(zip(got["flow"], got["t"], got["seq"], got["rtt"])) == naive.rtt_from_feedback(packets, feedback)
     assert got["seq"].dtype == np.int64 and got["t"].dtype == got["rtt"].dtype == np.float64
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["1", "2", "10", "x", None]), max_size=20),
+       st.lists(st.sampled_from(["1", "2", "10", "y"]), unique=True, max_size=4), st.booleans(), st.booleans())
+def test_label_positions_match_a_lookup_row_by_row(rows, labels, categorical, unused_category):
+    """Each row's position in ``labels`` as strings, -1 for a missing label or none; from a
+    categorical (with a category no row uses) or from plain values."""
+    from ldanalyze.packets import label_positions
+
+    column = pd.Series(rows, dtype=object)
+    if categorical:
+        categories = sorted({r for r in rows if r is not None} | ({"unused"} if unused_category else set()))
+        column = column.astype(pd.CategoricalDtype(categories))
+    want = [labels.index(r) if r is not None and r in labels else -1 for r in rows]
+    assert label_positions(column, labels).tolist() == want
