@@ -24,6 +24,7 @@ import pandas as pd
 from ..errors import UsageError
 from ..lda.base import Features, Replay, take
 from ..lda.rott import ewma_mean_dev, running_min_max
+from ..packets import label_positions
 from ..specs import Parameterized, check_positive
 from ..tiering import call
 from ..timeline import KIND_DUPLICATE, Timeline
@@ -181,11 +182,20 @@ _NOT_SAVED = ("timeline", "replay", "path")
 
 
 def _segment_sizes(timeline: Timeline, flows: list[str]) -> np.ndarray:
-    """Each flow's segment size s: the median size of its packets (bytes)."""
+    """Each flow's segment size s: the median size of its packets (bytes; NaN for a flow with
+    none)."""
     p = timeline.packets
-    med = p.groupby(p["flow"], observed=True, sort=False)["size"].median()
-    med.index = med.index.astype(str)
-    return med.reindex([str(x) for x in flows]).to_numpy(np.float64)
+    size = p["size"].to_numpy(np.float64)
+    return np.array([np.median(size[rows]) if rows.size else np.nan
+                     for rows in _rows_of(label_positions(p["flow"], [str(x) for x in flows]), len(flows))])
+
+
+def _rows_of(position: np.ndarray, n: int) -> list[np.ndarray]:
+    """The row indices of each of ``n`` groups (``position``: each row's group, -1 none), in
+    row order: one stable sort, not a pass over the rows per group."""
+    order = np.argsort(position, kind="stable")
+    bounds = np.searchsorted(position[order], np.arange(n + 1))
+    return [order[bounds[k]: bounds[k + 1]] for k in range(n)]
 
 
 def _rtt_plan(timeline, flows, code, f, path):
@@ -196,26 +206,27 @@ def _rtt_plan(timeline, flows, code, f, path):
     (one-way delay + reverse delay on a common clock; ROTT + base_rtt otherwise).
     """
     rtt = timeline.rtt
-    by_flow = {str(k): g for k, g in rtt.groupby(rtt["flow"], observed=True, sort=False)} if len(rtt) else {}
-    a = timeline.arrivals
+    feedback = _rows_of(label_positions(rtt["flow"], [str(x) for x in flows]), len(flows))
+    fb_t, fb_rtt, fb_seq = (rtt[name].to_numpy(dtype) for name, dtype in
+                            (("t", np.float64), ("rtt", np.float64), ("seq", np.int64)))
+    a_seq, a_owd = timeline.arrivals["seq"].to_numpy(np.int64), timeline.arrivals["owd"].to_numpy(np.float64)
     rev = np.zeros(len(flows))
     sources, samples = [], []
     lo, _ = call(running_min_max, f.d, f.start)
     for k, flow in enumerate(flows):
         rows = np.flatnonzero(code == k)
-        fb = by_flow.get(str(flow))
-        if fb is not None and len(fb):
+        fb = feedback[k]
+        if fb.size:
             if path.reverse_delay is not None:
                 rev[k] = path.reverse_delay
-            elif timeline.clock_common:
-                owd = a.iloc[rows].drop_duplicates("seq").set_index("seq")["owd"]
-                back = fb["rtt"].to_numpy() - owd.reindex(fb["seq"]).to_numpy()
+            elif timeline.clock_common:  # the feedback's RTT less the data's one-way delay
+                back = fb_rtt[fb] - _first_owd(a_seq[rows], a_owd[rows], fb_seq[fb])
                 back = back[np.isfinite(back)]
-                rev[k] = float(np.median(back)) if back.size else float(fb["rtt"].min()) / 2
+                rev[k] = float(np.median(back)) if back.size else float(fb_rtt[fb].min()) / 2
             else:
-                rev[k] = float(fb["rtt"].min()) / 2
+                rev[k] = float(fb_rtt[fb].min()) / 2
             sources.append("feedback")
-            samples.append((fb["t"].to_numpy(np.float64), fb["rtt"].to_numpy(np.float64)))
+            samples.append((fb_t[fb], fb_rtt[fb]))
             continue
         d = f.d[rows]
         if timeline.clock_common:
@@ -233,6 +244,16 @@ def _rtt_plan(timeline, flows, code, f, path):
             )
         samples.append((f.t[rows] + rev[k], x))
     return rev, sources, samples
+
+
+def _first_owd(seq: np.ndarray, owd: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The one-way delay of the first arrival of each ``wanted`` seqno (NaN if none arrived)."""
+    order = np.argsort(seq, kind="stable")  # a seqno's arrivals in arrival order
+    seq, owd = seq[order], owd[order]
+    at = np.searchsorted(seq, wanted)  # the first of them
+    found = at < seq.size
+    found[found] = seq[at[found]] == wanted[found]
+    return np.where(found, owd[np.minimum(at, max(seq.size - 1, 0))] if seq.size else np.nan, np.nan)
 
 
 def _rtt_at_arrivals(samples, code, start, t, n_flows):
