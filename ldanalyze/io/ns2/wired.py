@@ -497,8 +497,9 @@ class _WiredReader:
         }
         return Trace(packets=packets, rtt=rtt, path=self.path, format="ns2-wired", meta=meta)
 
-    def _flows(self, fid, src, dst, flow_by: str) -> tuple[pd.Categorical, pd.DataFrame]:
-        """Flow label per packet, and the flow of each (src, dst) address pair.
+    def _flows(self, fid, src, dst, flow_by: str) -> tuple[pd.Categorical, dict[int, str]]:
+        """Flow label per packet, and the flow of each (src, dst) address pair (keyed by
+        ``src * addresses + dst``; the first flow seen, where several fids share a pair).
 
         Labels: ``"fid"``, ``"src>dst"``, or in ``auto`` mode the fid alone unless that fid
         carries several address pairs (then ``"fid:src>dst"`` for that fid). Computed once
@@ -519,21 +520,24 @@ class _WiredReader:
             else:
                 labels.append(f"{f}:{p}")
         flow_ids, flow_labels = pd.factorize(np.asarray(labels, dtype=object))
-        pairs = pd.DataFrame(
-            {"src": [addr[a] for a in combos[:, 1]], "dst": [addr[b] for b in combos[:, 2]], "flow": labels}
-        ).drop_duplicates(["src", "dst"])
+        pairs: dict[int, str] = {}
+        for (a, b), label in zip(combos[:, 1:].tolist(), labels):
+            pairs.setdefault(a * n_addr + b, label)
         return pd.Categorical.from_codes(flow_ids[inverse], categories=flow_labels), pairs
 
-    def _rtt_samples(self, packets: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
-        """RTT samples from feedback: see :func:`rtt_from_feedback`."""
+    def _rtt_samples(self, packets: pd.DataFrame, pairs: dict[int, str]) -> pd.DataFrame:
+        """RTT samples from feedback (see :func:`rtt_from_feedback`), each feedback packet given
+        the flow of the address pair it answers, looked up once per distinct pair."""
         if not self.feedback:
             return empty_rtt()
-        addr = np.asarray(self.addresses.values, dtype=object)
         fb = {k: np.concatenate([f[k] for f in self.feedback]) for k in self.feedback[0]}
         # feedback runs from the data receiver back to the data sender
-        feedback = pd.DataFrame({"src": addr[fb["dst"]], "dst": addr[fb["src"]], "t": fb["t"], "seq": fb["seq"]})
-        feedback = feedback.merge(pairs, on=["src", "dst"], how="inner")
-        return rtt_from_feedback(packets, feedback[["flow", "t", "seq"]])
+        answered = fb["dst"].astype(np.int64) * len(self.addresses.values) + fb["src"]
+        keys, inverse = np.unique(answered, return_inverse=True)
+        flow = np.array([pairs.get(int(k)) for k in keys], dtype=object)[inverse]
+        known = pd.notna(flow)  # a pair no data flow took: not feedback of ours
+        return rtt_from_feedback(packets, pd.DataFrame({"flow": flow[known], "t": fb["t"][known],
+                                                        "seq": fb["seq"][known]}))
 
 
 def _block_lines(path: str, offset: int, block: bytes):
