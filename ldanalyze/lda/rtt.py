@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
+from ..packets import label_positions
 from ..specs import check_positive
 from ..tiering import call
 from .base import LDA, Features, Verdict, take
@@ -112,20 +113,20 @@ class AdaptiveRtt(LDA):
     def _rtt_state(self, f: Features, flows: np.ndarray, rtt_flows: list[str]):
         """Per gap: the last RTT sample at the decision time and the EWMAs/minimum up to it."""
         r = f.timeline.rtt
-        r = r[r["flow"].astype(str).isin(rtt_flows)]
-        r = r.assign(flow=r["flow"].astype(str)).sort_values(["flow", "t"], kind="stable")
-        x = r["rtt"].to_numpy(np.float64)
-        rflow = r["flow"].to_numpy()
-        start = np.ones(len(r), bool)
+        position = label_positions(r["flow"], rtt_flows)  # each sample's flow among rtt_flows, or -1
+        t_all = r["t"].to_numpy(np.float64)
+        mine = np.flatnonzero(position >= 0)
+        order = mine[np.lexsort((t_all[mine], position[mine]))]  # by flow, then time; stable
+        x, rt, rflow = r["rtt"].to_numpy(np.float64)[order], t_all[order], position[order]
+        start = np.ones(len(order), bool)
         start[1:] = rflow[1:] != rflow[:-1]
         mean, dev = call(ewma_mean_dev, x, start, 1 / 8, 1 / 4, True)
         lo, _ = call(running_min_max, x, start)
         t_decide = take(f.t, f.at, np.nan)  # the decision time, whatever arrival holds the state
         side = "right" if f.replay.update_first else "left"
         idx = np.full(len(flows), -1, np.int64)
-        rt = r["t"].to_numpy(np.float64)
-        for flow in rtt_flows:
-            rows = np.flatnonzero(rflow == flow)  # contiguous: sorted by flow
+        for j, flow in enumerate(rtt_flows):
+            rows = np.flatnonzero(rflow == j)  # contiguous: sorted by flow
             if rows.size == 0:  # no samples, and (checked by modes) no gap to decide
                 continue
             g = np.flatnonzero(flows == flow)
