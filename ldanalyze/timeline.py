@@ -95,9 +95,15 @@ class Timeline:
 
     @property
     def flows(self) -> list[str]:
+        """The flows that have packets, in natural order."""
         if "_flows" in self.__dict__:
             return list(self._flows)
-        return natural_sorted(self.packets["flow"].unique())
+        flow = self.packets["flow"]
+        if isinstance(flow.dtype, pd.CategoricalDtype):  # the categories some row uses: no hashing of rows
+            codes = flow.cat.codes.to_numpy()
+            used = np.bincount(codes[codes >= 0], minlength=len(flow.cat.categories)) > 0
+            return natural_sorted(flow.cat.categories[used])
+        return natural_sorted(flow.dropna().unique())
 
     def _repr_html_(self) -> str:
         from .report.html import timeline_html
