@@ -598,15 +598,16 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
         if padded.all() and np.ptp(RTP.send_time.read(head[media])) == 0:
             skipped[name] = f"padding probes: every packet padded, the timestamp never advances ({int(count)} packets)"
             continue
-        own = unwrap_sequence(seq16[media], 1 << 16)
+        keep = _selection(media)  # views, not copies, when the stream is the whole flow
+        own = unwrap_sequence(seq16[keep], 1 << 16)
         problem = _not_a_sequence(own)
         if problem:
             skipped[name] = f"{problem} ({int(count)} packets)"
             continue
         candidates.append({"name": name, "ssrc": f"0x{int(key):08x}", "mask": media, "seq": own,
                            "probes": int((mine & probe).sum()),
-                           "pt": int(np.bincount(head[media, 1] & 0x7F).argmax()), "packets": int(media.sum()),
-                           "osn": osn[media]})
+                           "pt": int(np.bincount(head[keep, 1] & 0x7F).argmax()), "packets": int(media.sum()),
+                           "osn": osn[keep]})
     if reports is None:  # this flow's own RTCP
         reports = rtp.sender_report_rates(head, head_len, kinds == rtp.RTCP)
     if len(candidates) + len(small) > 1:  # what a retransmission stream would refer to
