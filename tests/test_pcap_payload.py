@@ -428,3 +428,21 @@ def test_rows_by_flow_match_a_stable_argsort(rows):
     expected = decoded[np.argsort(flow[decoded], kind="stable")]
     assert order.tolist() == expected.tolist()
     assert np.diff(starts).tolist() == np.bincount(flow[decoded], minlength=starts.shape[0] - 1).tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 40), st.integers(1, 64), st.data())
+def test_gather_rows_is_plain_indexing(n, head_bytes, data):
+    """The head's bytes gathered as one item a row equal numpy's own fancy indexing, for any
+    head width, empty selections and repeated rows; one-value fields are indexed as ever."""
+    from ldanalyze.io.capture.linklayer import record_dtype
+    from ldanalyze.io.capture.payload import gather_rows
+
+    records = np.zeros(n, record_dtype(head_bytes))
+    records["head"] = np.arange(n * head_bytes, dtype=np.int64).reshape(n, head_bytes) % 251
+    records["payload_len"] = np.arange(n)
+    rows = np.array(data.draw(st.lists(st.integers(0, max(n - 1, 0)), max_size=20 if n else 0)), np.int64)
+    for field in ("head", "payload_len"):
+        got = gather_rows(records[field], rows)
+        assert got.dtype == records[field].dtype and np.array_equal(got, records[field][rows])
+        assert got.flags["C_CONTIGUOUS"]
