@@ -984,9 +984,21 @@ def no_blas_probe() -> None:
         sys.meta_path.insert(0, _NoBlasProbe())
 
 
+def no_numba_extensions() -> None:
+    """Spare this process numba's search for plug-ins. At the first kernel a process loads,
+    numba reads the entry points of every installed distribution to run the
+    ``numba_extensions`` ones, which teach numba new types: 50 ms of every command on our
+    development VM, more the more is installed. Our kernels use no such type, and a command's
+    process runs only ours; an interactive session, which may need them, is left alone."""
+    from numba.core import entrypoints
+
+    entrypoints._already_initialized = True  # what numba sets once it has run them
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ordinary_pages()
     no_blas_probe()
+    no_numba_extensions()
     parser = build_parser()
     args = parser.parse_args(argv)
     with warnings.catch_warnings(record=True) as caught:  # the API's warnings, as one-line notes

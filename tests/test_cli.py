@@ -178,6 +178,28 @@ def test_a_command_spares_numba_its_blas_probe_and_scipy_still_imports():
     assert outputs == [["False", "False", "scipy.linalg"], ["True", "True", "scipy.linalg"]]
 
 
+def test_a_command_spares_numba_its_search_for_plugins():
+    """A command's process runs compiled kernels without numba reading every distribution's
+    entry points for ``numba_extensions``; the same kernels called from the library search as
+    numba always does."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, importlib.metadata as md\n"
+             "calls = []\n"
+             "real = md.entry_points\n"
+             "md.entry_points = lambda *a, **k: calls.append(1) or real(*a, **k)\n"
+             "{run}\n"
+             "from numba.core import entrypoints\n"
+             "print(len(calls), entrypoints._already_initialized)\n")
+    env = {**os.environ, "LDANALYZE_KERNELS": "compiled"}
+    cli = "from ldanalyze.cli import main\nassert main(['inspect', sys.argv[1]]) == 0"
+    library = "from ldanalyze import read_trace, build_timeline\nbuild_timeline(read_trace(sys.argv[1]))"
+    outputs = [subprocess.run([sys.executable, "-c", probe.format(run=run), str(SAMPLE)], env=env, check=True,
+                              capture_output=True, text=True).stdout.split()[-2:] for run in (cli, library)]
+    assert outputs == [["0", "True"], ["1", "True"]]
+
+
 def test_the_cli_leaves_numpy_on_ordinary_pages_unless_told(monkeypatch):
     """numpy's transparent-huge-page advice is turned off by the CLI, and left as the user set
     it when NUMPY_MADVISE_HUGEPAGE is in the environment."""
