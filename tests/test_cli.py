@@ -156,25 +156,29 @@ def test_captures_work_wherever_traces_do(tmp_path, capsys):
     assert "wrote 200 packets" in capsys.readouterr().out
 
 
+def _kernels_run_fresh(before: str, after: str) -> list[list[str]]:
+    """The last words ``after`` prints in two fresh interpreters that run ``before``, then
+    compiled kernels on the sample capture: through the CLI, and through the library."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "LDANALYZE_KERNELS": "compiled"}
+    runs = ("from ldanalyze.cli import main\nassert main(['inspect', sys.argv[1]]) == 0",
+            "from ldanalyze import read_trace, build_timeline\nbuild_timeline(read_trace(sys.argv[1]))")
+    return [subprocess.run([sys.executable, "-c", f"import sys\n{before}\n{run}\n{after}\n", str(SAMPLE)], env=env,
+                           check=True, capture_output=True, text=True).stdout.split() for run in runs]
+
+
 def test_a_command_spares_numba_its_blas_probe_and_scipy_still_imports():
     """A command's process runs compiled kernels without numba importing scipy.linalg to
     probe for BLAS (no kernel of ours calls it); scipy.linalg imports as ever afterwards. The
     same kernels called from the library (no CLI) probe as numba always does."""
-    import subprocess
-    import sys
-
     pytest.importorskip("scipy")
-    probe = ("import sys\n"
-             "{run}\n"
-             "from numba.np import arraymath\n"
+    after = ("from numba.np import arraymath\n"
              "probed = 'scipy.linalg' in sys.modules\n"
              "import scipy.linalg\n"
-             "print(probed, arraymath._HAVE_BLAS, scipy.linalg.__name__)\n")
-    env = {**os.environ, "LDANALYZE_KERNELS": "compiled"}
-    cli = "from ldanalyze.cli import main\nassert main(['inspect', sys.argv[1]]) == 0"
-    library = "from ldanalyze import read_trace, build_timeline\nbuild_timeline(read_trace(sys.argv[1]))"
-    outputs = [subprocess.run([sys.executable, "-c", probe.format(run=run), str(SAMPLE)], env=env, check=True,
-                              capture_output=True, text=True).stdout.split()[-3:] for run in (cli, library)]
+             "print(probed, arraymath._HAVE_BLAS, scipy.linalg.__name__)")
+    outputs = [words[-3:] for words in _kernels_run_fresh("", after)]
     assert outputs == [["False", "False", "scipy.linalg"], ["True", "True", "scipy.linalg"]]
 
 
@@ -182,21 +186,11 @@ def test_a_command_spares_numba_its_search_for_plugins():
     """A command's process runs compiled kernels without numba reading every distribution's
     entry points for ``numba_extensions``; the same kernels called from the library search as
     numba always does."""
-    import subprocess
-    import sys
-
-    probe = ("import sys, importlib.metadata as md\n"
-             "calls = []\n"
-             "real = md.entry_points\n"
-             "md.entry_points = lambda *a, **k: calls.append(1) or real(*a, **k)\n"
-             "{run}\n"
-             "from numba.core import entrypoints\n"
-             "print(len(calls), entrypoints._already_initialized)\n")
-    env = {**os.environ, "LDANALYZE_KERNELS": "compiled"}
-    cli = "from ldanalyze.cli import main\nassert main(['inspect', sys.argv[1]]) == 0"
-    library = "from ldanalyze import read_trace, build_timeline\nbuild_timeline(read_trace(sys.argv[1]))"
-    outputs = [subprocess.run([sys.executable, "-c", probe.format(run=run), str(SAMPLE)], env=env, check=True,
-                              capture_output=True, text=True).stdout.split()[-2:] for run in (cli, library)]
+    before = ("import importlib.metadata as md\n"
+              "calls, real = [], md.entry_points\n"
+              "md.entry_points = lambda *a, **k: calls.append(1) or real(*a, **k)")
+    after = "from numba.core import entrypoints\nprint(len(calls), entrypoints._already_initialized)"
+    outputs = [words[-2:] for words in _kernels_run_fresh(before, after)]
     assert outputs == [["0", "True"], ["1", "True"]]
 
 
