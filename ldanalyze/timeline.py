@@ -49,7 +49,7 @@ from numba import njit
 
 from .packets import (
     CONGESTION, DELIVERED, FATES, LOSS_FATES, UNOBSERVED, WIRELESS, Trace, empty_rtt, flow_codes,
-    label_positions, natural_sorted, sorting_order,
+    flows_of, label_positions, sorting_order,
 )
 from .tiering import call, pick
 
@@ -98,12 +98,7 @@ class Timeline:
         """The flows that have packets, in natural order."""
         if "_flows" in self.__dict__:
             return list(self._flows)
-        flow = self.packets["flow"]
-        if isinstance(flow.dtype, pd.CategoricalDtype):  # the categories some row uses: no hashing of rows
-            codes = flow.cat.codes.to_numpy()
-            used = np.bincount(codes[codes >= 0], minlength=len(flow.cat.categories)) > 0
-            return natural_sorted(flow.cat.categories[used])
-        return natural_sorted(flow.dropna().unique())
+        return flows_of(self.packets["flow"])
 
     def _repr_html_(self) -> str:
         from .report.html import timeline_html
