@@ -1282,6 +1282,11 @@ def _ip6(raw):
     return str(_ipaddress.IPv6Address(raw))
 
 
+def read_field(head_rows, offset, width, order="big", signed=False):
+    """A payload field of each row (a sequence of bytes a packet), one row at a time."""
+    return [int.from_bytes(bytes(row[offset: offset + width]), order, signed=signed) for row in head_rows]
+
+
 def receiver_rows_naive(arrivals, gap_reason="seq-gap"):
     """The receiver-side rule for one sequence space, one packet at a time.
 

@@ -446,3 +446,28 @@ def test_gather_rows_is_plain_indexing(n, head_bytes, data):
         got = gather_rows(records[field], rows)
         assert got.dtype == records[field].dtype and np.array_equal(got, records[field][rows])
         assert got.flags["C_CONTIGUOUS"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 30), st.integers(1, 24), st.sampled_from((1, 2, 4, 8)), st.sampled_from(("big", "little")),
+       st.booleans(), st.data())
+def test_field_read_is_the_plain_twin(n, head_bytes, width, order, signed, data):
+    """A field read in place from the records' strided heads equals the plain one-row-at-a-time
+    twin, for every width, byte order and sign (8 bytes unsigned: wrapped into int64, as the
+    timeline's integers are); a field beyond the bytes kept is refused."""
+    from ldanalyze.io.capture.linklayer import record_dtype
+
+    records = np.zeros(n, record_dtype(head_bytes))
+    records["head"] = np.array(data.draw(st.lists(st.integers(0, 255), min_size=n * head_bytes,
+                                                  max_size=n * head_bytes)), np.uint8).reshape(n, head_bytes)
+    offset = data.draw(st.integers(0, head_bytes))
+    field = Field(offset, width, order, signed)
+    if offset + width > head_bytes:
+        with pytest.raises(IndexError, match="beyond"):
+            field.read(records["head"])
+        return
+    expected = [v - (1 << 64) if v >= 1 << 63 else v
+                for v in naive.read_field(records["head"].tolist(), offset, width, order, signed)]
+    for head in (records["head"], np.ascontiguousarray(records["head"])):
+        got = field.read(head)
+        assert got.dtype == np.int64 and got.tolist() == expected
