@@ -174,9 +174,15 @@ class Outcome:
     cached: bool
 
 
-def discover(paths: Sequence[str], exclude: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+TRACE_NAMES = (".tr", ".pcap", ".pcapng", ".cap")  # and these gzipped: a file named as a trace
+
+
+def discover(paths: Sequence[str], exclude: Sequence[str] = ()) -> tuple[list[str], dict[str, str]]:
     """Every trace under ``paths`` (files, directories walked recursively, globs), in a stable
-    order, decided by content; and the files passed over (no supported format, or excluded)."""
+    order, decided by content; and the files passed over, each with why (excluded, or no
+    supported format). A file named as a trace (``TRACE_NAMES``) whose content fits no format
+    is kept, to fail as a broken trace when read: a damaged trace must not leave a suite
+    unnoticed, which would change its pooled scores."""
     found: list[str] = []
     for given in paths:
         matches = sorted(glob.glob(given, recursive=True)) if glob.has_magic(given) else [given]
@@ -189,19 +195,26 @@ def discover(paths: Sequence[str], exclude: Sequence[str] = ()) -> tuple[list[st
                 found.append(match)
             else:
                 raise UsageError(f"{match}: no such file or directory")
-    traces, passed = [], []
+    traces, passed = [], {}
     for path in dict.fromkeys(found):
-        if any(fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(os.path.basename(path), pattern)
-               for pattern in exclude):
-            passed.append(path)
+        pattern = next((pattern for pattern in exclude if fnmatch.fnmatch(path, pattern)
+                        or fnmatch.fnmatch(os.path.basename(path), pattern)), None)
+        if pattern is not None:
+            passed[path] = f"excluded by {pattern}"
             continue
         try:
             detect_format(path)
         except TraceError:
-            passed.append(path)
-            continue
+            if not _named_as_trace(path):
+                passed[path] = "empty" if os.path.getsize(path) == 0 else "no known trace format"
+                continue
         traces.append(path)
     return traces, passed
+
+
+def _named_as_trace(path: str) -> bool:
+    name = path.lower().removesuffix(".gz")
+    return name.endswith(TRACE_NAMES)
 
 
 def run_job(job: Job, analysis: Analysis) -> Outcome:

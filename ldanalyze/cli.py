@@ -660,7 +660,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     thresholds = [gates.Threshold.parse(t) for t in s["fail_if"]]
     baseline = gates.read_results(s["baseline"]) if s["baseline"] else None
     jobs = batching.read_manifest(s["manifest"]) if s["manifest"] else []
-    traces, passed_over = batching.discover(s["paths"], s["exclude"]) if s["paths"] else ([], [])
+    traces, passed_over = batching.discover(s["paths"], s["exclude"]) if s["paths"] else ([], {})
     jobs += [batching.Job(name=path, path=path) for path in traces]
     if not jobs:
         raise UsageError("batch: no trace found (give files, folders or globs, or a --manifest)")
@@ -686,25 +686,25 @@ def cmd_batch(args: argparse.Namespace) -> int:
     failed_checks = int(checks["status"].isin(ci.FAILED).sum())
     passed = failed_checks == 0 and errors.empty and not interrupted
     done = [o.job.name for o in outcomes]
+    # without losses: read and analysed, but nothing lost to score
+    counts = {"passed_over": passed_over, "without_losses": len(outcomes) - len(errors) - ci.scored_traces(results)}
 
     if s["output"]:
         _write_table(results, s["output"], inputs, None)
     if s["junit"]:
         _atomic_write(s["junit"], inputs, lambda tmp: pathlib.Path(tmp).write_text(ci.junit_xml(done, errors, checks)))
     if s["summary"]:
-        text = ci.markdown_summary(results, errors, checks, passed=passed, passed_over=len(passed_over))
+        text = ci.markdown_summary(results, errors, checks, passed=passed, **counts)
         _atomic_write(s["summary"], inputs, lambda tmp: pathlib.Path(tmp).write_text(text))
     if s["json"]:
-        report = ci.json_report(results, errors, checks, passed_over=len(passed_over), passed=passed)
+        report = ci.json_report(results, errors, checks, passed=passed, **counts)
         _atomic_write(s["json"], inputs, lambda tmp: pathlib.Path(tmp).write_text(json.dumps(report, indent=1)))
 
-    scored = results.loc[results["scope"] == "trace", "trace"].nunique() if len(results) else 0
-    lossless = len(outcomes) - len(errors) - scored  # read and analysed, but nothing lost to score
-    print(f"batch: {scored} trace(s) scored" + (f", {lossless} without losses (nothing to score)" if lossless else "")
-          + f", {len(errors)} failed, {len(passed_over)} file(s) passed over"
+    print("batch: " + ci.counts_line(results, errors, **counts)
           + (f" (settings from {s['config']})" if s["config"] else ""))
     for _, row in errors.iterrows():
-        print(f"  error: {row['trace']}: {row['error'].splitlines()[0]}")
+        first = row["error"].splitlines()[0]  # a reader's error names its file already
+        print(f"  error: {first if first.startswith(str(row['trace'])) else row['trace'] + ': ' + first}")
     for _, row in checks[checks["status"].isin(ci.FAILED)].iterrows():
         print(f"  FAILED {row.get('check', 'baseline')}: {row['message']}")
     if interrupted:

@@ -4,6 +4,7 @@ content-keyed cache, thresholds, baselines, JUnit/Markdown/JSON outputs, config 
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import shutil
 import time
@@ -52,11 +53,33 @@ def run(tmp_path, *args):
 def test_discovery_walks_folders_and_globs_and_passes_over_what_is_no_trace(suite):
     traces, passed = batching.discover([str(suite)])
     assert sorted(p.split("/")[-1] for p in traces) == sorted(SUITE)
-    assert [p.split("/")[-1] for p in passed] == ["README.txt"]
-    traces, _ = batching.discover([str(suite / "**" / "*.tr.gz")], exclude=["*tcp*"])
+    assert {p.split("/")[-1]: why for p, why in passed.items()} == {"README.txt": "no known trace format"}
+    (suite / "notes.txt").write_bytes(b"")
+    traces, passed = batching.discover([str(suite / "**" / "*.t*")], exclude=["*tcp*"])
     assert sorted(p.split("/")[-1] for p in traces) == sorted(n for n in SUITE if "tcp" not in n)
+    assert {p.split("/")[-1]: why for p, why in passed.items()} == {
+        "README.txt": "no known trace format", "notes.txt": "empty", "wlh_tcp_1flow_high.tr.gz": "excluded by *tcp*"}
     with pytest.raises(UsageError, match="no such"):
         batching.discover([str(suite / "missing.tr")])
+
+
+def test_a_file_named_as_a_trace_that_fits_no_format_fails_and_is_not_passed_over(suite, tmp_path, capsys):
+    """A damaged capture (its magic number gone), an empty ns-2 trace and a gzipped trace of
+    garbage would shrink a suite in silence if passed over: each is a failed trace, with the
+    reader's error naming the file."""
+    damaged = suite / "call.PCAP"
+    damaged.write_bytes(b"\x00" * 4 + (TRACES / "captures" / "lab_receiver.pcap").read_bytes()[4:])
+    (suite / "empty.tr").write_bytes(b"")
+    (suite / "noise.tr.gz").write_bytes(gzip.compress(b"hello\n"))
+    traces, passed = batching.discover([str(suite)])
+    assert {p.split("/")[-1] for p in traces} == set(SUITE) | {"call.PCAP", "empty.tr", "noise.tr.gz"}
+    assert list(passed) == [str(suite / "README.txt")]
+    assert run(tmp_path, suite, "--controller", "none") == 1
+    printed = capsys.readouterr().out
+    assert "3 trace(s) scored, 3 failed, 1 file(s) passed over (1 no known trace format)" in printed
+    assert f"error: {damaged}: byte 0: unknown trace format: binary, but not a pcap or pcapng capture" in printed
+    assert f"error: {suite / 'empty.tr'}: the trace is empty" in printed
+    assert f"error: {suite / 'noise.tr.gz'}:1: unknown trace format" in printed
 
 
 def test_a_broken_trace_is_reported_and_the_others_are_scored(suite, tmp_path, capsys):
@@ -268,10 +291,13 @@ def test_ci_outputs_parse_validate_and_count(suite, tmp_path):
     failures = int(suite_xml.get("failures"))
     payload = json.loads(report.read_text())
     jsonschema.validate(payload, JSON_SCHEMA)
-    assert payload["passed"] is False and payload["traces"] == {"scored": 3, "failed": 1, "passed_over": 1}
+    assert payload["passed"] is False
+    assert payload["traces"] == {"scored": 3, "without_losses": 0, "failed": 1, "passed_over": 1}
+    assert payload["passed_over"] == [{"path": str(suite / "README.txt"), "why": "no known trace format"}]
     assert failures == sum(c["status"] == "fail" for c in payload["checks"])
     text = summary.read_text()
     assert text.startswith("### ldanalyze batch: **failed**") and "broken.tr" in text
+    assert "<summary>Files passed over (1)</summary>" in text and f"| {suite / 'README.txt'} | no known trace format |" in text
 
 
 def test_baseline_round_trip_on_the_command_line(suite, tmp_path, capsys):

@@ -6,7 +6,7 @@ import os
 
 from ..errors import TraceError
 from .capture.pcap import PCAP, PCAPNG, capture_format
-from .text import first_lines
+from .text import first_lines, open_binary
 
 NS2_WIRED = "ns2-wired"
 NS2_WIRELESS_OLD = "ns2-wireless-old"
@@ -51,6 +51,12 @@ def detect_format(path: str | os.PathLike) -> str:
         if fmt is not None:
             votes[fmt] = votes.get(fmt, 0) + 1
     if not votes:
+        if "\x00" in lines[0] or "\ufffd" in lines[0]:  # binary: a capture whose header is damaged, say
+            with open_binary(path) as f:
+                first = f.read(4)
+            raise TraceError(path, f"unknown trace format: binary, but not a pcap or pcapng capture (it starts "
+                             f"with {first.hex()}, no capture's magic number: a1b2c3d4 or a1b23c4d in either "
+                             "byte order, or 0a0d0d0a)", offset=0)
         raise TraceError(
             path,
             "unknown trace format: neither an ns-2 wired trace (ev time from to type size flags "

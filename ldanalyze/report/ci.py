@@ -3,7 +3,8 @@
 JUnit: one test suite ``ldanalyze``; per trace a test case ``read <trace>`` (an error when the
 trace failed), and one test case per check row (threshold or baseline comparison): a failure
 when it failed, skipped when undefined. The JSON report follows ``JSON_SCHEMA``
-(``schema_version`` 1): the results, errors and checks tables as records.
+(``schema_version`` 1): the results, errors and checks tables as records, and the files
+passed over with why (``passed_over``; added in 0.4 beside the counts, optional in the schema).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ JSON_SCHEMA = {
         "ldanalyze": {"type": "string"},
         "passed": {"type": "boolean"},
         "traces": {"type": "object", "required": ["scored", "failed", "passed_over"],
-                   "properties": {k: {"type": "integer", "minimum": 0} for k in ("scored", "failed", "passed_over")}},
+                   "properties": {k: {"type": "integer", "minimum": 0}
+                                  for k in ("scored", "without_losses", "failed", "passed_over")}},
         "results": {"type": "array", "items": {**_ROW, "required": ["scope", "trace", "flow", "lda", "M_c", "M_w"],
                                                "properties": {"scope": {"enum": ["flow", "trace", "pooled"]},
                                                               "M_c": {"type": ["number", "null"]},
@@ -37,6 +39,9 @@ JSON_SCHEMA = {
         "checks": {"type": "array", "items": {**_ROW, "required": ["check", "status", "message"],
                                               "properties": {"status": {"enum": ["pass", "fail", "undefined",
                                                                                  "regressed", "missing"]}}}},
+        "passed_over": {"type": "array", "items": {**_ROW, "required": ["path", "why"],
+                                                   "properties": {"path": {"type": "string"},
+                                                                  "why": {"type": "string"}}}},
     },
 }
 FAILED = ("fail", "regressed", "missing")
@@ -46,14 +51,31 @@ def _records(table: pd.DataFrame) -> list[dict]:
     return json.loads(table.to_json(orient="records")) if len(table) else []
 
 
-def json_report(results: pd.DataFrame, errors: pd.DataFrame, checks: pd.DataFrame, *, passed_over: int,
-                passed: bool) -> dict:
+def json_report(results: pd.DataFrame, errors: pd.DataFrame, checks: pd.DataFrame, *, passed_over: dict[str, str],
+                without_losses: int, passed: bool) -> dict:
+    """The JSON report (``JSON_SCHEMA``); ``passed_over``: each file passed over → why."""
     from .. import __version__
 
-    scored = results.loc[results["scope"] == "trace", "trace"].nunique() if len(results) else 0
     return {"schema_version": SCHEMA_VERSION, "ldanalyze": __version__, "passed": passed,
-            "traces": {"scored": int(scored), "failed": int(len(errors)), "passed_over": int(passed_over)},
-            "results": _records(results), "errors": _records(errors), "checks": _records(checks)}
+            "traces": {"scored": scored_traces(results), "without_losses": int(without_losses), "failed": int(len(errors)),
+                       "passed_over": len(passed_over)},
+            "results": _records(results), "errors": _records(errors), "checks": _records(checks),
+            "passed_over": [{"path": path, "why": why} for path, why in passed_over.items()]}
+
+
+def scored_traces(results: pd.DataFrame) -> int:
+    return int(results.loc[results["scope"] == "trace", "trace"].nunique()) if len(results) else 0
+
+
+def counts_line(results: pd.DataFrame, errors: pd.DataFrame, *, passed_over: dict[str, str],
+                without_losses: int) -> str:
+    """How many traces were scored, had nothing to score, failed, and how many files were
+    passed over and why (counted by reason)."""
+    reasons = pd.Series(list(passed_over.values()), dtype=object).value_counts()
+    why = ", ".join(f"{n} {reason}" for reason, n in reasons.items())
+    return (f"{scored_traces(results)} trace(s) scored"
+            + (f", {without_losses} without losses (nothing to score)" if without_losses else "")
+            + f", {len(errors)} failed, {len(passed_over)} file(s) passed over" + (f" ({why})" if why else ""))
 
 
 def junit_xml(traces: list[str], errors: pd.DataFrame, checks: pd.DataFrame) -> str:
@@ -85,11 +107,12 @@ def junit_xml(traces: list[str], errors: pd.DataFrame, checks: pd.DataFrame) -> 
 
 
 def markdown_summary(results: pd.DataFrame, errors: pd.DataFrame, checks: pd.DataFrame, *, passed: bool,
-                     passed_over: int) -> str:
-    scored = results.loc[results["scope"] == "trace", "trace"].nunique() if len(results) else 0
+                     passed_over: dict[str, str], without_losses: int, listed: int = 50) -> str:
+    """The job summary: verdict, counts, failed checks, failed traces, the files passed over
+    (folded; the first ``listed``) and the pooled scores."""
     verdict = "passed" if passed else "**failed**"
     out = [f"### ldanalyze batch: {verdict}", "",
-           f"{scored} trace(s) scored, {len(errors)} failed, {passed_over} file(s) passed over.", ""]
+           counts_line(results, errors, passed_over=passed_over, without_losses=without_losses) + ".", ""]
     bad = checks[checks["status"].isin(FAILED)] if len(checks) else checks
     if len(bad):
         out += ["#### Failed checks", "", "| check | where | detail |", "|---|---|---|"]
@@ -104,6 +127,12 @@ def markdown_summary(results: pd.DataFrame, errors: pd.DataFrame, checks: pd.Dat
             first = str(row["error"]).splitlines()[0].replace("|", "\\|")
             out.append(f"| {row['trace']} | {first} |")
         out.append("")
+    if passed_over:
+        out += [f"<details><summary>Files passed over ({len(passed_over)})</summary>", "", "| file | why |", "|---|---|"]
+        out += [f"| {path} | {why} |" for path, why in list(passed_over.items())[:listed]]
+        if len(passed_over) > listed:
+            out.append(f"| ... {len(passed_over) - listed} more (the JSON report lists all) | |")
+        out += ["", "</details>", ""]
     pooled = results[results["scope"] == "pooled"].drop(columns=["scope", "trace", "flow"]) if len(results) else None
     if pooled is not None and len(pooled):
         out.append(markdown_table(pooled))
