@@ -705,8 +705,10 @@ def cmd_batch(args: argparse.Namespace) -> int:
     for _, row in errors.iterrows():
         first = row["error"].splitlines()[0]  # a reader's error names its file already
         print(f"  error: {first if first.startswith(str(row['trace'])) else row['trace'] + ': ' + first}")
-    for _, row in checks[checks["status"].isin(ci.FAILED)].iterrows():
-        print(f"  FAILED {row.get('check', 'baseline')}: {row['message']}")
+    for old, new in gates.retuned_ldas(results["lda"], baseline["lda"]).items() if baseline is not None else ():
+        print(f"  baseline: {new} compared with the baseline's {old} (the one LDA of its kind that changed)")
+    for line in ci.failed_lines(checks):
+        print(f"  {line}")
     if interrupted:
         print(f"batch: interrupted after {len(outcomes)} of {len(jobs)} traces; the outputs hold those")
         return 130

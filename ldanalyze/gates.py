@@ -12,6 +12,9 @@ are matched on (scope, trace, flow, lda); a regression is an error rate (M_c, M_
 than ``tolerance`` or a rate of success (accuracy, thput) down by more than it, and, with
 ``beyond_ci``, also outside the baseline's confidence interval where it has one. A row of the
 baseline that the new results lack is a regression too (a trace that no longer scores).
+An LDA whose parameters changed since the baseline (``biaz`` then, ``biaz:upper=1.6`` now) is
+compared with its old self when it is the one LDA of its kind that each table lacks of the
+other: the checks' ``baseline_lda`` says so. With two candidates, nothing is guessed.
 """
 
 from __future__ import annotations
@@ -100,14 +103,18 @@ def read_results(path: str) -> pd.DataFrame:
 def compare_baseline(results: pd.DataFrame, baseline: pd.DataFrame, tolerance: float = 0.02,
                      beyond_ci: bool = False) -> pd.DataFrame:
     """One row per (scope, trace, flow, lda, metric) that both tables hold, or that the
-    baseline holds and the results lack: ``status`` pass, regressed or missing."""
+    baseline holds and the results lack: ``status`` pass, regressed or missing;
+    ``baseline_lda`` the baseline's LDA compared (see the module docstring on retuned LDAs)."""
     if not tolerance >= 0:
         raise UsageError(f"--tolerance must be >= 0, not {tolerance}")
     metrics = [m for m in WORSE_WHEN_HIGHER + WORSE_WHEN_LOWER if m in baseline.columns]
     new = results.astype({k: str for k in KEYS}).set_index(list(KEYS))
+    retuned = retuned_ldas(results["lda"].astype(str), baseline["lda"].astype(str))
+    baseline = baseline.astype({k: str for k in KEYS}).assign(baseline_lda=lambda t: t["lda"])
+    baseline["lda"] = baseline["lda"].replace(retuned)
     rows = []
     for key, old in baseline.set_index(list(KEYS)).iterrows():
-        where = dict(zip(KEYS, key))
+        where = {**dict(zip(KEYS, key)), "baseline_lda": old["baseline_lda"]}
         if key not in new.index:
             rows.append({**where, "metric": "*", "old": math.nan, "new": math.nan, "status": "missing",
                          "message": "in the baseline, not in the results"})
@@ -126,4 +133,16 @@ def compare_baseline(results: pd.DataFrame, baseline: pd.DataFrame, tolerance: f
             rows.append({**where, "metric": metric, "old": before, "new": after,
                          "status": "regressed" if regressed else "pass",
                          "message": f"{metric} {before:.4g} -> {after:.4g}"})
-    return pd.DataFrame(rows, columns=[*KEYS, "metric", "old", "new", "status", "message"])
+    return pd.DataFrame(rows, columns=[*KEYS, "baseline_lda", "metric", "old", "new", "status", "message"])
+
+
+def retuned_ldas(now: pd.Series, then: pd.Series) -> dict[str, str]:
+    """The baseline's LDA → the results' LDA of the same kind (the spec's name, before ``:``),
+    for each kind that has exactly one LDA the results lack and one the baseline lacks."""
+    gone, added = set(then) - set(now), set(now) - set(then)
+    return {old: new for old in gone for new in added if _kind(old) == _kind(new)
+            and sum(_kind(o) == _kind(old) for o in gone) == 1 and sum(_kind(n) == _kind(new) for n in added) == 1}
+
+
+def _kind(spec: str) -> str:
+    return spec.partition(":")[0]

@@ -21,7 +21,8 @@ from ldanalyze import batch as batching
 from ldanalyze import threads
 from ldanalyze.cli import main
 from ldanalyze.errors import UsageError
-from ldanalyze.gates import Threshold, check_thresholds, compare_baseline
+from ldanalyze.gates import Threshold, check_thresholds, compare_baseline, retuned_ldas
+from ldanalyze.report import ci
 from ldanalyze.report.ci import JSON_SCHEMA
 
 from .conftest import TRACES
@@ -275,6 +276,40 @@ def test_baseline_regressions_beyond_the_tolerance():
     assert sorted(zip(bad["lda"], bad["metric"])) == [("biaz", "M_c"), ("biaz", "accuracy")]
     gone = compare_baseline(new.iloc[:1], old, tolerance=0.02)
     assert gone.loc[gone["lda"] == "biaz", "status"].tolist() == ["missing"]
+
+
+def test_a_retuned_lda_is_compared_with_its_baseline_self_and_nothing_is_guessed_between_two():
+    assert retuned_ldas(pd.Series(["biaz:upper=1.6", "zbs"]), pd.Series(["biaz", "zbs"])) == {"biaz": "biaz:upper=1.6"}
+    assert retuned_ldas(pd.Series(["biaz:upper=1.6", "biaz:upper=1.2"]), pd.Series(["biaz"])) == {}
+    assert retuned_ldas(pd.Series(["biaz", "biaz:upper=1.6"]), pd.Series(["biaz"])) == {}  # biaz is still there
+    assert retuned_ldas(pd.Series(["mbiaz"]), pd.Series(["biaz"])) == {}  # another kind
+    keys = {"scope": ["pooled"] * 2, "trace": ["*"] * 2, "flow": ["*"] * 2}
+    old = pd.DataFrame({**keys, "lda": ["biaz", "zbs"], "M_c": [0.10, 0.10]})
+    new = pd.DataFrame({**keys, "lda": ["biaz:upper=1.6", "zbs"], "M_c": [0.15, 0.10]})
+    table = compare_baseline(new, old, tolerance=0.02)
+    assert table[["lda", "baseline_lda", "status"]].values.tolist() == [
+        ["biaz:upper=1.6", "biaz", "regressed"], ["zbs", "zbs", "pass"]]
+    twice = pd.concat([new, new.assign(lda=["biaz:upper=1.2", "zbs"]).iloc[:1]], ignore_index=True)
+    assert compare_baseline(twice, old)["status"].tolist() == ["missing", "pass"]
+
+
+def test_failed_checks_are_listed_pooled_first_and_cut_short_in_a_log():
+    rows = [{"scope": "flow", "trace": "t", "flow": str(k), "lda": "zbs", "baseline_lda": "zbs", "metric": "M_c",
+             "status": "regressed", "message": f"M_c 0 -> {k}"} for k in range(12)]
+    rows.insert(5, {"scope": "pooled", "trace": "*", "flow": "*", "lda": "biaz:upper=1.6", "baseline_lda": "biaz",
+                    "metric": "M_w", "status": "regressed", "message": "M_w 0.1 -> 0.2"})
+    threshold = {"check": "fail-if zbs.M_c > 0.05", "scope": "pooled", "trace": "*", "flow": "*", "lda": "zbs",
+                 "status": "fail", "message": "zbs.M_c = 0.3"}
+    checks = pd.concat([pd.DataFrame([threshold]), pd.DataFrame(rows)], ignore_index=True)
+    lines = ci.failed_lines(checks)
+    assert lines[0] == "FAILED fail-if zbs.M_c > 0.05 [pooled zbs]: zbs.M_c = 0.3"
+    assert lines[1] == "FAILED baseline M_w [pooled biaz:upper=1.6 (baseline: biaz)]: M_w 0.1 -> 0.2"
+    assert lines[2] == "FAILED baseline M_c [flow t 0 zbs]: M_c 0 -> 0"
+    assert len(lines) == 11 and lines[-1] == "... and 4 more failed checks (--summary or --json lists all)"
+    names = [c.get("name") for c in ET.fromstring(ci.junit_xml([], pd.DataFrame(columns=["trace", "error"]),
+                                                                  checks).split("\n", 1)[1]).iter("testcase")]
+    assert names[:2] == ["fail-if zbs.M_c > 0.05 [pooled zbs]", "baseline M_c [flow t 0 zbs]"]
+    assert not any("nan" in name for name in names)
 
 
 def test_ci_outputs_parse_validate_and_count(suite, tmp_path):

@@ -89,9 +89,7 @@ def junit_xml(traces: list[str], errors: pd.DataFrame, checks: pd.DataFrame) -> 
             ET.SubElement(case, "error", message=failed[trace][:200]).text = failed[trace]
             counts["errors"] += 1
     for _, row in checks.iterrows():
-        where = " ".join(str(row[k]) for k in ("scope", "trace", "flow", "lda") if k in row and str(row[k]) != "*"
-                         and not (isinstance(row[k], float) and math.isnan(row[k])))
-        name = f"{row['check'] if 'check' in row else 'baseline ' + row['metric']} [{where}]"
+        name = f"{_check_name(row)} [{_where(row)}]"
         case = ET.SubElement(suite, "testcase", classname="ldanalyze.checks", name=name)
         counts["tests"] += 1
         if row["status"] in FAILED:
@@ -106,6 +104,38 @@ def junit_xml(traces: list[str], errors: pd.DataFrame, checks: pd.DataFrame) -> 
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
 
 
+def failed_lines(checks: pd.DataFrame, shown: int = 10) -> list[str]:
+    """The failed checks as lines for a log: the first ``shown``, then how many more."""
+    bad = _failed(checks)
+    lines = [f"FAILED {_check_name(row)} [{_where(row)}]: {row['message']}" for _, row in bad.head(shown).iterrows()]
+    return lines + ([f"... and {len(bad) - shown} more failed checks (--summary or --json lists all)"]
+                    if len(bad) > shown else [])
+
+
+def _failed(checks: pd.DataFrame) -> pd.DataFrame:
+    """The failed checks, the pooled ones first, then each trace's, then each flow's."""
+    if not len(checks):
+        return checks
+    bad = checks[checks["status"].isin(FAILED)]
+    if "scope" not in bad:
+        return bad
+    return bad.iloc[bad["scope"].map({"pooled": 0, "trace": 1, "flow": 2}).fillna(3).argsort(kind="stable")]
+
+
+def _check_name(row: pd.Series) -> str:
+    return row["check"] if "check" in row and isinstance(row["check"], str) else f"baseline {row['metric']}"
+
+
+def _where(row: pd.Series) -> str:
+    """Where a check looked: scope, trace, flow, LDA (and the baseline's LDA it was compared with)."""
+    parts = [str(row[k]) for k in ("scope", "trace", "flow", "lda") if k in row and str(row[k]) != "*"
+             and not (isinstance(row[k], float) and math.isnan(row[k]))]
+    old = row.get("baseline_lda")
+    if isinstance(old, str) and old != row.get("lda"):
+        parts.append(f"(baseline: {old})")
+    return " ".join(parts)
+
+
 def markdown_summary(results: pd.DataFrame, errors: pd.DataFrame, checks: pd.DataFrame, *, passed: bool,
                      passed_over: dict[str, str], without_losses: int, listed: int = 50) -> str:
     """The job summary: verdict, counts, failed checks, failed traces, the files passed over
@@ -113,13 +143,13 @@ def markdown_summary(results: pd.DataFrame, errors: pd.DataFrame, checks: pd.Dat
     verdict = "passed" if passed else "**failed**"
     out = [f"### ldanalyze batch: {verdict}", "",
            counts_line(results, errors, passed_over=passed_over, without_losses=without_losses) + ".", ""]
-    bad = checks[checks["status"].isin(FAILED)] if len(checks) else checks
+    bad = _failed(checks)
     if len(bad):
         out += ["#### Failed checks", "", "| check | where | detail |", "|---|---|---|"]
-        for _, row in bad.iterrows():
-            check = row["check"] if "check" in row else f"baseline {row['metric']}"
-            where = " ".join(str(row[k]) for k in ("scope", "trace", "flow", "lda") if k in row)
-            out.append(f"| {check} | {where} | {row['message']} |")
+        for _, row in bad.head(listed * 2).iterrows():
+            out.append(f"| {_check_name(row)} | {_where(row)} | {row['message']} |")
+        if len(bad) > listed * 2:
+            out.append(f"| ... {len(bad) - listed * 2} more (the JSON report lists all) | | |")
         out.append("")
     if len(errors):
         out += ["#### Traces that failed", "", "| trace | error |", "|---|---|"]
