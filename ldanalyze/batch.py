@@ -723,7 +723,11 @@ def _on_dask(jobs, analysis, scheduler, take) -> None:
         from dask.distributed import Client, as_completed
     except ImportError:
         raise UsageError("--scheduler needs Dask: pip install 'ldanalyze[dask]'") from None
-    with Client(scheduler) as client:
+    try:  # within Dask's own connect timeout (distributed.comm.timeouts.connect, 30 s by default)
+        client = Client(scheduler)
+    except (OSError, ValueError, TypeError) as exc:
+        raise UsageError(f"--scheduler {scheduler}: cannot reach a Dask scheduler there ({exc})") from None
+    with client:
         order = largest_first(jobs)
         futures = client.map(_run_in_worker, [jobs[i] for i in order], analysis=analysis, pure=False)
         index = {future.key: i for i, future in zip(order, futures)}

@@ -95,6 +95,19 @@ def test_a_broken_trace_is_reported_and_the_others_are_scored(suite, tmp_path, c
     assert run(tmp_path, suite, "--strict", "--controller", "none") == 2
 
 
+def test_an_unreachable_dask_scheduler_is_a_usage_error_not_a_traceback(suite, tmp_path, capsys):
+    import socket
+
+    import dask
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        assert main(["batch", str(suite), "--no-cache", "--scheduler", f"tcp://127.0.0.1:{port}"]) == 2
+    assert f"--scheduler tcp://127.0.0.1:{port}: cannot reach a Dask scheduler there" in capsys.readouterr().err
+
+
 def analysis(cache_dir=None, ldas="biaz,zbs,spike"):
     return batching.Analysis(ldas=ldas, controller="tfrc", cache_dir=cache_dir)
 
