@@ -4,7 +4,7 @@ JUnit: one test suite ``ldanalyze``; per trace a test case ``read <trace>`` (an 
 trace failed), and one test case per check row (threshold or baseline comparison): a failure
 when it failed, skipped when undefined. The JSON report follows ``JSON_SCHEMA``
 (``schema_version`` 1): the results, errors and checks tables as records, and the files
-passed over with why (``passed_over``; added in 0.4 beside the counts, optional in the schema).
+passed over with why (``passed_over``: added later, as optional, so earlier reports validate).
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ def json_report(results: pd.DataFrame, errors: pd.DataFrame, checks: pd.DataFram
     from .. import __version__
 
     return {"schema_version": SCHEMA_VERSION, "ldanalyze": __version__, "passed": passed,
-            "traces": {"scored": scored_traces(results), "without_losses": int(without_losses), "failed": int(len(errors)),
-                       "passed_over": len(passed_over)},
+            "traces": {"scored": scored_traces(results), "without_losses": int(without_losses),
+                       "failed": int(len(errors)), "passed_over": len(passed_over)},
             "results": _records(results), "errors": _records(errors), "checks": _records(checks),
             "passed_over": [{"path": path, "why": why} for path, why in passed_over.items()]}
 
@@ -158,7 +158,8 @@ def markdown_summary(results: pd.DataFrame, errors: pd.DataFrame, checks: pd.Dat
             out.append(f"| {row['trace']} | {first} |")
         out.append("")
     if passed_over:
-        out += [f"<details><summary>Files passed over ({len(passed_over)})</summary>", "", "| file | why |", "|---|---|"]
+        out += [f"<details><summary>Files passed over ({len(passed_over)})</summary>", "",
+                "| file | why |", "|---|---|"]
         out += [f"| {path} | {why} |" for path, why in list(passed_over.items())[:listed]]
         if len(passed_over) > listed:
             out.append(f"| ... {len(passed_over) - listed} more (the JSON report lists all) | |")
