@@ -409,7 +409,7 @@ def _replay_rows(timeline, analysis: Analysis, runnable: list[str], rows: list, 
     try:
         signals = _signals(timeline, analysis.replay, results)
         new = replay(timeline, [analysis.controller], runnable, replay=analysis.replay, rates=False,
-                     reference=_stacked(rows) if have_baselines else None,
+                     reference=_reference_rows(rows) if have_baselines else None,
                      decisions=decided if have_baselines else _with_baselines(timeline, decided, analysis.replay),
                      signals=signals).summary
     except UsageError:
@@ -418,6 +418,16 @@ def _replay_rows(timeline, analysis: Analysis, runnable: list[str], rows: list, 
         skipped.write_text(json.dumps(sorted(set(before) | set(runnable))))
         return rows
     return [*rows, _write_piece(new, results / f"replay-{_part_name(runnable)}.arrow")]
+
+
+def _reference_rows(tables: list) -> dict[str, list]:
+    """The columns of the cached replay pieces that ``replay``'s ratios read (its
+    ``reference``), as lists: making a DataFrame of the whole rows was a fifth of a re-run's
+    replay."""
+    import pyarrow as pa
+
+    stacked = pa.concat_tables(tables, promote_options="permissive")
+    return {name: stacked[name].to_pylist() for name in ("lda", "controller", "flow", "thput")}
 
 
 def _signals(timeline, replay_options: Replay, folder: pathlib.Path):

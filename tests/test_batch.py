@@ -99,6 +99,7 @@ def test_an_unreachable_dask_scheduler_is_a_usage_error_not_a_traceback(suite, t
     import socket
 
     import dask
+    import distributed  # noqa: F401  (its defaults in dask's config before one is set for a while)
 
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))

@@ -85,7 +85,8 @@ def replay(
     the sender's RTT, ACK clock and the capacity are reconstructed. ``rates=False`` skips the
     per-arrival table (the summary alone is much smaller). ``reference``: summary rows of the
     baselines from an earlier replay of the same timeline, controllers and semantics (the
-    batch cache keeps them), so that the ``vs_`` ratios need no second replay of them.
+    batch cache keeps them), so that the ``vs_`` ratios need no second replay of them: a
+    DataFrame, or its columns ``lda, controller, flow, thput`` as a mapping of sequences.
     ``decisions``: ``classify``'s table for these LDAs (and the baselines, without
     ``reference``) on this timeline under ``replay``, when the caller has it already.
     ``signals``: ``Signals.of(timeline, replay, path)``, likewise (the batch cache keeps them).
@@ -138,7 +139,7 @@ def _summary_table(stats: list[dict], controllers: list[str], ldas: list[str], f
     })
 
 
-def _add_ratios(summary: pd.DataFrame, reference: pd.DataFrame | None) -> None:
+def _add_ratios(summary: pd.DataFrame, reference) -> None:
     """Add ``vs_<baseline>`` columns: each row's thput over the same controller's thput on the
     same flow when fed that baseline's decisions (from ``summary``, else ``reference``). The
     tables hold a row per (lda, controller, flow): plain dictionaries beat pandas joins here."""
@@ -146,7 +147,7 @@ def _add_ratios(summary: pd.DataFrame, reference: pd.DataFrame | None) -> None:
     for table in (summary, reference):
         if table is None:
             continue
-        for lda, ctl, flow, value in zip(*(table[name].tolist() for name in ("lda", "controller", "flow", "thput"))):
+        for lda, ctl, flow, value in zip(*(list(table[name]) for name in ("lda", "controller", "flow", "thput"))):
             if lda in BASELINES:
                 thput.setdefault((lda, ctl, flow), value)
     keys = list(zip(summary["controller"].tolist(), summary["flow"].tolist()))
