@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..lda import Replay, classify, get_lda, parse_ldas, runnable_ldas
-from ..packets import labels_dtype
+from ..packets import label_positions, labels_dtype
 from ..specs import build, parse_specs
 from ..timeline import Timeline
 from . import ldaplus, newreno, tfrc, westwood, xrtp
@@ -101,12 +101,12 @@ def replay(
         decisions = classify(timeline, lda_list + [get_lda(name) for name in extra], replay=replay)
     flows = np.asarray(sig.flows, dtype=object)
     names = specs + extra
-    lda_of = np.asarray(decisions["lda"], dtype=object)
-    decided = np.asarray(decisions["decision"], dtype=object)
+    lda_of = label_positions(decisions["lda"], names)  # by the categories, not row by row
+    congestion = (decisions["decision"] == "congestion").to_numpy()
     stats, rate_blocks = [], []
     for ctl in chosen:
-        for spec in names:
-            rate, _ = ctl.run(sig, sig.congestion(decided[lda_of == spec]))
+        for k, spec in enumerate(names):
+            rate, _ = ctl.run(sig, sig.congestion(congestion[lda_of == k]))
             stats.append(summarize_rates(sig, rate))
             if rates and spec in specs:
                 rate_blocks.append(pd.DataFrame({

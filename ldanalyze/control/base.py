@@ -173,9 +173,11 @@ class Signals:
     def congestion(self, decision: np.ndarray) -> np.ndarray:
         """Per detected loss (in ``loss_*`` order): did the LDA call it congestion?
 
-        ``decision`` is the LDA's decision per row of ``timeline.losses`` (classify's order).
+        ``decision`` is the LDA's decision per row of ``timeline.losses`` (classify's order),
+        or whether it was congestion (booleans).
         """
-        return np.asarray(decision)[self.loss_row] == "congestion"
+        decision = np.asarray(decision)
+        return (decision if decision.dtype == bool else decision == "congestion")[self.loss_row]
 
 
 _NOT_SAVED = ("timeline", "replay", "path")
