@@ -109,6 +109,20 @@ def test_an_unreachable_dask_scheduler_is_a_usage_error_not_a_traceback(suite, t
     assert f"--scheduler tcp://127.0.0.1:{port}: cannot reach a Dask scheduler there" in capsys.readouterr().err
 
 
+def test_jobs_are_handed_out_by_the_bytes_they_read_gzip_uncompressed(tmp_path):
+    """Longest first: a gzip trace counts by its uncompressed size (its trailer), not by its
+    bytes on disk; a file that cannot be read counts as nothing and fails in its own job."""
+    text = b"+ 0.1 0 1 cbr 500 ------- 1 0.0 1.0 0 0\n"
+    (tmp_path / "small.tr").write_bytes(text * 10)
+    (tmp_path / "packed.tr.gz").write_bytes(gzip.compress(text * 100_000))  # 4 MB of text, 20 kB on disk
+    (tmp_path / "plain.tr").write_bytes(text * 20_000)  # 0.8 MB
+    assert (tmp_path / "packed.tr.gz").stat().st_size < (tmp_path / "plain.tr").stat().st_size
+    names = ["small.tr", "packed.tr.gz", "missing.tr", "plain.tr"]
+    jobs = [batching.Job(name=n, path=str(tmp_path / n)) for n in names]
+    assert [names[i] for i in batching.largest_first(jobs)] == ["packed.tr.gz", "plain.tr", "small.tr", "missing.tr"]
+    assert batching._bytes_read(str(tmp_path / "packed.tr.gz")) == len(text) * 100_000
+
+
 def analysis(cache_dir=None, ldas="biaz,zbs,spike"):
     return batching.Analysis(ldas=ldas, controller="tfrc", cache_dir=cache_dir)
 
