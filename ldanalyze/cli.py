@@ -499,7 +499,8 @@ BATCH_DEFAULTS = {"lda": "all", "controller": "auto", "fail_if": [], "fail_scope
                   "tolerance": 0.02, "baseline_ci": False, "jobs": os.cpu_count() or 1, "scheduler": None,
                   "cache_dir": None, "no_cache": False, "exclude": [], "bootstrap": 0, "strict": False,
                   "manifest": None, "output": None, "junit": None, "summary": None, "json": None,
-                  "flow_at_a_time_above": "1G"}
+                  "flow_at_a_time_above": "1G", "classify_first": False, "gap_delay": "revealing", "detection": 1,
+                  "seq_modulus": None}
 
 
 def _batch_settings(args: argparse.Namespace) -> dict:
@@ -511,7 +512,7 @@ def _batch_settings(args: argparse.Namespace) -> dict:
     settings = {**BATCH_DEFAULTS, **{k.replace("-", "_"): v for k, v in config.items()}}
     for key in BATCH_DEFAULTS:
         given = getattr(args, key, None)
-        if given not in (None, [], False):
+        if given is not None and given is not False:  # 0 is given (--tolerance 0), an unset flag is not
             settings[key] = given
     settings["paths"] = args.paths or config.get("paths", [])
     settings["config"] = source
@@ -668,8 +669,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
     cache_dir = None if s["no_cache"] else (s["cache_dir"] or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ldanalyze"))
     controller = {"none": None, "auto": "tfrc"}.get(s["controller"], s["controller"])
-    analysis = batching.Analysis(ldas=s["lda"], controller=controller, replay=_replay(args),
-                                 seq_modulus=args.seq_modulus, cache_dir=cache_dir,
+    replay = Replay(update_first=not s["classify_first"], gap_delay=s["gap_delay"], detection=s["detection"])
+    analysis = batching.Analysis(ldas=s["lda"], controller=controller, replay=replay,
+                                 seq_modulus=s["seq_modulus"], cache_dir=cache_dir,
                                  flow_at_a_time_above=_byte_size(str(s["flow_at_a_time_above"])))
     step, bar = _progress(len(jobs))
     outcomes = batching.execute(jobs, analysis, workers=int(s["jobs"]), scheduler=s["scheduler"],
@@ -936,7 +938,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--flow-at-a-time-above", metavar="SIZE",
                    help="read a capture larger than SIZE (e.g. 512M, 2G; 0: every capture; never) one flow "
                         "at a time, its memory bounded by its largest flow (default 1G)")
-    p.set_defaults(func=cmd_batch)
+    # no argument-level defaults: a setting not given on the command line comes from the settings file
+    p.set_defaults(func=cmd_batch, lda=None, gap_delay=None, detection=None)
     return parser
 
 

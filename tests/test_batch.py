@@ -379,10 +379,28 @@ def test_settings_come_from_ldanalyze_toml_and_the_command_line_wins(suite, tmp_
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ldanalyze.toml").write_text(
         f'paths = ["{suite}"]\nlda = "biaz,zbs"\ncontroller = "none"\nno_cache = true\njobs = 1\n'
-        'fail_if = ["zbs.M_c > 0.0"]\n')
+        'fail_if = ["zbs.M_c > 0.0"]\ngap-delay = "previous"\ndetection = 3\noutput = "out.csv"\n')
     assert main(["batch"]) == 1
     assert "settings from" in capsys.readouterr().out
-    assert main(["batch", "--fail-if", "zbs.M_c > 0.99"]) == 0
+    from_file = pd.read_csv(tmp_path / "out.csv")
+    assert sorted(from_file["lda"].unique()) == ["biaz", "zbs"]  # the file's LDAs, not the option's default
+    assert main(["batch", "--lda", "spike", "--fail-if", "spike.M_c > 0.99"]) == 0  # the options replace the file's
+    assert sorted(pd.read_csv(tmp_path / "out.csv")["lda"].unique()) == ["spike"]
+    # the file's replay settings apply: the same as given on the command line, not as the defaults
+    main(["batch", "--gap-delay", "previous", "--detection", "3", "-o", "options.csv"])
+    main(["batch", "--gap-delay", "revealing", "--detection", "1", "-o", "defaults.csv"])
+    options, defaults = pd.read_csv(tmp_path / "options.csv"), pd.read_csv(tmp_path / "defaults.csv")
+    pd.testing.assert_frame_equal(from_file, options)
+    assert not from_file.equals(defaults)
+    # 0 given on the command line is given: a tolerance of 0 is not the file's
+    (tmp_path / "ldanalyze.toml").write_text(f'paths = ["{suite}"]\nno_cache = true\njobs = 1\ntolerance = 0.5\n'
+                                             'controller = "none"\nlda = "biaz"\n')
+    assert main(["batch", "-o", "base.csv"]) == 0
+    worse = pd.read_csv(tmp_path / "base.csv")
+    worse.loc[worse["scope"] == "pooled", "M_c"] -= 0.01  # the baseline 0.01 better than the results
+    worse.to_csv(tmp_path / "better.csv", index=False)
+    assert main(["batch", "--baseline", "better.csv"]) == 0  # within the file's tolerance, 0.5
+    assert main(["batch", "--baseline", "better.csv", "--tolerance", "0"]) == 1
     (tmp_path / "ldanalyze.toml").write_text('colour = "red"\n')
     assert main(["batch", str(suite)]) == 2
 
