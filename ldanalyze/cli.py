@@ -503,6 +503,28 @@ BATCH_DEFAULTS = {"lda": "all", "controller": "auto", "fail_if": [], "fail_scope
                   "seq_modulus": None}
 
 
+def _replay_options(*, defaults: bool) -> argparse.ArgumentParser:
+    """A parent parser of the LDA and replay options. Without ``defaults`` (``batch``), an
+    option not given is None, so that the settings file's value stands (``BATCH_DEFAULTS``
+    has the same defaults); parents' actions are shared, so each use makes its own."""
+    def default(value):
+        return value if defaults else None
+
+    replaying = argparse.ArgumentParser(add_help=False)
+    replaying.add_argument("--lda", default=default("all"), metavar="SPEC,SPEC",
+                           help="LDAs to replay: 'all' (default) or a comma-separated list of NAME or "
+                                "NAME:key=value:... (e.g. mbiaz:upper=1.3); names: " + ", ".join(REGISTRY))
+    replaying.add_argument("--classify-first", action="store_true",
+                           help="decide a gap with the state before the packet that reveals it "
+                                "(default: fold that packet in first)")
+    replaying.add_argument("--gap-delay", choices=("revealing", "previous"), default=default("revealing"),
+                           help="judge a gap by the delay of the packet after it (default) or before it")
+    replaying.add_argument("--detection", type=int, default=default(1), metavar="K",
+                           help="decide a gap at the K-th arrival above it (1: at once, default; "
+                                "3: RFC 5348's rule)")
+    return replaying
+
+
 def _batch_settings(args: argparse.Namespace) -> dict:
     """Command line over the config file (ldanalyze.toml or [tool.ldanalyze]) over defaults."""
     config, source = batching.load_config(".")
@@ -778,18 +800,7 @@ def build_parser() -> argparse.ArgumentParser:
     one.add_argument("trace", nargs="?",
                      help="trace file (ns-2 wired or wireless, pcap or pcapng; plain or gzip); or use --vantage")
 
-    replaying = argparse.ArgumentParser(add_help=False)
-    replaying.add_argument("--lda", default="all", metavar="SPEC,SPEC",
-                           help="LDAs to replay: 'all' (default) or a comma-separated list of NAME or "
-                                "NAME:key=value:... (e.g. mbiaz:upper=1.3); names: " + ", ".join(REGISTRY))
-    replaying.add_argument("--classify-first", action="store_true",
-                           help="decide a gap with the state before the packet that reveals it "
-                                "(default: fold that packet in first)")
-    replaying.add_argument("--gap-delay", choices=("revealing", "previous"), default="revealing",
-                           help="judge a gap by the delay of the packet after it (default) or before it")
-    replaying.add_argument("--detection", type=int, default=1, metavar="K",
-                           help="decide a gap at the K-th arrival above it (1: at once, default; "
-                                "3: RFC 5348's rule)")
+    replaying = _replay_options(defaults=True)
 
     controlling = argparse.ArgumentParser(add_help=False)
     controlling.add_argument("--reverse-delay", type=float, metavar="S",
@@ -906,7 +917,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="the HTML file to write")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("batch", parents=[replaying],
+    p = sub.add_parser("batch", parents=[_replay_options(defaults=False)],
                        help="score every trace under folders/globs (CI: thresholds, baselines, JUnit, summary)",
                        description="Exit status: 0 passed; 1 a threshold or regression failed, or a trace could not "
                                    "be scored; 2 bad usage (or, with --strict, the first bad trace); 130 interrupted "
@@ -938,8 +949,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--flow-at-a-time-above", metavar="SIZE",
                    help="read a capture larger than SIZE (e.g. 512M, 2G; 0: every capture; never) one flow "
                         "at a time, its memory bounded by its largest flow (default 1G)")
-    # no argument-level defaults: a setting not given on the command line comes from the settings file
-    p.set_defaults(func=cmd_batch, lda=None, gap_delay=None, detection=None)
+    p.set_defaults(func=cmd_batch)
     return parser
 
 
