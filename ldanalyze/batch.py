@@ -28,13 +28,13 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from .control import BASELINES, PathModel, Signals, replay
+from .control import BASELINES, PathModel, Signals, parse_controllers, replay
 from .errors import TraceError, UsageError
 from .io import read_trace
 from .io.capture.vantage import read_vantages
 from .io.detect import detect_format
 from .io.labels import apply_labels
-from .lda import Replay, classify, runnable_ldas
+from .lda import Replay, classify, parse_ldas, runnable_ldas
 from . import threads
 from .packets import Trace, labels_dtype
 from .scoring import score
@@ -151,7 +151,8 @@ class Job:
 
 @dataclasses.dataclass(frozen=True)
 class Analysis:
-    """What every job of a batch computes (picklable: it travels to the workers)."""
+    """What every job of a batch computes (picklable: it travels to the workers). Unknown LDAs
+    or controllers, or bad parameters, are refused here, before any trace is read."""
 
     ldas: str = "all"
     controller: str | None = None
@@ -159,6 +160,11 @@ class Analysis:
     seq_modulus: int | None = None
     cache_dir: str | None = None
     flow_at_a_time_above: int | None = FLOW_AT_A_TIME_ABOVE
+
+    def __post_init__(self) -> None:
+        parse_ldas(self.ldas)
+        if self.controller is not None:
+            parse_controllers(self.controller)
 
 
 @dataclasses.dataclass

@@ -12,6 +12,7 @@ import importlib.abc
 import json
 import os
 import pathlib
+import stat
 import sys
 import tempfile
 import time
@@ -154,7 +155,9 @@ def _replay(args: argparse.Namespace) -> Replay:
 
 
 def _atomic_write(output: str, inputs: Sequence[str], write) -> None:
-    """Call ``write(tmp_path)`` and move the result onto ``output``; never over an input."""
+    """Call ``write(tmp_path)`` and move the result onto ``output``; never over an input. The
+    file gets the mode of the one it replaces, or that of a new file (0666 less the umask),
+    not the 0600 of a temporary file."""
     out = os.path.abspath(output)
     for path in inputs:
         if os.path.exists(out) and os.path.samefile(path, out):
@@ -163,15 +166,33 @@ def _atomic_write(output: str, inputs: Sequence[str], write) -> None:
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, stat.S_IMODE(os.stat(out).st_mode) if os.path.exists(out) else _new_file_mode())
         os.replace(tmp, out)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
+def _new_file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _table_kind(output: str, kind: str | None) -> str:
+    """The format a table is written in: ``kind``, else by the name (.parquet, .csv, .csv.gz)."""
+    if kind:
+        return kind
+    if output.endswith(".parquet"):
+        return "parquet"
+    if output.endswith((".csv", ".csv.gz")):
+        return "csv"
+    raise UsageError(f"{output}: a table is written as .parquet, .csv or .csv.gz; give one of these names")
+
+
 def _write_table(table: pd.DataFrame, output: str, inputs: Sequence[str], kind: str | None) -> str:
     """Write ``table`` as .parquet, .csv or .csv.gz (by ``kind`` or the extension)."""
-    kind = kind or ("parquet" if output.endswith(".parquet") else "csv")
+    kind = _table_kind(output, kind)
     if kind == "parquet":
         _atomic_write(output, inputs, lambda tmp: table.to_parquet(tmp, index=False))
     else:
@@ -682,6 +703,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
     s = _batch_settings(args)
     thresholds = [gates.Threshold.parse(t) for t in s["fail_if"]]
     baseline = gates.read_results(s["baseline"]) if s["baseline"] else None
+    if s["output"]:
+        _table_kind(s["output"], None)  # before the batch runs, not after
     jobs = batching.read_manifest(s["manifest"]) if s["manifest"] else []
     traces, passed_over = batching.discover(s["paths"], s["exclude"]) if s["paths"] else ([], {})
     jobs += [batching.Job(name=path, path=path) for path in traces]

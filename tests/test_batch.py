@@ -95,6 +95,36 @@ def test_a_broken_trace_is_reported_and_the_others_are_scored(suite, tmp_path, c
     assert run(tmp_path, suite, "--strict", "--controller", "none") == 2
 
 
+def test_bad_usage_is_refused_before_any_trace_is_read(suite, tmp_path, capsys):
+    """An unknown LDA or controller, a bad LDA parameter or a results name of no known format
+    is bad usage (exit 2), said once, not a failure of every trace after a whole run."""
+    for args, said in ((["--lda", "nosuch"], "unknown LDA 'nosuch'"),
+                       (["--controller", "nosuch"], "unknown controller 'nosuch'"),
+                       (["--lda", "biaz:upper=x"], "upper must be a positive number"),
+                       (["-o", str(tmp_path / "results.xlsx")], "results.xlsx: a table is written as .parquet, .csv")):
+        assert main(["batch", str(suite), "--no-cache", *args]) == 2
+        captured = capsys.readouterr()
+        assert said in captured.err and "batch: [" not in captured.err  # no trace was read
+    with pytest.raises(UsageError, match="unknown LDA"):
+        batching.Analysis(ldas="biaz,nosuch")
+
+
+def test_outputs_get_the_mode_of_a_new_file_not_of_a_temporary_one(suite, tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        out, junit = tmp_path / "results.csv", tmp_path / "junit.xml"
+        run(tmp_path, suite, "-o", out, "--junit", junit, "--controller", "none")
+        assert stat.S_IMODE(out.stat().st_mode) == stat.S_IMODE(junit.stat().st_mode) == 0o644
+        out.chmod(0o640)  # a file replaced keeps its mode
+        run(tmp_path, suite, "-o", out, "--controller", "none")
+        assert stat.S_IMODE(out.stat().st_mode) == 0o640
+    finally:
+        os.umask(old)
+
+
 def test_an_unreachable_dask_scheduler_is_a_usage_error_not_a_traceback(suite, tmp_path, capsys):
     import socket
 
