@@ -159,9 +159,7 @@ def _atomic_write(output: str, inputs: Sequence[str], write) -> None:
     file gets the mode of the one it replaces, or that of a new file (0666 less the umask),
     not the 0600 of a temporary file."""
     out = os.path.abspath(output)
-    for path in inputs:
-        if os.path.exists(out) and os.path.samefile(path, out):
-            raise UsageError(f"refusing to overwrite the input trace {path}")
+    _refuse_overwriting(out, inputs)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(out) or ".", prefix=".ldanalyze-", suffix=".tmp")
     os.close(fd)
     try:
@@ -171,6 +169,12 @@ def _atomic_write(output: str, inputs: Sequence[str], write) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _refuse_overwriting(output: str, inputs: Sequence[str]) -> None:
+    for path in inputs:
+        if os.path.exists(output) and os.path.samefile(path, output):
+            raise UsageError(f"refusing to overwrite the input trace {path}")
 
 
 def _new_file_mode() -> int:
@@ -192,6 +196,7 @@ def _table_kind(output: str, kind: str | None) -> str:
 
 def _write_table(table: pd.DataFrame, output: str, inputs: Sequence[str], kind: str | None) -> str:
     """Write ``table`` as .parquet, .csv or .csv.gz (by ``kind`` or the extension)."""
+    _refuse_overwriting(output, inputs)  # said first: the worse mistake
     kind = _table_kind(output, kind)
     if kind == "parquet":
         _atomic_write(output, inputs, lambda tmp: table.to_parquet(tmp, index=False))
