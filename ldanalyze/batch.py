@@ -828,9 +828,11 @@ def read_manifest(path: str) -> list[Job]:
     jobs = []
     for number, entry in enumerate(entries, 1):
         unknown = sorted(set(entry) - set(MANIFEST_KEYS))
-        if unknown or ("path" in entry) == ("vantage" in entry):
-            raise UsageError(f"--manifest {path}: entry {number}: give a path or a vantage chain"
-                             + (f"; unknown key(s) {', '.join(unknown)}" if unknown else ""))
+        if unknown:
+            raise UsageError(f"--manifest {path}: entry {number}: unknown key(s) {', '.join(unknown)} "
+                             f"(known: {', '.join(MANIFEST_KEYS)})")
+        if ("path" in entry) == ("vantage" in entry):
+            raise UsageError(f"--manifest {path}: entry {number}: give a path or a vantage chain, one of them")
 
         def local(p: str) -> str:
             return p if os.path.isabs(p) else os.path.join(base, p)

@@ -449,6 +449,9 @@ def test_manifest_lists_traces_with_labels_and_options(suite, tmp_path):
     (tmp_path / "bad.toml").write_text('[[trace]]\nlabels = "x.csv"\n')
     with pytest.raises(UsageError, match="entry 1: give a path or a vantage chain"):
         batching.read_manifest(str(tmp_path / "bad.toml"))
+    (tmp_path / "bad.toml").write_text(f'[[trace]]\npath = "{trace}"\ncolour = "red"\n')
+    with pytest.raises(UsageError, match=r"entry 1: unknown key\(s\) colour \(known: name, path, vantage"):
+        batching.read_manifest(str(tmp_path / "bad.toml"))
 
 
 REAL_CAPTURES = sorted((TRACES.parent / "tests" / "data" / "real").glob("*.pcap*")) + sorted(
