@@ -178,8 +178,14 @@ def _refuse_overwriting(output: str, inputs: Sequence[str]) -> None:
 
 
 def _new_file_mode() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
+    """0666 less the umask: read where Linux tells it, else set and put back (for an instant
+    the process's umask is 0, which another thread creating a file would get)."""
+    try:
+        with open("/proc/self/status") as f:
+            umask = next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError):
+        umask = os.umask(0)
+        os.umask(umask)
     return 0o666 & ~umask
 
 
