@@ -501,13 +501,21 @@ def _read_table(path: pathlib.Path) -> pd.DataFrame:
     return _as_frame(_arrow(path))
 
 
+WHOLE_FILE_BYTES = 8 << 20  # a cache file up to this size is read or written whole, in memory
+
+
 def _arrow(path: pathlib.Path):
-    """A cache file's Arrow table: its bytes read at once and opened as an IPC file in memory
-    (the arrays are views of them). Opening the file through ``pa.OSFile`` took three times as
-    long on a trace's small tables (124 against 39 us), and ``feather.read_table`` longer still."""
+    """A cache file's Arrow table. A small file's bytes are read at once and opened as an IPC
+    file in memory (the arrays are views of them): opening it through ``pa.OSFile`` took three
+    times as long on a trace's small tables (124 against 39 us), ``feather.read_table`` longer
+    still. A large one (a big flow's) is memory-mapped: its arrays are the file's pages, which
+    the system can drop under pressure, not copies."""
     import pyarrow as pa
 
-    return pa.ipc.open_file(pa.py_buffer(pathlib.Path(path).read_bytes())).read_all()
+    path = pathlib.Path(path)
+    if path.stat().st_size <= WHOLE_FILE_BYTES:
+        return pa.ipc.open_file(pa.py_buffer(path.read_bytes())).read_all()
+    return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
 
 
 def _as_frame(table) -> pd.DataFrame:
@@ -539,15 +547,27 @@ def _write_piece(table: pd.DataFrame, path: pathlib.Path):
     """Write a cache file (Arrow IPC, uncompressed: twice the bytes of LZ4 and half the time
     to read); the Arrow table written. Column by column, without pandas' metadata, which
     ``_as_frame`` ignores: ``Table.from_pandas`` took up to four times as long on a trace's
-    tables. The file is made in memory and written at once, as ``_arrow`` reads it (a third
-    faster than writing through ``pa.OSFile``)."""
+    tables. A small file is made in memory and written at once, as ``_arrow`` reads it (a third
+    faster than writing through ``pa.OSFile``); a large one is written through it, not held
+    twice in memory."""
     import pyarrow as pa
 
     arrow = pa.table({str(name): pa.Array.from_pandas(column) for name, column in table.items()})
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, arrow.schema) as writer:
-        writer.write_table(arrow)
-    _replace_atomically(path, lambda tmp: tmp.write_bytes(sink.getvalue()))
+
+    def write(sink) -> None:
+        with pa.ipc.new_file(sink, arrow.schema) as writer:
+            writer.write_table(arrow)
+
+    if arrow.nbytes <= WHOLE_FILE_BYTES:
+        buffer = pa.BufferOutputStream()
+        write(buffer)
+        _replace_atomically(path, lambda tmp: tmp.write_bytes(buffer.getvalue()))
+    else:
+        def streamed(tmp: pathlib.Path) -> None:
+            with pa.OSFile(str(tmp), "wb") as sink:
+                write(sink)
+
+        _replace_atomically(path, streamed)
     return arrow
 
 

@@ -514,6 +514,25 @@ def test_flow_at_a_time_sizes_on_the_command_line(suite, tmp_path, capsys):
     assert "batch: 1 trace(s) scored, 1 without losses (nothing to score), 0 failed" in capsys.readouterr().out
 
 
+def test_a_cache_file_is_the_same_read_and_written_whole_or_streamed_and_mapped(tmp_path, monkeypatch):
+    """Small cache files are read and written whole, in memory; large ones (a big flow's) are
+    streamed to disk and memory-mapped back: the same bytes and the same frames either way."""
+    from ldanalyze.timeline import build_timeline
+
+    timeline = build_timeline(la.read_trace(TRACES / "wlh_mix_4flow_high.tr.gz"))
+    for name in ("arrivals", "gaps", "losses"):
+        table = getattr(timeline, name)
+        batching._write_piece(table, tmp_path / "whole.arrow")
+        whole = batching._read_table(tmp_path / "whole.arrow")
+        with monkeypatch.context() as m:
+            m.setattr(batching, "WHOLE_FILE_BYTES", 0)
+            batching._write_piece(table, tmp_path / "streamed.arrow")
+            mapped = batching._read_table(tmp_path / "streamed.arrow")
+        assert (tmp_path / "whole.arrow").read_bytes() == (tmp_path / "streamed.arrow").read_bytes()
+        pd.testing.assert_frame_equal(whole, mapped)
+        pd.testing.assert_frame_equal(whole, table.reset_index(drop=True), check_categorical=False)
+
+
 def test_cache_tables_become_the_frames_pyarrow_makes():
     """_as_frame's own conversion against pyarrow's to_pandas: dictionaries over several chunks
     with different labels and a null, numbers with and without nulls, booleans, strings, an
