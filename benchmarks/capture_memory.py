@@ -5,7 +5,8 @@ memory be read with bounded RSS; reading flow by flow bounds it by the largest f
 one-flow capture shows. Measured twice: the readers alone (``read_capture`` against
 ``read_capture_flows``), and whole commands as a CI job runs them (``ldanalyze batch FILE``
 with ``--flow-at-a-time-above never`` and ``0``; ``ldanalyze inspect`` with and without
-``--flow-at-a-time``), whose results must be the same. Each peak is given twice: RSS, and the
+``--flow-at-a-time``), whose results must be the same; and ``batch`` flow at a time with its
+cache, cold and then re-run with an LDA added. Each peak is given twice: RSS, and the
 anonymous memory within it (what the system cannot drop under pressure).
 Usage: ``python benchmarks/capture_memory.py``."""
 
@@ -94,6 +95,11 @@ def main() -> None:
                                        "--flow-at-a-time-above", above, "-o", str(table))
                 tables[above] = pd.read_csv(table)
                 print(f"  ldanalyze batch, flow at a time above {above:5s}: {shown(peak)}, {seconds:5.1f} s")
+            for state, lda in (("cold", "all"), ("warm, LDA added", "all,biaz:upper=1.4")):  # the default: cached
+                _, peak, seconds = run(BATCH, "batch", str(path), "--cache-dir", out, "--jobs", "1", "--controller",
+                                       "tfrc", "--lda", lda, "--flow-at-a-time-above", "0",
+                                       "-o", str(pathlib.Path(out) / "cached.csv"))
+                print(f"  ldanalyze batch, flow at a time, cache {state:15s}: {shown(peak)}, {seconds:5.1f} s")
             pd.testing.assert_frame_equal(tables["never"], tables["0"])
             print(f"  batch results identical: True ({len(tables['0'])} rows, "
                   f"{int(tables['0'].loc[tables['0']['scope'] == 'pooled', 'losses'].max())} losses)")
