@@ -34,7 +34,7 @@ from .io import read_trace
 from .io.capture.vantage import read_vantages
 from .io.detect import detect_format
 from .io.labels import apply_labels
-from .lda import Replay, classify, parse_ldas, runnable_ldas
+from .lda import Replay, classify, optional_specs, parse_ldas, runnable_ldas
 from . import threads
 from .packets import Trace, labels_dtype
 from .scoring import score
@@ -348,7 +348,8 @@ def _analyze_cached(job: Job, analysis: Analysis, *, entry: pathlib.Path | None 
                                              digest_size=12).hexdigest()
     specs = [lda.spec for lda in parse_ldas(analysis.ldas)]
     left_out = set(json.loads((results / "left_out.json").read_text())) if (results / "left_out.json").exists() else set()
-    wanted = [spec for spec in specs if spec not in left_out]
+    optional = optional_specs(analysis.ldas)  # what "all" brought in; one named on its own is never left out
+    wanted = [spec for spec in specs if spec not in left_out or spec not in optional]
     decisions = _read_pieces(results, "decisions")  # Arrow tables, one per run that added LDAs
     rows = _read_pieces(results, "replay") if analysis.controller else None
     done = _specs_in(decisions)
@@ -362,8 +363,7 @@ def _analyze_cached(job: Job, analysis: Analysis, *, entry: pathlib.Path | None 
         results.mkdir(parents=True, exist_ok=True)
         if not (results / "summary.arrow").exists():
             _write_piece(timeline.summary(), results / "summary.arrow")
-        runnable = [lda.spec for lda in runnable_ldas(timeline, missing if analysis.ldas != "all" else "all")
-                    if lda.spec in missing]
+        runnable = [lda.spec for lda in runnable_ldas(timeline, missing, optional=optional)] if missing else []
         newly_left = set(missing) - set(runnable)
         if newly_left:
             left_out |= newly_left

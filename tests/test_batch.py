@@ -533,6 +533,41 @@ def test_a_cache_file_is_the_same_read_and_written_whole_or_streamed_and_mapped(
         pd.testing.assert_frame_equal(whole, table.reset_index(drop=True), check_categorical=False)
 
 
+def test_an_lda_that_all_brought_in_may_be_left_out_one_named_may_not_cached_or_not(tmp_path):
+    """On a capture on two clocks without feedback adaptive_rtt cannot run. Brought in by "all",
+    alone or in a list with a retuned LDA, it is left out with a warning; named on its own it
+    is an error. The cache gives the same, whatever it remembers of earlier runs."""
+    from ldanalyze.lda import optional_specs, runnable_ldas
+    from ldanalyze.timeline import build_timeline
+
+    from .captures import Endpoints, Record, ip_packet, link_frame, rtp_payload, write_pcap
+
+    records = [Record(10**9 + seq * 20_000_000, link_frame(1, ip_packet(Endpoints(), rtp_payload(seq, seq * 160, 7))))
+               for seq in range(200) if seq % 50 != 25]
+    capture = tmp_path / "rtp.pcap"
+    write_pcap(capture, records, 1)
+    every = {lda.spec for lda in la.lda.parse_ldas("all")}
+    assert optional_specs("all") == optional_specs(None) == every
+    assert optional_specs("all,biaz:upper=1.4") == optional_specs(["all", "biaz:upper=1.4"]) == every
+    assert optional_specs("adaptive_rtt,zbs") == set()
+    timeline = build_timeline(la.read_trace(capture))
+    with pytest.warns(UserWarning, match="adaptive_rtt left out"):
+        kept = [lda.spec for lda in runnable_ldas(timeline, "all,biaz:upper=1.4")]
+    assert "adaptive_rtt" not in kept and "biaz:upper=1.4" in kept
+    with pytest.raises(UsageError, match="adaptive_rtt"):
+        runnable_ldas(timeline, "adaptive_rtt,zbs")
+    job = [batching.Job(name="rtp", path=str(capture))]
+    plain = batching.results_table(batching.execute(job, batching.Analysis(ldas="all,biaz:upper=1.4")))
+    cache = str(tmp_path / "cache")
+    batching.execute(job, batching.Analysis(ldas="all", cache_dir=cache))  # remembers adaptive_rtt left out
+    cached = batching.results_table(batching.execute(job, batching.Analysis(ldas="all,biaz:upper=1.4",
+                                                                           cache_dir=cache)))
+    pd.testing.assert_frame_equal(plain, cached)
+    for cache_dir in (None, cache):
+        (named,) = batching.execute(job, batching.Analysis(ldas="adaptive_rtt,zbs", cache_dir=cache_dir))
+        assert named.error is not None and "adaptive_rtt" in named.error
+
+
 def test_cache_tables_become_the_frames_pyarrow_makes():
     """_as_frame's own conversion against pyarrow's to_pandas: dictionaries over several chunks
     with different labels and a null, numbers with and without nulls, booleans, strings, an

@@ -40,7 +40,7 @@ SCHEME_DTYPE = pd.CategoricalDtype([*SCHEMES, ""])
 
 __all__ = [
     "LDA", "Replay", "Features", "Verdict", "REGISTRY", "DECISIONS", "get_lda", "parse_ldas",
-    "classify", "lda_state", "runnable_ldas",
+    "classify", "lda_state", "optional_specs", "runnable_ldas",
 ]
 
 
@@ -55,22 +55,33 @@ def parse_ldas(text: str | Iterable[str | LDA] | None) -> list[LDA]:
     return parse_specs(text, REGISTRY, "LDA", LDA)
 
 
-def runnable_ldas(timeline: Timeline, ldas) -> list[LDA]:
+def runnable_ldas(timeline: Timeline, ldas, *, optional: set[str] | None = None) -> list[LDA]:
     """The LDAs asked for, each checked against the timeline. Asked for by name, one that cannot
-    run here is an error; under ``"all"`` it is left out with a warning (``adaptive_rtt`` needs
-    absolute delays, which a capture on two clocks without feedback does not give)."""
+    run here is an error; brought in by ``"all"`` (alone or in a list: ``all,biaz:upper=1.4``)
+    it is left out with a warning (``adaptive_rtt`` needs absolute delays, which a capture on
+    two clocks without feedback does not give). ``optional``: the specs that may be left out,
+    when ``ldas`` is a part of what was asked for (default: ``optional_specs(ldas)``)."""
     chosen = parse_ldas(ldas)
+    optional = optional_specs(ldas) if optional is None else optional
     runnable = []
     for lda in chosen:
         try:
             lda.prepare(timeline)
         except UsageError as exc:
-            if ldas not in (None, "all"):
+            if lda.spec not in optional:
                 raise
             warnings.warn(f"{lda.spec} left out: {exc}", stacklevel=3)
             continue
         runnable.append(lda)
     return runnable
+
+
+def optional_specs(ldas) -> set[str]:
+    """The specs of ``ldas`` that ``"all"`` brought in (all of them for None or ``"all"``):
+    those may be left out where they cannot run, an LDA named on its own may not."""
+    items = [ldas] if ldas is None or isinstance(ldas, LDA) else (
+        [item.strip() for item in ldas.split(",")] if isinstance(ldas, str) else list(ldas))
+    return {lda.spec for lda in parse_ldas("all")} if any(i is None or i == "all" for i in items) else set()
 
 
 def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) -> pd.DataFrame:
