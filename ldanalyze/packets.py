@@ -279,9 +279,7 @@ def rtt_from_feedback(packets: pd.DataFrame, feedback: pd.DataFrame) -> pd.DataF
     t = feedback["t"].to_numpy(np.float64)
     order = np.lexsort((t, codes))  # stable: ties keep their rows' order
     codes, t, seq = codes[order], t[order], feedback["seq"].to_numpy(np.int64)[order]
-    p_flow = packets["flow"] if isinstance(packets["flow"].dtype, pd.CategoricalDtype) else packets["flow"].astype("category")
-    where = pd.Index([str(f) for f in flows]).get_indexer([str(f) for f in p_flow.cat.categories])
-    p_codes = np.append(where, -1)[p_flow.cat.codes.to_numpy()]  # -1: a flow no feedback names
+    p_codes = label_positions(packets["flow"], [str(f) for f in flows])  # -1: a flow no feedback names
     known = p_codes >= 0
     p_seq = packets["seq"].to_numpy(np.int64)[known]
     # one integer key per (flow, seqno), ordered as the pairs are: a seqno by its rank among all

@@ -85,6 +85,15 @@ def _every(registry: dict[str, type]) -> list:
     return [cls() for cls in registry.values() if getattr(cls, "in_all", True)]
 
 
+def asks_for_all(text: str | Iterable | None) -> bool:
+    """Whether ``text`` (as :func:`parse_specs` takes it) asks for every registered one:
+    ``None``, ``"all"``, or ``"all"`` among its items (``"all,biaz:upper=1.4"``)."""
+    if text is None or text == "all":
+        return True
+    items = _split_specs(text) if isinstance(text, str) else list(text)
+    return any(isinstance(item, str) and item.strip() == "all" for item in items)
+
+
 def _split_specs(text: str) -> list[str]:
     """Split at commas outside brackets."""
     parts, depth, current = [], 0, []

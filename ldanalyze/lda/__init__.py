@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..errors import UsageError
 from ..packets import label_positions, labels_dtype
-from ..specs import build, parse_specs
+from ..specs import asks_for_all, build, parse_specs
 from ..timeline import Timeline
 from .base import LDA, Features, Replay, Verdict, take
 from .backlog import Veno
@@ -79,9 +79,7 @@ def runnable_ldas(timeline: Timeline, ldas, *, optional: set[str] | None = None)
 def optional_specs(ldas) -> set[str]:
     """The specs of ``ldas`` that ``"all"`` brought in (all of them for None or ``"all"``):
     those may be left out where they cannot run, an LDA named on its own may not."""
-    items = [ldas] if ldas is None or isinstance(ldas, LDA) else (
-        [item.strip() for item in ldas.split(",")] if isinstance(ldas, str) else list(ldas))
-    return {lda.spec for lda in parse_ldas("all")} if any(i is None or i == "all" for i in items) else set()
+    return {lda.spec for lda in parse_ldas("all")} if asks_for_all(ldas) else set()
 
 
 def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) -> pd.DataFrame:

@@ -136,6 +136,11 @@ def _where(row: pd.Series) -> str:
     return " ".join(parts)
 
 
+def _row(*cells) -> str:
+    """A Markdown table row, a ``|`` within a cell (a path, an error) escaped."""
+    return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
+
+
 def markdown_summary(results: pd.DataFrame, errors: pd.DataFrame, checks: pd.DataFrame, *, passed: bool,
                      passed_over: dict[str, str], without_losses: int, listed: int = 50) -> str:
     """The job summary: verdict, counts, failed checks, failed traces, the files passed over
@@ -147,20 +152,19 @@ def markdown_summary(results: pd.DataFrame, errors: pd.DataFrame, checks: pd.Dat
     if len(bad):
         out += ["#### Failed checks", "", "| check | where | detail |", "|---|---|---|"]
         for _, row in bad.head(listed * 2).iterrows():
-            out.append(f"| {_check_name(row)} | {_where(row)} | {row['message']} |")
+            out.append(_row(_check_name(row), _where(row), row["message"]))
         if len(bad) > listed * 2:
             out.append(f"| ... {len(bad) - listed * 2} more (the JSON report lists all) | | |")
         out.append("")
     if len(errors):
         out += ["#### Traces that failed", "", "| trace | error |", "|---|---|"]
         for _, row in errors.iterrows():
-            first = str(row["error"]).splitlines()[0].replace("|", "\\|")
-            out.append(f"| {row['trace']} | {first} |")
+            out.append(_row(row["trace"], str(row["error"]).splitlines()[0]))
         out.append("")
     if passed_over:
         out += [f"<details><summary>Files passed over ({len(passed_over)})</summary>", "",
                 "| file | why |", "|---|---|"]
-        out += [f"| {path} | {why} |" for path, why in list(passed_over.items())[:listed]]
+        out += [_row(path, why) for path, why in list(passed_over.items())[:listed]]
         if len(passed_over) > listed:
             out.append(f"| ... {len(passed_over) - listed} more (the JSON report lists all) | |")
         out += ["", "</details>", ""]
