@@ -212,3 +212,46 @@ def test_the_cli_leaves_numpy_on_ordinary_pages_unless_told(monkeypatch):
         assert setting(True) is False
     finally:
         setting(before)
+
+
+def _command(argv: list[str], extra: str = "") -> "subprocess.CompletedProcess[str]":
+    """``ldanalyze ARGV`` run as the installed command runs it (``cli.run``), in a fresh
+    interpreter that also ran ``extra`` and holds an object that says when Python's teardown
+    destroys it."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "class Witness:\n"
+            "    def __del__(self): print('torn down', flush=True)\n"
+            "witness = Witness()\n"
+            f"{extra}\n"
+            "from ldanalyze.cli import run\n"
+            f"sys.argv = ['ldanalyze', *{argv!r}]\n"
+            "run()\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+
+
+def test_the_command_skips_teardown_but_keeps_its_output_exit_code_and_exit_handlers(capsys):
+    """The command ends without Python's teardown (a quarter second of every command), yet
+    prints all it would, returns main's exit code and runs the exit handlers registered."""
+    assert main(["inspect", "--json", str(SAMPLE)]) == 0
+    in_process = json.loads(capsys.readouterr().out)
+    done = _command(["inspect", "--json", str(SAMPLE)], "import atexit; atexit.register(print, 'handler ran')")
+    assert done.returncode == 0, done.stderr
+    *report, last = done.stdout.splitlines()
+    assert json.loads("\n".join(report)) == in_process
+    assert last == "handler ran" and "torn down" not in done.stdout
+    failed = _command(["inspect", str(TRACES / "no_such_trace.tr")])
+    assert failed.returncode == 2 and "ldanalyze: error:" in failed.stderr and "torn down" not in failed.stdout
+
+
+def test_the_command_waits_for_a_thread_still_running():
+    """A non-daemon thread that outlives main gets the ordinary exit, which waits for it."""
+    thread = ("import threading, time, ldanalyze.cli as cli\n"
+              "main, ended = cli.main, threading.Event()\n"
+              "cli.main = lambda *args: (main(*args), ended.set())[0]\n"
+              "threading.Thread(target=lambda: (ended.wait(), time.sleep(0.2), print('thread done', flush=True))).start()")
+    done = _command(["inspect", str(SAMPLE)], thread)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-2:] == ["thread done", "torn down"]
