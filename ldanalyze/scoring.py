@@ -79,7 +79,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from .control.models import jain_fairness_index, throughput_deviation
+from .control.models import fairness_by_group
 from .errors import UsageError
 from .packets import CONGESTION, LOST, ROUTE, WIRELESS, natural_sorted
 
@@ -279,7 +279,15 @@ def _group_ids(codes: dict[str, np.ndarray], keys: tuple[str, ...]) -> tuple[np.
         return np.zeros(0, np.int64), {k: np.zeros(0, np.int64) for k in keys}
     sizes = [int(codes[k].max()) + 1 for k in keys]
     combined = np.ravel_multi_index(tuple(codes[k] for k in keys), sizes)
-    uniq, gid = np.unique(combined, return_inverse=True)
+    space = int(np.prod(sizes))
+    if space <= 4 * n + (1 << 20):  # numbered through a table of every key: no sort (np.unique's)
+        present = np.zeros(space, bool)
+        present[combined] = True
+        uniq = np.flatnonzero(present)
+        number = np.cumsum(present) - 1
+        gid = number[combined]
+    else:
+        uniq, gid = np.unique(combined, return_inverse=True)
     group_codes = dict(zip(keys, np.unravel_index(uniq, sizes)))
     return gid.astype(np.int64), {k: np.asarray(v, np.int64) for k, v in group_codes.items()}
 
@@ -310,7 +318,7 @@ def _pooled(losses: _Losses, keys: tuple[str, ...]) -> tuple[pd.DataFrame, dict[
     ng = len(next(iter(group_codes.values())))
     out = _key_frame(group_codes, losses.labels)
     for name in COUNTS:
-        out[name] = np.bincount(gid, weights=losses.flags[name], minlength=ng).astype(np.int64)
+        out[name] = np.bincount(gid[losses.flags[name]], minlength=ng).astype(np.int64)
     for name, values in _metrics(out).items():
         out[name] = values
     return out, group_codes, gid
@@ -562,11 +570,10 @@ def _throughput_columns(out: pd.DataFrame, throughput: pd.DataFrame, by: str) ->
     keys = list(BY[by])
     table = t.groupby(keys, sort=False)[list(THROUGHPUT_COLUMNS)].mean()
     if by != "flow":
-        per_trace = t.groupby(["trace", "lda"], sort=False)["bps"]
-        fair = pd.DataFrame({
-            "fairness_std": per_trace.apply(lambda x: float(throughput_deviation(x.to_numpy()))),
-            "jain": per_trace.apply(lambda x: float(jain_fairness_index(x.to_numpy()))),
-        })
+        per_trace = t.groupby(["trace", "lda"], sort=False)
+        sizes = per_trace.size()  # the groups, in the order ngroup numbers them
+        deviation, jain = fairness_by_group(t["bps"].to_numpy(), per_trace.ngroup().to_numpy(), len(sizes))
+        fair = pd.DataFrame({"fairness_std": deviation, "jain": jain}, index=sizes.index)
         fair = fair if by == "trace" else fair.groupby("lda").mean()
         table = table.join(fair)
     key_frame = out[keys].astype(str)

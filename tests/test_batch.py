@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ldanalyze as la
 from ldanalyze import batch as batching
@@ -588,3 +590,30 @@ def test_cache_tables_become_the_frames_pyarrow_makes():
         pd.testing.assert_frame_equal(batching._as_frame(table), table.to_pandas(ignore_metadata=True))
     stacked = batching._as_frame(pa.concat_tables([one, two], promote_options="permissive"))
     assert stacked["lda"].tolist()[:4] == ["zbs", "biaz", "biaz", "spike"] and pd.isna(stacked["lda"].iloc[4])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=6),
+                          st.permutations(["a", "b", "c", "d"]), st.integers(0, 4), st.booleans()),
+                min_size=1, max_size=6))
+def test_stacking_keeps_categoricals_and_the_values_of_pandas_concat(pieces):
+    """A column categorical in every frame stays categorical (pandas turns categoricals with
+    differing categories into text) and holds what ``pd.concat`` gives, row by row; so do the
+    other columns. Pieces: labels, their categories' order and how many there are (0: none,
+    as a frame of no rows has), and whether a label is missing."""
+    frames = []
+    for labels, order, kept, missing in pieces:
+        categories = [c for c in order[:kept] if c] or [c for c in order if c in labels]
+        values = [None if missing and i == 0 else v for i, v in enumerate(labels)]
+        values = [v if v in categories else None for v in values]
+        column = pd.Categorical(values, categories=categories) if categories else pd.Categorical([None] * len(values))
+        frames.append(pd.DataFrame({"label": column, "n": np.arange(len(values), dtype=np.int64),
+                                    "text": pd.Series([f"t{i}" for i in range(len(values))], dtype=str)}))
+    stacked = batching._concat(frames)
+    expected = pd.concat(frames, ignore_index=True)
+    assert list(stacked.columns) == ["label", "n", "text"] and len(stacked) == len(expected)
+    assert isinstance(stacked["label"].dtype, pd.CategoricalDtype)
+    assert stacked["label"].astype(object).where(stacked["label"].notna(), None).tolist() == \
+        expected["label"].astype(object).where(expected["label"].notna(), None).tolist()
+    assert stacked["n"].dtype == np.int64 and stacked["n"].tolist() == expected["n"].tolist()
+    assert stacked["text"].tolist() == expected["text"].tolist()

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from ldanalyze.control.models import (
     aimd_throughput,
+    fairness_by_group,
     congestion_decision_probability,
     jain_fairness_index,
     lim_throughput,
@@ -247,6 +248,27 @@ def test_jain_and_deviation_agree(x):
     jain = jain_fairness_index(x)
     assert 1 / n - 1e-12 <= jain <= 1 + 1e-12
     assert jain == pytest.approx(1 / (1 + sigma**2 * (n - 1) / n), rel=1e-9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.one_of(st.floats(0.0, 1e9), st.sampled_from([0.0, 1.0, 1e6])), min_size=1, max_size=8),
+                min_size=1, max_size=12),
+       st.randoms(use_true_random=False))
+def test_fairness_by_group_is_the_per_group_functions(groups, random):
+    """All groups at once (the rows shuffled) give what the functions give group by group, to
+    rounding; NaN where they give NaN (a single flow, every flow at 0)."""
+    rows = [(g, x) for g, flows in enumerate(groups) for x in flows]
+    random.shuffle(rows)
+    ids, values = (np.array(column) for column in zip(*rows))
+    deviation, jain = fairness_by_group(values, ids, len(groups))
+    for g, flows in enumerate(groups):
+        for got, want in ((deviation[g], throughput_deviation(flows)), (jain[g], jain_fairness_index(flows))):
+            assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want, rel=1e-9, abs=1e-12)
+
+
+def test_fairness_by_group_refuses_a_negative_throughput():
+    with pytest.raises(UsageError, match="≥ 0"):
+        fairness_by_group([1.0, -2.0], [0, 0], 1)
 
 
 def test_normalized_throughput():
