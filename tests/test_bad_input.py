@@ -50,6 +50,25 @@ def test_time_going_backwards(write_trace):
     expect_error(path, 4, "time goes backwards")
 
 
+@pytest.mark.parametrize("time", ["nan", "-0.5", "inf", "1e20", "4503599628"])
+def test_time_outside_what_ns2_can_write(write_trace, time):
+    """A time past 2**52 us (a float64 no longer holds ns-2's microseconds there) is damage:
+    the last line of a trace with such a time gave delays of 1e23 ms, or infinite ones."""
+    path = write_trace(GOOD + [f"r {time} 0 1 cbr 762 ------- 1 0.1 2.1 0 0"])
+    expect_error(path, 4, "time is not a number of seconds from 0 to 4.5e9")
+
+
+@pytest.mark.parametrize("time", ["-0.5", "1e20"])
+def test_wireless_time_outside_what_ns2_can_write(write_trace, time):
+    path = write_trace([f"s {time} _0_ AGT  --- 0 cbr 512 [0 0 0 0] ------- [0:0 1:0 32 0] [0] 0 0"])
+    expect_error(path, 1, "a time is not a number of seconds from 0 to 4.5e9")
+
+
+def test_the_latest_time_ns2_can_write_is_read(write_trace):
+    late = [line.replace("1.000", "4503599627.000").replace("1.010", "4503599627.370") for line in GOOD]
+    assert read_trace(write_trace(late)).packets["t_send"].iloc[0] == 4503599627.0
+
+
 def test_uid_reused_for_another_packet(write_trace):
     path = write_trace(GOOD + ["+ 1.020 1 2 cbr 762 ------- 1 0.1 2.1 7 0"])
     expect_error(path, 4, "uid reappears")

@@ -63,6 +63,7 @@ from ...packets import (
 )
 from ..detect import NS2_WIRELESS, line_format
 from ..text import iter_blocks, locate_row
+from . import LAST_TIME_S, TIME_RANGE
 
 DATA_TYPES = ("tcpFriend", "cbr", "udp", "tcp", "exp", "pareto", "rtp", "Traffic", "data")
 FEEDBACK_TYPES = ("tcpFriendCtl", "ack", "rtcp")
@@ -137,7 +138,7 @@ def scan_rows(ev_idx, ev_map, pt_idx, pt_class, t, uid, last_time):
         if e < 0:
             return ev, cls, max_uid, i, P_EVENT
         ti = t[i]
-        if not (ti >= 0.0 and ti < np.inf):
+        if not (ti >= 0.0 and ti <= LAST_TIME_S):
             return ev, cls, max_uid, i, P_TIME
         if ti < prev:
             return ev, cls, max_uid, i, P_BACKWARDS
@@ -340,7 +341,7 @@ class _WiredReader:
             fail(bad_row, {
                 P_EVENT: f"unknown event letter {ev_dict[int(ev_idx[bad_row])]!r} "
                          f"(expected one of {', '.join(sorted(self.letters))})",
-                P_TIME: "time is not a finite, non-negative number",
+                P_TIME: f"time is not {TIME_RANGE}",
                 P_BACKWARDS: "time goes backwards (an ns-2 trace is in time order)",
                 P_UID: "negative uid",
             }[problem])

@@ -88,7 +88,7 @@ from ...packets import (
 )
 from ..detect import NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, NS2_WIRELESS_TAGGED
 from ..text import iter_blocks, iter_lines
-from . import cmu_scan
+from . import LAST_TIME_S, TIME_RANGE, cmu_scan
 from .wired import DATA_TYPES, FEEDBACK_TYPES
 
 DROP_CAUSES = {
@@ -182,9 +182,10 @@ def _scan(path: str, types: list[str], n_data: int) -> tuple[np.ndarray, dict[st
         for r in np.flatnonzero(kept["time_at"] >= 0):  # numbers the scanner leaves to Python
             at, size = kept["time_at"][r], kept["time_len"][r]
             kept["time"][r] = float(bytes(b[at:at + size]))
-        if not np.isfinite(kept["time"]).all():
-            bad = int(kept["line"][~np.isfinite(kept["time"])][0])
-            raise TraceError(path, "a time is not a finite number", line=bad, text=_line_text(path, bad))
+        outside = ~((kept["time"] >= 0.0) & (kept["time"] <= LAST_TIME_S))  # NaN too
+        if outside.any():
+            bad = int(kept["line"][outside][0])
+            raise TraceError(path, f"a time is not {TIME_RANGE}", line=bad, text=_line_text(path, bad))
         parts.append(kept)
         words.append(skipped[:k].copy())
         line = last + 1
