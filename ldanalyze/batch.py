@@ -37,7 +37,7 @@ from .io.labels import apply_labels
 from .lda import Replay, classify, optional_specs, parse_ldas, runnable_ldas
 from . import threads
 from .packets import Trace, labels_dtype
-from .scoring import score
+from .scoring import SUMMARY_REQUIRED, THROUGHPUT_REQUIRED, score, tally
 from .timeline import Timeline, build_timeline
 
 CACHE_VERSION = 6
@@ -132,17 +132,17 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
     names = list(frames[0].columns)
     if any(list(frame.columns) != names for frame in frames[1:]):
         return pd.concat(frames, ignore_index=True)
-    dtypes = [frame.dtypes for frame in frames]
-    columns = {}
-    for name in names:  # column by column: selecting columns of each frame took longer than all else
-        kinds = {d[name] for d in dtypes}
+    dtypes = [frame.dtypes.tolist() for frame in frames]  # compared, not hashed: hashing a
+    columns = {}  # categorical dtype hashes its categories
+    for i, name in enumerate(names):  # column by column: selecting columns of each frame took longer
+        kinds = [d[i] for d in dtypes]
         if all(isinstance(kind, pd.CategoricalDtype) for kind in kinds):
             columns[name] = _union_categoricals([frame[name].array for frame in frames])
-        elif len(kinds) == 1 and isinstance(next(iter(kinds)), np.dtype):
+        elif isinstance(kinds[0], np.dtype) and all(kind == kinds[0] for kind in kinds):
             columns[name] = np.concatenate([frame[name].to_numpy() for frame in frames])
         else:
             columns[name] = pd.concat([frame[name] for frame in frames], ignore_index=True)
-    return pd.DataFrame(columns)
+    return pd.DataFrame(columns, copy=False)  # the stacked arrays are new: not copied again into blocks
 
 
 def _union_categoricals(pieces: list[pd.Categorical]) -> pd.Categorical:
@@ -193,11 +193,21 @@ class Analysis:
     seq_modulus: int | None = None
     cache_dir: str | None = None
     flow_at_a_time_above: int | None = FLOW_AT_A_TIME_ABOVE
+    keep: str = "decisions"  # of each job's decisions: one of KEEP
 
     def __post_init__(self) -> None:
         parse_ldas(self.ldas)
         if self.controller is not None:
             parse_controllers(self.controller)
+        if self.keep not in KEEP:
+            raise UsageError(f"keep must be one of {', '.join(KEEP)}, not {self.keep!r}")
+
+
+# What a job's result keeps (``_kept``): every row of its tables; or what the results table reads,
+# the decisions tallied per burst (``scoring.tally``: the burst bootstrap needs them) or per flow,
+# LDA, cause and decision (every other score). The command keeps a tally, so that its parent, or
+# a Dask client, holds a few rows per flow and LDA instead of one per loss.
+KEEP = ("decisions", "bursts", "counts")
 
 
 @dataclasses.dataclass
@@ -273,10 +283,23 @@ def run_job(job: Job, analysis: Analysis) -> Outcome:
                 packets = len(trace.packets)
             else:
                 result, packets, cached = _analyze_cached(job, analysis)
-        return Outcome(job, result, None, packets, time.perf_counter() - start, cached)
+        return Outcome(job, _kept(result, analysis.keep), None, packets, time.perf_counter() - start, cached)
     except Exception as exc:  # noqa: BLE001 - a batch reports what broke one trace and goes on
         message = str(exc) if isinstance(exc, (TraceError, UsageError)) else f"{type(exc).__name__}: {exc}"
         return Outcome(job, None, message, 0, time.perf_counter() - start, cached)
+
+
+def _kept(result: Batch, keep: str) -> Batch:
+    """What a job's result keeps (``KEEP``): everything, or what the results table reads, its
+    decisions tallied and the columns of its summary and throughput that scoring reads."""
+    if keep == "decisions":
+        return result
+
+    def read(table: pd.DataFrame | None, columns: tuple[str, ...]) -> pd.DataFrame | None:
+        return None if table is None else table[[c for c in ("trace", *columns) if c in table.columns]]
+
+    return Batch(decisions=tally(result.decisions, bursts=keep == "bursts"),
+                 summary=read(result.summary, SUMMARY_REQUIRED), throughput=read(result.throughput, THROUGHPUT_REQUIRED))
 
 
 def _run_in_worker(job: Job, analysis: Analysis) -> Outcome:

@@ -730,7 +730,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
     replay = Replay(update_first=not s["classify_first"], gap_delay=s["gap_delay"], detection=s["detection"])
     analysis = batching.Analysis(ldas=s["lda"], controller=controller, replay=replay,
                                  seq_modulus=s["seq_modulus"], cache_dir=cache_dir,
-                                 flow_at_a_time_above=_byte_size(str(s["flow_at_a_time_above"])))
+                                 flow_at_a_time_above=_byte_size(str(s["flow_at_a_time_above"])),
+                                 keep="bursts" if int(s["bootstrap"]) else "counts")
     step, bar = _progress(len(jobs))
     outcomes = batching.execute(jobs, analysis, workers=int(s["jobs"]), scheduler=s["scheduler"],
                                 on_outcome=step, strict=s["strict"])
@@ -758,7 +759,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         _atomic_write(s["summary"], inputs, lambda tmp: pathlib.Path(tmp).write_text(text))
     if s["json"]:
         report = ci.json_report(results, errors, checks, passed=passed, **counts)
-        _atomic_write(s["json"], inputs, lambda tmp: pathlib.Path(tmp).write_text(json.dumps(report, indent=1)))
+        _atomic_write(s["json"], inputs, lambda tmp: pathlib.Path(tmp).write_text(ci.report_text(report)))
 
     print("batch: " + ci.counts_line(results, errors, **counts)
           + (f" (settings from {s['config']})" if s["config"] else ""))

@@ -179,6 +179,20 @@ def test_process_pool_and_dask_give_the_serial_results(suite):
     pd.testing.assert_frame_equal(serial, dask)
 
 
+def test_jobs_that_keep_a_tally_give_the_results_of_every_decision(suite):
+    """The command's jobs send back tallies (``keep``), a few rows a flow and LDA: the results,
+    the bootstrap's intervals included, are those of every decision kept."""
+    jobs = jobs_of(suite)
+    every = batching.execute(jobs, analysis())
+    for keep, bootstrap in (("counts", 0), ("bursts", 200)):
+        kept = batching.execute(jobs, dataclasses.replace(analysis(), keep=keep), workers=2)
+        assert sum(len(o.result.decisions) for o in kept) < sum(len(o.result.decisions) for o in every)
+        pd.testing.assert_frame_equal(batching.results_table(kept, bootstrap=bootstrap),
+                                      batching.results_table(every, bootstrap=bootstrap))
+    with pytest.raises(UsageError, match="keep must be one of"):
+        dataclasses.replace(analysis(), keep="some")
+
+
 def _worker_threads(job, analysis):
     outcome = batching._run_in_worker(job, analysis)
     return outcome.error, pa.cpu_count(), threads.may_spread()
@@ -386,6 +400,10 @@ def test_ci_outputs_parse_validate_and_count(suite, tmp_path):
     failures = int(suite_xml.get("failures"))
     payload = json.loads(report.read_text())
     jsonschema.validate(payload, JSON_SCHEMA)
+    lines = report.read_text().splitlines()  # a record a line, between the tables' brackets
+    start = lines.index(' "results": [')
+    assert [json.loads(line.strip().rstrip(",")) for line in lines[start + 1:start + 1 + len(payload["results"])]] == \
+        payload["results"] and lines[start + 1 + len(payload["results"])] == " ],"
     assert payload["passed"] is False
     assert payload["traces"] == {"scored": 3, "without_losses": 0, "failed": 1, "passed_over": 1}
     assert payload["passed_over"] == [{"path": str(suite / "README.txt"), "why": "no known trace format"}]

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import ldanalyze.scoring as score_module
 from ldanalyze.errors import UsageError
 from ldanalyze.report.tables import text_table
-from ldanalyze.scoring import COUNTS, METRICS, score
+from ldanalyze.scoring import COUNTS, METRICS, score, tally
 
 C, W, L, U = "congestion", "wireless", "lost", "undetected"
 
@@ -539,3 +539,30 @@ def test_bootstrap_intervals_are_sane(rows, seed):
         assert (lo.isna() == point.isna()).all() and (hi.isna() == point.isna()).all()
         ok = point.notna()
         assert ((0 <= lo[ok]) & (lo[ok] <= hi[ok]) & (hi[ok] <= 1)).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(row_strategy, min_size=1, max_size=40), by=st.sampled_from(["flow", "trace", "pooled"]),
+       seed=st.integers(0, 2**32))
+def test_a_tally_scores_as_its_decisions(rows, by, seed):
+    """Tallied (per flow, LDA, cause and decision, or per burst too), the decisions give the same
+    tables, the burst bootstrap's resamples included; tallied again, the same tally."""
+    decisions = table(rows, trace=True)
+    counts, bursts = tally(decisions), tally(decisions, bursts=True)
+    assert counts["weight"].sum() == bursts["weight"].sum() == len(decisions)
+    assert len(counts) == len(decisions.drop_duplicates(["trace", "flow", "lda", "cause", "decision"]))
+    assert score(counts, by=by, bootstrap=0).equals(score(decisions, by=by, bootstrap=0))
+    assert score(bursts, by=by, bootstrap=30, seed=seed).equals(score(decisions, by=by, bootstrap=30, seed=seed))
+    if by != "flow":
+        assert score(counts, by=by, average="mean").equals(score(decisions, by=by, average="mean"))
+    assert tally(counts).equals(counts)
+
+
+def test_a_tally_by_hand():
+    decisions = table([("a", "1", "x", 0, C, W), ("a", "1", "x", 0, C, W), ("a", "1", "x", -1, C, W),
+                       ("a", "1", "x", -1, C, W), ("a", "1", "x", 2, W, W)], trace=True)
+    assert tally(decisions)[["cause", "decision", "weight"]].values.tolist() == [[C, W, 4], [W, W, 1]]
+    # per burst: burst 0 is one row of two; each loss outside a burst (gap -1) a row of its own
+    assert tally(decisions, bursts=True)[["gap", "weight"]].values.tolist() == [[0, 2], [-1, 1], [-1, 1], [2, 1]]
+    with pytest.raises(UsageError, match="weight"):
+        score(tally(decisions).assign(weight=-1), bootstrap=0)

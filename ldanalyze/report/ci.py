@@ -63,6 +63,20 @@ def json_report(results: pd.DataFrame, errors: pd.DataFrame, checks: pd.DataFram
             "passed_over": [{"path": path, "why": why} for path, why in passed_over.items()]}
 
 
+def report_text(report: dict) -> str:
+    """The JSON report as text: its top level indented, each record of a table on a line of its
+    own, a file to grep and diff (indented throughout, a thousand traces' 46,000 result rows
+    took 1.5 s to write and 44 MB, most of it indentation)."""
+    members = []
+    for key, value in report.items():
+        if isinstance(value, list) and value:
+            rows = ",\n".join(f"  {json.dumps(row)}" for row in value)
+            members.append(f" {json.dumps(key)}: [\n{rows}\n ]")
+        else:
+            members.append(f" {json.dumps(key)}: {json.dumps(value)}")
+    return "{\n" + ",\n".join(members) + "\n}\n"
+
+
 def scored_traces(results: pd.DataFrame) -> int:
     return int(results.loc[results["scope"] == "trace", "trace"].nunique()) if len(results) else 0
 
