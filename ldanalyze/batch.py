@@ -423,7 +423,7 @@ def _analyze_cached(job: Job, analysis: Analysis, *, entry: pathlib.Path | None 
         newly_left = set(missing) - set(runnable)
         if newly_left:
             left_out |= newly_left
-            (results / "left_out.json").write_text(json.dumps(sorted(left_out)))
+            _replace_atomically(results / "left_out.json", lambda tmp: tmp.write_text(json.dumps(sorted(left_out))))
             wanted = [spec for spec in wanted if spec not in newly_left]
         if runnable:
             decided = classify(timeline, runnable, replay=analysis.replay)
@@ -477,7 +477,7 @@ def _replay_rows(timeline, analysis: Analysis, runnable: list[str], rows: list, 
     except UsageError:
         skipped = results / "no_replay.json"
         before = json.loads(skipped.read_text()) if skipped.exists() else []
-        skipped.write_text(json.dumps(sorted(set(before) | set(runnable))))
+        _replace_atomically(skipped, lambda tmp: tmp.write_text(json.dumps(sorted(set(before) | set(runnable)))))
         return rows
     return [*rows, _write_piece(new, results / f"replay-{_part_name(runnable)}.arrow")]
 

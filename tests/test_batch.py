@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import pathlib
 import shutil
 import time
 import xml.etree.ElementTree as ET
@@ -191,6 +192,24 @@ def test_jobs_that_keep_a_tally_give_the_results_of_every_decision(suite):
                                       batching.results_table(every, bootstrap=bootstrap))
     with pytest.raises(UsageError, match="keep must be one of"):
         dataclasses.replace(analysis(), keep="some")
+
+
+def test_the_cache_writes_every_file_under_a_temporary_name(tmp_path, monkeypatch):
+    """Two workers may share a cache entry (one capture under two names): each file, the lists
+    of LDAs left out and not replayed among them, is written beside its place and renamed in,
+    or inside an entry's temporary folder. Two of a thousand jobs failed reading a half-written
+    list (JSONDecodeError) before."""
+    written = []
+    for method in ("write_text", "write_bytes"):
+        real = getattr(pathlib.Path, method)
+        monkeypatch.setattr(pathlib.Path, method, lambda self, *a, real=real, **k: (written.append(self), real(self, *a, **k))[1])
+    captures = sorted(str(p) for p in (TRACES / "captures").glob("*.pcap"))
+    outcomes = batching.execute([batching.Job(name=p, path=p) for p in captures],
+                                analysis(tmp_path / "cache", ldas="all"))
+    assert [o.error for o in outcomes] == [None] * len(captures)
+    names = {p.name for p in (tmp_path / "cache").rglob("*.json")}
+    assert {"left_out.json", "no_replay.json"} <= names  # the lists were written
+    assert written and all(p.name.startswith(".") or p.parent.name.endswith(".tmp") for p in written)
 
 
 def _worker_threads(job, analysis):
