@@ -427,7 +427,7 @@ def _analyze_cached(job: Job, analysis: Analysis, *, entry: pathlib.Path | None 
             wanted = [spec for spec in wanted if spec not in newly_left]
         if runnable:
             decided = classify(timeline, runnable, replay=analysis.replay)
-            decisions.append(_write_piece(decided, results / f"decisions-{_part_name(runnable)}.arrow"))
+            decisions.append(_write_piece(decided, results / f"decisions-{_part_name(runnable)}.arrow", ldas=runnable))
             if analysis.controller:
                 rows = _replay_rows(timeline, analysis, runnable, rows, results, decided)
     summary = _read_table(results / "summary.arrow")
@@ -479,7 +479,7 @@ def _replay_rows(timeline, analysis: Analysis, runnable: list[str], rows: list, 
         before = json.loads(skipped.read_text()) if skipped.exists() else []
         _replace_atomically(skipped, lambda tmp: tmp.write_text(json.dumps(sorted(set(before) | set(runnable)))))
         return rows
-    return [*rows, _write_piece(new, results / f"replay-{_part_name(runnable)}.arrow")]
+    return [*rows, _write_piece(new, results / f"replay-{_part_name(runnable)}.arrow", ldas=runnable)]
 
 
 def _reference_rows(tables: list) -> dict[str, list]:
@@ -529,8 +529,11 @@ def _timeline(analysis: Analysis, folder: pathlib.Path, read: Callable[[], tuple
 
 
 def _specs_in(tables: list) -> set[str]:
-    """The LDAs that cached pieces (Arrow tables) hold rows of."""
-    return {spec for table in tables for spec in table["lda"].unique().to_pylist()}
+    """The LDAs that cached pieces (Arrow tables) were computed for: those they hold rows of,
+    and those their metadata names (a trace without losses has no rows; it was classified
+    anew at every re-run before)."""
+    named = {spec for table in tables for spec in json.loads((table.schema.metadata or {}).get(b"ldas", b"[]"))}
+    return named | {spec for table in tables for spec in table["lda"].unique().to_pylist()}
 
 
 def _part_name(specs: list[str]) -> str:
@@ -599,7 +602,7 @@ def _as_frame(table) -> pd.DataFrame:
 
 
 
-def _write_piece(table: pd.DataFrame, path: pathlib.Path):
+def _write_piece(table: pd.DataFrame, path: pathlib.Path, *, ldas: list[str] | None = None):
     """Write a cache file (Arrow IPC, uncompressed: twice the bytes of LZ4 and half the time
     to read); the Arrow table written. Column by column, without pandas' metadata, which
     ``_as_frame`` ignores: ``Table.from_pandas`` took up to four times as long on a trace's
@@ -608,7 +611,8 @@ def _write_piece(table: pd.DataFrame, path: pathlib.Path):
     twice in memory."""
     import pyarrow as pa
 
-    arrow = pa.table({str(name): pa.Array.from_pandas(column) for name, column in table.items()})
+    arrow = pa.table({str(name): pa.Array.from_pandas(column) for name, column in table.items()},
+                     metadata=None if ldas is None else {"ldas": json.dumps(ldas)})  # what it was computed for
 
     def write(sink) -> None:
         with pa.ipc.new_file(sink, arrow.schema) as writer:

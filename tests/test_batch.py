@@ -212,6 +212,20 @@ def test_the_cache_writes_every_file_under_a_temporary_name(tmp_path, monkeypatc
     assert written and all(p.name.startswith(".") or p.parent.name.endswith(".tmp") for p in written)
 
 
+def test_a_trace_without_losses_is_not_classified_again_from_the_cache(tmp_path, monkeypatch):
+    """A cached piece names the LDAs it was computed for: a trace with nothing to classify has
+    no rows to tell, and was classified anew at every re-run."""
+    sender = str(TRACES / "captures" / "lab_sender.pcap")
+    jobs = [batching.Job(name=sender, path=sender)]
+    first = batching.execute(jobs, analysis(tmp_path / "cache", ldas="all"))
+    assert first[0].error is None and len(first[0].result.decisions) == 0
+    calls = []
+    monkeypatch.setattr(batching, "classify", lambda *a, **k: calls.append(a) or pytest.fail("classified again"))
+    again = batching.execute(jobs, analysis(tmp_path / "cache", ldas="all"))
+    assert again[0].error is None and calls == []
+    pd.testing.assert_frame_equal(batching.results_table(again), batching.results_table(first))
+
+
 def _worker_threads(job, analysis):
     outcome = batching._run_in_worker(job, analysis)
     return outcome.error, pa.cpu_count(), threads.may_spread()
