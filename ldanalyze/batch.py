@@ -132,9 +132,11 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
     names = list(frames[0].columns)
     if any(list(frame.columns) != names for frame in frames[1:]):
         return pd.concat(frames, ignore_index=True)
-    dtypes = [frame.dtypes.tolist() for frame in frames]  # compared, not hashed: hashing a
-    columns = {}  # categorical dtype hashes its categories
-    for i, name in enumerate(names):  # column by column: selecting columns of each frame took longer
+    # dtypes compared, never hashed (a categorical dtype hashes its categories); column by
+    # column, as selecting the columns of each frame took longer than all else
+    dtypes = [frame.dtypes.tolist() for frame in frames]
+    columns = {}
+    for i, name in enumerate(names):
         kinds = [d[i] for d in dtypes]
         if all(isinstance(kind, pd.CategoricalDtype) for kind in kinds):
             columns[name] = _union_categoricals([frame[name].array for frame in frames])
@@ -193,7 +195,7 @@ class Analysis:
     seq_modulus: int | None = None
     cache_dir: str | None = None
     flow_at_a_time_above: int | None = FLOW_AT_A_TIME_ABOVE
-    keep: str = "decisions"  # of each job's decisions: one of KEEP
+    keep: str = "decisions"  # what each job's result keeps: one of KEEP
 
     def __post_init__(self) -> None:
         parse_ldas(self.ldas)
