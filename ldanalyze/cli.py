@@ -191,23 +191,32 @@ def _new_file_mode() -> int:
     return 0o666 & ~umask
 
 
+TABLE_KINDS = ("parquet", "csv", "json")
+
+
 def _table_kind(output: str, kind: str | None) -> str:
-    """The format a table is written in: ``kind``, else by the name (.parquet, .csv, .csv.gz)."""
+    """The format a table is written in: ``kind``, else by the name (.parquet, .csv, .csv.gz,
+    .json)."""
     if kind:
         return kind
     if output.endswith(".parquet"):
         return "parquet"
     if output.endswith((".csv", ".csv.gz")):
         return "csv"
-    raise UsageError(f"{output}: a table is written as .parquet, .csv or .csv.gz; give one of these names")
+    if output.endswith(".json"):
+        return "json"
+    raise UsageError(f"{output}: a table is written as .parquet, .csv, .csv.gz or .json; give one of these names")
 
 
 def _write_table(table: pd.DataFrame, output: str, inputs: Sequence[str], kind: str | None) -> str:
-    """Write ``table`` as .parquet, .csv or .csv.gz (by ``kind`` or the extension)."""
+    """Write ``table`` as .parquet, .csv or .csv.gz, or .json (an array of records, a record a
+    line), by ``kind`` or the extension."""
     _refuse_overwriting(output, inputs)  # said first: the worse mistake
     kind = _table_kind(output, kind)
     if kind == "parquet":
         _atomic_write(output, inputs, lambda tmp: table.to_parquet(tmp, index=False))
+    elif kind == "json":
+        _atomic_write(output, inputs, lambda tmp: pathlib.Path(tmp).write_text(ci.table_text(table)))
     else:
         compression = "gzip" if output.endswith(".gz") else None
         _atomic_write(output, inputs, lambda tmp: table.to_csv(tmp, index=False, compression=compression))
@@ -532,7 +541,7 @@ def _bits_per_second(text: str) -> float:
 BATCH_DEFAULTS = {"lda": "all", "controller": "auto", "fail_if": [], "fail_scope": "pooled", "baseline": None,
                   "tolerance": 0.02, "baseline_ci": False, "jobs": os.cpu_count() or 1, "scheduler": None,
                   "cache_dir": None, "no_cache": False, "exclude": [], "bootstrap": 0, "strict": False,
-                  "manifest": None, "output": None, "junit": None, "summary": None, "json": None,
+                  "manifest": None, "output": None, "errors": None, "junit": None, "summary": None, "json": None,
                   "flow_at_a_time_above": "1G", "classify_first": False, "gap_delay": "revealing", "detection": 1,
                   "seq_modulus": None}
 
@@ -716,8 +725,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
     s = _batch_settings(args)
     thresholds = [gates.Threshold.parse(t) for t in s["fail_if"]]
     baseline = gates.read_results(s["baseline"]) if s["baseline"] else None
-    if s["output"]:
-        _table_kind(s["output"], None)  # before the batch runs, not after
+    for table in ("output", "errors"):
+        if s[table]:
+            _table_kind(s[table], None)  # before the batch runs, not after
     jobs = batching.read_manifest(s["manifest"]) if s["manifest"] else []
     traces, passed_over = batching.discover(s["paths"], s["exclude"]) if s["paths"] else ([], {})
     jobs += [batching.Job(name=path, path=path) for path in traces]
@@ -752,6 +762,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
     if s["output"]:
         _write_table(results, s["output"], inputs, None)
+    if s["errors"]:
+        _write_table(errors, s["errors"], inputs, None)
     if s["junit"]:
         _atomic_write(s["junit"], inputs, lambda tmp: pathlib.Path(tmp).write_text(ci.junit_xml(done, errors, checks)))
     if s["summary"]:
@@ -862,14 +874,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_labels)
 
     p = sub.add_parser("timeline", parents=[one], help="write the per-packet timeline")
-    p.add_argument("-o", "--output", required=True, help="output file (.parquet, .csv or .csv.gz)")
-    p.add_argument("--output-format", choices=("parquet", "csv"), help="default: from the extension")
+    p.add_argument("-o", "--output", required=True, help="output file (.parquet, .csv, .csv.gz or .json)")
+    p.add_argument("--output-format", choices=TABLE_KINDS, help="default: from the extension")
     p.set_defaults(func=cmd_timeline)
 
     p = sub.add_parser("classify", parents=[one, replaying],
                        help="replay LDAs: one decision per lost packet per LDA")
-    p.add_argument("-o", "--output", help="write every decision (.parquet, .csv or .csv.gz)")
-    p.add_argument("--output-format", choices=("parquet", "csv"), help="default: from the extension")
+    p.add_argument("-o", "--output", help="write every decision (.parquet, .csv, .csv.gz or .json)")
+    p.add_argument("--output-format", choices=TABLE_KINDS, help="default: from the extension")
     p.set_defaults(func=cmd_classify)
 
     p = sub.add_parser("replay", parents=[one, replaying, controlling],
@@ -877,8 +889,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--controller", default="all", metavar="SPEC,SPEC",
                    help="controllers: 'all' (default) or NAME[:key=value...], e.g. tfrc:discounting=true; "
                         "names: " + ", ".join(CONTROLLERS))
-    p.add_argument("-o", "--output", help="write the rate timelines (.parquet, .csv or .csv.gz)")
-    p.add_argument("--output-format", choices=("parquet", "csv"), help="default: from the extension")
+    p.add_argument("-o", "--output", help="write the rate timelines (.parquet, .csv, .csv.gz or .json)")
+    p.add_argument("--output-format", choices=TABLE_KINDS, help="default: from the extension")
     p.add_argument("--compare-sent", type=float, nargs="?", const=1.0, metavar="BIN_S",
                    help="also compare the allowed rate with what the trace's sender sent, in bins "
                         "(default 1 s): for traces made by the controller under study")
@@ -915,7 +927,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--param", action="append", required=True, metavar="NAME=START:STOP:STEP",
                    help="a parameter and its values (START:STOP:STEP, stop included, or V1,V2,...); repeat for a "
                         "grid")
-    p.add_argument("-o", "--output", help="write the table (.parquet or .csv)")
+    p.add_argument("-o", "--output", help="write the table (.parquet, .csv, .csv.gz or .json)")
     p.add_argument("--plot", metavar="PNG", help="draw M_c against M_w with the frontier and the defaults")
     p.set_defaults(func=cmd_sweep)
 
@@ -934,7 +946,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--group-by", required=True, metavar="REGEX",
                    help="the scenario of each trace, from its path: the regex's first group (or match), e.g. "
                         "'(wlh|wb)_' for the topology; traces of one group are never split between train and test")
-    p.add_argument("-o", "--output", help="write the scores (.parquet or .csv)")
+    p.add_argument("-o", "--output", help="write the scores (.parquet, .csv, .csv.gz or .json)")
     p.add_argument("--plot", metavar="PNG", help="draw the accuracies with their intervals and the importances")
     p.set_defaults(func=cmd_evaluate)
 
@@ -963,7 +975,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", metavar="PATH", help="trace files, folders (walked) and globs")
     p.add_argument("--manifest", help="TOML or CSV listing traces with options (chains, labels, payload, flows)")
     p.add_argument("--exclude", action="append", metavar="GLOB", help="leave out matching files (repeatable)")
-    p.add_argument("-o", "--output", help="results table: .parquet, .csv or .csv.gz")
+    p.add_argument("-o", "--output", help="results table: .parquet, .csv, .csv.gz or .json")
+    p.add_argument("--errors", metavar="FILE", help="the traces that failed and why (trace, error): .parquet, .csv, "
+                                                    ".csv.gz or .json; written when none failed too")
     p.add_argument("--junit", metavar="XML", help="JUnit XML: one case per trace and per check")
     p.add_argument("--summary", metavar="MD", help="Markdown job summary")
     p.add_argument("--json", metavar="FILE", help="JSON report (schema version 1: ldanalyze.report.ci.JSON_SCHEMA)")

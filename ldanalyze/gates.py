@@ -20,10 +20,12 @@ other: the checks' ``baseline_lda`` says so. With two candidates, nothing is gue
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import operator
 import re
 
+import numpy as np
 import pandas as pd
 
 from .errors import UsageError
@@ -84,12 +86,21 @@ def check_thresholds(results: pd.DataFrame, thresholds, scope: str = "pooled") -
 
 
 def read_results(path: str) -> pd.DataFrame:
-    """A results table written by ``ldanalyze batch`` (by its extension)."""
+    """A results table written by ``ldanalyze batch`` (by its extension): Parquet, CSV, a JSON
+    table (``-o results.json``) or the JSON report (``--json``), whose ``results`` it takes, so
+    that the report a CI job kept as an artifact can be the next job's baseline."""
     try:
         if path.endswith(".parquet"):
             table = pd.read_parquet(path)
         elif path.endswith(".json"):
-            table = pd.DataFrame(pd.read_json(path, orient="records"))
+            with open(path, encoding="utf-8") as f:
+                records = json.load(f)
+            if isinstance(records, dict) and "schema_version" in records:
+                records = records.get("results", [])
+            if not isinstance(records, list):
+                raise ValueError("neither a JSON table (an array of records) nor a JSON report")
+            table = pd.DataFrame.from_records(records) if records else pd.DataFrame(columns=list(KEYS))
+            table = table.apply(_numbers_with_nulls)  # a metric that was NaN throughout is all null
         else:
             table = pd.read_csv(path, keep_default_na=False, na_values=["", "NaN", "nan"])
     except (OSError, ValueError) as exc:
@@ -98,6 +109,13 @@ def read_results(path: str) -> pd.DataFrame:
     if missing:
         raise UsageError(f"--baseline {path}: not a batch results table (no column {', '.join(missing)})")
     return table.astype({k: str for k in KEYS})
+
+
+def _numbers_with_nulls(column: pd.Series) -> pd.Series:
+    """A JSON column of numbers and nulls as float (NaN for null), any other column as it is."""
+    if column.dtype != object or not column.map(lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))).all():
+        return column
+    return column.astype(np.float64)
 
 
 def compare_baseline(results: pd.DataFrame, baseline: pd.DataFrame, tolerance: float = 0.02,

@@ -458,6 +458,62 @@ def test_baseline_round_trip_on_the_command_line(suite, tmp_path, capsys):
     assert code == 1 and "FAILED baseline" in out and "biaz" in out
 
 
+def test_a_json_table_or_report_is_a_baseline_to_the_last_bit(suite, tmp_path, capsys):
+    """``-o results.json`` and the ``--json`` report read back as baselines: equal to the Parquet
+    table's values exactly, so ``--tolerance 0`` passes against the run that wrote them (pandas'
+    ``to_json`` kept 10 digits, and it failed) and a retuned LDA still regresses."""
+    table, report, parquet = tmp_path / "results.json", tmp_path / "report.json", tmp_path / "results.parquet"
+    assert run(tmp_path, suite, "-o", table, "--json", report, "--controller", "none") == 0
+    assert run(tmp_path, suite, "-o", parquet, "--controller", "none") == 0
+    written = pd.read_parquet(parquet)
+    for baseline in (table, report):
+        read = gates_read(baseline)
+        floats = [c for c in written.columns if written[c].dtype.kind == "f"]
+        assert list(read.columns) == list(written.columns)
+        np.testing.assert_array_equal(read[floats].to_numpy(np.float64), written[floats].to_numpy(np.float64))
+        assert run(tmp_path, suite, "--baseline", baseline, "--tolerance", "0", "--controller", "none") == 0
+        code = main(["batch", str(suite), "--no-cache", "--jobs", "1", "--lda", "biaz:upper=3,zbs,spike",
+                     "--controller", "none", "--baseline", str(baseline)])
+        assert code == 1 and "FAILED baseline" in capsys.readouterr().out
+    (tmp_path / "other.json").write_text('{"a": 1}')
+    assert run(tmp_path, suite, "--baseline", tmp_path / "other.json") == 2
+    assert "neither a JSON table" in capsys.readouterr().err
+
+
+def gates_read(path):
+    from ldanalyze.gates import read_results
+
+    return read_results(str(path))
+
+
+def test_the_errors_table_lists_the_traces_that_failed(suite, tmp_path, capsys):
+    bad = broken(suite)
+    for name in ("errors.csv", "errors.json", "errors.parquet"):
+        out = tmp_path / name
+        assert run(tmp_path, suite, "--errors", out, "--controller", "none") == 1
+        errors = (pd.read_csv(out) if name.endswith(".csv") else pd.read_json(out) if name.endswith(".json")
+                  else pd.read_parquet(out))
+        assert list(errors.columns) == ["trace", "error"] and errors["trace"].tolist() == [str(bad)]
+        assert errors["error"][0].startswith(f"{bad}:2: field 'time' is not a valid float")
+    bad.unlink()
+    assert run(tmp_path, suite, "--errors", tmp_path / "none.csv", "--controller", "none") == 0
+    assert pd.read_csv(tmp_path / "none.csv").columns.tolist() == ["trace", "error"]  # none failed: a header
+    capsys.readouterr()
+    assert run(tmp_path, suite, "--errors", tmp_path / "errors.txt") == 2
+    captured = capsys.readouterr()
+    assert "errors.txt: a table is written as" in captured.err and "batch: [" not in captured.err
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=20))
+def test_json_tables_keep_every_float_exactly_and_write_missing_as_null(values):
+    table = pd.DataFrame({"x": np.array(values, np.float64), "n": np.arange(len(values)),
+                          "s": pd.Categorical([f"v{i % 3}" for i in range(len(values))])})
+    read = json.loads(ci.table_text(table))
+    assert [r["x"] for r in read] == [v if np.isfinite(v) else None for v in values]
+    assert [r["n"] for r in read] == list(range(len(values))) and read[0]["s"] == "v0"
+
+
 def test_settings_come_from_ldanalyze_toml_and_the_command_line_wins(suite, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ldanalyze.toml").write_text(

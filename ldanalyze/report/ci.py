@@ -13,6 +13,7 @@ import json
 import math
 import xml.etree.ElementTree as ET
 
+import numpy as np
 import pandas as pd
 
 from .tables import markdown_table
@@ -48,7 +49,30 @@ FAILED = ("fail", "regressed", "missing")
 
 
 def _records(table: pd.DataFrame) -> list[dict]:
-    return json.loads(table.to_json(orient="records")) if len(table) else []
+    """The rows as dicts of plain Python values, a missing value as None. Floats stay exact
+    (``json.dumps`` writes the shortest text that reads back the same double): pandas'
+    ``to_json`` keeps 10 digits, and a baseline read back from it failed ``--tolerance 0``
+    against the very run that wrote it."""
+    columns = []
+    for name in table.columns:
+        column = table[name]
+        values = column.to_numpy(dtype=object, copy=True)  # numpy numbers become Python ones
+        missing = column.isna().to_numpy()
+        if column.dtype.kind == "f":  # JSON has no infinity (to_json wrote null too)
+            missing = missing | np.isinf(column.to_numpy())
+        values[missing] = None
+        columns.append(values)
+    names = [str(name) for name in table.columns]
+    return [dict(zip(names, row)) for row in zip(*columns)]
+
+
+def _json(value) -> str:
+    return json.dumps(value, default=_plain)
+
+
+def _plain(value):
+    """A value json cannot write as it is: a numpy scalar as its Python value, else its text."""
+    return value.item() if isinstance(value, np.generic) else str(value)
 
 
 def json_report(results: pd.DataFrame, errors: pd.DataFrame, checks: pd.DataFrame, *, passed_over: dict[str, str],
@@ -70,11 +94,22 @@ def report_text(report: dict) -> str:
     members = []
     for key, value in report.items():
         if isinstance(value, list) and value:
-            rows = ",\n".join(f"  {json.dumps(row)}" for row in value)
-            members.append(f" {json.dumps(key)}: [\n{rows}\n ]")
+            members.append(f" {json.dumps(key)}: {_array_text(value, ' ')}")
         else:
-            members.append(f" {json.dumps(key)}: {json.dumps(value)}")
+            members.append(f" {json.dumps(key)}: {_json(value)}")
     return "{\n" + ",\n".join(members) + "\n}\n"
+
+
+def table_text(table: pd.DataFrame) -> str:
+    """A table as a JSON array of records, a record a line (as the report's tables; NaN is
+    null): what ``-o results.json`` writes and ``--baseline results.json`` reads."""
+    return _array_text(_records(table), "") + "\n"
+
+
+def _array_text(rows: list, indent: str) -> str:
+    if not rows:
+        return "[]"
+    return "[\n" + ",\n".join(f"{indent} {_json(row)}" for row in rows) + f"\n{indent}]"
 
 
 def scored_traces(results: pd.DataFrame) -> int:
