@@ -40,7 +40,7 @@ from .io.capture.pcap import RTP_HEAD_BYTES, SKEW_CHOICES, capture_format
 from .io.capture.split import read_capture_flows
 from .io.capture.vantage import CLOCKS, parse_vantage, read_vantages
 from .packets import LOSS_FATES, Trace, empty_rtt, natural_sorted
-from .lda import REGISTRY, Replay, classify, runnable_ldas
+from .lda import REGISTRY, Replay, classify, parse_ldas, runnable_ldas
 from .lda.zbs import Zbs
 from .report import ci
 from .report.tables import markdown_table, text_table
@@ -724,6 +724,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_batch(args: argparse.Namespace) -> int:
     s = _batch_settings(args)
     thresholds = [gates.Threshold.parse(t) for t in s["fail_if"]]
+    gates.check_threshold_ldas(thresholds, [lda.spec for lda in parse_ldas(s["lda"])])
     baseline = gates.read_results(s["baseline"]) if s["baseline"] else None
     for table in ("output", "errors"):
         if s[table]:

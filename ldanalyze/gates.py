@@ -59,6 +59,15 @@ class Threshold:
         return cls(text.strip(), lda, metric, op, float(value))
 
 
+def check_threshold_ldas(thresholds, specs: list[str]) -> None:
+    """Refuse, before a batch runs, a threshold on an LDA that the batch does not score (a typo
+    found after an hour's run is an hour lost); ``specs``: the LDAs' specs as scored."""
+    for threshold in thresholds:
+        if threshold.lda != "*" and threshold.lda not in specs:
+            raise UsageError(f"--fail-if {threshold.text!r}: no LDA {threshold.lda!r} among those scored "
+                             f"({', '.join(specs)})")
+
+
 def check_thresholds(results: pd.DataFrame, thresholds, scope: str = "pooled") -> pd.DataFrame:
     """One row per threshold × matching (trace, lda) row: ``check, scope, trace, lda, value,
     status`` with status ``pass``, ``fail`` or ``undefined``."""

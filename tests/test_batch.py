@@ -99,12 +99,15 @@ def test_a_broken_trace_is_reported_and_the_others_are_scored(suite, tmp_path, c
 
 
 def test_bad_usage_is_refused_before_any_trace_is_read(suite, tmp_path, capsys):
-    """An unknown LDA or controller, a bad LDA parameter or a results name of no known format
-    is bad usage (exit 2), said once, not a failure of every trace after a whole run."""
+    """An unknown LDA or controller, a bad LDA parameter, a results name of no known format or
+    a threshold on an LDA not scored is bad usage (exit 2), said once, not a failure of every
+    trace (or a usage error) after a whole run."""
     for args, said in ((["--lda", "nosuch"], "unknown LDA 'nosuch'"),
                        (["--controller", "nosuch"], "unknown controller 'nosuch'"),
                        (["--lda", "biaz:upper=x"], "upper must be a positive number"),
-                       (["-o", str(tmp_path / "results.xlsx")], "results.xlsx: a table is written as .parquet, .csv")):
+                       (["-o", str(tmp_path / "results.xlsx")], "results.xlsx: a table is written as .parquet, .csv"),
+                       (["--lda", "biaz,zbs", "--fail-if", "spike.M_c > 0.1"],
+                        "no LDA 'spike' among those scored (biaz, zbs)")):
         assert main(["batch", str(suite), "--no-cache", *args]) == 2
         captured = capsys.readouterr()
         assert said in captured.err and "batch: [" not in captured.err  # no trace was read
