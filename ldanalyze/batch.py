@@ -835,14 +835,32 @@ def _on_dask(jobs, analysis, scheduler, take) -> None:
         raise UsageError(f"--scheduler {scheduler}: cannot reach a Dask scheduler there ({exc})") from None
     with client:
         order = largest_first(jobs)
-        futures = client.map(_run_in_worker, [jobs[i] for i in order], analysis=analysis, pure=False)
+        if analysis.cache_dir:
+            analysis = dataclasses.replace(analysis, cache_dir=os.path.abspath(analysis.cache_dir))
+        futures = client.map(_run_in_worker, [_located(jobs[i]) for i in order], analysis=analysis, pure=False)
         index = {future.key: i for i, future in zip(order, futures)}
         try:
             for future, outcome in as_completed(futures, with_results=True):
-                take(index[future.key], outcome)
+                i = index[future.key]
+                take(i, dataclasses.replace(outcome, job=jobs[i]))
         except BaseException:
             client.cancel(futures)
             raise
+
+
+def _located(job: Job) -> Job:
+    """``job`` with its files named by absolute paths: a Dask worker runs in a folder of its own
+    (on a cluster, the one its service started it in), where names relative to the command's
+    folder find nothing."""
+    def vantage(text: str) -> str:
+        if os.path.exists(text) or ":" not in text:
+            return os.path.abspath(text)
+        path, _, cause = text.rpartition(":")
+        return f"{os.path.abspath(path)}:{cause}"
+
+    return dataclasses.replace(job, path=job.path and os.path.abspath(job.path),
+                               vantage=tuple(map(vantage, job.vantage)),
+                               labels=job.labels and os.path.abspath(job.labels))
 
 
 # --- results ---------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import os
 import pathlib
 import shutil
 import time
@@ -168,7 +169,7 @@ def jobs_of(folder):
     return [batching.Job(name=p, path=p) for p in traces]
 
 
-def test_process_pool_and_dask_give_the_serial_results(suite):
+def test_process_pool_and_dask_give_the_serial_results(suite, tmp_path, monkeypatch):
     from dask.distributed import Client, LocalCluster
 
     jobs = jobs_of(suite)
@@ -180,7 +181,17 @@ def test_process_pool_and_dask_give_the_serial_results(suite):
         with Client(cluster) as client:  # the workers that ran jobs run on one thread each
             assert set(client.run(threads.may_spread).values()) == {False}
             assert set(client.run(pa.cpu_count).values()) == {1}
+            workers_folder = set(client.run(os.getcwd).values())
+        # names relative to the command's folder, which is not the workers' (as on a cluster);
+        # the outcomes keep the names as given
+        monkeypatch.chdir(tmp_path)
+        assert workers_folder != {str(tmp_path)}
+        relative = [batching.Job(name=j.name, path=os.path.relpath(j.path)) for j in jobs]
+        outcomes = batching.execute(relative, analysis(cache_dir="cache"), scheduler=cluster.scheduler_address)
+        assert [o.error for o in outcomes] == [None] * len(jobs) and (tmp_path / "cache").is_dir()
+        assert [o.job for o in outcomes] == relative
     pd.testing.assert_frame_equal(serial, dask)
+    pd.testing.assert_frame_equal(serial, batching.results_table(outcomes))
 
 
 def test_jobs_that_keep_a_tally_give_the_results_of_every_decision(suite):
