@@ -584,6 +584,17 @@ def _batch_settings(args: argparse.Namespace) -> dict:
     return settings
 
 
+def _usable_folder(path: str, option: str) -> None:
+    """Make the folder ``path`` if need be; refuse one that cannot be made or written to, as
+    bad usage before the run (it failed every trace with the same OSError)."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot make this folder ({exc.strerror})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: this folder cannot be written to")
+
+
 def _progress(total: int):
     """A progress bar on a terminal; one line per trace in a log."""
     start = time.perf_counter()
@@ -737,6 +748,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
     inputs = [f for job in jobs for f in job.files] + [j.labels for j in jobs if j.labels]
     cache_dir = None if s["no_cache"] else (s["cache_dir"] or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ldanalyze"))
+    if cache_dir:
+        _usable_folder(cache_dir, "--cache-dir")
     controller = {"none": None, "auto": "tfrc"}.get(s["controller"], s["controller"])
     replay = Replay(update_first=not s["classify_first"], gap_delay=s["gap_delay"], detection=s["detection"])
     analysis = batching.Analysis(ldas=s["lda"], controller=controller, replay=replay,

@@ -112,6 +112,10 @@ def test_bad_usage_is_refused_before_any_trace_is_read(suite, tmp_path, capsys):
         assert main(["batch", str(suite), "--no-cache", *args]) == 2
         captured = capsys.readouterr()
         assert said in captured.err and "batch: [" not in captured.err  # no trace was read
+    (tmp_path / "a_file").write_text("")
+    assert main(["batch", str(suite), "--cache-dir", str(tmp_path / "a_file")]) == 2
+    captured = capsys.readouterr()
+    assert "a_file: cannot make this folder (File exists)" in captured.err and "batch: [" not in captured.err
     with pytest.raises(UsageError, match="unknown LDA"):
         batching.Analysis(ldas="biaz,nosuch")
 
