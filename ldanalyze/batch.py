@@ -806,22 +806,82 @@ def _bytes_read(path: str) -> int:
 
 
 def _on_pool(jobs, analysis, workers, take) -> None:
+    """The jobs on a pool of ``workers`` forked processes. A worker that dies (the kernel's
+    out-of-memory killer, a crash) breaks the whole pool and fails every job not yet finished;
+    those that had not started go to a new pool, and those that had are each run again alone
+    (:func:`_alone`), which names the trace that kills its process and scores the others."""
     import gc
     from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
 
+    global _STARTED
+    _STARTED = multiprocessing.Array("b", len(jobs), lock=False)  # shared with the forked workers
     gc.freeze()  # the forked workers' collections leave the inherited objects, and their pages, alone
     try:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(_run_in_worker, jobs[i], analysis): i for i in largest_first(jobs)}
-            try:
-                for future in as_completed(futures):
-                    take(futures[future], future.result())
-            except BaseException:
-                for future in futures:
-                    future.cancel()
-                raise
+        left = largest_first(jobs)
+        while left:
+            broken = []
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                futures = {pool.submit(_run_marked, i, jobs[i], analysis): i for i in left}
+                try:
+                    for future in as_completed(futures):
+                        try:
+                            take(futures[future], future.result())
+                        except BrokenProcessPool:
+                            broken.append(futures[future])
+                except BaseException:
+                    for future in futures:
+                        future.cancel()
+                    raise
+            started = [i for i in broken if _STARTED[i]]
+            left = [i for i in broken if not _STARTED[i]]
+            if broken and not started:  # the workers died before any job: no pool again
+                started, left = broken, []
+            for i in started:
+                take(i, _alone(jobs[i], analysis))
     finally:
         gc.unfreeze()
+        _STARTED = None
+
+
+_STARTED = None  # during _on_pool: which jobs a worker has started
+
+
+def _run_marked(index: int, job: Job, analysis: Analysis) -> Outcome:
+    _STARTED[index] = 1
+    return _run_in_worker(job, analysis)
+
+
+def _alone(job: Job, analysis: Analysis) -> Outcome:
+    """``job`` in a forked process of its own; if that process dies, the job's error says how."""
+    import signal
+
+    start = time.perf_counter()
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    process = context.Process(target=_send_outcome, args=(send, job, analysis), daemon=True)
+    process.start()
+    send.close()
+    try:
+        outcome = receive.recv()
+    except EOFError:  # it died before sending
+        outcome = None
+    process.join()
+    if outcome is not None:
+        return outcome
+    code = process.exitcode
+    if code is not None and code < 0:
+        how = f"killed by {signal.Signals(-code).name}"
+        how += (" (the kernel's out-of-memory killer sends it; a large capture can be read one flow at a"
+                " time, --flow-at-a-time-above)") if -code == signal.SIGKILL else ""
+    else:
+        how = f"exit status {code}"
+    return Outcome(job, None, f"the process analysing it died, {how}", 0, time.perf_counter() - start, False)
+
+
+def _send_outcome(send, job: Job, analysis: Analysis) -> None:
+    send.send(_run_in_worker(job, analysis))
+    send.close()
 
 
 def _on_dask(jobs, analysis, scheduler, take) -> None:
@@ -840,9 +900,13 @@ def _on_dask(jobs, analysis, scheduler, take) -> None:
         futures = client.map(_run_in_worker, [_located(jobs[i]) for i in order], analysis=analysis, pure=False)
         index = {future.key: i for i, future in zip(order, futures)}
         try:
-            for future, outcome in as_completed(futures, with_results=True):
+            for future, outcome in as_completed(futures, with_results=True, raise_errors=False):
                 i = index[future.key]
-                take(i, dataclasses.replace(outcome, job=jobs[i]))
+                if future.status == "error":  # the job's own failures are outcomes: this is Dask's
+                    error = outcome[1]  # (type, exception, traceback); KilledWorker when its workers died
+                    take(i, Outcome(jobs[i], None, f"Dask: {type(error).__name__}: {error}", 0, 0.0, False))
+                else:
+                    take(i, dataclasses.replace(outcome, job=jobs[i]))
         except BaseException:
             client.cancel(futures)
             raise

@@ -9,6 +9,7 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import time
 import xml.etree.ElementTree as ET
 
@@ -196,6 +197,58 @@ def test_process_pool_and_dask_give_the_serial_results(suite, tmp_path, monkeypa
         assert [o.job for o in outcomes] == relative
     pd.testing.assert_frame_equal(serial, dask)
     pd.testing.assert_frame_equal(serial, batching.results_table(outcomes))
+
+
+def test_a_trace_whose_worker_dies_is_named_and_the_others_are_scored(suite, monkeypatch):
+    """A worker killed (here by itself; in the field by the out-of-memory killer: checked by
+    hand in a memory cgroup) broke the whole pool, and the batch ended in a traceback with
+    nothing kept. Now the jobs it took down are run again alone: the one that dies again is
+    named with its signal, the others score as in a serial run."""
+    jobs = jobs_of(suite)
+    killer = next(j for j in jobs if "tcp" in j.name)
+    run_job = batching.run_job
+
+    def dying(job, analysis):
+        if job == killer:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return run_job(job, analysis)
+
+    monkeypatch.setattr(batching, "run_job", dying)  # the forked workers inherit it
+    outcomes = batching.execute(jobs, analysis(), workers=2)
+    assert [o.job for o in outcomes] == jobs
+    errors = {o.job.name: o.error for o in outcomes if o.error}
+    assert list(errors) == [killer.name] and errors[killer.name].startswith(
+        "the process analysing it died, killed by SIGKILL (the kernel's out-of-memory killer")
+    monkeypatch.setattr(batching, "run_job", run_job)
+    others = [j for j in jobs if j != killer]
+    pd.testing.assert_frame_equal(batching.results_table([o for o in outcomes if o.job != killer]),
+                                  batching.results_table(batching.execute(others, analysis())))
+
+
+def test_a_trace_whose_dask_worker_dies_is_named_and_the_others_are_scored(suite, monkeypatch):
+    """On Dask, a task whose workers die is Dask's KilledWorker (after
+    ``distributed.scheduler.allowed-failures`` retries: two here, so that a job that was only
+    queued on a dying worker, once or twice, is tried again): it ended the batch in a traceback; now it is
+    that trace's error."""
+    import dask
+    from dask.distributed import LocalCluster
+
+    jobs = jobs_of(suite)
+    killer = next(j for j in jobs if "tcp" in j.name)
+    in_worker = batching._run_in_worker
+
+    def dying(job, analysis):  # sent to the workers by value (cloudpickle)
+        if job.name == killer.name:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return in_worker(job, analysis)
+
+    monkeypatch.setattr(batching, "_run_in_worker", dying)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 2}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        outcomes = batching.execute(jobs, analysis(), scheduler=cluster.scheduler_address)
+    errors = {o.job.name: o.error for o in outcomes if o.error}
+    assert list(errors) == [killer.name] and errors[killer.name].startswith("Dask: KilledWorker")
+    assert len(outcomes) == len(jobs) and all(o.result is not None for o in outcomes if o.job != killer)
 
 
 def test_jobs_that_keep_a_tally_give_the_results_of_every_decision(suite):
