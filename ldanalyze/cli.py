@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import dataclasses
 import importlib.abc
 import json
 import os
 import pathlib
+import signal
 import stat
 import sys
 import tempfile
@@ -584,6 +586,24 @@ def _batch_settings(args: argparse.Namespace) -> dict:
     return settings
 
 
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """SIGTERM (a CI runner cancelling or timing out a job) stops the batch as Ctrl-C does, so
+    that the outputs are written for the traces done; the list it yields is not empty once
+    SIGTERM came."""
+    came: list[int] = []
+
+    def interrupt(signum, frame):
+        came.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield came
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _usable_folder(path: str, option: str) -> None:
     """Make the folder ``path`` if need be; refuse one that cannot be made or written to, as
     bad usage before the run (it failed every trace with the same OSError)."""
@@ -757,8 +777,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
                                  flow_at_a_time_above=_byte_size(str(s["flow_at_a_time_above"])),
                                  keep="bursts" if int(s["bootstrap"]) else "counts")
     step, bar = _progress(len(jobs))
-    outcomes = batching.execute(jobs, analysis, workers=int(s["jobs"]), scheduler=s["scheduler"],
-                                on_outcome=step, strict=s["strict"])
+    with _terminate_as_interrupt() as terminated:
+        outcomes = batching.execute(jobs, analysis, workers=int(s["jobs"]), scheduler=s["scheduler"],
+                                    on_outcome=step, strict=s["strict"])
     if bar is not None:
         bar.close()
     interrupted = len(outcomes) < len(jobs)
@@ -797,8 +818,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
     for line in ci.failed_lines(checks):
         print(f"  {line}")
     if interrupted:
-        print(f"batch: interrupted after {len(outcomes)} of {len(jobs)} traces; the outputs hold those")
-        return 130
+        print(f"batch: {'terminated' if terminated else 'interrupted'} after {len(outcomes)} of {len(jobs)} "
+              "traces; the outputs hold those")
+        return 143 if terminated else 130
     if not s["output"] and len(results):
         sys.stdout.write(text_table(results[results["scope"] == "pooled"].drop(columns=["scope", "trace", "flow"])))
     return 0 if passed else 1
@@ -983,8 +1005,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("batch", parents=[_replay_options(defaults=False)],
                        help="score every trace under folders/globs (CI: thresholds, baselines, JUnit, summary)",
                        description="Exit status: 0 passed; 1 a threshold or regression failed, or a trace could not "
-                                   "be scored; 2 bad usage (or, with --strict, the first bad trace); 130 interrupted "
-                                   "(the outputs hold the traces done). Settings may come from ldanalyze.toml or "
+                                   "be scored; 2 bad usage (or, with --strict, the first bad trace); 130 interrupted, "
+                                   "143 terminated (SIGTERM; the outputs hold the traces done). Settings may come from ldanalyze.toml or "
                                    "[tool.ldanalyze] in pyproject.toml in the current folder; options override them.")
     p.add_argument("paths", nargs="*", metavar="PATH", help="trace files, folders (walked) and globs")
     p.add_argument("--manifest", help="TOML or CSV listing traces with options (chains, labels, payload, flows)")

@@ -426,6 +426,36 @@ def test_ctrl_c_keeps_what_finished(suite):
     assert set(batching.results_table(outcomes)["trace"]) >= {jobs[0].name, jobs[1].name}
 
 
+@pytest.mark.parametrize("signum, code, said", [(signal.SIGINT, 130, "interrupted"),
+                                                (signal.SIGTERM, 143, "terminated")])
+def test_the_command_stopped_by_a_signal_writes_what_finished(tmp_path, signum, code, said):
+    """Ctrl-C, or SIGTERM (a CI runner cancelling or timing out a job: it ended the process with
+    no output), stops ``ldanalyze batch`` with the outputs written for the traces done."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    for i in range(20):
+        for name in SUITE:
+            shutil.copy(TRACES / name, folder / f"{i}_{name}")
+    out, junit = tmp_path / "results.csv", tmp_path / "junit.xml"
+    command = [sys.executable, "-m", "ldanalyze.cli", "batch", str(folder), "--no-cache", "--jobs", "2",
+               "--lda", "biaz", "-o", str(out), "--junit", str(junit)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in process.stderr:  # one line per trace when not on a terminal
+        if line.startswith("batch: [3/"):
+            process.send_signal(signum)
+            break
+    printed, _ = process.communicate(timeout=120)
+    assert process.returncode == code
+    done = int(printed.splitlines()[-1].split(f"{said} after ")[1].split(" of ")[0])
+    assert 3 <= done < 3 * 20
+    results = pd.read_csv(out)
+    assert results.loc[results["scope"] == "trace", "trace"].nunique() == done
+    assert int(ET.parse(junit).getroot().get("tests")) == done
+
+
 @pytest.mark.parametrize("text", ["__import__('os').system('true')", "zbs.M_c > x", "zbs.M_c >> 1", "M_c > 1",
                                   "zbs.M_c > 1; rm", ""])
 def test_threshold_expressions_are_parsed_never_evaluated(text):
