@@ -814,14 +814,13 @@ def _on_pool(jobs, analysis, workers, take) -> None:
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
-    global _STARTED
-    _STARTED = multiprocessing.Array("b", len(jobs), lock=False)  # shared with the forked workers
+    started = multiprocessing.Array("b", len(jobs), lock=False)  # shared memory: a worker marks the jobs it starts
     gc.freeze()  # the forked workers' collections leave the inherited objects, and their pages, alone
     try:
         left = largest_first(jobs)
         while left:
             broken = []
-            with ProcessPoolExecutor(max_workers=workers) as pool:
+            with ProcessPoolExecutor(max_workers=workers, initializer=_share, initargs=(started,)) as pool:
                 futures = {pool.submit(_run_marked, i, jobs[i], analysis): i for i in left}
                 try:
                     for future in as_completed(futures):
@@ -833,18 +832,22 @@ def _on_pool(jobs, analysis, workers, take) -> None:
                     for future in futures:
                         future.cancel()
                     raise
-            started = [i for i in broken if _STARTED[i]]
-            left = [i for i in broken if not _STARTED[i]]
-            if broken and not started:  # the workers died before any job: no pool again
-                started, left = broken, []
-            for i in started:
+            suspects = [i for i in broken if started[i]]
+            left = [i for i in broken if not started[i]]
+            if broken and not suspects:  # the workers died before any job: no pool again
+                suspects, left = broken, []
+            for i in suspects:
                 take(i, _alone(jobs[i], analysis))
     finally:
         gc.unfreeze()
-        _STARTED = None
 
 
-_STARTED = None  # during _on_pool: which jobs a worker has started
+_STARTED = None  # in a pool's worker: the parent's shared array of the jobs started
+
+
+def _share(started) -> None:
+    global _STARTED
+    _STARTED = started
 
 
 def _run_marked(index: int, job: Job, analysis: Analysis) -> Outcome:
@@ -853,13 +856,12 @@ def _run_marked(index: int, job: Job, analysis: Analysis) -> Outcome:
 
 
 def _alone(job: Job, analysis: Analysis) -> Outcome:
-    """``job`` in a forked process of its own; if that process dies, the job's error says how."""
+    """``job`` in a process of its own; if that process dies, the job's error says how."""
     import signal
 
     start = time.perf_counter()
-    context = multiprocessing.get_context("fork")
-    receive, send = context.Pipe(duplex=False)
-    process = context.Process(target=_send_outcome, args=(send, job, analysis), daemon=True)
+    receive, send = multiprocessing.Pipe(duplex=False)
+    process = multiprocessing.Process(target=_send_outcome, args=(send, job, analysis), daemon=True)
     process.start()
     send.close()
     try:
