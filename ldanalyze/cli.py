@@ -755,7 +755,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_batch(args: argparse.Namespace) -> int:
     s = _batch_settings(args)
     thresholds = [gates.Threshold.parse(t) for t in s["fail_if"]]
-    gates.check_threshold_ldas(thresholds, [lda.spec for lda in parse_ldas(s["lda"])])
+    gates.check_threshold_names(thresholds, [lda.spec for lda in parse_ldas(s["lda"])])
     baseline = gates.read_results(s["baseline"]) if s["baseline"] else None
     for table in ("output", "errors"):
         if s[table]:

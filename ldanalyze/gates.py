@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import UsageError
+from .scoring import NUMBER_COLUMNS
 
 OPERATORS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
              "!=": operator.ne}
@@ -59,10 +60,14 @@ class Threshold:
         return cls(text.strip(), lda, metric, op, float(value))
 
 
-def check_threshold_ldas(thresholds, specs: list[str]) -> None:
-    """Refuse, before a batch runs, a threshold on an LDA that the batch does not score (a typo
-    found after an hour's run is an hour lost); ``specs``: the LDAs' specs as scored."""
+def check_threshold_names(thresholds, specs: list[str]) -> None:
+    """Refuse, before a batch runs, a threshold on an LDA that the batch does not score or on
+    what is no number of a score table (a typo found after an hour's run is an hour lost);
+    ``specs``: the LDAs' specs as scored."""
     for threshold in thresholds:
+        if threshold.metric not in NUMBER_COLUMNS:
+            raise UsageError(f"--fail-if {threshold.text!r}: no metric {threshold.metric!r} "
+                             f"(known: {', '.join(NUMBER_COLUMNS)})")
         if threshold.lda != "*" and threshold.lda not in specs:
             raise UsageError(f"--fail-if {threshold.text!r}: no LDA {threshold.lda!r} among those scored "
                              f"({', '.join(specs)})")

@@ -597,6 +597,12 @@ def _rate_columns(
 
 THROUGHPUT_COLUMNS = ("thput", "vs_omniscient", "vs_unaware")
 THROUGHPUT_REQUIRED = ("lda", "controller", "flow", "capacity_bps", *THROUGHPUT_COLUMNS)  # trace is optional
+FAIRNESS_COLUMNS = ("fairness_std", "jain")
+
+# every number a score table may hold: what a threshold (``batch --fail-if``) can name
+NUMBER_COLUMNS = (*COUNTS, *METRICS, *(f"{m}_{end}" for m in INTERVAL_METRICS for end in ("lo", "hi")),
+                  *(f"{m}_boot_{end}" for m in INTERVAL_METRICS for end in ("lo", "hi")),
+                  "congestion_rate", "wireless_rate", *THROUGHPUT_COLUMNS, *FAIRNESS_COLUMNS)
 
 
 def _throughput_columns(out: pd.DataFrame, throughput: pd.DataFrame, by: str) -> pd.DataFrame:

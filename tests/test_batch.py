@@ -109,7 +109,9 @@ def test_bad_usage_is_refused_before_any_trace_is_read(suite, tmp_path, capsys):
                        (["--lda", "biaz:upper=x"], "upper must be a positive number"),
                        (["-o", str(tmp_path / "results.xlsx")], "results.xlsx: a table is written as .parquet, .csv"),
                        (["--lda", "biaz,zbs", "--fail-if", "spike.M_c > 0.1"],
-                        "no LDA 'spike' among those scored (biaz, zbs)")):
+                        "no LDA 'spike' among those scored (biaz, zbs)"),
+                       (["--fail-if", "zbs.M_x > 0.1"], "no metric 'M_x' (known: losses, unknown,"),
+                       (["--fail-if", "zbs.controller > 1"], "no metric 'controller'")):  # was a traceback
         assert main(["batch", str(suite), "--no-cache", *args]) == 2
         captured = capsys.readouterr()
         assert said in captured.err and "batch: [" not in captured.err  # no trace was read
@@ -249,6 +251,15 @@ def test_a_trace_whose_dask_worker_dies_is_named_and_the_others_are_scored(suite
     errors = {o.job.name: o.error for o in outcomes if o.error}
     assert list(errors) == [killer.name] and errors[killer.name].startswith("Dask: KilledWorker")
     assert len(outcomes) == len(jobs) and all(o.result is not None for o in outcomes if o.job != killer)
+
+
+def test_thresholds_know_every_number_of_a_results_table(suite):
+    """The names ``--fail-if`` accepts before a run are the numbers a results table holds, with
+    the bootstrap's intervals and the controller's columns: no more, no fewer."""
+    from ldanalyze.scoring import NUMBER_COLUMNS
+
+    results = batching.results_table(batching.execute(jobs_of(suite), analysis()), bootstrap=20)
+    assert sorted(c for c in results.columns if results[c].dtype.kind in "if") == sorted(NUMBER_COLUMNS)
 
 
 def test_jobs_that_keep_a_tally_give_the_results_of_every_decision(suite):
