@@ -543,7 +543,7 @@ def _bits_per_second(text: str) -> float:
 BATCH_DEFAULTS = {"lda": "all", "controller": "auto", "fail_if": [], "fail_scope": "pooled", "baseline": None,
                   "tolerance": 0.02, "baseline_ci": False, "jobs": os.cpu_count() or 1, "scheduler": None,
                   "cache_dir": None, "no_cache": False, "exclude": [], "bootstrap": 0, "strict": False,
-                  "manifest": None, "output": None, "errors": None, "junit": None, "summary": None, "json": None,
+                  "manifest": None, "output": None, "errors": None, "quiet": False, "junit": None, "summary": None, "json": None,
                   "flow_at_a_time_above": "1G", "classify_first": False, "gap_delay": "revealing", "detection": 1,
                   "seq_modulus": None}
 
@@ -615,12 +615,13 @@ def _usable_folder(path: str, option: str) -> None:
         raise UsageError(f"{option} {path}: this folder cannot be written to")
 
 
-def _progress(total: int):
-    """A progress bar on a terminal; one line per trace in a log."""
+def _progress(total: int, quiet: bool = False):
+    """A progress bar on a terminal; one line per trace in a log; with ``quiet``, a line per
+    trace that failed only."""
     start = time.perf_counter()
     state = {"done": 0, "packets": 0}
     bar = None
-    if sys.stderr.isatty():
+    if sys.stderr.isatty() and not quiet:
         from tqdm import tqdm
 
         bar = tqdm(total=total, unit="trace", file=sys.stderr)
@@ -632,6 +633,8 @@ def _progress(total: int):
         if bar is not None:
             bar.set_postfix_str(f"{rate / 1e3:.0f} k packets/s")
             bar.update(1)
+            return
+        if quiet and not outcome.error:
             return
         status = f"error: {outcome.error.splitlines()[0]}" if outcome.error else f"{outcome.packets} packets"
         cached = ", cached" if outcome.cached else ""
@@ -776,7 +779,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
                                  seq_modulus=s["seq_modulus"], cache_dir=cache_dir,
                                  flow_at_a_time_above=_byte_size(str(s["flow_at_a_time_above"])),
                                  keep="bursts" if int(s["bootstrap"]) else "counts")
-    step, bar = _progress(len(jobs))
+    step, bar = _progress(len(jobs), quiet=s["quiet"])
     with _terminate_as_interrupt() as terminated:
         outcomes = batching.execute(jobs, analysis, workers=int(s["jobs"]), scheduler=s["scheduler"],
                                     on_outcome=step, strict=s["strict"])
@@ -1032,6 +1035,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="read every trace afresh")
     p.add_argument("--bootstrap", type=int, help="burst-bootstrap resamples (default 0: Wilson intervals only)")
     p.add_argument("--strict", action="store_true", help="stop at the first trace that fails (exit 2)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress bar or line per trace: only the traces that fail, as they do, and the summary")
     p.add_argument("--seq-modulus", type=int, metavar="M", help="sequence number wrap")
     p.add_argument("--flow-at-a-time-above", metavar="SIZE",
                    help="read a capture larger than SIZE (e.g. 512M, 2G; 0: every capture; never) one flow "

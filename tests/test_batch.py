@@ -100,6 +100,15 @@ def test_a_broken_trace_is_reported_and_the_others_are_scored(suite, tmp_path, c
     assert run(tmp_path, suite, "--strict", "--controller", "none") == 2
 
 
+def test_quiet_logs_only_the_traces_that_fail(suite, tmp_path, capsys):
+    bad = broken(suite)
+    assert run(tmp_path, suite, "--quiet", "--controller", "none") == 1
+    logged = capsys.readouterr().err.splitlines()
+    assert len(logged) == 1 and logged[0].startswith(f"batch: [") and f"{bad}: error: {bad}:2:" in logged[0]
+    assert run(tmp_path, suite, "--controller", "none") == 1
+    assert len(capsys.readouterr().err.splitlines()) == 4  # a line a trace
+
+
 def test_bad_usage_is_refused_before_any_trace_is_read(suite, tmp_path, capsys):
     """An unknown LDA or controller, a bad LDA parameter, a results name of no known format or
     a threshold on an LDA not scored is bad usage (exit 2), said once, not a failure of every
