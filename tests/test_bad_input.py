@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import zlib
 import subprocess
 import sys
 
@@ -79,12 +80,31 @@ def test_hierarchical_address_is_refused(write_trace):
     expect_error(path, 1, "not a flat 'node.port' address")
 
 
-def test_truncated_gzip(tmp_path):
-    text = ("\n".join(GOOD) + "\n") * 2000
+def whole_lines_before_damage(path) -> int:
+    """The oracle: lines Python's own gzip module yields before the damage stops it."""
+    lines = 0
+    with pytest.raises((EOFError, gzip.BadGzipFile, zlib.error)):
+        with gzip.open(path, "rb") as f:
+            for _ in f:
+                lines += 1
+    return lines
+
+
+def test_damaged_gzip_is_located_by_line(tmp_path):
+    """The error names the line where the text stops (it said 'byte 0': the failing read was
+    the first block of megabytes), as Python's gzip module finds it."""
+    text = "".join(f"+ {i / 1000:.3f} 0 1 cbr 762 ------- 1 0.1 2.1 {i} {i}\n" for i in range(60000))
     blob = gzip.compress(text.encode())
     path = tmp_path / "cut.tr.gz"
     path.write_bytes(blob[: len(blob) // 2])
-    expect_error(path, None, "truncated gzip")
+    lines = whole_lines_before_damage(path)
+    assert 10000 < lines < 50000
+    expect_error(path, lines + 1, f"the file is cut short: its text stops after line {lines}, at compressed byte")
+    path.write_bytes(blob[:10] + b"\xff" + blob[11:])  # the first deflate block of an invalid type
+    expect_error(path, 1, "corrupt gzip data: its text stops after line 0, at compressed byte 0 of",
+                 "invalid block type")
+    path.write_bytes(blob[:-8] + bytes(4) + blob[-4:])  # the trailer's CRC-32 zeroed: the text is whole
+    expect_error(path, None, "corrupt gzip data: its 60000 lines decompress, but its checksum does not match")
 
 
 def test_empty_file(tmp_path):

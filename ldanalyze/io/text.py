@@ -85,9 +85,7 @@ def _gzip_blocks(path, block_bytes):
             try:
                 chunk = f.read(block_bytes)
             except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-                raise TraceError(
-                    path, f"corrupt or truncated gzip stream ({exc})", offset=offset + len(carry)
-                ) from None
+                raise gzip_damage(path, exc) from None
             if not chunk:
                 break
             data = carry + chunk
@@ -102,6 +100,40 @@ def _gzip_blocks(path, block_bytes):
         yield carry, offset
 
 
+def gzip_damage(path: str | os.PathLike, exc: Exception) -> TraceError:
+    """The error for a damaged gzip file, saying where its text stops: after the last whole line
+    that decompresses, at which compressed byte (the reads that fail are blocks of megabytes,
+    whose own position said nothing). Error path only: it decompresses the file again."""
+    size = os.path.getsize(path)
+    lines, consumed, damage = _inflated_lines(path, size)
+    if damage and "check" in damage:  # the trailer's CRC-32 or length: the text is whole but wrong somewhere
+        lines = _inflated_lines(path, size - 8)[0]  # without the trailer, which zlib checks
+        message = f"corrupt gzip data: its {lines} lines decompress, but its checksum does not match ({exc})"
+        return TraceError(path, message)
+    what = "corrupt gzip data" if damage else "the file is cut short"
+    where = f"after line {lines}, at compressed byte {consumed:,} of {size:,}"
+    return TraceError(path, f"{what}: its text stops {where} ({damage or exc})", line=lines + 1)
+
+
+def _inflated_lines(path: str | os.PathLike, size: int) -> tuple[int, int, str | None]:
+    """Lines of the first ``size`` bytes of a gzip file that decompress, the compressed bytes
+    taken, and zlib's complaint, if any. Read in small pieces: a piece that fails loses its
+    output."""
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    lines = consumed = 0
+    with open(path, "rb") as f:
+        while not inflate.eof and consumed < size:
+            chunk = f.read(min(1 << 12, size - consumed))
+            if not chunk:
+                break
+            try:
+                lines += inflate.decompress(chunk).count(b"\n")
+            except zlib.error as error:
+                return lines, consumed, str(error)
+            consumed += len(chunk) - len(inflate.unused_data)
+    return lines, consumed, None
+
+
 def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """``(line number, text)`` of every line, decoded leniently; gzip damage is a TraceError."""
     line_no = 0
@@ -110,8 +142,7 @@ def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
             for line_no, raw in enumerate(f, 1):
                 yield line_no, raw.decode("utf-8", "replace").rstrip("\r\n")
         except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-            raise TraceError(path, f"corrupt or truncated gzip stream after line {line_no} ({exc})",
-                             line=line_no + 1) from None
+            raise gzip_damage(path, exc) from None
 
 
 def locate_row(path: str | os.PathLike, offset: int, row: int) -> tuple[int, str]:
@@ -142,7 +173,7 @@ def first_lines(path: str | os.PathLike, n: int = 20, max_bytes: int = 1 << 16) 
         try:
             head = f.read(max_bytes)
         except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-            raise TraceError(path, f"corrupt or truncated gzip stream ({exc})", line=1) from None
+            raise gzip_damage(path, exc) from None
     lines = head.decode("utf-8", "replace").splitlines()
     if len(head) == max_bytes and lines:
         lines = lines[:-1]  # the last one may be cut
