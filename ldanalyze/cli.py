@@ -763,6 +763,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
     for table in ("output", "errors"):
         if s[table]:
             _table_kind(s[table], None)  # before the batch runs, not after
+    outputs = [(key, s[key]) for key in ("output", "errors", "junit", "summary", "json") if s[key]]
+    for i, (key, path) in enumerate(outputs):
+        for other, other_path in outputs[:i]:
+            if os.path.abspath(path) == os.path.abspath(other_path):
+                raise UsageError(f"--{key} and --{other} name the same file, {path}: one would overwrite the other")
     jobs = batching.read_manifest(s["manifest"]) if s["manifest"] else []
     traces, passed_over = batching.discover(s["paths"], s["exclude"]) if s["paths"] else ([], {})
     jobs += [batching.Job(name=path, path=path) for path in traces]

@@ -120,7 +120,9 @@ def test_bad_usage_is_refused_before_any_trace_is_read(suite, tmp_path, capsys):
                        (["--lda", "biaz,zbs", "--fail-if", "spike.M_c > 0.1"],
                         "no LDA 'spike' among those scored (biaz, zbs)"),
                        (["--fail-if", "zbs.M_x > 0.1"], "no metric 'M_x' (known: losses, unknown,"),
-                       (["--fail-if", "zbs.controller > 1"], "no metric 'controller'")):  # was a traceback
+                       (["--fail-if", "zbs.controller > 1"], "no metric 'controller'"),  # was a traceback
+                       (["-o", str(tmp_path / "r.json"), "--json", str(tmp_path / "r.json")],
+                        "--json and --output name the same file")):
         assert main(["batch", str(suite), "--no-cache", *args]) == 2
         captured = capsys.readouterr()
         assert said in captured.err and "batch: [" not in captured.err  # no trace was read
