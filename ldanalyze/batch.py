@@ -21,6 +21,7 @@ import json
 import multiprocessing
 import os
 import pathlib
+import signal
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -806,7 +807,7 @@ def _bytes_read(path: str) -> int:
 
 
 def _on_pool(jobs, analysis, workers, take) -> None:
-    """The jobs on a pool of ``workers`` forked processes. A worker that dies (the kernel's
+    """The jobs on a pool of ``workers`` processes. A worker that dies (the kernel's
     out-of-memory killer, a crash) breaks the whole pool and fails every job not yet finished;
     those that had not started go to a new pool, and those that had are each run again alone
     (:func:`_alone`), which names the trace that kills its process and scores the others."""
@@ -857,8 +858,6 @@ def _run_marked(index: int, job: Job, analysis: Analysis) -> Outcome:
 
 def _alone(job: Job, analysis: Analysis) -> Outcome:
     """``job`` in a process of its own; if that process dies, the job's error says how."""
-    import signal
-
     start = time.perf_counter()
     receive, send = multiprocessing.Pipe(duplex=False)
     process = multiprocessing.Process(target=_send_outcome, args=(send, job, analysis), daemon=True)

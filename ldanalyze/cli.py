@@ -543,7 +543,8 @@ def _bits_per_second(text: str) -> float:
 BATCH_DEFAULTS = {"lda": "all", "controller": "auto", "fail_if": [], "fail_scope": "pooled", "baseline": None,
                   "tolerance": 0.02, "baseline_ci": False, "jobs": os.cpu_count() or 1, "scheduler": None,
                   "cache_dir": None, "no_cache": False, "exclude": [], "bootstrap": 0, "strict": False,
-                  "manifest": None, "output": None, "errors": None, "quiet": False, "junit": None, "summary": None, "json": None,
+                  "manifest": None, "output": None, "errors": None, "junit": None, "summary": None, "json": None,
+                  "quiet": False,
                   "flow_at_a_time_above": "1G", "classify_first": False, "gap_delay": "revealing", "detection": 1,
                   "seq_modulus": None}
 
@@ -584,6 +585,19 @@ def _batch_settings(args: argparse.Namespace) -> dict:
     settings["paths"] = args.paths or config.get("paths", [])
     settings["config"] = source
     return settings
+
+
+def _check_outputs(s: dict) -> None:
+    """Before a batch runs: its tables' names say a known format, and no two outputs are one
+    file (the second written would replace the first)."""
+    for table in ("output", "errors"):
+        if s[table]:
+            _table_kind(s[table], None)
+    outputs = [(key, s[key]) for key in ("output", "errors", "junit", "summary", "json") if s[key]]
+    for i, (key, path) in enumerate(outputs):
+        for other, other_path in outputs[:i]:
+            if os.path.abspath(path) == os.path.abspath(other_path):
+                raise UsageError(f"--{key} and --{other} name the same file, {path}: one would overwrite the other")
 
 
 @contextlib.contextmanager
@@ -760,14 +774,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     thresholds = [gates.Threshold.parse(t) for t in s["fail_if"]]
     gates.check_threshold_names(thresholds, [lda.spec for lda in parse_ldas(s["lda"])])
     baseline = gates.read_results(s["baseline"]) if s["baseline"] else None
-    for table in ("output", "errors"):
-        if s[table]:
-            _table_kind(s[table], None)  # before the batch runs, not after
-    outputs = [(key, s[key]) for key in ("output", "errors", "junit", "summary", "json") if s[key]]
-    for i, (key, path) in enumerate(outputs):
-        for other, other_path in outputs[:i]:
-            if os.path.abspath(path) == os.path.abspath(other_path):
-                raise UsageError(f"--{key} and --{other} name the same file, {path}: one would overwrite the other")
+    _check_outputs(s)
     jobs = batching.read_manifest(s["manifest"]) if s["manifest"] else []
     traces, passed_over = batching.discover(s["paths"], s["exclude"]) if s["paths"] else ([], {})
     jobs += [batching.Job(name=path, path=path) for path in traces]
@@ -1013,9 +1020,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("batch", parents=[_replay_options(defaults=False)],
                        help="score every trace under folders/globs (CI: thresholds, baselines, JUnit, summary)",
                        description="Exit status: 0 passed; 1 a threshold or regression failed, or a trace could not "
-                                   "be scored; 2 bad usage (or, with --strict, the first bad trace); 130 interrupted, "
-                                   "143 terminated (SIGTERM; the outputs hold the traces done). Settings may come from ldanalyze.toml or "
-                                   "[tool.ldanalyze] in pyproject.toml in the current folder; options override them.")
+                                   "be scored; 2 bad usage (or, with --strict, the first bad trace); 130 interrupted "
+                                   "and 143 terminated (SIGTERM), the outputs holding the traces done. Settings may "
+                                   "come from ldanalyze.toml or [tool.ldanalyze] in pyproject.toml in the current "
+                                   "folder; options override them.")
     p.add_argument("paths", nargs="*", metavar="PATH", help="trace files, folders (walked) and globs")
     p.add_argument("--manifest", help="TOML or CSV listing traces with options (chains, labels, payload, flows)")
     p.add_argument("--exclude", action="append", metavar="GLOB", help="leave out matching files (repeatable)")

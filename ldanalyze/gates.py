@@ -127,7 +127,10 @@ def read_results(path: str) -> pd.DataFrame:
 
 def _numbers_with_nulls(column: pd.Series) -> pd.Series:
     """A JSON column of numbers and nulls as float (NaN for null), any other column as it is."""
-    if column.dtype != object or not column.map(lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))).all():
+    def number_or_null(value) -> bool:
+        return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+    if column.dtype != object or not column.map(number_or_null).all():
         return column
     return column.astype(np.float64)
 
