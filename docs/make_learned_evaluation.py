@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 from ldanalyze import learn  # noqa: E402
 from ldanalyze.io.capture.vantage import read_vantages  # noqa: E402
-from ldanalyze.reproduce import CBR_SHARE, simulate  # noqa: E402
+from ldanalyze.reproduce import CBR_SHARE  # noqa: E402
+from ldanalyze.simulation import simulate  # noqa: E402
 from tests.netns_lab import LabConfig, lab_unavailable, run_lab  # noqa: E402
 
 SCENARIOS = [

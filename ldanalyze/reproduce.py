@@ -33,13 +33,10 @@ rates differ per scheme; here the congestion comes from the trace and is reporte
 from __future__ import annotations
 
 import dataclasses
-import gzip
-import hashlib
 import itertools
 import os
 import pathlib
 import shutil
-import subprocess
 import time
 from concurrent.futures import ProcessPoolExecutor
 
@@ -48,8 +45,8 @@ import pandas as pd
 
 from . import batch as batching
 from .errors import UsageError
+from .simulation import simulate
 
-SCRIPT = pathlib.Path(__file__).parent / "data" / "paper000.tcl"
 LDAS = ("unaware", "omniscient", "biaz", "mbiaz", "spike", "zigzag", "zbs")
 BASE = ("biaz", "mbiaz", "spike", "zigzag")  # the base schemes ZBS picks among (§VI-D)
 HIGH = ("uniform", 0.078)
@@ -104,28 +101,6 @@ SUITES = {
                   (("uniform", 0.01), ("uniform", 0.031), HIGH, ("bursty", 0.078)), (1, 2, 3), 200, 20,
                   ("tfrc", "tcp", "cbr")),
 }
-
-
-def simulate(scenario: dict, folder: pathlib.Path, ns: str = "ns") -> tuple[pathlib.Path, bool]:
-    """The gzipped ns-2 trace of one scenario, simulated unless already there, and whether it was
-    simulated now."""
-    key = hashlib.blake2b(repr(sorted(scenario.items())).encode() + SCRIPT.read_bytes(), digest_size=6).hexdigest()
-    s = scenario
-    path = folder / f"{s['traffic']}_{s['topology']}_n{s['flows']}_{s['loss']}{s['rate']}_s{s['seed']}_{key}.tr.gz"
-    if path.exists():
-        return path, False
-    raw = path.with_suffix("")  # .tr
-    args = [f"{k}={v}" for k, v in scenario.items()]
-    done = subprocess.run([ns, str(SCRIPT), *args, f"out={raw}"], capture_output=True, text=True)
-    if done.returncode != 0 or not raw.exists():
-        raw.unlink(missing_ok=True)
-        raise UsageError(f"ns-2 failed on {scenario}: {(done.stdout + done.stderr).strip()[-500:]}")
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(raw, "rb") as src, gzip.open(partial, "wb", compresslevel=1) as dst:
-        shutil.copyfileobj(src, dst, 1 << 20)
-    os.replace(partial, path)
-    raw.unlink()
-    return path, True
 
 
 def reproduce(out: str | os.PathLike, *, quick: bool = False, jobs: int | None = None, ns: str = "ns") -> dict:

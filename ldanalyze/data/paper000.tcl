@@ -37,6 +37,16 @@
 #                   [warmup=S] [emplace=link|queue] [burst=4] [bad_loss=0.5]
 #                   [good_loss=0] [cross=none|expoo] [cross_share=0.4]
 #                   [types=tfrc,tcp,cbr,...] [tcp_window=20]
+#                   [lda=NAME] [ldalog=FILE]
+#
+# Closed loop (needs the ns built by traces/ns2/build): with lda=NAME every TFRC
+# flow's receiver is an Agent/TFRCSink/LDA whose LDA NAME (unaware, omniscient,
+# biaz, mbiaz, spike, wro_ldaplus, zigzag, zbs, win_ldaplus, veno, xrtp) keeps
+# the losses it calls wireless out of TFRC's loss event rate (paper 000 Sec. II);
+# ldalog=FILE logs every detected loss with the decision of each LDA.  A
+# Connector/LDAOracle behind each error model tells the omniscient receiver
+# which packets the radio dropped; it only passes packets on, so the trace is
+# the same as without it.
 #
 # Output: classic ns-2 wired trace (`$ns trace-all`), one line per event:
 #   ev time from to ptype size flags fid src.port dst.port seqno uid
@@ -77,6 +87,8 @@ array set cfg {
     cross       none
     cross_share 0.4
     tcp_window  20
+    lda         ""
+    ldalog      ""
 }
 
 proc die {msg} {
@@ -92,6 +104,11 @@ foreach arg $argv {
         die "unknown option '$key' (known: [lsort [array names cfg]])"
     }
     set cfg($key) $val
+}
+
+if {$cfg(ldalog) ne ""} {
+    if {$cfg(lda) eq ""} { die "ldalog= needs lda=" }
+    close [open $cfg(ldalog) w]   ;# the receivers append to it
 }
 
 # Named loss levels of Table I.
@@ -309,6 +326,11 @@ if {$cfg(loss) ne "none" && $cfg(rate) > 0} {
             # packet on the link, at the time it reaches the link.
             $ns lossmodel $em $from $to
         }
+        if {$cfg(lda) ne ""} {
+            set oracle [new Connector/LDAOracle]
+            $oracle target [$em drop-target]
+            $em drop-target $oracle
+        }
         if {$emfd ne ""} {
             # Splice a Trace/Drop between the error model and the link's
             # drop head: every packet the error model drops is written to
@@ -316,7 +338,7 @@ if {$cfg(loss) ne "none" && $cfg(rate) > 0} {
             set lnk [$ns link $from $to]
             set et [$ns create-trace Drop $emfd $from $to]
             $et target [$lnk set drophead_]
-            $em drop-target $et
+            if {$cfg(lda) ne ""} { $oracle target $et } else { $em drop-target $et }
         }
         incr emcount
     }
@@ -340,7 +362,13 @@ for {set i 1} {$i <= $N} {incr i} {
             set src [new Agent/TFRC]
             $src set packetSize_ 730
             $src set fid_ $i
-            set dst [new Agent/TFRCSink]
+            if {$cfg(lda) eq ""} {
+                set dst [new Agent/TFRCSink]
+            } else {
+                set dst [new Agent/TFRCSink/LDA]
+                $dst set lda_ $cfg(lda)
+                $dst set log_ $cfg(ldalog)
+            }
             $dst set fid_ $i        ;# feedback (tcpFriendCtl) carries fid i too
             $ns attach-agent $S($i) $src
             $ns attach-agent $D($i) $dst

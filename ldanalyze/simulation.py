@@ -1,0 +1,69 @@
+"""Running paper 000's ns-2 scenarios (``ldanalyze/data/paper000.tcl``, §V), open or closed loop.
+
+Every scenario is a dict of the script's ``key=value`` options; its trace is cached by those
+options and the script's text, so a suite run twice simulates nothing the second time.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import pathlib
+import shutil
+import subprocess
+
+from .errors import UsageError
+
+SCRIPT = pathlib.Path(__file__).parent / "data" / "paper000.tcl"
+
+
+def decision_log(trace: pathlib.Path) -> pathlib.Path:
+    """The decision log written beside a closed-loop trace (``ldanalyze.closedloop``)."""
+    return trace.with_name(trace.name.removesuffix(".tr.gz") + ".decisions.csv")
+
+
+def simulate(scenario: dict, folder: pathlib.Path, ns: str = "ns") -> tuple[pathlib.Path, bool]:
+    """The gzipped ns-2 trace of one scenario, simulated unless already there, and whether it was
+    simulated now. A scenario with ``lda`` runs closed loop (the patched ns: every TFRC receiver
+    steered by that LDA) and also writes its receivers' decision log (:func:`decision_log`)."""
+    s = scenario
+    loop = f"_{s['lda']}" if s.get("lda") else ""
+    # a closed-loop run also depends on the patched ns, whose cached path names its patch text
+    binary = os.path.realpath(shutil.which(ns) or ns).encode() if loop else b""
+    key = hashlib.blake2b(repr(sorted(s.items())).encode() + SCRIPT.read_bytes() + binary, digest_size=6).hexdigest()
+    name = f"{s['traffic']}_{s['topology']}_n{s['flows']}_{s['loss']}{s['rate']}_s{s['seed']}{loop}_{key}"
+    path = folder / f"{name}.tr.gz"
+    log = decision_log(path)
+    if path.exists() and (not loop or log.exists()):
+        return path, False
+    raw = path.with_suffix("")  # .tr
+    args = [f"{k}={v}" for k, v in scenario.items()]
+    partial_log = log.with_name(f".{log.name}.{os.getpid()}.tmp")
+    if loop:
+        args.append(f"ldalog={partial_log}")
+    done = subprocess.run([ns, str(SCRIPT), *args, f"out={raw}"], capture_output=True, text=True)
+    if done.returncode != 0 or not raw.exists():
+        raw.unlink(missing_ok=True)
+        partial_log.unlink(missing_ok=True)
+        raise UsageError(f"ns-2 failed on {scenario}: {(done.stdout + done.stderr).strip()[-500:]}")
+    if loop:
+        os.replace(partial_log, log)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(raw, "rb") as src, gzip.open(partial, "wb", compresslevel=1) as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    os.replace(partial, path)
+    raw.unlink()
+    return path, True
+
+
+def fair_share_bps(scenario: dict) -> float:
+    """A flow's share of the bottleneck in bits/s, as ``paper000.tcl`` builds the topology (§V-C):
+    WLH: the 150 kb/s wireless last hop alone, else max(N, 2)·130 kb/s shared by N flows; WB: the
+    800 kb/s (one flow) or 1600 kb/s wireless backbone shared by N flows. Paper 000 normalises
+    throughput by it (§VI-A, "thput")."""
+    n = int(scenario["flows"])
+    if scenario["topology"] == "wlh":
+        shared = 300.0 if n == 1 else max(n, 2) * 130.0
+        return 1000.0 * min(150.0, shared / n)
+    return 1000.0 * (800.0 if n == 1 else 1600.0) / n

@@ -1,0 +1,109 @@
+"""The closed loop: ns-2.35 with LDA-driven TFRC receivers (ldanalyze/data/ns2) against the offline
+replay of the same run's trace. Two implementations of docs/ldas.md, checked loss for loss."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+
+import pytest
+
+import ldanalyze as la
+from ldanalyze import closedloop
+from ldanalyze.errors import UsageError
+from ldanalyze.simulation import decision_log, simulate
+
+from .conftest import IN_CI
+
+pytestmark = [pytest.mark.ns2, pytest.mark.skipif(
+    shutil.which("g++") is None and not IN_CI, reason="building ns-2 needs g++ (CI installs it)")]
+
+
+@pytest.fixture(scope="module")
+def ns():
+    """The patched ns: built once per patch text (minutes the first time), then cached."""
+    return closedloop.patched_ns()
+
+
+def run(ns, folder, **scenario):
+    scenario = {"traffic": "tfrc", "topology": "wlh", "flows": 1, "loss": "uniform", "rate": 0.078, "seed": 1,
+                "duration": 30, "warmup": 5, **scenario}
+    path, _ = simulate(scenario, folder, ns)
+    return path
+
+
+# every topology and loss model, one to four flows, TFRC alone and against TCP; each run is
+# steered by a different LDA, and every LDA's decisions are compared in every run
+SCENARIOS = [
+    dict(lda="zbs"),
+    dict(lda="spike", flows=3, loss="bursty"),
+    dict(lda="biaz", topology="wb", flows=2),
+    dict(lda="omniscient", topology="wb", flows=4, loss="bursty", seed=2),
+    dict(lda="zigzag", traffic="mix", flows=3, seed=3),
+    dict(lda="mbiaz", flows=2, rate=0.031, seed=4),
+    dict(lda="veno", topology="wb", flows=1, seed=5),
+    dict(lda="xrtp", flows=4, seed=6),
+    dict(lda="wro_ldaplus", topology="wb", flows=3, loss="bursty", seed=7),
+    dict(lda="win_ldaplus", flows=2, loss="bursty", seed=8),
+]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: "-".join(f"{v}" for v in s.values()))
+def test_the_receiver_and_the_replay_decide_every_loss_alike(ns, tmp_path, scenario):
+    path = run(ns, tmp_path, **scenario)
+    log = closedloop.read_decision_log(decision_log(path))
+    tfrc = [str(i) for i in range(1, scenario.get("flows", 1) + (0 if scenario.get("traffic") == "mix" else 1))]
+    decisions = la.classify(la.build_timeline(la.read_trace(path)), list(closedloop.LOG_LDAS))
+    summary, differences = closedloop.agreement(decisions, log, flows=tfrc)
+    assert len(log) > 20, "too few losses to compare"
+    assert (log["driver"] == scenario["lda"]).all()
+    assert (log["driven"] == log[scenario["lda"]]).all()
+    assert differences.empty, differences.head(20).to_string()
+    assert (summary["equal"] == summary["losses"]).all() and (summary["losses"] == len(log)).all()
+
+
+def test_an_unaware_receiver_changes_nothing(ns, tmp_path):
+    """Agent/TFRCSink/LDA steered by the unaware LDA is ns-2's own TFRC receiver, packet for
+    packet (and the oracle behind the error model only passes drops on)."""
+    for folder in ("plain", "loop"):
+        (tmp_path / folder).mkdir()
+    plain = run(ns, tmp_path / "plain", flows=2, loss="bursty")
+    loop = run(ns, tmp_path / "loop", flows=2, loss="bursty", lda="unaware")
+    with gzip.open(plain) as a, gzip.open(loop) as b:
+        assert a.read() == b.read()
+
+
+def test_the_steering_lda_changes_what_tfrc_sends(ns, tmp_path):
+    """Paper 000 §VI: a receiver that keeps wireless losses out of the loss event rate lets TFRC
+    send more over a lossy last hop than the unaware one."""
+    delivered = {}
+    for lda in ("unaware", "omniscient"):
+        (tmp_path / lda).mkdir()
+        packets = la.read_trace(run(ns, tmp_path / lda, lda=lda, duration=60)).packets
+        delivered[lda] = int(((packets["flow"] == "1") & (packets["fate"] == "delivered")).sum())
+    assert delivered["omniscient"] > 1.2 * delivered["unaware"], delivered
+
+
+def test_a_damaged_decision_log_is_refused_with_its_line(tmp_path):
+    good = ",".join(closedloop.LOG_COLUMNS)
+    bad_header = tmp_path / "a.csv"
+    bad_header.write_text("t,flow,seq\n")
+    with pytest.raises(UsageError, match=r"a\.csv, line 1: not a decision log"):
+        closedloop.read_decision_log(bad_header)
+    bad_value = tmp_path / "b.csv"
+    row = ["1.5", "1", "7", "1", *["0"] * len(closedloop.LOG_LDAS), "zbs", "0"]
+    wrong = row.copy()
+    wrong[5] = "2"
+    bad_value.write_text("\n".join([good, ",".join(row), ",".join(wrong)]) + "\n")
+    with pytest.raises(UsageError, match=r"b\.csv, line 3: omniscient must be 0 or 1"):
+        closedloop.read_decision_log(bad_value)
+
+
+def test_a_given_ns_must_be_executable(tmp_path, monkeypatch):
+    monkeypatch.setenv("LDANALYZE_NS", str(tmp_path / "nothing"))
+    with pytest.raises(UsageError, match="not an executable"):
+        closedloop.patched_ns()
+    monkeypatch.setenv("LDANALYZE_NS", os.devnull)
+    with pytest.raises(UsageError, match="not an executable"):
+        closedloop.patched_ns()
