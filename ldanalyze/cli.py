@@ -749,12 +749,22 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     if args.paper != "paper000":
         raise UsageError(f"reproduce knows paper000, not {args.paper!r}")
-    done = reproduce(args.output, quick=args.quick, jobs=args.jobs)
+    closed = None
+    if args.closed_loop:
+        from .closedloop import patched_ns
+
+        print("building ns-2.35 with the LDA receiver (once per patch text; minutes the first time)...", flush=True)
+        closed = patched_ns()
+    done = reproduce(args.output, quick=args.quick, jobs=args.jobs, closed=closed)
     checks = pd.read_csv(done["written"]["checks"])
     print(f"{done['traces']} traces ({done['simulated']} simulated now, the rest from the cache) scored in "
           f"{done['seconds']:.0f} s; wrote {args.output}/README.md, results.csv, tables II and III, figures and checks.csv")
     for row in checks.itertuples():
         print(f"  [{row.holds:>10}] {row.traffic}: {row.claim}: {row.evidence}")
+    if done["closed"]:
+        print("closed loop (open -> closed), written to closed_loop.csv, checks_closed.csv, model_vs_truth.csv:")
+        for row in done["closed"]["checks"].itertuples():
+            print(f"  [{row.holds_open:>10} -> {row.holds_closed:<10}] {row.claim}")
     return 0
 
 
@@ -1007,6 +1017,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="the folder to write (traces are cached in it)")
     p.add_argument("--quick", action="store_true", help="a reduced suite (N 1, 2, 4; one seed; 60 s): a minute")
     p.add_argument("--jobs", type=int, help="worker processes (default: every core)")
+    p.add_argument("--closed-loop", action="store_true",
+                   help="also run every TFRC scenario once per LDA with the LDA inside ns-2's TFRC receiver (paper "
+                        "000 §II; builds a patched ns-2 the first time), and set the open-loop numbers beside them")
     p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("report", parents=[reading],

@@ -109,3 +109,101 @@ def agreement(decisions: pd.DataFrame, log: pd.DataFrame, flows=None) -> tuple[p
     summary = pd.DataFrame(rows)
     summary["agreement"] = summary["equal"] / summary["losses"].where(summary["losses"] > 0)
     return summary, both[~same].sort_values(["lda", "flow", "seq"]).reset_index(drop=True)
+
+
+def tfrc_flows(scenario: dict) -> list[str]:
+    """The TFRC flows of a ``paper000.tcl`` scenario (``mix``: all but the last, which is TCP)."""
+    n = int(scenario["flows"])
+    last = n - 1 if scenario.get("traffic") == "mix" else n
+    return [str(i) for i in range(1, last + 1)]
+
+
+def measured(packets: pd.DataFrame, flows: list[str], fair_share_bps: float) -> pd.DataFrame:
+    """What a closed-loop run's TFRC flows really carried: per flow, the bits that crossed the
+    bottleneck (delivered, or lost to the radio after it) per second between its first and last
+    send, as a share of its fair share of the bottleneck (paper 000 §VI-A's "thput"), and its
+    congestion loss rate (queue drops over packets sent)."""
+    mine = packets[packets["flow"].astype(str).isin(flows)]
+    fate = mine["fate"].astype(str)
+    grouped = mine.assign(carried=np.where(fate.isin(("delivered", "wireless")), mine["size"] * 8.0, 0.0),
+                          congestion=fate == "congestion").groupby(mine["flow"].astype(str), sort=True)
+    span = grouped["t_send"].max() - grouped["t_send"].min()
+    out = pd.DataFrame({"carried_bps": grouped["carried"].sum() / span.where(span > 0),
+                        "congestion_rate": grouped["congestion"].mean()})
+    out["thput"] = out["carried_bps"] / fair_share_bps
+    return out.rename_axis("flow").reset_index()
+
+
+# the open-loop models held to the closed loop: (name, TFRC's X_recv, the normaliser)
+MODELS = (("model", "trace", "capacity"), ("model_share", "trace", "share"),
+          ("model_receive", "model", "capacity"), ("model_receive_share", "model", "share"))
+
+
+def modeled(timeline, ldas, fair_share_bps: float) -> pd.DataFrame:
+    """Open-loop models of each LDA's TFRC throughput over one trace (``replay``), per LDA and
+    flow (``MODELS``): ``model`` is ``thput`` as ``score`` reports it (TFRC limited by twice
+    the trace's receive rate; the time average of the rate capped at and divided by the flow's
+    packet-pair capacity); ``_receive``: TFRC limited by twice its own modelled rate instead
+    (``tfrc:receive=model``); ``_share``: capped at and divided by the flow's fair share of the
+    bottleneck instead, the normaliser of the closed-loop truth."""
+    from .control import replay
+
+    rows = {}
+    for receive in ("trace", "model"):
+        result = replay(timeline, f"tfrc:receive={receive}", list(ldas))
+        capacity = result.summary.astype({"lda": str, "flow": str}).set_index(["lda", "flow"])["capacity_bps"]
+        for (lda, flow), r in result.rates.groupby(["lda", "flow"], sort=False, observed=True):
+            key = (str(lda), str(flow))
+            rate = r["rate_bps"].to_numpy()[:-1]
+            held = np.diff(r["t"].to_numpy())  # each rate holds until the flow's next arrival
+            ok = np.isfinite(rate)
+            for name, kind, norm in MODELS:
+                if kind != receive:
+                    continue
+                cap = fair_share_bps if norm == "share" else capacity.get(key, np.nan)
+                total = held[ok].sum()
+                value = (np.minimum(rate[ok], cap) * held[ok]).sum() / total / cap if total > 0 else np.nan
+                rows.setdefault(key, {})[name] = value
+    return pd.DataFrame([{"lda": k[0], "flow": k[1], **v} for k, v in rows.items()])
+
+
+def pooled_scores(flow_rows: pd.DataFrame, flows: list[str]) -> pd.DataFrame:
+    """M_c, M_w and accuracy per LDA pooled over ``flows`` (a results table's ``flow`` rows of one
+    trace), and the mean of their modeled ``thput``: the flows under study, not the warm-up or
+    cross traffic that shares the trace."""
+    mine = flow_rows[flow_rows["flow"].astype(str).isin(flows)]
+    counts = ["congestion", "wireless", "congestion_as_wireless", "wireless_as_congestion", "scored"]
+    table = mine.groupby(mine["lda"].astype(str), sort=False)[counts].sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = pd.DataFrame({
+            "M_c": table["congestion_as_wireless"] / table["congestion"].where(table["congestion"] > 0),
+            "M_w": table["wireless_as_congestion"] / table["wireless"].where(table["wireless"] > 0),
+            "accuracy": 1 - (table["congestion_as_wireless"] + table["wireless_as_congestion"])
+            / table["scored"].where(table["scored"] > 0),
+        })
+    if "thput" in mine:
+        out["model"] = mine.groupby(mine["lda"].astype(str), sort=False)["thput"].mean()
+    return out.rename_axis("lda").reset_index()
+
+
+def truth(path: str, scenario: dict, fair_share_bps: float, ldas=None) -> dict:
+    """What one closed-loop run measured (:func:`measured`, pooled over its TFRC flows: mean
+    ``thput``, ``congestion_rate`` over every packet sent, ``fairness_std`` of the flows'
+    throughputs each over their mean, paper 000 §VIII Fig. 14) and, given ``ldas``, the open-loop
+    model of each over this run's trace (:func:`modeled`, mean over the TFRC flows)."""
+    from .io import read_trace
+    from .timeline import build_timeline
+
+    trace = read_trace(path)
+    flows = tfrc_flows(scenario)
+    m = measured(trace.packets, flows, fair_share_bps)
+    sent = trace.packets[trace.packets["flow"].astype(str).isin(flows)]
+    carried = m["carried_bps"].to_numpy()
+    out = {"thput": float(m["thput"].mean()),
+           "congestion_rate": float((sent["fate"].astype(str) == "congestion").mean()),
+           "fairness_std": float(np.std(carried / carried.mean(), ddof=1)) if len(carried) > 1 else np.nan}
+    if ldas:
+        model = modeled(build_timeline(trace), ldas, fair_share_bps)
+        names = [name for name, _, _ in MODELS]
+        out["model"] = model[model["flow"].isin(flows)].groupby("lda")[names].mean().reset_index()
+    return out

@@ -639,4 +639,15 @@ def _throughput_columns(out: pd.DataFrame, throughput: pd.DataFrame, by: str) ->
     result.insert(len(keys), "controller", controllers[0])
     for column in joined.columns.difference(keys, sort=False):
         result[column] = joined[column].to_numpy()
+    result["ignored_congestion"] = rests_on_ignored_congestion(result["M_c"], result["vs_omniscient"])
     return result
+
+
+def rests_on_ignored_congestion(m_c, vs_omniscient) -> np.ndarray:
+    """Whether a modeled throughput rests on congestion the LDA ignored: above the omniscient
+    receiver's, which counts exactly the congestion losses, while calling some congestion losses
+    wireless (M_c > 0). Open loop the trace's queue stays as it was; closed loop such a sender
+    fills the queue and loses more (``docs/controllers.md``, the closed loop)."""
+    m_c = np.asarray(m_c, dtype=float)
+    gain = np.asarray(vs_omniscient, dtype=float)
+    return (m_c > 0) & (gain > 1.0)

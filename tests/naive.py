@@ -642,8 +642,9 @@ class TfrcHistory:
         self.closed = self.closed[: self.n]
 
 
-def controller_tfrc(arrivals, losses, n=8, discounting=False, b=1.0, rto_factor=4.0, t_mbi=64.0):
-    """TFRC replay (RFC 5348 receiver §5-6, sender §4.3) as docs/controllers.md states it."""
+def controller_tfrc(arrivals, losses, n=8, discounting=False, b=1.0, rto_factor=4.0, t_mbi=64.0, receive="trace"):
+    """TFRC replay (RFC 5348 receiver §5-6, sender §4.3) as docs/controllers.md states it;
+    ``receive="model"``: the receiver reports the modelled rate, at most the capacity, as X_recv."""
     out = []
     by_arrival = losses_by_arrival(losses)
     for i, a in enumerate(arrivals):
@@ -666,7 +667,10 @@ def controller_tfrc(arrivals, losses, n=8, discounting=False, b=1.0, rto_factor=
             if event is None:
                 elapsed = a["t_recv"] - last_report
                 # the receiver cannot get faster than the modelled sender sends (open loop)
-                target = min(received / elapsed, X) if elapsed > 0 else X
+                if receive == "model":
+                    target = min(X, a["capacity"]) if a["capacity"] > 0 else X
+                else:
+                    target = min(received / elapsed, X) if elapsed > 0 else X
                 p_first = tfrc_p_for_rate(target, s, R, b, rto_factor) if known_R and target > 0 else 1.0
                 history.closed = [[1.0 / p_first, 1.0]]
                 event, new_event = (loss["t"], loss["seq"]), True
@@ -676,7 +680,10 @@ def controller_tfrc(arrivals, losses, n=8, discounting=False, b=1.0, rto_factor=
         report = a["start"] or new_event or not known_R or a["t_recv"] - last_report >= R
         if report:
             elapsed = a["t_recv"] - last_report
-            x_recv = min(received / elapsed, X) if elapsed > 0 else None
+            if receive == "model":  # what the network could have carried of the modelled rate
+                x_recv = min(X, a["capacity"]) if a["capacity"] > 0 else X
+            else:
+                x_recv = min(received / elapsed, X) if elapsed > 0 else None
             if event is not None:
                 p = 1.0 / history.mean_interval(s_max - event[1] + 1)
             last_report, received = a["t_recv"], 0.0

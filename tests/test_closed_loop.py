@@ -107,3 +107,34 @@ def test_a_given_ns_must_be_executable(tmp_path, monkeypatch):
     monkeypatch.setenv("LDANALYZE_NS", os.devnull)
     with pytest.raises(UsageError, match="not an executable"):
         closedloop.patched_ns()
+
+
+def test_measured_counts_what_crossed_the_bottleneck():
+    """Hand-computed: flow 1 sends 4 packets of 1000 B over 2 s (one delivered late, one lost to
+    the radio after the bottleneck, one dropped by the queue): 3 crossed, 24,000 bits in 2 s."""
+    import pandas as pd
+
+    packets = pd.DataFrame({
+        "flow": pd.Categorical(["1", "1", "1", "1", "100"]), "size": [1000] * 5,
+        "t_send": [1.0, 1.5, 2.0, 3.0, 1.0],
+        "fate": pd.Categorical(["delivered", "wireless", "congestion", "delivered", "delivered"]),
+    })
+    m = closedloop.measured(packets, ["1"], fair_share_bps=20_000.0).set_index("flow")
+    assert m.loc["1", "carried_bps"] == pytest.approx(12_000.0)
+    assert m.loc["1", "thput"] == pytest.approx(0.6)
+    assert m.loc["1", "congestion_rate"] == pytest.approx(0.25)
+    assert list(m.index) == ["1"]  # the cross traffic is left out
+
+
+def test_the_tfrc_flows_of_a_scenario():
+    assert closedloop.tfrc_flows({"flows": 3, "traffic": "tfrc"}) == ["1", "2", "3"]
+    assert closedloop.tfrc_flows({"flows": 3, "traffic": "mix"}) == ["1", "2"]  # flow 3 is TCP
+
+
+def test_the_fair_share_follows_the_scenario_script():
+    from ldanalyze.simulation import fair_share_bps
+
+    assert fair_share_bps({"topology": "wlh", "flows": 1}) == 150_000.0  # the wireless last hop
+    assert fair_share_bps({"topology": "wlh", "flows": 4}) == 130_000.0  # 4 × 130 kb/s shared
+    assert fair_share_bps({"topology": "wb", "flows": 1}) == 800_000.0
+    assert fair_share_bps({"topology": "wb", "flows": 4}) == 400_000.0  # 1600 kb/s over 4

@@ -14,7 +14,10 @@ from hypothesis import strategies as st
 import ldanalyze.scoring as score_module
 from ldanalyze.errors import UsageError
 from ldanalyze.report.tables import text_table
+from ldanalyze.cli import main
 from ldanalyze.scoring import COUNTS, METRICS, score, tally
+
+from .conftest import TRACES
 
 C, W, L, U = "congestion", "wireless", "lost", "undetected"
 
@@ -566,3 +569,25 @@ def test_a_tally_by_hand():
     assert tally(decisions, bursts=True)[["gap", "weight"]].values.tolist() == [[0, 2], [-1, 1], [-1, 1], [2, 1]]
     with pytest.raises(UsageError, match="weight"):
         score(tally(decisions).assign(weight=-1), bootstrap=0)
+
+
+def test_a_throughput_above_omniscient_with_ignored_congestion_is_flagged():
+    """Above the omniscient receiver's while calling congestion losses wireless: only ignored
+    congestion can lift it there (the boundary cases: equal to omniscient, and M_c = 0)."""
+    from ldanalyze.scoring import rests_on_ignored_congestion
+
+    flags = rests_on_ignored_congestion([0.9, 0.9, 0.0, 0.1, float("nan")], [1.49, 1.0, 1.2, 1.0001, 1.3])
+    assert flags.tolist() == [True, False, False, True, False]
+
+
+def test_score_marks_the_throughput_that_rests_on_ignored_congestion(capsys):
+    """The bundled CBR trace: veno ignores nine congestion losses in ten and its modeled TFRC
+    runs 1.49x omniscient's; the table says so where the number is shown."""
+    assert main(["score", str(TRACES / "wlh_cbr_1flow_bursty.tr.gz"), "--lda", "omniscient,veno,spike"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    header = next(line for line in lines if line.lstrip().startswith("omniscient")).split()
+    thput = next(line for line in lines if line.startswith("thput %")).removeprefix("thput %").split()
+    cells = dict(zip(header, " ".join(thput).replace(" †", "†").split()))
+    assert cells["veno"].endswith("†") and not cells["omniscient"].endswith("†") and not cells["spike"].endswith("†")
+    assert "rests on ignored congestion" in out

@@ -11,7 +11,11 @@ X = max(min(X_Bps, 2·X_recv), s/t_mbi) with the throughput equation (§3.1, b =
 t_RTO = 4R), and before the first loss doubles once per RTT from W_init/R (§4.2-4.3). Losses
 the LDA called wireless never enter the loss history. Open loop, the receiver measures the
 trace's receive rate, which the modelled sender may not have sent: X_recv is taken as at most
-the modelled rate X. Exact replay contract: ``docs/controllers.md``.
+the modelled rate X; or, with ``receive="model"``, X itself capped at the flow's capacity: the
+receive rate the modelled sender would have seen had the network carried its rate (the closed
+loop, ``closedloop``, shows the trace's own receive rate holding a replayed sender near twice
+what the trace's sender got).
+Exact replay contract: ``docs/controllers.md``.
 """
 
 from __future__ import annotations
@@ -85,11 +89,13 @@ def mean_loss_interval(hist, disc, k, i0, w, discounting):
 
 
 @njit(cache=True)
-def tfrc_kernel(start, t_recv, t, seq, size, s, R, loss_at, loss_seq, loss_t, congestion,
-                w, discounting, b, rto_factor, t_mbi, keep_state):
+def tfrc_kernel(start, t_recv, t, seq, size, s, R, capacity, loss_at, loss_seq, loss_t, congestion,
+                w, discounting, b, rto_factor, t_mbi, model_receive, keep_state):
     """Replay TFRC: per arrival the allowed rate X (bytes/s) after it, the loss event rate p
     the receiver last reported, X_recv, and the number of loss events so far (these three only
-    with ``keep_state``; else empty arrays)."""
+    with ``keep_state``; else empty arrays). ``model_receive``: X_recv is the modelled rate X
+    capped at the flow's ``capacity`` (bytes/s per arrival; NaN: unknown, no cap), not the
+    trace's receive rate capped at X."""
     N = t.shape[0]
     n = w.shape[0]
     X_out = np.full(N, np.nan)
@@ -141,7 +147,10 @@ def tfrc_kernel(start, t_recv, t, seq, size, s, R, loss_at, loss_seq, loss_t, co
             if congestion[li]:
                 if not have_event:
                     elapsed = t_recv[i] - t_fb
-                    target = min(got / elapsed, X) if elapsed > 0 else X
+                    if model_receive:
+                        target = min(X, capacity[i]) if capacity[i] > 0 else X
+                    else:
+                        target = min(got / elapsed, X) if elapsed > 0 else X
                     p_first = loss_rate_for(target, s[i], r, b, rto_factor) if (r > 0 and target > 0) else 1.0
                     hist[0] = 1.0 / p_first
                     disc[0] = 1.0
@@ -167,7 +176,10 @@ def tfrc_kernel(start, t_recv, t, seq, size, s, R, loss_at, loss_seq, loss_t, co
             li += 1
         if first or new_event or not (t_recv[i] - t_fb < r):
             elapsed = t_recv[i] - t_fb
-            x_recv = min(got / elapsed, X) if elapsed > 0 else np.nan
+            if model_receive:
+                x_recv = min(X, capacity[i]) if capacity[i] > 0 else X
+            else:
+                x_recv = min(got / elapsed, X) if elapsed > 0 else np.nan
             if have_event:
                 i_mean, _ = mean_loss_interval(hist, disc, k, s_max - ev_seq + 1.0, w, discounting)
                 p = 1.0 / i_mean
@@ -199,7 +211,9 @@ class Tfrc(Controller):
     ``discounting``: §5.5 history discounting (off by default; ns-2 turns it on); ``b``: packets
     per ACK in the equation (1); ``rto_factor``: t_RTO = rto_factor·R in the equation (4, RFC 5348
     §3.1; ns-2 uses its own TCP-style estimate, 2.5-3·R at its tick of 0.1 s); ``t_mbi``: the
-    longest interval between packets (64 s)."""
+    longest interval between packets (64 s); ``receive``: the X_recv the sender is limited by
+    (twice it), ``"trace"``'s receive rate (at most X) or ``"model"``: X itself, at most the
+    flow's capacity (module docstring)."""
 
     name: ClassVar[str] = "tfrc"
     n: int = 8
@@ -207,17 +221,21 @@ class Tfrc(Controller):
     b: float = 1.0
     rto_factor: float = 4.0
     t_mbi: float = 64.0
+    receive: str = "trace"
 
     def __post_init__(self) -> None:
         check_positive(self.name, b=self.b, rto_factor=self.rto_factor, t_mbi=self.t_mbi)
+        if self.receive not in ("trace", "model"):
+            raise UsageError(f"{self.name}: receive must be trace or model, not {self.receive!r}")
         if not isinstance(self.n, (int, np.integer)) or self.n < 2:
             raise UsageError(f"{self.name}: n must be a whole number of intervals ≥ 2, not {self.n!r}")
 
     def run(self, sig: Signals, congestion: np.ndarray):
         args = (
-            sig.start, sig.t_recv, sig.t, sig.seq, sig.size, sig.s, sig.R,
+            sig.start, sig.t_recv, sig.t, sig.seq, sig.size, sig.s, sig.R, sig.capacity[sig.flow],
             sig.loss_at, sig.loss_seq, sig.loss_t, np.asarray(congestion, dtype=np.bool_),
             interval_weights(self.n), bool(self.discounting), float(self.b), float(self.rto_factor), float(self.t_mbi),
+            self.receive == "model",
         )
         rate = call(tfrc_kernel, *args, False, us_per_item=12)[0]
         rate *= 8.0  # bytes/s → bits/s, in place: no second array of this size

@@ -115,8 +115,10 @@ def build_report(traces, *, ldas="all", controller="tfrc", timeline_ldas=("zbs",
         if throughput is not None:
             throughput = throughput.assign(trace=str(trace.path))
         scores = score(decisions, summary, by="trace", throughput=throughput, bootstrap=200)
-        for title, block in _blocks(scores):
+        for title, block, note in _blocks(scores):
             part += [f"<h3>Scores</h3><p class='note'>{html.escape(title)}</p>", _table(block, index=True)]
+            if note:
+                part.append(f"<p class='note'>{html.escape(note)}</p>")
         per_flow = score(decisions, summary, by="flow", bootstrap=0)
         part.append(_png(plots.mc_mw(scores, per_flow)))
         flow = worst_flow(decisions)

@@ -40,6 +40,10 @@ ROWS = (
 )
 #: rows shown only when the scores carry them (a controller replay was joined)
 OPTIONAL = ("thput", "vs_omniscient", "vs_unaware", "fairness_std", "jain")
+IGNORED_MARK = " †"
+IGNORED_NOTE = ("† above the omniscient receiver's while calling congestion losses wireless (M_c > 0): that "
+                "throughput rests on ignored congestion; closed loop such a sender fills the queue and loses more "
+                "(docs/controllers.md)")
 
 
 def _cell(row: pd.Series, column: str, kind: str) -> str:
@@ -55,7 +59,8 @@ def _cell(row: pd.Series, column: str, kind: str) -> str:
     if kind == "count":
         return f"{int(value)}"
     if kind == "pct":
-        return f"{value * 100:.1f}"
+        flag = IGNORED_MARK if column == "thput" and bool(row.get("ignored_congestion", False)) else ""
+        return f"{value * 100:.1f}{flag}"
     return f"{value:.2f}"
 
 
@@ -72,7 +77,7 @@ def _ci_label(scores: pd.DataFrame) -> str:
 
 
 def _blocks(scores: pd.DataFrame):
-    """(title, DataFrame rows × LDAs) per group."""
+    """(title, DataFrame rows × LDAs, footnote) per group."""
     keys = [k for k in KEYS if k in scores.columns]
     groups = scores.groupby(keys, sort=False) if keys else [((), scores)]
     ci_label = _ci_label(scores)
@@ -95,15 +100,18 @@ def _blocks(scores: pd.DataFrame):
         rows = [(label if kind != "ci" else ci_label, column, kind) for label, column, kind in ROWS
                 if (kind != "ci" or ci_label) and (column not in OPTIONAL or column in group.columns)]
         body = {str(row["lda"]): [_cell(row, column, kind) for _, column, kind in rows] for _, row in group.iterrows()}
-        yield title, pd.DataFrame(body, index=[label for label, _, _ in rows])
+        flagged = "ignored_congestion" in group.columns and bool(group["ignored_congestion"].fillna(False).any())
+        yield title, pd.DataFrame(body, index=[label for label, _, _ in rows]), IGNORED_NOTE if flagged else ""
 
 
 def text_table(scores: pd.DataFrame) -> str:
     """Aligned text blocks, one per group."""
     out = []
-    for title, block in _blocks(scores):
+    for title, block, note in _blocks(scores):
         out.append(title)
         out.append(block.to_string())
+        if note:
+            out.append(note)
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
@@ -111,7 +119,7 @@ def text_table(scores: pd.DataFrame) -> str:
 def markdown_table(scores: pd.DataFrame) -> str:
     """Markdown: a heading and a pipe table per group."""
     out = []
-    for title, block in _blocks(scores):
+    for title, block, note in _blocks(scores):
         out.append(f"#### {title}")
         out.append("")
         out.append("| metric | " + " | ".join(block.columns) + " |")
@@ -120,4 +128,6 @@ def markdown_table(scores: pd.DataFrame) -> str:
             label = label.strip().replace("|", "\\|")  # C|W would split the cell
             out.append(f"| {label} | " + " | ".join(values) + " |")
         out.append("")
+        if note:
+            out += [note, ""]
     return "\n".join(out)
