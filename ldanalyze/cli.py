@@ -438,6 +438,25 @@ def cmd_classify(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_agreement(args: argparse.Namespace) -> int:
+    from . import closedloop
+
+    log = closedloop.read_decision_log(args.log)
+    _, timeline = _load(args)
+    decisions = classify(timeline, list(closedloop.LOG_LDAS))
+    summary, differences = closedloop.agreement(decisions, log)
+    print(f"{args.trace}: the receiver's decisions ({args.log}, {len(log)} lost packets, steered by "
+          f"{', '.join(sorted(set(log['driver'])))}) against the offline replay of this trace:")
+    shown = summary.assign(agreement=(summary["agreement"] * 100).round(2)).rename(columns={"agreement": "agreement %"})
+    print(shown.to_string(index=False))
+    if differences.empty:
+        print("every LDA decided every loss alike in both implementations")
+        return 0
+    print(f"\n{len(differences)} difference(s), the first 20:")
+    print(differences.head(20).to_string(index=False))
+    return 1
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     if args.average == "mean" and args.by == "flow":
         raise UsageError("--average mean needs --by trace or --by pooled (a flow is its own mean)")
@@ -944,6 +963,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="write every decision (.parquet, .csv, .csv.gz or .json)")
     p.add_argument("--output-format", choices=TABLE_KINDS, help="default: from the extension")
     p.set_defaults(func=cmd_classify)
+
+    p = sub.add_parser("agreement", parents=[one],
+                       help="a closed-loop run's in-simulator decisions against the offline replay of its trace "
+                            "(exit 1 on any difference)")
+    p.add_argument("--log", required=True, help="the decision log the LDA receiver wrote (paper000.tcl ldalog=)")
+    p.set_defaults(func=cmd_agreement)
 
     p = sub.add_parser("replay", parents=[one, replaying, controlling],
                        help="replay rate controllers fed each LDA's decisions: modeled throughput (open loop)")

@@ -75,14 +75,14 @@ def test_an_unaware_receiver_changes_nothing(ns, tmp_path):
 
 
 def test_the_steering_lda_changes_what_tfrc_sends(ns, tmp_path):
-    """Paper 000 §VI: a receiver that keeps wireless losses out of the loss event rate lets TFRC
+    """Paper 000 §VI-A: a receiver that keeps wireless losses out of the loss event rate lets TFRC
     send more over a lossy last hop than the unaware one."""
     delivered = {}
     for lda in ("unaware", "omniscient"):
         (tmp_path / lda).mkdir()
         packets = la.read_trace(run(ns, tmp_path / lda, lda=lda, duration=60)).packets
         delivered[lda] = int(((packets["flow"] == "1") & (packets["fate"] == "delivered")).sum())
-    assert delivered["omniscient"] > 1.2 * delivered["unaware"], delivered
+    assert delivered["omniscient"] > 1.1 * delivered["unaware"], delivered  # paper 000 Table II: 99 against 84 %
 
 
 def test_a_damaged_decision_log_is_refused_with_its_line(tmp_path):
@@ -138,3 +138,23 @@ def test_the_fair_share_follows_the_scenario_script():
     assert fair_share_bps({"topology": "wlh", "flows": 4}) == 130_000.0  # 4 × 130 kb/s shared
     assert fair_share_bps({"topology": "wb", "flows": 1}) == 800_000.0
     assert fair_share_bps({"topology": "wb", "flows": 4}) == 400_000.0  # 1600 kb/s over 4
+
+
+def test_the_agreement_command_finds_a_changed_decision(ns, tmp_path, capsys):
+    from ldanalyze.cli import main
+
+    path = run(ns, tmp_path, lda="mbiaz", flows=2, seed=9)
+    log = decision_log(path)
+    assert main(["agreement", str(path), "--log", str(log)]) == 0
+    assert "every LDA decided every loss alike" in capsys.readouterr().out
+    lines = log.read_text().splitlines()
+    columns = lines[0].split(",")
+    cells = lines[5].split(",")
+    spike = columns.index("spike")
+    cells[spike] = "1" if cells[spike] == "0" else "0"  # one decision the replay did not make
+    lines[5] = ",".join(cells)
+    changed = tmp_path / "changed.csv"
+    changed.write_text("\n".join(lines) + "\n")
+    assert main(["agreement", str(path), "--log", str(changed)]) == 1
+    out = capsys.readouterr().out
+    assert "1 difference(s)" in out and f" {cells[2]} " in out

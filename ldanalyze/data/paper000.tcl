@@ -39,7 +39,7 @@
 #                   [types=tfrc,tcp,cbr,...] [tcp_window=20]
 #                   [lda=NAME] [ldalog=FILE]
 #
-# Closed loop (needs the ns built by traces/ns2/build): with lda=NAME every TFRC
+# Closed loop (needs the ns built by ldanalyze/data/ns2/build): with lda=NAME every TFRC
 # flow's receiver is an Agent/TFRCSink/LDA whose LDA NAME (unaware, omniscient,
 # biaz, mbiaz, spike, wro_ldaplus, zigzag, zbs, win_ldaplus, veno, xrtp) keeps
 # the losses it calls wireless out of TFRC's loss event rate (paper 000 Sec. II);

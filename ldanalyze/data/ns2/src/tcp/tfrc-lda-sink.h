@@ -1,6 +1,6 @@
 /* -*-	Mode:C++; c-basic-offset:8; tab-width:8; indent-tabs-mode:t -*- */
 /*
- * LDA-aware TFRC receiver for ns-2.35, part of ldanalyze (traces/ns2/).
+ * LDA-aware TFRC receiver for ns-2.35, part of ldanalyze (ldanalyze/data/ns2/).
  *
  * Paper 000 (Cen, Cosman, Voelker, "End-to-end differentiation of congestion and wireless
  * losses", IEEE/ACM ToN 2003), Sec. II: when the TFRC receiver detects losses it invokes the
