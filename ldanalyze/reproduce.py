@@ -338,7 +338,7 @@ def _figure(results: pd.DataFrame, topology: str, traffic: str = "tfrc", loop: s
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), constrained_layout=True)
     for ax, metric, label in zip(axes, ("thput", "M_c", "M_w"),
                                  ("modeled TFRC throughput (% of bottleneck)" if loop == "open" else
-                                  "measured TFRC throughput, closed loop (% of bottleneck)", "M_c (%)", "M_w (%)")):
+                                  "measured TFRC throughput, closed loop (% of fair share)", "M_c (%)", "M_w (%)")):
         for k, lda in enumerate(LDAS):
             if lda not in stats.index.get_level_values("lda"):
                 continue

@@ -158,3 +158,15 @@ def test_the_agreement_command_finds_a_changed_decision(ns, tmp_path, capsys):
     assert main(["agreement", str(path), "--log", str(changed)]) == 1
     out = capsys.readouterr().out
     assert "1 difference(s)" in out and f" {cells[2]} " in out
+
+
+@pytest.mark.skipif(shutil.which("ns") is None and not IN_CI, reason="Debian's ns2 is not installed (CI installs it)")
+def test_the_patched_build_is_debians_ns_where_no_lda_runs(ns, tmp_path):
+    """Built from Debian's source with the project's patches, ns gives Debian's own binary's
+    traces, byte for byte, on wired TFRC against TCP with cross traffic (WB, bursty loss)."""
+    traces = {}
+    for name, binary in (("debian", shutil.which("ns")), ("patched", ns)):
+        (tmp_path / name).mkdir()
+        traces[name] = run(binary, tmp_path / name, topology="wb", traffic="mix", flows=3, loss="bursty", seed=11)
+    with gzip.open(traces["debian"]) as a, gzip.open(traces["patched"]) as b:
+        assert a.read() == b.read()

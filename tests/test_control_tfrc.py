@@ -106,7 +106,7 @@ def test_loss_event_boundary_is_one_rtt_inclusive():
 
 
 def test_first_interval_comes_from_the_receive_rate_and_the_open_interval_counts_when_longer():
-    st = tfrc_state(paced_flow(400, lost={100: "congestion"}))
+    st = tfrc_state(paced_flow(400, lost={100: "congestion"}), receive="trace")
     at = int(np.flatnonzero(st["loss_events"].to_numpy() == 1)[0])
     assert st["seq"].iloc[at] == 101  # the arrival that reveals the loss
     # R = 2^-3 = 8 arrivals: feedback went out at seq 0, 8, ..., 96. Since then seq 97, 98, 99
@@ -118,6 +118,23 @@ def test_first_interval_comes_from_the_receive_rate_and_the_open_interval_counts
     # are I_0 alone and I_1 alone: I_mean = max(298, I_1) = 298
     assert 1 / p_first < 298
     assert 1 / st["p"].iloc[-1] == pytest.approx(298.0)
+
+
+def test_the_modelled_receive_rate_is_the_modelled_rate_at_most_the_capacity():
+    """receive="model" (the default): X_recv is what the network could have carried of the
+    modelled sender's rate, X capped at the flow's capacity, not the trace's receive rate."""
+    flow = paced_flow(400, lost={100: "congestion"})
+    st = tfrc_state(flow)
+    at = int(np.flatnonzero(st["loss_events"].to_numpy() == 1)[0])
+    # 100-byte packets every 2^-6 s: packet-pair capacity 6400 B/s. Slow start held X at twice
+    # that, 12800 B/s, so X_recv = min(X, 6400) = 6400 B/s seeds I_1 (the trace's own receive
+    # rate since the last feedback was 5120 B/s, see above)
+    assert st["x_recv_bps"].iloc[at] / 8 == pytest.approx(6400.0)
+    p_first = float(tfrc_loss_event_rate(100.0, 0.125, 6400.0))
+    assert st["p"].iloc[at] == pytest.approx(p_first, rel=1e-9)
+    # from the trace's lower receive rate, receive="trace" seeds a higher first p
+    trace_mode = tfrc_state(flow, receive="trace")
+    assert trace_mode["p"].iloc[at] > st["p"].iloc[at]
 
 
 def test_wireless_losses_never_enter_the_history():

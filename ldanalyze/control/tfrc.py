@@ -9,12 +9,12 @@ the receive rate with the inverse throughput equation (§6.3.1). Feedback goes o
 and at once on a new loss event (§6.2). The sender (§4.3) sets
 X = max(min(X_Bps, 2·X_recv), s/t_mbi) with the throughput equation (§3.1, b = 1,
 t_RTO = 4R), and before the first loss doubles once per RTT from W_init/R (§4.2-4.3). Losses
-the LDA called wireless never enter the loss history. Open loop, the receiver measures the
-trace's receive rate, which the modelled sender may not have sent: X_recv is taken as at most
-the modelled rate X; or, with ``receive="model"``, X itself capped at the flow's capacity: the
-receive rate the modelled sender would have seen had the network carried its rate (the closed
-loop, ``closedloop``, shows the trace's own receive rate holding a replayed sender near twice
-what the trace's sender got).
+the LDA called wireless never enter the loss history. Open loop, the receive rate X_recv that
+limits the sender is, by default (``receive="model"``), the modelled rate X capped at the flow's
+capacity: what the network would have carried of the modelled sender's rate. With
+``receive="trace"`` it is the trace's own receive rate, at most X: the faithful replay of the
+sender that made the trace, but one that holds any other LDA's sender near twice what that
+sender got (the closed loop, ``docs/controllers.md``, measured both).
 Exact replay contract: ``docs/controllers.md``.
 """
 
@@ -212,8 +212,8 @@ class Tfrc(Controller):
     per ACK in the equation (1); ``rto_factor``: t_RTO = rto_factor·R in the equation (4, RFC 5348
     §3.1; ns-2 uses its own TCP-style estimate, 2.5-3·R at its tick of 0.1 s); ``t_mbi``: the
     longest interval between packets (64 s); ``receive``: the X_recv the sender is limited by
-    (twice it), ``"trace"``'s receive rate (at most X) or ``"model"``: X itself, at most the
-    flow's capacity (module docstring)."""
+    (twice it), ``"model"``: X itself, at most the flow's capacity, or ``"trace"``: the trace's
+    receive rate, at most X (module docstring)."""
 
     name: ClassVar[str] = "tfrc"
     n: int = 8
@@ -221,7 +221,7 @@ class Tfrc(Controller):
     b: float = 1.0
     rto_factor: float = 4.0
     t_mbi: float = 64.0
-    receive: str = "trace"
+    receive: str = "model"
 
     def __post_init__(self) -> None:
         check_positive(self.name, b=self.b, rto_factor=self.rto_factor, t_mbi=self.t_mbi)
