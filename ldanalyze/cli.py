@@ -7,6 +7,7 @@ other failure.
 from __future__ import annotations
 
 import argparse
+import difflib
 import atexit
 import contextlib
 import dataclasses
@@ -139,6 +140,10 @@ def _sources(args: argparse.Namespace) -> list[str | None]:
         raise UsageError("--labels joins one labels file onto one trace; give one trace (or one --vantage chain)")
     if not hasattr(args, "traces") and len(paths) > 1:
         raise UsageError("give either a trace file or a --vantage chain, not both")
+    folders = [p for p in paths if p is not None and os.path.isdir(p)]
+    if folders:
+        raise UsageError(f"{folders[0]} is a folder: name its traces, or score the whole suite with "
+                         f"`ldanalyze batch {folders[0]}` (docs/batch.md)")
     return paths
 
 
@@ -457,6 +462,22 @@ def cmd_agreement(args: argparse.Namespace) -> int:
     return 1
 
 
+SCORE_FORMATS = {".json": "json", ".csv": "csv", ".md": "md", ".txt": "table"}
+
+
+def _score_format(output: str | None, given: str | None) -> str:
+    """What ``score`` writes: ``--format``, else what ``-o``'s extension promises (text for
+    another); an extension that promises something else is refused."""
+    suffix = pathlib.Path(output).suffix.lower() if output else ""
+    if suffix in (".html", ".htm"):
+        raise UsageError(f"score writes a table (text, JSON, CSV or Markdown), not {output}: for an HTML page "
+                         f"with the plots, use `ldanalyze report TRACE -o {output}`")
+    promised = SCORE_FORMATS.get(suffix)
+    if given and promised and given != promised:
+        raise UsageError(f"-o {output} promises {promised}, but --format {given} was given")
+    return given or promised or "table"
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     if args.average == "mean" and args.by == "flow":
         raise UsageError("--average mean needs --by trace or --by pooled (a flow is its own mean)")
@@ -468,6 +489,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     )
     scores = score(batch.decisions, batch.summary, by=args.by, average=args.average, bootstrap=args.bootstrap,
                    seed=args.seed, throughput=batch.throughput, route_as=args.route_as)
+    args.format = _score_format(args.output, args.format)
     if batch.throughput is not None and args.format == "table":
         print(f"throughput: {OPEN_LOOP_NOTE}", file=sys.stderr)
     if args.format == "json":
@@ -683,7 +705,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     grid = dict(parse_param(text) for text in args.param)
     if args.vantage or args.labels:
         raise UsageError("sweep scores trace files; give them as arguments (no --vantage, --labels)")
-    table = sweep(args.traces, args.lda, grid, replay=_replay(args), seq_modulus=args.seq_modulus,
+    if args.lda != "all":
+        raise UsageError(f"sweep varies the LDA named first (sweep {args.swept} TRACE --param ...); "
+                         f"--lda {args.lda} does not apply to it")
+    table = sweep(args.traces, args.swept, grid, replay=_replay(args), seq_modulus=args.seq_modulus,
                   **_trace_options(args))
     shown = table.drop(columns=["spec"])
     if args.output:
@@ -693,7 +718,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(shown.round(4).to_string(index=False))
     front = table[table["pareto"]]
     default = table[table["default"]].iloc[0]
-    print(f"\n{len(table)} points ({table.attrs['refused']} refused by {args.lda}), {len(front)} on the M_c-M_w "
+    print(f"\n{len(table)} points ({table.attrs['refused']} refused by {args.swept}), {len(front)} on the M_c-M_w "
           f"frontier; the defaults ({default['spec']}) are {'on' if default['pareto'] else 'off'} it")
     if args.plot:
         from .report import plots
@@ -877,6 +902,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"ldanalyze {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    parser.commands = sub.choices  # each command's parser, for the suggestions of _unrecognized
 
     reading = argparse.ArgumentParser(add_help=False)
     reading.add_argument("--trace-format", default="auto", choices=("auto",) + FORMATS,
@@ -989,8 +1015,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one score per flow, per trace (default) or pooled over all traces")
     p.add_argument("--average", choices=("pooled", "mean"), default="pooled",
                    help="pool the losses of a group (default) or average the flows' metrics (paper 000)")
-    p.add_argument("--format", choices=("table", "json", "csv", "md"), default="table",
-                   help="table: paper 000 Table II layout (metrics × LDAs); json/csv: the tidy scores")
+    p.add_argument("--format", choices=("table", "json", "csv", "md"), default=None,
+                   help="table: paper 000 Table II layout (metrics × LDAs); json/csv: the tidy scores; md: "
+                        "Markdown (default: what -o's extension promises, else table)")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                    help="resamples for the loss-burst bootstrap intervals (0: Wilson only)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
@@ -1008,7 +1035,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("sweep", parents=[reading, replaying],
                        help="one LDA over a grid of its parameters: M_c, M_w per point and the trade-off frontier")
-    p.add_argument("lda", help="the LDA to sweep (spike, zigzag, mbiaz, ...)")
+    p.add_argument("swept", metavar="LDA", help="the LDA to sweep (spike, zigzag, mbiaz, ...)")
     p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files, scored pooled")
     p.add_argument("--param", action="append", required=True, metavar="NAME=START:STOP:STEP",
                    help="a parameter and its values (START:STOP:STEP, stop included, or V1,V2,...); repeat for a "
@@ -1153,12 +1180,27 @@ def no_numba_extensions() -> None:
     entrypoints._already_initialized = True  # what numba sets once it has run them
 
 
+def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]) -> str:
+    """argparse's message for arguments it does not know, with the nearest option of the
+    command when one is close (``--ldas`` → ``--lda``)."""
+    message = f"unrecognized arguments: {' '.join(unknown)}"
+    command = parser.commands.get(args.command, parser)
+    options = [o for action in command._actions for o in action.option_strings if o.startswith("--")]
+    for word in unknown:
+        close = difflib.get_close_matches(word.split("=")[0], options, n=1, cutoff=0.75) if word.startswith("--") else []
+        if close:
+            return f"{message} (did you mean {close[0]}?)"
+    return message
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ordinary_pages()
     no_blas_probe()
     no_numba_extensions()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.error(_unrecognized(parser, args, unknown))
     with warnings.catch_warnings(record=True) as caught:  # the API's warnings, as one-line notes
         warnings.simplefilter("always")
         try:

@@ -134,18 +134,19 @@ def measured(packets: pd.DataFrame, flows: list[str], fair_share_bps: float) -> 
     return out.rename_axis("flow").reset_index()
 
 
-# the open-loop models held to the closed loop: (name, TFRC's X_recv, the normaliser)
-MODELS = (("model", "trace", "capacity"), ("model_share", "trace", "share"),
-          ("model_receive", "model", "capacity"), ("model_receive_share", "model", "share"))
+# the open-loop models held to the closed loop: (name, TFRC's X_recv, the normaliser); "model"
+# is what ``score`` shows, "model_trace_rx" what it showed before the closed loop chose
+MODELS = (("model", "model", "capacity"), ("model_share", "model", "share"),
+          ("model_trace_rx", "trace", "capacity"), ("model_trace_rx_share", "trace", "share"))
 
 
 def modeled(timeline, ldas, fair_share_bps: float) -> pd.DataFrame:
     """Open-loop models of each LDA's TFRC throughput over one trace (``replay``), per LDA and
-    flow (``MODELS``): ``model`` is ``thput`` as ``score`` reports it (TFRC limited by twice
-    the trace's receive rate; the time average of the rate capped at and divided by the flow's
-    packet-pair capacity); ``_receive``: TFRC limited by twice its own modelled rate instead
-    (``tfrc:receive=model``); ``_share``: capped at and divided by the flow's fair share of the
-    bottleneck instead, the normaliser of the closed-loop truth."""
+    flow (``MODELS``): ``model`` is ``thput`` as ``score`` reports it (TFRC limited by twice its
+    modelled rate at most the capacity, ``tfrc:receive=model``; the time average of the rate
+    capped at and divided by the flow's packet-pair capacity); ``_trace_rx``: TFRC limited by
+    twice the trace's receive rate instead (``tfrc:receive=trace``); ``_share``: capped at and divided
+    by the flow's fair share of the bottleneck instead, the normaliser of the closed-loop truth."""
     from .control import replay
 
     rows = {}

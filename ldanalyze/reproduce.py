@@ -551,7 +551,7 @@ def closed_loop(suite: Suite, out: pathlib.Path, folder: pathlib.Path, workers: 
                 got = scores.loc[lda] if lda in scores.index else pd.Series(np.nan, ["M_c", "M_w", "accuracy"])
                 rows.append({**scenario, "lda": lda, "loop": "open", "M_c": got["M_c"], "M_w": got["M_w"],
                              "accuracy": got["accuracy"], "thput": model.loc[lda, "model"],
-                             **model.loc[lda, MODEL_NAMES[1:]].to_dict(),
+                             **model.loc[lda, MODEL_NAMES].to_dict(),
                              "congestion_rate": measured["congestion_rate"], "fairness_std": np.nan,
                              "trace": path})
     frame = pd.DataFrame(rows)
@@ -578,7 +578,7 @@ def model_vs_truth(opened: pd.DataFrame, closed: pd.DataFrame) -> pd.DataFrame:
     run's trace (``closedloop.MODELS``; ``model`` is what ``score`` shows) beside the throughput
     the LDA's own closed-loop run measured (``truth``), and each model's error in points."""
     keys = [*SCENARIO_KEYS, "lda"]
-    both = opened[[*keys, "thput", *MODEL_NAMES[1:]]].rename(columns={"thput": "model"}).merge(
+    both = opened[[*keys, *MODEL_NAMES]].merge(
         closed[[*keys, "thput", "congestion_rate"]].rename(columns={"thput": "truth"}), on=keys)
     for name in MODEL_NAMES:
         both[f"error_{name}"] = (both[name] - both["truth"]) * 100

@@ -255,3 +255,56 @@ def test_the_command_waits_for_a_thread_still_running():
     done = _command(["inspect", str(SAMPLE)], thread)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-2:] == ["thread done", "torn down"]
+
+
+# --- a newcomer's mistakes get an error that points to the fix (issue: the first hour) -------
+
+TFRC_TRACE = str(TRACES / "wlh_tfrc_1flow_high.tr.gz")
+
+
+def error_of(argv, capsys) -> str:
+    """The one-line error of a command that must fail with exit status 2."""
+    try:
+        code = main(argv)
+    except SystemExit as stop:  # argparse's own usage errors
+        code = stop.code
+    assert code == 2
+    return capsys.readouterr().err
+
+
+def test_parameters_joined_by_a_comma_are_explained(capsys):
+    err = error_of(["score", TFRC_TRACE, "--lda", "spike:alpha=0.6,beta=0.4"], capsys)
+    assert "'beta=0.4' is a parameter, not an LDA" in err and "spike:alpha=0.6:beta=0.4" in err
+
+
+def test_a_folder_points_to_batch(capsys):
+    err = error_of(["score", str(TRACES)], capsys)
+    assert "is a folder" in err and f"ldanalyze batch {TRACES}" in err
+
+
+def test_a_misspelt_option_gets_the_nearest_one(capsys):
+    assert "(did you mean --lda?)" in error_of(["score", TFRC_TRACE, "--ldas", "spike"], capsys)
+    assert "did you mean" not in error_of(["score", TFRC_TRACE, "--nothing-like-it"], capsys)
+
+
+def test_an_error_model_trace_is_not_scored(capsys):
+    err = error_of(["score", str(TRACES / "wlh_tfrc_1flow_high.em.gz")], capsys)
+    assert "only drop events" in err and "error model's drop trace" in err
+
+
+def test_score_writes_what_the_extension_promises_or_refuses(tmp_path, capsys):
+    assert "ldanalyze report TRACE -o" in error_of(["score", TFRC_TRACE, "-o", str(tmp_path / "s.html")], capsys)
+    assert not (tmp_path / "s.html").exists()
+    assert "promises json" in error_of(["score", TFRC_TRACE, "-o", str(tmp_path / "s.json"), "--format", "csv"],
+                                       capsys)
+    assert main(["score", TFRC_TRACE, "--lda", "spike", "-o", str(tmp_path / "s.json")]) == 0
+    assert json.loads((tmp_path / "s.json").read_text())[0]["lda"] == "spike"
+    assert main(["score", TFRC_TRACE, "--lda", "spike", "-o", str(tmp_path / "s.md")]) == 0
+    assert (tmp_path / "s.md").read_text().startswith("#### ")
+
+
+def test_sweep_varies_its_named_lda_only(capsys):
+    err = error_of(["sweep", "spike", TFRC_TRACE, "--lda", "zbs", "--param", "beta=0.2:0.3:0.1"], capsys)
+    assert "sweep varies the LDA named first" in err
+    assert main(["sweep", "spike", TFRC_TRACE, "--lda", "all", "--param", "beta=0.2:0.3:0.1"]) == 0
+    assert "refused by spike" in capsys.readouterr().out

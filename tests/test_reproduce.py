@@ -127,7 +127,7 @@ def test_the_closed_loop_stands_beside_the_open_loop_and_the_paper(quick):
     model = pd.read_csv(quick / "model_vs_truth.csv")
     assert len(model) == len(tfrc) * len(LDAS) and model["truth"].notna().all()
     readme = (quick / "README.md").read_text()
-    assert "## Closed loop" in readme and "| model_receive_share |" in readme
+    assert "## Closed loop" in readme and "| model_share |" in readme and "| model_trace_rx |" in readme
 
 
 @needs_binary("ns")

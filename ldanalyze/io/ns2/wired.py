@@ -465,6 +465,10 @@ class _WiredReader:
         for code, (fate_name, _) in _CAUSES.items():
             fate_of[code] = FATES.index(fate_name)
         delivered = np.isfinite(tm[:, T_RECV])
+        if not delivered.any() and np.isnan(tm[:, T_SEND]).all():
+            raise TraceError(self.path, "only drop events ('d'), no packet sent or received: an error model's drop "
+                                        "trace (such as the bundled *.em.gz), not a trace of packets; give the "
+                                        "full trace ($ns trace-all)")
         fate = np.where(delivered, FATES.index(DELIVERED), fate_of[cause])
         reason = np.where(delivered, 0, cause)
         fate = pd.Categorical.from_codes(fate, dtype=FATE_DTYPE)
