@@ -308,3 +308,13 @@ def test_sweep_varies_its_named_lda_only(capsys):
     assert "sweep varies the LDA named first" in err
     assert main(["sweep", "spike", TFRC_TRACE, "--lda", "all", "--param", "beta=0.2:0.3:0.1"]) == 0
     assert "refused by spike" in capsys.readouterr().out
+
+
+def test_hints_name_the_option_the_user_types(tmp_path, capsys):
+    """A capture with separate clocks and no feedback: adaptive_rtt needs its propagation delay,
+    and the replay the round-trip time; the hints give the command-line form."""
+    capture = str(TRACES / "captures" / "lab_receiver.pcap")
+    err = error_of(["score", capture, "--lda", "adaptive_rtt", "--controller", "none"], capsys)
+    assert "--lda adaptive_rtt:propagation_delay=SECONDS" in err
+    err = error_of(["replay", capture, "--lda", "unaware", "--controller", "tfrc"], capsys)
+    assert "--base-rtt SECONDS" in err

@@ -127,7 +127,7 @@ def test_rtp_clock_rate_given_wins(tmp_path):
 def test_rtp_clock_rate_cannot_be_inferred_from_too_short_a_capture(tmp_path):
     path = capture_of(tmp_path, [(NS + k * 1000, rtp_payload(k, 3000 * k, 5, pt=96)) for k in range(4)])
     with pytest.raises(TraceError, match="too few packets over too short a time to infer the clock rate; "
-                                         "give clock_rate"):
+                                         "give its clock rate \\(command line: --clock-rate HZ\\)"):
         read(path, flows=[LABEL])
     assert read(path, clock_rate=90000).meta["flows"][LABEL]["clock_source"] == "given"
     # at the sender no send time is read from the payload: nothing to infer

@@ -242,7 +242,8 @@ def _rtt_plan(timeline, flows, code, f, path):
         else:
             raise UsageError(
                 f"flow {flow}: the trace has no feedback for it and its clocks are not common, so "
-                "the round-trip time is unknown; give base_rtt (seconds at an empty queue)"
+                "the round-trip time is unknown; give the round-trip time at an empty queue (command line: "
+                "--base-rtt SECONDS; Python: PathModel(base_rtt=...))"
             )
         samples.append((f.t[rows] + rev[k], x))
     return rev, sources, samples

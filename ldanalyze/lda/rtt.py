@@ -65,7 +65,8 @@ class AdaptiveRtt(LDA):
                     return "none"
                 raise UsageError(
                     f"{self.name}: flow {flow} has no RTT samples and the trace's clocks are not "
-                    "common, so its absolute delay is unknown; give propagation_delay (seconds)"
+                    "common, so its absolute delay is unknown; give its propagation delay (command line: "
+                    "--lda adaptive_rtt:propagation_delay=SECONDS; Python: propagation_delay=...)"
                 )
             return pd.Series([pick(flow) for flow in flows], index=flows, dtype=object)
         if self.delay == "owd" and not timeline.clock_common and deciding:

@@ -877,7 +877,7 @@ def infer_clock_rate(ticks, times, usual, tolerance, name) -> tuple[float, str]:
         raise NotThisKind(f"stream {name}: its clock never advances")
     if t.shape[0] < 2 or np.ptp(t) < MIN_CLOCK_SPAN:
         raise NotThisKind(f"stream {name}: too few packets over too short a time to infer the clock rate; "
-                          "give clock_rate")
+                          "give its clock rate (command line: --clock-rate HZ)")
     seconds_per_tick = fit_lower_envelope(k - k.min(), t - t.min()).skew
     if seconds_per_tick <= 0:
         raise NotThisKind(f"stream {name}: the in-band clock does not advance with capture time")
