@@ -1067,7 +1067,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          "paper's statements checked")
     p.add_argument("paper", choices=("paper000",))
     p.add_argument("-o", "--output", required=True, help="the folder to write (traces are cached in it)")
-    p.add_argument("--quick", action="store_true", help="a reduced suite (N 1, 2, 4; one seed; 60 s): a minute")
+    p.add_argument("--quick", action="store_true", help="a reduced suite (N 1, 2, 4; one seed; 60 s): about half a minute (the closed "
+                        "loop doubles it)")
     p.add_argument("--jobs", type=int, help="worker processes (default: every core)")
     p.add_argument("--closed-loop", action="store_true",
                    help="also run every TFRC scenario once per LDA with the LDA inside ns-2's TFRC receiver (paper "
