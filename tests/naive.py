@@ -642,7 +642,7 @@ class TfrcHistory:
         self.closed = self.closed[: self.n]
 
 
-def controller_tfrc(arrivals, losses, n=8, discounting=False, b=1.0, rto_factor=4.0, t_mbi=64.0, receive="trace"):
+def controller_tfrc(arrivals, losses, n=8, discounting=False, b=1.0, rto_factor=4.0, t_mbi=64.0, receive="model"):
     """TFRC replay (RFC 5348 receiver §5-6, sender §4.3) as docs/controllers.md states it;
     ``receive="model"``: the receiver reports the modelled rate, at most the capacity, as X_recv."""
     out = []

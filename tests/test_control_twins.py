@@ -21,8 +21,8 @@ from .test_lda_twins import timeline
 
 #: controller name -> parameter sets to replay (the defaults first)
 VARIANTS = {
-    "tfrc": [{}, {"discounting": True}, {"n": 4, "b": 2.0, "rto_factor": 2.5, "t_mbi": 1.0}, {"receive": "model"},
-             {"receive": "model", "discounting": True}],
+    "tfrc": [{}, {"discounting": True}, {"n": 4, "b": 2.0, "rto_factor": 2.5, "t_mbi": 1.0}, {"receive": "trace"},
+             {"receive": "trace", "discounting": True}],
     "ldaplus": [{}, {"T": 0.05}, {"T": 0.02, "r_0": 400_000.0, "A_0": 2_000.0, "D": 2.0}],
     "westwood_be": [{}, {"tau": 0.01, "initial_window": 1.0, "max_window": 4.0, "min_rto": 0.01}, {"tau": 0.05, "lda_in_slow_start": False}],
     "westwood_abse": [{}, {"beta": 0.0, "N": 2.0, "history": 1, "min_rto": 0.01}, {"beta": 1.0, "history": 3, "max_window": 3.0, "lda_in_slow_start": False}],
