@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import UsageError
+from .simulation import decision_log
 
 NS2_DIR = pathlib.Path(__file__).parent / "data" / "ns2"
 BUILD = NS2_DIR / "build"
@@ -190,12 +191,17 @@ def pooled_scores(flow_rows: pd.DataFrame, flows: list[str]) -> pd.DataFrame:
 def truth(path: str, scenario: dict, fair_share_bps: float, ldas=None) -> dict:
     """What one closed-loop run measured (:func:`measured`, pooled over its TFRC flows: mean
     ``thput``, ``congestion_rate`` over every packet sent, ``fairness_std`` of the flows'
-    throughputs each over their mean, paper 000 §VIII Fig. 14) and, given ``ldas``, the open-loop
-    model of each over this run's trace (:func:`modeled`, mean over the TFRC flows)."""
+    throughputs each over their mean, paper 000 §VIII Fig. 14); with its decision log beside it,
+    how many of the logged decisions (every LDA) the offline replay made alike
+    (``decisions_equal`` of ``decisions``); given ``ldas``, the open-loop model of each over
+    this run's trace (:func:`modeled`, mean over the TFRC flows)."""
     from .io import read_trace
     from .timeline import build_timeline
 
+    from .lda import classify
+
     trace = read_trace(path)
+    timeline = build_timeline(trace)
     flows = tfrc_flows(scenario)
     m = measured(trace.packets, flows, fair_share_bps)
     sent = trace.packets[trace.packets["flow"].astype(str).isin(flows)]
@@ -203,8 +209,13 @@ def truth(path: str, scenario: dict, fair_share_bps: float, ldas=None) -> dict:
     out = {"thput": float(m["thput"].mean()),
            "congestion_rate": float((sent["fate"].astype(str) == "congestion").mean()),
            "fairness_std": float(np.std(carried / carried.mean(), ddof=1)) if len(carried) > 1 else np.nan}
+    log = decision_log(pathlib.Path(path))
+    if log.exists():  # a closed-loop run: its receivers' decisions against the offline replay
+        summary, _ = agreement(classify(timeline, list(LOG_LDAS)), read_decision_log(log), flows=flows)
+        out["decisions"] = int(summary["losses"].sum())
+        out["decisions_equal"] = int(summary["equal"].sum())
     if ldas:
-        model = modeled(build_timeline(trace), ldas, fair_share_bps)
+        model = modeled(timeline, ldas, fair_share_bps)
         names = [name for name, _, _ in MODELS]
         out["model"] = model[model["flow"].isin(flows)].groupby("lda")[names].mean().reset_index()
     return out

@@ -544,6 +544,7 @@ def closed_loop(suite: Suite, out: pathlib.Path, folder: pathlib.Path, workers: 
         rows.append({**scenario, "lda": run["lda"], "loop": "closed", "M_c": own["M_c"], "M_w": own["M_w"],
                      "accuracy": own["accuracy"], "thput": measured["thput"],
                      "congestion_rate": measured["congestion_rate"], "fairness_std": measured["fairness_std"],
+                     "decisions": measured.get("decisions"), "decisions_equal": measured.get("decisions_equal"),
                      "trace": path})
         if run["lda"] == "unaware":  # ns-2's own TFRC: the trace an open-loop replay is given
             model = measured["model"].set_index("lda")
@@ -569,8 +570,9 @@ def closed_loop(suite: Suite, out: pathlib.Path, folder: pathlib.Path, workers: 
     checks.to_csv(out / "checks_closed.csv", index=False)
     (out / "model_error.md").write_text(_model_error(truth_vs_model))
     written.update({"checks_closed.csv": out / "checks_closed.csv", "model_error.md": out / "model_error.md"})
+    agreed = (int(closed["decisions_equal"].sum()), int(closed["decisions"].sum()))
     return {"frame": frame, "checks": checks, "model": truth_vs_model, "written": written, "runs": len(runs),
-            "simulated": sum(fresh for _, fresh in made)}
+            "simulated": sum(fresh for _, fresh in made), "agreement": agreed}
 
 
 def model_vs_truth(opened: pd.DataFrame, closed: pd.DataFrame) -> pd.DataFrame:
@@ -716,6 +718,8 @@ def _readme_closed(loop: dict) -> str:
         "open-loop numbers beside them are every LDA replayed over the unaware run, which is ns-2's own TFRC.",
         "", "Tables: `table_II_wlh_closed.md`, `table_III_wb_closed.md`; all numbers: `closed_loop.csv`.", "",
         "![WLH closed loop](figure_wlh_closed.png)", "", "![WB closed loop](figure_wb_closed.png)", "",
+        f"The in-simulator decisions against the offline replay of each run's trace (every LDA the receiver "
+        f"runs): {loop['agreement'][0]:,} of {loop['agreement'][1]:,} alike.", "",
         f"The paper's statements: {counts['open']} hold open loop, {counts['closed']} closed loop.", "",
         "| statement | where | holds open | holds closed | open | closed | why |", "|---|---|---|---|---|---|---|",
         *[f"| {r.claim} | {r.paper} | {r.holds_open} | {r.holds_closed} | {r.evidence_open} | {r.evidence_closed} "

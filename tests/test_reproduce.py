@@ -124,6 +124,7 @@ def test_the_closed_loop_stands_beside_the_open_loop_and_the_paper(quick):
     assert {"holds_open", "holds_closed", "why"} <= set(checks.columns) and len(checks) >= 10
     congestion = checks[checks["claim"].str.contains("cause less congestion")]
     assert congestion["holds_open"].tolist() == ["untestable"]  # one trace for every LDA open loop
+    assert (closed["decisions_equal"] == closed["decisions"]).all() and closed["decisions"].sum() > 1000
     model = pd.read_csv(quick / "model_vs_truth.csv")
     assert len(model) == len(tfrc) * len(LDAS) and model["truth"].notna().all()
     readme = (quick / "README.md").read_text()
