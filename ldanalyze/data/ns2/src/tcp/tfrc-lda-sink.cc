@@ -29,6 +29,21 @@ static inline bool le(double a, double b) { return __builtin_islessequal(a, b); 
 static inline bool gt(double a, double b) { return __builtin_isgreater(a, b); }
 static inline bool ge(double a, double b) { return __builtin_isgreaterequal(a, b); }
 
+/* ZigZag's running mean and mean deviation of d (gains alpha and 2·alpha; the first sample
+ * sets mean = d, dev = 0; then the mean is updated first and dev with it), as ldanalyze's
+ * ewma_mean_dev (lda/rott.py) computes them. */
+static void ewma_mean_dev(double d, int first, double alpha, double *mean, double *dev)
+{
+	double gd = 2 * alpha;
+	if (first) {
+		*mean = d;
+		*dev = 0.0;
+	} else {
+		*mean = (1 - alpha) * *mean + alpha * d;
+		*dev = (1 - gd) * *dev + gd * fabs(d - *mean);
+	}
+}
+
 /* A time as ns-2's trace writes it: rounded to the microsecond (trace/basetrace.h). */
 static double trace_time(double x)
 {
@@ -226,15 +241,8 @@ void TfrcLdaSinkAgent::lda_arrival(Packet *pkt)
 	if (!std::isnan(spacing) && t < s.t0 + win_T_obs_ && !le(s.tmin_obs, spacing))
 		s.tmin_obs = spacing;
 
-	/* ZigZag's mean and deviation (gain alpha, 2·alpha; the mean first) */
-	double g = zigzag_alpha_, gd = 2 * zigzag_alpha_;
-	if (first) {
-		s.zz_mean = d;
-		s.zz_dev = 0.0;
-	} else {
-		s.zz_mean = (1 - g) * s.zz_mean + g * d;
-		s.zz_dev = (1 - gd) * s.zz_dev + gd * fabs(d - s.zz_mean);
-	}
+	/* ZigZag's mean and deviation */
+	ewma_mean_dev(d, first, zigzag_alpha_, &s.zz_mean, &s.zz_dev);
 
 	/* ZBS's scheme in force (paper 000 Sec. VII-A; docs/ldas.md, zbs) */
 	if (first) {
@@ -275,18 +283,8 @@ void TfrcLdaSinkAgent::lda_arrival(Packet *pkt)
 
 	/* XRTP (paper 001 Fig. 4): positive-jitter run, EWMAs at gain alpha, over-deviation count */
 	s.x_run_prev = first ? 0 : s.x_run;
-	s.x_run = gt(jitter, 0) ? s.x_run + 1 : 0;
-	if (first)
-		s.x_run = 0;
-	g = xrtp_alpha_;
-	gd = 2 * xrtp_alpha_;
-	if (first) {
-		s.x_mean = d;
-		s.x_dev = 0.0;
-	} else {
-		s.x_mean = (1 - g) * s.x_mean + g * d;
-		s.x_dev = (1 - gd) * s.x_dev + gd * fabs(d - s.x_mean);
-	}
+	s.x_run = (!first && gt(jitter, 0)) ? s.x_run + 1 : 0;
+	ewma_mean_dev(d, first, xrtp_alpha_, &s.x_mean, &s.x_dev);
 	int over = d > s.x_mean + s.x_dev ? 1 : 0;
 	int slot = (int) (s.j % xrtp_n_);
 	if (first)
