@@ -28,10 +28,11 @@ ROWS = (
     ("accuracy %", "accuracy", "pct"),
     ("  95% CI", "accuracy", "ci"),
     ("accuracy ratio", "accuracy_ratio", "ratio"),
-    ("C|C %", "CC", "pct"),
-    ("C|W %", "CW", "pct"),
-    ("W|C %", "WC", "pct"),
-    ("W|W %", "WW", "pct"),
+    # paper 001 Table I: shares of all scored losses (not conditional rates), by decision and cause
+    ("called C, was C % of scored", "CC", "pct"),
+    ("called C, was W % of scored", "CW", "pct"),
+    ("called W, was C % of scored", "WC", "pct"),
+    ("called W, was W % of scored", "WW", "pct"),
     ("thput %", "thput", "pct"),
     ("  vs omniscient", "vs_omniscient", "ratio"),
     ("  vs unaware", "vs_unaware", "ratio"),
@@ -125,7 +126,7 @@ def markdown_table(scores: pd.DataFrame) -> str:
         out.append("| metric | " + " | ".join(block.columns) + " |")
         out.append("|---|" + "---:|" * len(block.columns))
         for label, values in block.iterrows():
-            label = label.strip().replace("|", "\\|")  # C|W would split the cell
+            label = label.strip().replace("|", "\\|")  # a | would split the cell
             out.append(f"| {label} | " + " | ".join(values) + " |")
         out.append("")
         if note:
