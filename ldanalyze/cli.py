@@ -338,14 +338,18 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         }
         print(json.dumps(payload, indent=2, default=_json_value))
         return 0
-    print(f"{seen.path}: {seen.format}, {len(summary)} flow(s), {seen.packets} data packets")
     if seen.format in (PCAP, PCAPNG):
-        print("\nflows in the capture (5-tuple and direction):")
         flows = seen.meta.get("capture_flows")
         if flows is None:  # a trace from the batch cache keeps its meta as records
             flows = list_flows(seen.path, head_bytes=RTP_HEAD_BYTES)
-        print(pd.DataFrame(flows).to_string(index=False))
+        flows = pd.DataFrame(flows)
+        print(f"{seen.path}: {seen.format}, {len(flows)} flow(s) in the capture, {len(summary)} read as sequenced "
+              f"flows or streams ({seen.packets} data packets)")
+        print("\nflows in the capture (5-tuple and direction; first and last: UTC):")
+        print(_with_utc_times(flows).to_string(index=False))
         _print_streams(seen.meta)
+    else:
+        print(f"{seen.path}: {seen.format}, {len(summary)} flow(s), {seen.packets} data packets")
     if "vantages" in seen.meta:
         print("\ncaptures along the path (clock fit against the sender's: minimal delay and skew):")
         vantages = pd.DataFrame(seen.meta["vantages"])
@@ -360,9 +364,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
               "where the status says applied:")
         fit = seen.meta["clock_fit"]
         shown = ["flow", "offset_s", "skew_ppm", "uncertainty_ppm", "samples"]
-        if fit["reverse_samples"].any():  # both directions (Paxson): each one's own fit
+        if len(fit) and fit["reverse_samples"].any():  # both directions (Paxson): each one's own fit
             shown += ["forward_ppm", "reverse_ppm", "reverse_samples"]
-        print(fit[[*shown, "status"]].round(6).to_string(index=False))
+        print(fit[[*shown, "status"]].round(6).to_string(index=False) if len(fit) else
+              "  (none: no flow read here has send times on another host's clock)")
     if "labels" in seen.meta:
         print("\nlabels: " + ", ".join(f"{k} {v}" for k, v in seen.meta["labels"].items()))
     skipped = seen.meta.get("skipped_lines")
@@ -391,6 +396,17 @@ def _json_value(value):
     if hasattr(value, "item"):
         return value.item()
     return str(value)
+
+
+def _with_utc_times(flows: pd.DataFrame) -> pd.DataFrame:
+    """A capture's flow list with its absolute first and last times as UTC date and time (to
+    the microsecond), not as 1.676660e+09."""
+    shown = flows.copy()
+    for column in ("first", "last"):
+        if column in shown:
+            times = pd.to_datetime(shown[column], unit="s", utc=True, errors="coerce")
+            shown[column] = times.dt.strftime("%Y-%m-%d %H:%M:%S.%f").fillna("-")
+    return shown
 
 
 def _format_summary(summary: pd.DataFrame) -> str:
