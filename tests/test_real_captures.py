@@ -136,3 +136,17 @@ def test_one_packet_pseudo_streams_are_noise_not_streams():
     # tshark's heuristic also rejects some of these packets by other checks (payload type,
     # other dissectors); every one it took for a stream is noise to us, with some more
     assert noise >= len(pseudo)
+
+
+def test_the_flows_a_capture_skips_are_told_in_brief():
+    """A real WebRTC signalling capture: 38 flows without sequence numbers and 2 padding-probe
+    streams are counted by reason in a short warning; each flow's full reasons stay in the meta."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trace = la.read_trace(REAL / "stun_signal.pcapng")
+    told = [str(w.message) for w in caught if "skipped" in str(w.message)]
+    assert len(told) == 2 and all(len(message) < 500 for message in told)
+    assert "34 flows: no sequence numbers found; 4 flows: no payload kind is known" in told[0]
+    assert "inspect --json" in told[0]
+    assert len(trace.meta["skipped_flows"]) == 38
+    assert all("not rtp" in why for why in trace.meta["skipped_flows"].values() if "sequence numbers" in why)

@@ -62,6 +62,8 @@ naming the flow and its first byte.
 
 from __future__ import annotations
 
+import collections
+
 import dataclasses
 import math
 
@@ -489,9 +491,29 @@ def _chosen_flows(capture, flows) -> tuple[set[int] | None, set[str] | None]:
 
 
 def first_reasons(skipped: dict[str, str], shown: int = 3) -> str:
-    """The first few skipped flows with why, for a message."""
+    """The first few skipped flows with why, in full: for an error, which leaves nothing else
+    to look at."""
     items = [f"{label}: {why}" for label, why in list(skipped.items())[:shown]]
     return "; ".join(items) + ("; ..." if len(skipped) > shown else "")
+
+
+def reasons_in_brief(skipped: dict[str, str], shown: int = 3) -> str:
+    """Why flows were skipped, for a warning: one flow with its whole reason; several counted by
+    the gist of their reasons, the first few named (the detectors' details stay in the trace's
+    meta, which ``inspect --json`` prints)."""
+    if len(skipped) == 1:
+        return first_reasons(skipped)
+    gists = collections.Counter(_gist(why) for why in skipped.values())
+    named = ", ".join(list(skipped)[:shown]) + (", ..." if len(skipped) > shown else "")
+    counted = "; ".join(f"{n} flow{'s' if n > 1 else ''}: {gist}" for gist, n in gists.most_common())
+    return f"{counted}; {named}; each one's reasons: inspect --json"
+
+
+def _gist(why: str) -> str:
+    """A skip reason without its details: the text before its first parenthesis, less the name
+    of the stream it speaks of."""
+    gist = why.split(" (")[0]
+    return gist.split(": ", 1)[1] if gist.startswith("stream ") and ": " in gist else gist
 
 
 # -- one flow ----------------------------------------------------------------------------------

@@ -924,12 +924,12 @@ def capture_trace(capture: Capture, packets: pd.DataFrame, taken: dict, *, paylo
     skipped = {k: v for k, v in taken["skipped_flows"].items() if not v.startswith(payloads.ACKS_ONLY)}
     if skipped:
         message = (f"{capture.path}: {len(skipped)} flow(s) without sequence numbers skipped "
-                   f"({payloads.first_reasons(skipped)})")
+                   f"({payloads.reasons_in_brief(skipped)})")
         capture.notes.append(message)
         warnings.warn(message, CaptureWarning, stacklevel=3)
     if taken["skipped_streams"]:
         message = (f"{capture.path}: {len(taken['skipped_streams'])} RTP stream(s) skipped "
-                   f"({payloads.first_reasons(taken['skipped_streams'])})")
+                   f"({payloads.reasons_in_brief(taken['skipped_streams'])})")
         capture.notes.append(message)
         warnings.warn(message, CaptureWarning, stacklevel=3)
     meta = {

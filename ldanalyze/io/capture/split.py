@@ -236,8 +236,8 @@ def _flow_traces(capture, output: _SpillingOutput, folder: pathlib.Path, *, repo
             f" ({payloads.first_reasons(skipped)})" if skipped else ""), skipped=skipped)
     told = {k: v for k, v in skipped.items() if not v.startswith(payloads.ACKS_ONLY)}  # as capture_trace tells
     messages = [f"{capture.path}: {len(told)} flow(s) without sequence numbers skipped "
-                f"({payloads.first_reasons(told)})" if told else "",
-                f"{capture.path}: {len(streams)} RTP stream(s) skipped ({payloads.first_reasons(streams)})"
+                f"({payloads.reasons_in_brief(told)})" if told else "",
+                f"{capture.path}: {len(streams)} RTP stream(s) skipped ({payloads.reasons_in_brief(streams)})"
                 if streams else ""]
     for message in filter(None, messages):
         capture.notes.append(message)  # the capture's notes, as capture_trace keeps them
