@@ -451,11 +451,15 @@ def cmd_classify(args: argparse.Namespace) -> int:
     print(f"{trace.path}: {len(timeline.losses)} lost packets in {len(timeline.gaps)} gaps; "
           "decisions per LDA (write them all with -o FILE):")
     print(counts.to_string())
+    lossy = set(timeline.losses["flow"].astype(str))
     for lda in ldas:
         if isinstance(lda, Zbs):
             usage = lda.usage(timeline).set_index("flow") * 100
-            print(f"\n{lda.spec}: share of time each base scheme was in force (%):")
-            print(usage.round(1).to_string())
+            usage = usage[usage.index.astype(str).isin(lossy)]  # where it decided something
+            if len(usage):
+                print(f"\n{lda.spec}: share of time each base scheme was in force (%), in the {len(usage)} "
+                      "flow(s) with losses:")
+                print(usage.round(1).to_string())
     return 0
 
 

@@ -321,3 +321,13 @@ def test_hints_name_the_option_the_user_types(tmp_path, capsys):
     assert "--lda adaptive_rtt:propagation_delay=SECONDS" in err
     err = error_of(["replay", capture, "--lda", "unaware", "--controller", "tfrc"], capsys)
     assert "--base-rtt SECONDS" in err
+
+
+def test_classify_shows_zbs_usage_only_where_it_decided(capsys):
+    """The four-flow trace: usage rows for the flows with losses, not for the warm-up traffic."""
+    assert main(["classify", str(TRACES / "wlh_mix_4flow_high.tr.gz"), "--lda", "zbs"]) == 0
+    out = capsys.readouterr().out
+    assert "in the 4 flow(s) with losses" in out and "100:" not in out.split("share of time")[1]
+    capture = str(TRACES.parent / "tests" / "data" / "real" / "stun_wa_call.pcapng")
+    assert main(["classify", capture, "--lda", "zbs"]) == 0  # a real call without losses: no usage table
+    assert "share of time" not in capsys.readouterr().out
