@@ -582,7 +582,7 @@ def test_a_throughput_above_omniscient_with_ignored_congestion_is_flagged():
 
 def test_score_marks_the_throughput_that_rests_on_ignored_congestion(capsys):
     """The bundled CBR trace: veno ignores nine congestion losses in ten and its modeled TFRC
-    runs 1.49x omniscient's; the table says so where the number is shown."""
+    runs above omniscient's (1.14x); the table says so where the number is shown."""
     assert main(["score", str(TRACES / "wlh_cbr_1flow_bursty.tr.gz"), "--lda", "omniscient,veno,spike"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
