@@ -6,9 +6,11 @@ The data flow is one way: ``read_trace`` (a file → :class:`Trace` with its Pac
 and ``replay`` (every rate controller fed every LDA's decisions, open loop → the rate each would
 have allowed: the modeled throughput). ``read_vantages`` reads a chain of captures along a
 path into one Trace with ground truth per segment; ``apply_labels``/``write_labels`` join and
-write labels files; ``remove_skew`` fits and removes a clock skew.
+write labels files; ``remove_skew`` fits and removes a clock skew; ``score_suite`` scores a folder of traces as
+``ldanalyze batch`` does.
 """
 
+from .batch import score_suite
 from .clocks import remove_skew
 from .control import REGISTRY as CONTROLLERS
 from .control import PathModel, controller_state, get_controller, replay
@@ -26,7 +28,7 @@ from .timeline import Timeline, build_timeline
 __all__ = [
     "plot",
     "read_trace", "read_vantages", "Vantage", "apply_labels", "read_labels", "write_labels", "remove_skew",
-    "build_timeline", "classify", "score", "get_lda", "lda_state", "Replay", "LDAS",
+    "build_timeline", "classify", "score", "score_suite", "get_lda", "lda_state", "Replay", "LDAS",
     "replay", "controller_state", "get_controller", "PathModel", "CONTROLLERS",
     "Trace", "Timeline", "TraceError", "UsageError", "FATES", "LOSS_FATES",
 ]

@@ -4,7 +4,7 @@
 per-flow summary and (with a controller) one per-flow modeled-throughput table, each with a
 ``trace`` column, ready for :func:`ldanalyze.scoring.score`.
 
-``run_batch`` is the same work for a batch job (``ldanalyze batch``): one :class:`Job` per
+``execute`` is the same work for a batch job (``ldanalyze batch``; ``score_suite`` from Python): one :class:`Job` per
 trace, each run on its own (in this process, a process pool, or a Dask cluster), a trace that
 fails reported with its error instead of stopping the others, parsed traces cached by content,
 and the results scored per flow, per trace and pooled. Results do not depend on how the jobs
@@ -41,7 +41,7 @@ from .packets import Trace, labels_dtype
 from .scoring import SUMMARY_REQUIRED, THROUGHPUT_REQUIRED, score, tally
 from .timeline import Timeline, build_timeline
 
-CACHE_VERSION = 6
+CACHE_VERSION = 7
 FLOW_AT_A_TIME_ABOVE = 1 << 30  # bytes: a larger capture is read one flow at a time (Analysis)
 
 
@@ -954,6 +954,23 @@ def results_table(outcomes: Sequence[Outcome], *, bootstrap: int = 0, seed=0) ->
     out["trace"] = out["trace"].astype(str)
     out["flow"] = out["flow"].astype(str)
     return out
+
+
+def score_suite(paths: str | Sequence[str], *, exclude: Sequence[str] = (), ldas="all", controller: str | None = None,
+                jobs: int = 1, bootstrap: int = 0, cache_dir: str | None = None) -> pd.DataFrame:
+    """What ``ldanalyze batch PATHS`` scores, as a DataFrame: every trace under ``paths``
+    (files, folders walked, globs; ``exclude`` patterns) read, classified with ``ldas`` (and
+    ``controller`` replayed, open loop) on ``jobs`` processes, then :func:`results_table`. A
+    trace that fails is left out with a warning naming it and why."""
+    traces, _ = discover([paths] if isinstance(paths, str) else list(paths), exclude)
+    if not traces:
+        raise UsageError(f"no trace under {paths}")
+    outcomes = execute([Job(name=path, path=path) for path in traces],
+                       Analysis(ldas=ldas, controller=controller, cache_dir=cache_dir), workers=jobs)
+    for outcome in outcomes:
+        if outcome.error is not None:
+            warnings.warn(f"{outcome.job.name}: left out: {outcome.error}", UserWarning, stacklevel=2)
+    return results_table(outcomes, bootstrap=bootstrap)
 
 
 def errors_table(outcomes: Sequence[Outcome]) -> pd.DataFrame:

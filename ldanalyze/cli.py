@@ -7,6 +7,7 @@ other failure.
 from __future__ import annotations
 
 import argparse
+import collections
 import difflib
 import atexit
 import contextlib
@@ -37,8 +38,9 @@ from .control.agreement import agreement
 from .errors import TraceError, UsageError
 from .io import FORMATS, list_flows, read_trace
 from .io.detect import PCAP, PCAPNG
+from .io.ns2 import background_flows
 from .io.labels import apply_labels, write_labels
-from .io.capture.payload import KINDS, ORDER, FieldSpec
+from .io.capture.payload import KINDS, ORDER, ClockRates, FieldSpec
 from .io.capture.pcap import RTP_HEAD_BYTES, SKEW_CHOICES, capture_format
 from .io.capture.split import read_capture_flows
 from .io.capture.vantage import CLOCKS, parse_vantage, read_vantages
@@ -46,7 +48,9 @@ from .packets import LOSS_FATES, Trace, empty_rtt, natural_sorted
 from .lda import REGISTRY, Replay, classify, parse_ldas, runnable_ldas
 from .lda.zbs import Zbs
 from .report import ci
+from .report import text as report_text
 from .report.tables import markdown_table, text_table
+from .report.text import summary_shown
 from .scoring import ROUTE_AS, score
 from .timeline import build_timeline
 
@@ -72,6 +76,13 @@ def _byte_size(text: str) -> int | None:
     if not 0 <= value < float(1 << 62):
         raise UsageError(f"{text!r} is no size: give bytes, or a number with K, M, G or T (1G), or 'never'")
     return int(value)
+
+
+def _clock_rates(text: str) -> ClockRates:
+    try:
+        return ClockRates.parse(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _drop_cause(text: str) -> tuple[str, str]:
@@ -286,6 +297,8 @@ class _Inspected:
 def _inspected(args: argparse.Namespace) -> _Inspected:
     if args.flow_at_a_time or _big_capture(args):
         return _inspected_flow_by_flow(args)
+    if args.flows is None:  # inspect shows every flow, background traffic too
+        args = argparse.Namespace(**{**vars(args), "flows": ["all"]})
     trace, timeline = _load(args)
     return _Inspected(trace.path, trace.format, trace.meta, len(trace.packets),
                       int((trace.packets["fate"] == "route").sum()), trace.rtt, timeline.summary())
@@ -346,10 +359,16 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(f"{seen.path}: {seen.format}, {len(flows)} flow(s) in the capture, {len(summary)} read as sequenced "
               f"flows or streams ({seen.packets} data packets)")
         print("\nflows in the capture (5-tuple and direction; first and last: UTC):")
-        print(_with_utc_times(flows).to_string(index=False))
+        print(report_text.text(flows, utc=('first', 'last')))
         _print_streams(seen.meta)
     else:
         print(f"{seen.path}: {seen.format}, {len(summary)} flow(s), {seen.packets} data packets")
+        shown = set(summary["flow"].astype(str))
+        background = [label for label in background_flows(seen.meta.get("flow_types", {})) if label in shown]
+        if background:
+            types = sorted({kind for label in background for kind in seen.meta["flow_types"][label]})
+            print(f"background traffic ({', '.join(types)}), which score, sweep and batch leave out unless "
+                  f"--flows names it (or all): {', '.join(background)}")
     if "vantages" in seen.meta:
         print("\ncaptures along the path (clock fit against the sender's: minimal delay and skew):")
         vantages = pd.DataFrame(seen.meta["vantages"])
@@ -362,12 +381,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         removed = "skew and offset" if seen.meta.get("offset_removed") else "skew"
         print(f"\nclock {removed} fitted per pair of clocks (lower envelope) and removed from the receive times "
               "where the status says applied:")
-        fit = seen.meta["clock_fit"]
-        shown = ["flow", "offset_s", "skew_ppm", "uncertainty_ppm", "samples"]
-        if len(fit) and fit["reverse_samples"].any():  # both directions (Paxson): each one's own fit
-            shown += ["forward_ppm", "reverse_ppm", "reverse_samples"]
-        print(fit[[*shown, "status"]].round(6).to_string(index=False) if len(fit) else
-              "  (none: no flow read here has send times on another host's clock)")
+        print(_clock_fit_text(seen.meta["clock_fit"]))
     if "labels" in seen.meta:
         print("\nlabels: " + ", ".join(f"{k} {v}" for k, v in seen.meta["labels"].items()))
     skipped = seen.meta.get("skipped_lines")
@@ -385,8 +399,35 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             for f, r in rtt.iterrows()
         ))
     print()
-    print(_format_summary(summary))
+    print(summary_shown(summary).to_string(index=False))
     return 0
+
+
+# Past this, a fitted offset is the distance between the origins of two unrelated clocks (an
+# RTP timestamp's random start against the capture's epoch), not a delay worth showing.
+OFFSET_SHOWN_BELOW_S = 3600.0
+
+
+def _clock_fit_text(fit: pd.DataFrame) -> str:
+    """The clock fits as ``inspect`` prints them: skew and its uncertainty in ppm with one
+    decimal, the flow's and its pair's samples (the skew rests on the pair's), the offset in ms
+    where the two clocks share an origin, and whether each fit was applied."""
+    if not len(fit):
+        return "  (none: no flow read here has send times on another host's clock)"
+    fit = fit.copy()
+    columns = {"flow": "flow", "skew_ppm": "skew ppm", "uncertainty_ppm": "± ppm", "samples": "samples",
+               "pair_samples": "pair samples"}
+    if fit["reverse_samples"].any():  # both directions (Paxson): each one's own fit
+        columns.update(forward_ppm="forward ppm", reverse_ppm="reverse ppm", reverse_samples="reverse samples")
+    shared_origin = fit["offset_s"].abs() < OFFSET_SHOWN_BELOW_S
+    fit["offset_ms"] = (fit["offset_s"] * 1e3).where(shared_origin)
+    columns["offset_ms"] = "offset ms"
+    note = ("" if shared_origin.all() else "\n  (offset -: the flow's send times count from an origin of their own, "
+            "as an RTP timestamp or a TCP TSval does)")
+    columns["status"] = "status"
+    decimals = dict.fromkeys(("skew_ppm", "uncertainty_ppm", "forward_ppm", "reverse_ppm", "offset_ms"), 1)
+    table = report_text.shown(fit[list(columns)], fixed=decimals).rename(columns=columns)
+    return table.to_string(index=False) + note
 
 
 def _json_value(value):
@@ -396,27 +437,6 @@ def _json_value(value):
     if hasattr(value, "item"):
         return value.item()
     return str(value)
-
-
-def _with_utc_times(flows: pd.DataFrame) -> pd.DataFrame:
-    """A capture's flow list with its absolute first and last times as UTC date and time (to
-    the microsecond), not as 1.676660e+09."""
-    shown = flows.copy()
-    for column in ("first", "last"):
-        if column in shown:
-            times = pd.to_datetime(shown[column], unit="s", utc=True, errors="coerce")
-            shown[column] = times.dt.strftime("%Y-%m-%d %H:%M:%S.%f").fillna("-")
-    return shown
-
-
-def _format_summary(summary: pd.DataFrame) -> str:
-    table = summary.copy()
-    for col in ("loss_rate", "congestion_rate", "wireless_rate"):
-        table[col] = (table[col] * 100).map(lambda v: "-" if pd.isna(v) else f"{v:.2f}%")
-    for col in [c for c in table.columns if c.endswith("_ms")]:
-        table[col] = table[col].map(lambda v: "-" if pd.isna(v) else f"{v:.1f}")
-    table = table.rename(columns={"loss_rate": "loss", "congestion_rate": "cong", "wireless_rate": "wless"})
-    return table.to_string(index=False)
 
 
 def cmd_labels(args: argparse.Namespace) -> int:
@@ -518,6 +538,9 @@ def cmd_score(args: argparse.Namespace) -> int:
         text = scores.to_csv(index=False)
     elif args.format == "md":
         text = markdown_table(scores)
+    elif scores.empty:
+        flows = 0 if batch.summary is None else len(batch.summary)
+        text = (f"nothing to score: no flow lost a packet ({flows} flow(s) read; `inspect` shows them)\n")
     else:
         text = text_table(scores)
     if args.output:
@@ -532,10 +555,27 @@ def _score_traces(args: argparse.Namespace):
     """The traces ``score`` reads: one per file, or with ``--flow-at-a-time`` one per flow of
     each capture (``read_capture_flows``: memory bounded by the largest flow)."""
     if not args.flow_at_a_time:
-        yield from (_read(args, path) for path in _sources(args))
+        for path in _sources(args):
+            trace = _read(args, path)
+            _note_unscored(trace)
+            yield trace
         return
     for path in _sources(args):
         yield from _flow_by_flow(args, path)
+
+
+def _note_unscored(trace: Trace) -> None:
+    """Say on standard error which flows of an ns-2 trace are left out of the scores, and why."""
+    left_out = trace.meta.get("unscored_flows")
+    if not left_out:
+        return
+    by_reason: dict[str, list[str]] = {}
+    for label, why in left_out.items():
+        by_reason.setdefault(why, []).append(label)
+    parts = [", ".join(labels[:6]) + (f" and {len(labels) - 6} more" if len(labels) > 6 else "") + f" ({why})"
+             for why, labels in by_reason.items()]
+    hint = "; --flows all scores every flow" if any(why.startswith("background") for why in by_reason) else ""
+    print(f"{trace.path}: flows not scored: {'; '.join(parts)}{hint}", file=sys.stderr)
 
 
 def _flow_picking(args: argparse.Namespace) -> list[str]:
@@ -735,7 +775,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         _write_table(table, args.output, _inputs(args), None)
         print(f"wrote {len(table)} grid points to {args.output}")
     else:
-        print(shown.round(4).to_string(index=False))
+        print(report_text.text(shown, percent=("M_c", "M_w", "accuracy")))
     front = table[table["pareto"]]
     default = table[table["default"]].iloc[0]
     print(f"\n{len(table)} points ({table.attrs['refused']} refused by {args.swept}), {len(front)} on the M_c-M_w "
@@ -784,18 +824,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     groups = [learn.group_of(item.name, args.group_by) for item in items]
     table, importance = learn.evaluate(items, groups, args.model, args.seed)
     verdicts = learn.verdicts(table)
-    shown = table.copy()
-    for column in ("M_c", "M_w", "accuracy", "accuracy_lo", "accuracy_hi"):
-        shown[column] = (shown[column] * 100).round(1)
-    print("grouped cross-validation: each group held out in turn, trained on the others (in %)")
-    print(shown[["held_out", "lda", "losses", "scored", "M_c", "M_w", "accuracy", "accuracy_lo", "accuracy_hi",
-                 "train_gaps", "test_traces"]].to_string(index=False))
+    print("grouped cross-validation: each group held out in turn, trained on the others")
+    print(report_text.text(table[["held_out", "lda", "losses", "scored", "M_c", "M_w", "accuracy", "accuracy_lo",
+                                  "accuracy_hi", "train_gaps", "test_traces"]],
+                           percent={"M_c": "M_c %", "M_w": "M_w %", "accuracy": "accuracy %",
+                                    "accuracy_lo": "95% CI lo", "accuracy_hi": "hi"}))
     print()
     for row in verdicts.itertuples():
         print(f"held out {row.held_out}: learned {row.learned_accuracy:.1%} against the best heuristic "
               f"({row.best_heuristic}) {row.best_accuracy:.1%}: {row.verdict}")
-    print("\nfeature importance (mean drop of gap accuracy when shuffled, held-out gaps):")
-    print(importance.pivot(index="feature", columns="held_out", values="importance").round(4).to_string())
+    print("\nfeature importance (mean drop of gap accuracy when shuffled, held-out gaps; percentage points):")
+    points = importance.pivot(index="feature", columns="held_out", values="importance") * 100
+    print(points.map(lambda v: report_text.number(v, 2)).to_string())
     if args.output:
         _write_table(table, args.output, _inputs(args), None)
         print(f"wrote {args.output}")
@@ -942,8 +982,9 @@ def build_parser() -> argparse.ArgumentParser:
     reading.add_argument("--payload", choices=[k for k in KINDS if k != ORDER],
                          help="captures: where sequence numbers and send times come from (default auto)")
     reading.add_argument("--flows", type=_csv_list, metavar="FLOW,FLOW",
-                         help="captures: the flows to read, by label as `inspect` lists them (default: all "
-                              "that carry sequence numbers)")
+                         help="the flows to read, by label as `inspect` lists them (an ns-2 fid for all its flows), or "
+                              "'all' (default: of a capture, all that carry sequence numbers; of an ns-2 trace, all "
+                              "but background traffic, the exp and pareto generators' flows)")
     reading.add_argument("--field", metavar="seq=OFF:W[:ORDER],time=OFF:W:UNITS",
                          help="captures: where another protocol's payload carries its sequence number and send "
                               "time, e.g. ns-3's SeqTsHeader: seq=0:4,time=4:8:ns (UNITS s, ms, us, ns, "
@@ -953,8 +994,10 @@ def build_parser() -> argparse.ArgumentParser:
     reading.add_argument("--rtp-sequence", choices=("ssrc", "transport-cc"), default="ssrc",
                          help="captures: one RTP stream per SSRC (default), or per WebRTC flow in the order of "
                               "its transport-wide sequence numbers (transport-cc header extension)")
-    reading.add_argument("--clock-rate", type=float, metavar="HZ",
-                         help="captures: the in-band clock's rate (RTP timestamp, TSval) when known")
+    reading.add_argument("--clock-rate", type=_clock_rates, metavar="HZ|KEY=HZ,...",
+                         help="captures: the in-band clock's rate (RTP timestamp, TSval) when known: for every "
+                              "stream (90000), or per stream by SSRC, RTP payload type or label "
+                              "(0x1234abcd=90000,111=48000); a rate a stream's own clock contradicts is refused")
     reading.add_argument("--capture-host", metavar="ADDR|none",
                          help="receiver captures: the address of the host the capture was taken on; the flows "
                               "it sends are read as sent, not as received (default: found from the flows' "

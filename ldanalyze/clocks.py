@@ -40,6 +40,9 @@ from .tiering import pick
 MIN_FIT_SAMPLES = 2  # fewer delivered packets: no slope can be told, the skew is taken as 0
 PLAUSIBLE_SKEW_PPM = 200  # quartz clocks drift by tens of ppm; more suggests a queue that never drained
 AGREEMENT_PPM = 10  # forward and reverse skew fits further apart than this disagree
+# A pair's fit on fewer delivered packets than this is too weak to apply: a slope through a
+# handful of points is whatever their delays happen to do.
+MIN_APPLIED_SAMPLES = 10
 
 
 class ClockWarning(UserWarning):
@@ -281,7 +284,9 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
     captures; ``"flow"``: each flow alone) share one skew, fitted jointly
     (:func:`common_skew`), each with its own offset. A skew beyond ``skew_limit_ppm`` is **not
     applied**: the times are kept and the report says why (a queue that never drains looks like
-    skew to the fit; oscillators drift by tens of ppm).
+    skew to the fit; oscillators drift by tens of ppm). Nor is a weak fit: on fewer than
+    ``MIN_APPLIED_SAMPLES`` packets, or less certain than that limit (its two halves' fits
+    further apart than twice the limit), or of unknown certainty.
 
     ``reverse`` (with ``pairs="all"``): (time, delay) samples of packets that crossed the same
     two clocks the other way, delay = the first clock's time minus the second's. Their envelope
@@ -296,7 +301,8 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
     ``pair``, ``offset_s`` (the minimal delay across the two clocks at the flow's first send),
     ``skew_ppm`` (the pair's; positive: the receiver's clock runs fast), ``uncertainty_ppm``
     (half the difference between the fits of the first and the second half of the pair's
-    time span: how stable the estimate is), ``samples``, ``span_s``, ``excess_s`` (the deepest
+    time span: how stable the estimate is), ``samples`` (the flow's delivered packets),
+    ``pair_samples`` (the pair's, which the skew rests on), ``span_s``, ``excess_s`` (the deepest
     queue above the envelope), ``forward_ppm`` and ``reverse_ppm`` (each direction's own fit;
     NaN without reverse samples), ``reverse_samples`` and ``status`` (``applied``,
     ``not applied: ...``). The input trace is not modified.
@@ -347,6 +353,11 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
             warnings.warn(f"{trace.path}: {pair}: estimated clock skew {skew * 1e6:+.0f} ppm is more than clocks "
                           f"drift (limit {skew_limit_ppm:g} ppm), so it is not applied: a queue that builds up "
                           "over the trace looks like skew to the fit", ClockWarning, stacklevel=2)
+        if status == "applied" and samples < MIN_APPLIED_SAMPLES:
+            status = f"not applied: {samples} samples, too few"
+        elif status == "applied" and not uncertainty * 1e6 <= skew_limit_ppm:
+            status = ("not applied: uncertain (its halves' fits differ by more than the limit)"
+                      if uncertainty == uncertainty else "not applied: uncertainty unknown (a half has too few samples)")
         applied = skew if status == "applied" else 0.0
         for (flow, got), (t, d) in zip(flows, groups):
             t0 = float(np.min(t))
@@ -356,7 +367,7 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
                 t_recv[got] -= applied * (t - t0) + (base if offset else 0.0)
             excess = float(np.max(d - skew * (t - t0) - envelope_offset))
             rows.append({"flow": str(flow), "pair": pair, "offset_s": envelope_offset, "skew_ppm": skew * 1e6,
-                         "uncertainty_ppm": uncertainty * 1e6, "samples": int(t.size),
+                         "uncertainty_ppm": uncertainty * 1e6, "samples": int(t.size), "pair_samples": int(samples),
                          "span_s": float(np.max(t) - t0), "excess_s": excess, "forward_ppm": forward * 1e6,
                          "reverse_ppm": backward * 1e6, "reverse_samples": int(back_samples), "status": status})
     packets["t_recv"] = t_recv
@@ -366,6 +377,6 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
 
 def fit_table(rows: list[dict]) -> pd.DataFrame:
     """The per-flow clock fits as a table (columns as in :func:`remove_skew`)."""
-    columns = ["flow", "pair", "offset_s", "skew_ppm", "uncertainty_ppm", "samples", "span_s", "excess_s",
+    columns = ["flow", "pair", "offset_s", "skew_ppm", "uncertainty_ppm", "samples", "pair_samples", "span_s", "excess_s",
                "forward_ppm", "reverse_ppm", "reverse_samples", "status"]
     return pd.DataFrame(rows, columns=columns)

@@ -1,6 +1,7 @@
 """Training and honest evaluation of the learned LDA (``ldanalyze/lda/learned.py``).
 
-``train`` fits a classifier on the gaps of labelled traces (ns-2 traces, vantage chains,
+The API: ``features`` (what the model sees of each gap), ``analyse`` (a labelled trace read
+once), ``fit``, ``evaluate`` and ``verdicts``. ``train`` fits a classifier on the gaps of labelled traces (ns-2 traces, vantage chains,
 traces with a labels file). ``evaluate`` runs grouped cross-validation: the traces are split by
 scenario (``groups``, e.g. topology), each group in turn is held out, the model is trained on
 the others and scored on the held-out traces' losses next to every heuristic on the very same
@@ -40,13 +41,18 @@ class Labelled:
     decisions: pd.DataFrame
 
 
+def features(timeline, replay: Replay | None = None) -> pd.DataFrame:
+    """The learned LDA's features of every gap of ``timeline`` (one row per gap, in gap order;
+    NaN where no arrival decides it): what the model sees (``docs/learned.md``)."""
+    return gap_features(Features.of(timeline, replay or Replay()))
+
+
 def analyse(source, *, replay: Replay | None = None, **read_options) -> Labelled:
     """Features, labels and heuristic decisions of one trace (a path or a Trace)."""
     trace = read_trace(source, **read_options) if not hasattr(source, "packets") else source
     timeline = build_timeline(trace)
-    f = Features.of(timeline, replay or Replay())
     decisions = classify(timeline, list(HEURISTICS), replay=replay).assign(trace=str(trace.path))
-    return Labelled(str(trace.path), gap_features(f), gap_labels(timeline), decisions)
+    return Labelled(str(trace.path), features(timeline, replay), gap_labels(timeline), decisions)
 
 
 def rows(labelled: Iterable[Labelled]) -> tuple[np.ndarray, np.ndarray, int]:

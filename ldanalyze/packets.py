@@ -95,6 +95,12 @@ def natural_sorted(labels) -> list[str]:
     return sorted((str(x) for x in labels), key=key)
 
 
+def named_flows(flows) -> set[str] | None:
+    """The flows a ``flows`` option names, or None when it asks for every one (None, ``"all"``)."""
+    wanted = {flows} if isinstance(flows, str) else None if flows is None else set(flows)
+    return None if wanted is None or wanted == {"all"} else wanted
+
+
 def flows_of(flow: pd.Series) -> list[str]:
     """The flows some row has, in natural order: of a categorical, the categories its codes
     use (counted, not hashed row by row: a third faster on 2 M packets)."""

@@ -55,7 +55,8 @@ losses of the group are resampled with replacement ``bootstrap`` times, and the 
 percentile interval of the resampled ratios (resamples where the ratio is undefined are ignored).
 A scored loss outside any burst (``gap < 0``) is a unit of its own.
 
-``summary`` (a ``Timeline.summary()`` table) adds the true loss rates of the group's flows,
+``summary`` (a ``Timeline.summary()`` table) adds ``flows_scored`` (by trace the flows the group
+pools, by name; pooled their count) and the true loss rates of the group's flows,
 ``congestion_rate`` and ``wireless_rate``: lost packets of that cause over the packets whose fate
 is known (``sent − unobserved``), pooled over the group's flows (by trace: every flow of the trace
 in the summary; pooled: every flow of every trace scored).
@@ -187,6 +188,8 @@ def score(
         out, codes = _mean(losses, BY[by])
     if summary is not None:
         _rate_columns(out, codes, losses, summary, by)
+        if by != "flow":
+            _scored_flows_column(out, summary)
     if throughput is not None:
         out = _throughput_columns(out, throughput, by)
     out.insert(out.columns.get_loc("lda") + 1, "route_as", route_as)
@@ -591,6 +594,24 @@ def _rate_columns(
     for name, cause in (("congestion_rate", CONGESTION), ("wireless_rate", WIRELESS)):
         lost = np.bincount(inverse, weights=numbers[cause][keep], minlength=len(uniq))[at]
         out[name] = _ratio(lost, known)
+
+
+def _scored_flows_column(out: pd.DataFrame, summary: pd.DataFrame, shown: int = 6) -> None:
+    """``flows_scored``: the flows a group pools, named (by trace; the first ``shown`` and a
+    count beyond) or counted (pooled), so that no table hides what it pooled."""
+    traces = summary["trace"].astype(str) if "trace" in summary.columns else pd.Series("", index=summary.index)
+    flows = summary["flow"].astype(str)
+    if "trace" in out.columns:
+        named = {}
+        for trace, group in flows.groupby(traces.to_numpy(), sort=False):
+            labels = natural_sorted(group.unique())
+            more = f" and {len(labels) - shown} more" if len(labels) > shown else ""
+            named[trace] = ", ".join(labels[:shown]) + more
+        out["flows_scored"] = out["trace"].astype(str).map(named).fillna("")
+    else:
+        n_traces = traces.nunique()
+        out["flows_scored"] = (f"{len(set(zip(traces, flows)))} flows"
+                               + (f" of {n_traces} traces" if n_traces > 1 else ""))
 
 
 # --- modeled throughput --------------------------------------------------------------------

@@ -75,18 +75,18 @@ def test_score_table_json_md_csv(tmp_path, capsys):
     rows = {line.split()[0]: line.split()[2:] for line in table.splitlines() if line.startswith("M_")}
     assert rows["M_w"][:2] == ["100.0", "0.0"] and rows["M_c"][:2] == ["0.0", "0.0"]
     assert float(rows["M_w"][2]) not in (0.0, 100.0)
-    assert "95% CI (bursts)" in table and "congestion 3.19 %" in table
+    assert "95% CI (bursts)" in table and "congestion 3.17 %" in table
     assert main(["score", str(SAMPLE), str(TRACES / "wlh_tcp_1flow_high.tr.gz"), "--by", "flow",
                  "--format", "json", "--lda", "zigzag"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [(r["trace"].rsplit("/", 1)[-1], r["flow"]) for r in rows] == [
-        ("wlh_cbr_1flow_bursty.tr.gz", "1"), ("wlh_cbr_1flow_bursty.tr.gz", "101"), ("wlh_tcp_1flow_high.tr.gz", "1")]
+        ("wlh_cbr_1flow_bursty.tr.gz", "1"), ("wlh_tcp_1flow_high.tr.gz", "1")]  # not the background flow 101
     out = tmp_path / "s.md"
     assert main(["score", str(SAMPLE), "--format", "md", "--by", "pooled", "-o", str(out)]) == 0
     assert f"wrote {len(parse_ldas('all'))} score rows" in capsys.readouterr().out
     md = out.read_text()
     assert md.count("| M_c % |") == 1 and "| called C, was W % of scored |" in md
-    assert main(["score", str(SAMPLE), "--format", "csv", "--average", "mean", "--by", "trace"]) == 0
+    assert main(["score", str(SAMPLE), "--format", "csv", "--average", "mean", "--by", "trace", "--flows", "all"]) == 0
     frame = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert len(frame) == len(parse_ldas("all")) and (frame["flows"] == 2).all()
 
@@ -331,3 +331,67 @@ def test_classify_shows_zbs_usage_only_where_it_decided(capsys):
     capture = str(TRACES.parent / "tests" / "data" / "real" / "stun_wa_call.pcapng")
     assert main(["classify", capture, "--lda", "zbs"]) == 0  # a real call without losses: no usage table
     assert "share of time" not in capsys.readouterr().out
+
+
+def test_score_leaves_background_traffic_out_and_says_which_flows_it_scored(capsys):
+    """The README's first command: the CBR sample's 142 losses of flow 1 (41 congestion, 101
+    wireless: traces/README.md's reference counts), not the 18 of the exp cross traffic."""
+    cbr = str(TRACES / "wlh_cbr_1flow_bursty.tr.gz")
+    assert main(["score", cbr, "--lda", "spike", "--format", "json", "--controller", "none"]) == 0
+    captured = capsys.readouterr()
+    row = json.loads(captured.out)[0]
+    assert (row["losses"], row["congestion"], row["wireless"], row["flows_scored"]) == (142, 41, 101, "1")
+    assert "flows not scored: 100:4.0>1.0, 100:4.1>1.0, 101 (background traffic: exp)" in captured.err
+    assert "--flows all" in captured.err
+    assert main(["score", cbr, "--lda", "spike", "--controller", "none"]) == 0
+    assert "flows scored: 1 (true loss rates" in capsys.readouterr().out
+    assert main(["score", cbr, "--lda", "spike", "--format", "json", "--flows", "all", "--controller", "none"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["losses"] == 160
+    assert main(["score", cbr, "--lda", "spike", "--format", "json", "--flows", "101", "--controller", "none"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)[0]["losses"] == 18 and "1, 100:4.0>1.0, 100:4.1>1.0 (not in --flows)" in captured.err
+    err = error_of(["score", cbr, "--flows", "7"], capsys)
+    assert "has no flow '7' (flows: 1, 100:4.0>1.0, 100:4.1>1.0, 101; 'all' for every one)" in err
+
+
+def test_a_fid_names_all_its_flows_and_inspect_shows_the_background(capsys):
+    mix = str(TRACES / "wlh_mix_4flow_high.tr.gz")
+    assert read_trace(mix).flows == ["1", "2", "3", "4"]
+    assert read_trace(mix, flows=["100"]).flows == ["100:10.0>1.0", "100:10.1>1.0"]
+    assert read_trace(mix, flows="all").meta["unscored_flows"] == {}
+    assert main(["inspect", mix]) == 0
+    out = capsys.readouterr().out
+    assert "6 flow(s)" in out and "background traffic (exp)" in out and "100:10.0>1.0, 100:10.1>1.0" in out
+
+
+def test_a_trace_of_background_traffic_only_scores_it(tmp_path):
+    """With nothing else to study, the generators' flows are what the trace is about."""
+    only = tmp_path / "exp_only.tr"
+    lines = [f"+ {0.1 * i:.1f} 0 1 exp 210 ------- 7 0.0 1.0 {i} {i}\n- {0.1 * i:.1f} 0 1 exp 210 ------- 7 0.0 1.0 {i} {i}\n"
+             f"r {0.1 * i + 0.05:.2f} 0 1 exp 210 ------- 7 0.0 1.0 {i} {i}\n" for i in range(5)]
+    only.write_text("".join(lines))
+    trace = read_trace(only)
+    assert trace.flows == ["7"] and trace.meta["unscored_flows"] == {}
+
+
+def test_score_says_when_nothing_was_lost(capsys):
+    capture = str(TRACES.parent / "tests" / "data" / "real" / "stun_wa_call.pcapng")
+    assert main(["score", capture, "--lda", "spike"]) == 0
+    assert capsys.readouterr().out == "nothing to score: no flow lost a packet (7 flow(s) read; `inspect` shows them)\n"
+
+
+def test_a_clock_rate_belongs_to_a_stream(capsys):
+    """90000 Hz for every stream of a real call whose audio clock runs at 16 kHz is refused,
+    naming the stream and the per-stream option; given per SSRC, it is applied to that one."""
+    capture = str(TRACES.parent / "tests" / "data" / "real" / "stun_wa_call.pcapng")
+    err = error_of(["score", capture, "--clock-rate", "90000"], capsys)
+    assert "clock rate 90000 Hz contradicts stream 93.57.123.227:3478>192.168.12.156:46652/udp" in err
+    assert "advances 16,000 ticks per second" in err and "--clock-rate 0xe17231aa=16000" in err
+    assert main(["inspect", capture, "--json", "--clock-rate", "0xE17231AA=16000"]) == 0
+    flows = json.loads(capsys.readouterr().out)["meta"]["flows"]
+    audio = flows["93.57.123.227:3478>192.168.12.156:46652/udp"]
+    assert (audio["clock_rate"], audio["clock_source"]) == (16000, "given")
+    others = [info for label, info in flows.items() if not label.startswith("93.57") and "clock_source" in info]
+    assert others and all(info["clock_source"] != "given" for info in others)
+    assert "KEY=HZ pairs" in error_of(["score", capture, "--clock-rate", "fast"], capsys)
+    assert "is no SSRC" in error_of(["score", capture, "--clock-rate", "0xzz=8000"], capsys)

@@ -101,8 +101,9 @@ def test_inspect_prints_the_losses_of_each_segment(captures, capsys):
         ["300", "300", "0", "0"], ["289", "289", "0", "0"], ["282", "282", "0", "0"]]  # records, matched, unmatched, missed
     (fit,) = section(out, "clock skew and offset fitted per pair of clocks (lower envelope) and removed from the "
                           "receive times where the status says applied:")
-    assert fit[0] == FLOW and float(fit[1]) == pytest.approx(0.26) and float(fit[2]) == pytest.approx(50, abs=0.5)
-    assert fit[-1] == "applied" and float(fit[3]) < 5  # uncertainty_ppm
+    # flow, skew ppm, ± ppm, samples, pair samples, offset ms, status
+    assert fit[0] == FLOW and float(fit[1]) == pytest.approx(50, abs=0.5) and float(fit[5]) == pytest.approx(260, abs=1)
+    assert fit[-1] == "applied" and float(fit[2]) < 5
     summary = out.splitlines()[-1].split()
     assert summary[:7] == [FLOW, "300", "282", "7", "11", "0", "0"]  # sent delivered cong. wireless lost unobserved
 

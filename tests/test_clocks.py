@@ -265,3 +265,21 @@ def test_a_queue_trending_in_one_direction_is_not_taken_for_skew():
     np.testing.assert_array_equal(out.packets["t_recv"].to_numpy(), recv)
     with pytest.raises(UsageError, match="pairs='all'"):
         remove_skew(trace, reverse=[(back_t, back_d)])
+
+
+def test_a_weak_fit_is_reported_not_applied():
+    """Nine samples are too few for a skew (``MIN_APPLIED_SAMPLES``, 10, are enough); a fit
+    whose halves differ by more than the limit is too uncertain: a delay that rises by 1 ms a
+    second in the first half and falls as fast in the second looks like 0 ppm overall, ± 1000."""
+    t = np.arange(9.0)
+    recv = t + 0.5 + 50e-6 * t
+    out = remove_skew(separate_trace(t, recv))
+    assert out.meta["clock_fit"]["status"].tolist() == ["not applied: 9 samples, too few"]
+    np.testing.assert_array_equal(out.packets["t_recv"].to_numpy(), recv)
+    ten = remove_skew(separate_trace(np.arange(10.0), np.arange(10.0) + 0.5 + 50e-6 * np.arange(10.0)))
+    assert ten.meta["clock_fit"]["status"].tolist() == ["applied"]
+    t = np.arange(0.0, 20.0, 0.1)
+    tent = np.where(t < 10, 1e-3 * t, 1e-3 * (20 - t))
+    fit = remove_skew(separate_trace(t, t + 0.5 + tent)).meta["clock_fit"].iloc[0]
+    assert fit["uncertainty_ppm"] > 200 and fit["status"].startswith("not applied: uncertain")
+    assert fit["pair_samples"] == fit["samples"] == t.size

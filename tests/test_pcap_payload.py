@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ldanalyze.errors import TraceError, UsageError
-from ldanalyze.io.capture.payload import Field, FieldSpec, segment_index
+from ldanalyze.io.capture.payload import ClockRates, Field, FieldSpec, segment_index
 from ldanalyze.io.capture.pcap import read_capture
 from ldanalyze.packets import validate_packets
 from ldanalyze.timeline import build_timeline
@@ -471,3 +471,15 @@ def test_field_read_is_the_plain_twin(n, head_bytes, width, order, signed, data)
     for head in (records["head"], np.ascontiguousarray(records["head"])):
         got = field.read(head)
         assert got.dtype == np.int64 and got.tolist() == expected
+
+
+def test_clock_rates_pick_a_stream_s_own_by_ssrc_then_payload_type_then_label():
+    rates = ClockRates.parse("0x1=8000, 96=90000, a>b/udp=48000")
+    assert rates.of("x", ssrc=1, payload_type=96) == 8000
+    assert rates.of("x", ssrc=2, payload_type=96) == 90000
+    assert rates.of("a>b/udp") == 48000 and rates.of("c", ssrc=2, payload_type=0) is None
+    assert ClockRates.parse(90000).of("c", ssrc=5) == 90000 == ClockRates.parse("90000").every
+    assert ClockRates.parse({"0xABC": 1000}).of("t", ssrc=0xABC) == 1000
+    for bad in ("0", "-8000", "nan", "96=", "=8000"):
+        with pytest.raises(UsageError):
+            ClockRates.parse(bad)

@@ -16,6 +16,7 @@ import time
 import pandas as pd
 
 from ..packets import FATES
+from .text import summary_shown
 
 CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em auto; max-width: 1180px;
@@ -51,8 +52,8 @@ def trace_html(trace) -> str:
 
 def timeline_html(tl) -> str:
     summary = tl.summary()
-    shown = summary[["flow", "sent", "delivered", "congestion", "wireless", "route", "lost", "unobserved",
-                     "loss_rate", "gaps", "rott_mean_ms", "iat_mean_ms"]].head(20)
+    shown = summary_shown(summary[["flow", "sent", "delivered", "congestion", "wireless", "route", "lost",
+                                   "unobserved", "loss_rate", "gaps", "rott_mean_ms", "iat_mean_ms"]].head(20))
     more = f"<p class='note'>... {len(summary) - 20} more flows</p>" if len(summary) > 20 else ""
     path = html.escape(str(tl.meta.get("path", "")))
     return (f"<div><b>Timeline</b> {path}: {len(tl.arrivals)} arrivals, {len(tl.gaps)} gaps, "
@@ -103,7 +104,7 @@ def build_report(traces, *, ldas="all", controller="tfrc", timeline_ldas=("zbs",
         decisions = classify(tl, ldas)
         decisions.insert(0, "trace", str(trace.path))
         part = [f'<h2 id="{anchor}">{html.escape(str(trace.path))}</h2>', trace_html(trace),
-                "<h3>Flows</h3>", _table(tl.summary().round(3))]
+                "<h3>Flows</h3>", _table(summary_shown(tl.summary()))]
         throughput = None
         if controller:
             try:

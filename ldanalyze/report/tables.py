@@ -87,6 +87,8 @@ def _blocks(scores: pd.DataFrame):
         parts = [f"{k} {v}" for k, v in zip(keys, key) if v != ""]
         title = ", ".join(parts) or "all traces pooled"
         first = group.iloc[0]
+        if "flows_scored" in group.columns and first["flows_scored"]:
+            title += f", flows scored: {first['flows_scored']}"
         if "congestion_rate" in group.columns and not _missing(first["congestion_rate"]):
             title += (f" (true loss rates: congestion {first['congestion_rate'] * 100:.2f} %, "
                       f"wireless {first['wireless_rate'] * 100:.2f} %)")

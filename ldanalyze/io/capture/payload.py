@@ -73,7 +73,7 @@ from numba import njit
 
 from ...clocks import fit_lower_envelope
 from ...errors import TraceError, UsageError
-from ...packets import DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, make_packet_table
+from ...packets import DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, make_packet_table, named_flows
 from ...timeline import unwrap_sequence
 from . import rtp
 from .linklayer import F_TCP_MSS, F_TCP_TIMESTAMP, S_DECODED
@@ -261,9 +261,97 @@ class NoSequenceNumbers(TraceError):
         self.skipped = skipped
 
 
+# -- clock rates the user gave -------------------------------------------------------------------
+# A given rate this far off the rate a stream's own clock shows against capture time is a
+# mistake (90000 Hz given for every stream of a call whose audio runs at 16000 Hz), not skew.
+CONTRADICTING = (0.8, 1.25)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClockRates:
+    """In-band clock rates (Hz) the user knows: ``every`` stream's, or per stream, keyed by
+    SSRC (``0x1234abcd``), RTP payload type (``96``) or stream label. Parsed from ``90000`` or
+    ``0x1234abcd=90000,111=48000``."""
+
+    every: float | None = None
+    by_key: tuple[tuple[str, float], ...] = ()
+
+    @classmethod
+    def parse(cls, given) -> ClockRates | None:
+        """None, a ClockRates, a number of Hz, a ``{key: Hz}`` mapping or the command line's text."""
+        if given is None or isinstance(given, ClockRates):
+            return given
+        if isinstance(given, dict):
+            pairs = [(str(k).strip(), v) for k, v in given.items()]
+            every = None
+        elif isinstance(given, str) and "=" in given:
+            pairs = [tuple(part.split("=", 1)) for part in given.split(",") if part.strip()]
+            every = None
+        else:
+            pairs, every = [], cls._hz(given, given)
+        return cls(every, tuple((cls._key(key.strip(), given), cls._hz(value, given)) for key, value in pairs))
+
+    @staticmethod
+    def _hz(value, given) -> float:
+        try:
+            hz = float(value)
+        except (TypeError, ValueError):
+            hz = math.nan
+        if not (math.isfinite(hz) and hz > 0):
+            raise UsageError(f"clock rate {given!r}: give a positive number of Hz (90000), or KEY=HZ pairs joined "
+                             "by commas where KEY is an SSRC (0x1234abcd), an RTP payload type (96) or a stream "
+                             "label")
+        return hz
+
+    @staticmethod
+    def _key(key: str, given) -> str:
+        if key.lower().startswith("0x"):
+            try:
+                return f"0x{int(key, 16):08x}"
+            except ValueError:
+                raise UsageError(f"clock rate {given!r}: {key!r} is no SSRC") from None
+        if not key:
+            raise UsageError(f"clock rate {given!r}: a KEY=HZ pair has no key")
+        return key
+
+    def of(self, label: str, ssrc: int | None = None, payload_type: int | None = None) -> float | None:
+        """The rate given for a stream: by its SSRC, else its payload type, else its label, else
+        the rate for every stream; None when none applies."""
+        keys = dict(self.by_key)
+        for key in (f"0x{ssrc:08x}" if ssrc is not None else None,
+                    str(payload_type) if payload_type is not None else None, label):
+            if key is not None and key in keys:
+                return keys[key]
+        return self.every
+
+    def __str__(self) -> str:
+        return ",".join([f"{self.every:g}"] if self.every else [f"{k}={v:g}" for k, v in self.by_key])
+
+
+def check_given_rate(rate: float, ticks: np.ndarray, times: np.ndarray, name: str, key: str | None = None) -> None:
+    """Refuse a given clock rate that the stream's own clock contradicts (:data:`CONTRADICTING`),
+    read as ``infer_clock_rate`` reads it; a stream too short to tell is taken at its word.
+    ``key`` names the stream in the suggested per-stream option (its SSRC; else its name)."""
+    try:
+        shown = clock_slope(ticks, times, name)
+    except NotThisKind:
+        return
+    if not CONTRADICTING[0] <= shown / rate <= CONTRADICTING[1]:
+        raise UsageError(f"clock rate {rate:g} Hz contradicts stream {name}: its clock advances {shown:,.0f} ticks "
+                         f"per second of capture time. A clock rate belongs to one stream: give it per stream "
+                         f"(--clock-rate {key or name}={_snapped(shown):g}, keyed by SSRC, RTP payload type or "
+                         "stream label), or leave it out to have it read from the stream")
+
+
+def _snapped(rate: float) -> float:
+    """The usual media clock rate within 2 % of ``rate``, else ``rate`` rounded."""
+    nearest = min(USUAL_RTP_RATES, key=lambda usual: abs(math.log(rate / usual)))
+    return float(nearest) if abs(rate / nearest - 1) <= 0.02 else float(round(rate))
+
+
 # -- the entry points --------------------------------------------------------------------------
 def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows=None,
-                    clock_rate: float | None = None, fallback: str | None = None,
+                    clock_rate=None, fallback: str | None = None,
                     ssrc=None, rtp_sequence: str = "ssrc", reports=None,
                     host: str | tuple | None = "auto") -> tuple[pd.DataFrame, dict]:
     """The PacketTable of a decoded one-point capture, and what was taken and skipped
@@ -271,8 +359,9 @@ def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows
 
     See the module docstring for ``payload`` and ``vantage``; ``flows`` names flows by label
     (as ``list_flows`` prints them) and makes them mandatory; ``ssrc`` keeps the RTP streams of
-    these SSRCs (``"0x1234abcd"`` or integers) only; ``clock_rate`` (Hz) is the rate
-    of the in-band clock (RTP timestamp, TCP TSval) when you know it. ``fallback`` (a kind)
+    these SSRCs (``"0x1234abcd"`` or integers) only; ``clock_rate`` is the rate of the in-band
+    clock (RTP timestamp, TCP TSval) when you know it, for every stream or per stream
+    (:class:`ClockRates`; a rate the stream's clock contradicts is refused). ``fallback`` (a kind)
     reads the data-carrying flows that ``payload`` does not fit instead of skipping them.
     ``reports``: the clock rates RTCP sender reports give (``capture_sender_reports``) when the
     caller took them from more of the capture than ``capture`` holds. ``host``: the address of
@@ -285,8 +374,7 @@ def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows
         raise UsageError(f"vantage must be one of {VANTAGES}, not {vantage!r}")
     if not isinstance(payload, FieldSpec) and payload not in KINDS:
         raise UsageError(f"payload must be a FieldSpec or one of {KINDS}, not {payload!r}")
-    if clock_rate is not None and not clock_rate > 0:
-        raise UsageError(f"clock_rate must be a positive number of Hz, not {clock_rate!r}")
+    clock_rate = ClockRates.parse(clock_rate) or ClockRates()
     if rtp_sequence not in RTP_SEQUENCES:
         raise UsageError(f"rtp_sequence must be one of {RTP_SEQUENCES}, not {rtp_sequence!r}")
     receiver = vantage == "receiver"
@@ -479,9 +567,9 @@ def _rows_by_flow(flow, status, decoded):
 
 def _chosen_flows(capture, flows) -> tuple[set[int] | None, set[str] | None]:
     """The flow ids and the labels (flows or RTP streams) asked for; (None, None): all."""
-    if flows is None:
+    wanted = named_flows(flows)
+    if wanted is None:
         return None, None
-    wanted = {flows} if isinstance(flows, str) else set(flows)
     index = {label: i for i, label in enumerate(capture.flows["label"])}
     unknown = sorted(f for f in wanted if f.partition(SSRC)[0] not in index)
     if unknown:
@@ -541,8 +629,9 @@ def capture_sender_reports(capture) -> dict[int, tuple[float, int]]:
     return rtp.sender_report_rates(head, head_len, kinds == rtp.RTCP)
 
 
-def flow_streams(capture, flow: int, rows: np.ndarray, records: FlowRecords, payload, times, *, clock_rate=None,
-                 forced=False, send_times=True, rtp_sequence="ssrc", reports=None) -> list[Stream]:
+def flow_streams(capture, flow: int, rows: np.ndarray, records: FlowRecords, payload, times, *,
+                 clock_rate: ClockRates = ClockRates(), forced=False, send_times=True, rtp_sequence="ssrc",
+                 reports=None) -> list[Stream]:
     """The sequence spaces of one flow (its records and their indices) under ``payload``;
     raises NotThisKind when it does not fit.
 
@@ -556,7 +645,7 @@ def flow_streams(capture, flow: int, rows: np.ndarray, records: FlowRecords, pay
                        {"kind": ORDER})]
     if proto == TCP:
         if payload in ("auto", "tcp"):
-            return [_tcp_stream(label, rows, records, times, clock_rate, send_times)]
+            return [_tcp_stream(label, rows, records, times, clock_rate.of(label), send_times)]
         if not (custom and forced):
             raise NotThisKind(f"a TCP flow (name it in flows to read it with a {payload_name(payload)} spec)"
                               if custom else f"a TCP flow cannot carry {payload} packets")
@@ -669,9 +758,10 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
                 info.update(rtx_stream=candidates[r]["name"], rtx_packets=candidates[r]["packets"],
                             rtx_payload_type=candidates[r]["pt"], rtx_repaired=int(repaired.size))
         sent = np.full(c["packets"], np.nan)
-        rate = clock_rate
+        given = clock_rate.of(c["name"], ssrc=int(c["ssrc"], 16), payload_type=int(c["pt"]))
+        rate = given
         report = reports.get(int(c["ssrc"], 16))
-        if clock_rate is None and report is not None:  # the sender said how fast its media clock runs
+        if given is None and report is not None:  # the sender said how fast its media clock runs
             measured, count = report
             info.update(sender_reports=count, sender_report_rate=measured)
             if PLAUSIBLE_RTP_RATES[0] <= measured <= PLAUSIBLE_RTP_RATES[1]:
@@ -691,8 +781,9 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
             info.update(send_time="abs-send-time", abs_send_time_id=extension)
         elif send_times:
             try:
-                sent = _send_seconds(RTP, mine_head, mine_times, rate, info, c["name"])
-                if clock_rate is None and report is not None:
+                sent = _send_seconds(RTP, mine_head, mine_times, rate, info, c["name"], given=given is not None,
+                                     key=c["ssrc"])
+                if given is None and report is not None:
                     info["clock_source"] = "RTCP sender reports"
                 sent = _per_frame(sent, mine_times, info)
             except NotThisKind as why:
@@ -828,7 +919,7 @@ def _spec_streams(spec: FieldSpec, label, rows, records, times, clock_rate, send
         own_info = dict(info)
         sent = np.full(own.shape[0], np.nan)
         if send_times and spec.send_time is not None:
-            sent = _send_seconds(spec, head[mine], times[rows[mine]], clock_rate, own_info, name)
+            sent = _send_seconds(spec, head[mine], times[rows[mine]], clock_rate.of(name), own_info, name)
         streams.append(Stream(name, spec.name, rows[mine], own, sent, own_info))
     return streams
 
@@ -862,9 +953,11 @@ def _not_a_sequence(seq: np.ndarray) -> str | None:
     return None
 
 
-def _send_seconds(spec: FieldSpec, head, times, clock_rate, info, name) -> np.ndarray:
+def _send_seconds(spec: FieldSpec, head, times, clock_rate, info, name, given: bool = True,
+                  key: str | None = None) -> np.ndarray:
     """In-band send times in seconds (on the sender's clock, its own origin) from the
-    packets' first payload bytes."""
+    packets' first payload bytes; a ``clock_rate`` the user ``given`` is checked against the
+    stream's own clock (``check_given_rate``)."""
     units, field = spec.time_units, spec.send_time
     if units in PAIR_UNITS:
         whole, fraction = (f.read(head) for f in field.halves())
@@ -881,6 +974,8 @@ def _send_seconds(spec: FieldSpec, head, times, clock_rate, info, name) -> np.nd
         rate, source = infer_clock_rate(ticks, times, USUAL_RTP_RATES, 0.02, name)
     else:
         rate, source = float(clock_rate if units is None else units), "given"
+        if units is None and given:
+            check_given_rate(rate, ticks, times, name, key)
     info.update(clock_rate=rate, clock_source=source)
     return ticks / rate
 
@@ -893,6 +988,15 @@ def infer_clock_rate(ticks, times, usual, tolerance, name) -> tuple[float, str]:
     capture does not tilt as it tilts a least-squares line (a TCP transfer through a
     bottleneck read 1024 Hz for Linux's 1000 Hz that way). Raises NotThisKind when the
     capture is too short to tell."""
+    slope = clock_slope(ticks, times, name)
+    nearest = min(usual, key=lambda r: abs(math.log(slope / r)))
+    if abs(slope / nearest - 1) <= tolerance:
+        return float(nearest), "inferred"
+    return slope, "inferred (not a usual rate)"
+
+
+def clock_slope(ticks, times, name) -> float:
+    """Ticks per second of capture time on the lower envelope (see ``infer_clock_rate``)."""
     ok = np.isfinite(times)
     t, k = times[ok], ticks[ok].astype(np.float64)
     if t.shape[0] >= 2 and np.ptp(k) == 0:
@@ -903,11 +1007,7 @@ def infer_clock_rate(ticks, times, usual, tolerance, name) -> tuple[float, str]:
     seconds_per_tick = fit_lower_envelope(k - k.min(), t - t.min()).skew
     if seconds_per_tick <= 0:
         raise NotThisKind(f"stream {name}: the in-band clock does not advance with capture time")
-    slope = 1.0 / seconds_per_tick
-    nearest = min(usual, key=lambda r: abs(math.log(slope / r)))
-    if abs(slope / nearest - 1) <= tolerance:
-        return float(nearest), "inferred"
-    return slope, "inferred (not a usual rate)"
+    return 1.0 / seconds_per_tick
 
 
 def _tcp_stream(label, rows, records, times, clock_rate, send_times) -> Stream:
@@ -941,6 +1041,7 @@ def _tcp_stream(label, rows, records, times, clock_rate, send_times) -> Stream:
             rate, source = infer_clock_rate(ticks, times[rows[data]], USUAL_TSVAL_RATES, 0.1, label)
         else:
             rate, source = float(clock_rate), "given"
+            check_given_rate(rate, ticks, times[rows[data]], label)
         info.update(clock_rate=rate, clock_source=source)
         sent = ticks / rate
     return Stream(label, "tcp", rows[data], seq, sent, info)

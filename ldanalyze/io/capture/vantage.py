@@ -48,7 +48,8 @@ import pandas as pd
 
 from ...clocks import PLAUSIBLE_SKEW_PPM, fit_lower_envelope, remove_skew
 from ...errors import TraceError, UsageError
-from ...packets import CONGESTION, DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, WIRELESS, Trace, empty_rtt
+from ...packets import (CONGESTION, DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, WIRELESS, Trace, empty_rtt,
+                         named_flows)
 from . import payload as payloads
 from .pcap import CHUNK_BYTES, DEFAULT_HEAD_BYTES, CaptureWarning, decode_capture
 
@@ -102,6 +103,7 @@ def read_vantages(
     applied beyond ``skew_limit_ppm``.
     """
     chain = [v if isinstance(v, Vantage) else parse_vantage(v) for v in vantages]
+    flows = named_flows(flows)
     if len(chain) < 2:
         raise UsageError("a vantage chain needs at least two captures: the sender's and the receiver's")
     if clocks not in CLOCKS:

@@ -63,7 +63,7 @@ from ...packets import (
 )
 from ..detect import NS2_WIRELESS, line_format
 from ..text import iter_blocks, locate_row
-from . import LAST_TIME_S, TIME_RANGE
+from . import LAST_TIME_S, TIME_RANGE, select_flows
 
 DATA_TYPES = ("tcpFriend", "cbr", "udp", "tcp", "exp", "pareto", "rtp", "Traffic", "data")
 FEEDBACK_TYPES = ("tcpFriendCtl", "ack", "rtcp")
@@ -112,8 +112,8 @@ _CAUSES = {
 
 # Columns of the per-uid integer state.
 (S_SEQ, S_SIZE, S_FID, S_SRC, S_DST, S_SRC_NODE, S_DST_NODE, S_LAST_EV, S_LAST_FROM, S_LAST_TO,
- S_CAUSE) = range(11)
-N_INT_STATE = 11
+ S_CAUSE, S_TYPE) = range(12)
+N_INT_STATE = 12
 # Columns of the per-uid time state.
 T_SEND, T_RECV, T_DROP = range(3)
 
@@ -255,6 +255,7 @@ def read_ns2_wired(
     feedback_types: Iterable[str] = FEEDBACK_TYPES,
     flow_by: str = "auto",
     error_events: Iterable[str] = ("e",),
+    flows: Iterable[str] | str | None = None,
     block_bytes: int = BLOCK_BYTES,
 ) -> Trace:
     """Read an ns-2 wired trace into a :class:`~ldanalyze.packets.Trace`.
@@ -263,7 +264,8 @@ def read_ns2_wired(
     traffic you did not name) are counted in ``meta['ignored_types']``. ``flow_by`` is
     ``fid``, ``addr`` (source and destination address) or ``auto`` (fid unless one fid
     carries several address pairs). ``error_events`` are extra event letters that a script
-    writes for error-model drops. Memory grows with the number of packets, not of lines:
+    writes for error-model drops. ``flows`` picks the flows read (:func:`select_flows`: by
+    default those under study, not background traffic). Memory grows with the number of packets, not of lines:
     the file is parsed ``block_bytes`` at a time.
     """
     if flow_by not in FLOW_BY:
@@ -276,7 +278,7 @@ def read_ns2_wired(
     if not threads.may_spread():  # a pool's worker: its siblings keep the other cores busy
         for block, offset in blocks:
             reader.add_table(reader.parse(block, offset), offset)
-        return reader.finish(flow_by)
+        return select_flows(*reader.finish(flow_by), flows)
     # parse block k+1 on a worker thread while block k is folded in (pyarrow releases the
     # GIL); at most two blocks are in memory at once
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -288,7 +290,7 @@ def read_ns2_wired(
             previous = (parsing, offset)
         if previous is not None:
             reader.add_table(previous[0].result(), previous[1])
-    return reader.finish(flow_by)
+    return select_flows(*reader.finish(flow_by), flows)
 
 
 class _WiredReader:
@@ -299,6 +301,7 @@ class _WiredReader:
         self.letters = letters
         self.state = _State()
         self.addresses = _Interner()
+        self.types = _Interner()
         self.address_node: list[int] = []
         self.type_counts: dict[str, int] = {}
         self.feedback: list[dict[str, np.ndarray]] = []
@@ -381,6 +384,8 @@ class _WiredReader:
         ints[uids, S_SRC], ints[uids, S_DST] = src, dst
         ints[uids, S_SRC_NODE], ints[uids, S_DST_NODE] = src_node, dst_node
         ints[uids, S_LAST_EV] = -1
+        type_idx, type_names = _dict_column(table, "ptype")
+        ints[uids, S_TYPE] = self.types.codes(type_names)[type_idx[rows]]
 
     def _addresses(self, table: pa.RecordBatch, column: str, rows: np.ndarray, fail):
         """Address codes and node ids of the given rows (flat ``node.port`` addresses)."""
@@ -443,7 +448,8 @@ class _WiredReader:
         raise TraceError(self.path, f"cannot parse as an ns-2 wired trace: {exc}", offset=offset)
 
     # -- after the last block ------------------------------------------------------------
-    def finish(self, flow_by: str) -> Trace:
+    def finish(self, flow_by: str) -> tuple[Trace, dict[str, set[str]]]:
+        """The trace of every flow, and each flow's packet types."""
         if self.lines == 0:
             raise TraceError(self.path, "the trace is empty")
         ints, times = self.state.ints, self.state.times
@@ -482,6 +488,9 @@ class _WiredReader:
             warnings.warn(f"{self.path}: {int((~sent).sum())} data packet(s) appear without their enqueue at the "
                           "source (the trace starts mid-run?); left out", TraceWarning, stacklevel=3)
 
+        types = pd.DataFrame({"flow": np.asarray(flow[sent], dtype=object),
+                              "type": np.asarray(self.types.values, dtype=object)[st[sent, S_TYPE]]})
+        flow_types = {str(label): set(kinds) for label, kinds in types.groupby("flow", sort=False)["type"]}
         packets = make_packet_table(
             flow=flow[sent], seq=st[sent, S_SEQ], uid=uids[sent], size=st[sent, S_SIZE], t_send=t_send[sent],
             t_recv=tm[sent, T_RECV], t_drop=tm[sent, T_DROP], fate=fate[sent], reason=reason[sent],
@@ -500,7 +509,7 @@ class _WiredReader:
             "clock": "common",
             "no_send": int((~sent).sum()),
         }
-        return Trace(packets=packets, rtt=rtt, path=self.path, format="ns2-wired", meta=meta)
+        return Trace(packets=packets, rtt=rtt, path=self.path, format="ns2-wired", meta=meta), flow_types
 
     def _flows(self, fid, src, dst, flow_by: str) -> tuple[pd.Categorical, dict[int, str]]:
         """Flow label per packet, and the flow of each (src, dst) address pair (keyed by

@@ -88,7 +88,7 @@ from ...packets import (
 )
 from ..detect import NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, NS2_WIRELESS_TAGGED
 from ..text import iter_blocks, iter_lines
-from . import LAST_TIME_S, TIME_RANGE, cmu_scan
+from . import LAST_TIME_S, TIME_RANGE, cmu_scan, select_flows
 from .wired import DATA_TYPES, FEEDBACK_TYPES
 
 DROP_CAUSES = {
@@ -137,12 +137,15 @@ def read_ns2_wireless(
     feedback_types: Iterable[str] = FEEDBACK_TYPES,
     causes: Mapping[str, str] | None = None,
     end_time: float | None = None,
+    flows: Iterable[str] | str | None = None,
 ) -> Trace:
     """Read an ns-2 wireless trace (old, new or tagged format, detected per line).
 
     ``causes`` amends the drop table (see the module docstring), e.g. ``{"RTR CBK":
     "wireless"}`` where routes break only because the radio failed. ``end_time``: when the run
-    stopped (tagged format only: it tells the queues' flush from their overflows).
+    stopped (tagged format only: it tells the queues' flush from their overflows). ``flows``
+    picks the flows read (:func:`select_flows`: by default those under study, not background
+    traffic).
     """
     table = drop_causes(causes)
     path = os.fspath(path)
@@ -156,7 +159,7 @@ def read_ns2_wireless(
         raise TraceError(path, "the trace is empty")
     if not np.any((rec["ev"] == _EV["s"]) & (rec["level"] == _AGT) & (rec["ptype"] < len(data_types))):
         raise TraceError(path, f"no data packets sent at the agent level (types {sorted(data_types)})")
-    return _build(path, rec, skipped, data_types, table, end_time)
+    return select_flows(*_build(path, rec, skipped, data_types, table, end_time), flows)
 
 
 def _scan(path: str, types: list[str], n_data: int) -> tuple[np.ndarray, dict[str, int], int]:
@@ -256,7 +259,8 @@ def _factorize_first(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return codes, first
 
 
-def _build(path, rec, skipped, data_types, table, end_time) -> Trace:
+def _build(path, rec, skipped, data_types, table, end_time) -> tuple[Trace, dict[str, set[str]]]:
+    """The trace of every flow, and each flow's packet types."""
     agent = rec["level"] == _AGT
     data = rec["ptype"] < len(data_types)
     sends = rec[agent & data & (rec["ev"] == _EV["s"])]
@@ -310,7 +314,10 @@ def _build(path, rec, skipped, data_types, table, end_time) -> Trace:
     fmt = _FORMATS[seen[0]] if len(seen) == 1 else NS2_WIRELESS_OLD
     meta = {"clock": "common", "flow_by": "addr", "formats": [_FORMATS[f] for f in seen], "causes": table,
             "skipped_lines": skipped}
-    return Trace(packets=packets, rtt=rtt, path=path, format=fmt, meta=meta)
+    types = pd.DataFrame({"flow": np.asarray(flow, dtype=object),
+                          "type": np.asarray(data_types, dtype=object)[sends["ptype"]]})
+    flow_types = {str(label): set(kinds) for label, kinds in types.groupby("flow", sort=False)["type"]}
+    return Trace(packets=packets, rtt=rtt, path=path, format=fmt, meta=meta), flow_types
 
 
 def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
