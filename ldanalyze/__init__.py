@@ -7,7 +7,7 @@ and ``replay`` (every rate controller fed every LDA's decisions, open loop → t
 have allowed: the modeled throughput). ``read_vantages`` reads a chain of captures along a
 path into one Trace with ground truth per segment; ``apply_labels``/``write_labels`` join and
 write labels files; ``remove_skew`` fits and removes a clock skew; ``score_suite`` scores a folder of traces as
-``ldanalyze batch`` does.
+``ldanalyze batch`` does; ``report_html`` makes the page of ``ldanalyze report``.
 """
 
 from .batch import score_suite
@@ -22,11 +22,12 @@ from .lda import REGISTRY as LDAS
 from .lda import Replay, classify, get_lda, lda_state
 from .packets import FATES, LOSS_FATES, Trace
 from .report import plots as plot
+from .report.html import build_report as report_html
 from .scoring import score
 from .timeline import Timeline, build_timeline
 
 __all__ = [
-    "plot",
+    "plot", "report_html",
     "read_trace", "read_vantages", "Vantage", "apply_labels", "read_labels", "write_labels", "remove_skew",
     "build_timeline", "classify", "score", "score_suite", "get_lda", "lda_state", "Replay", "LDAS",
     "replay", "controller_state", "get_controller", "PathModel", "CONTROLLERS",

@@ -358,8 +358,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         flows = pd.DataFrame(flows)
         print(f"{seen.path}: {seen.format}, {len(flows)} flow(s) in the capture, {len(summary)} read as sequenced "
               f"flows or streams ({seen.packets} data packets)")
+        shown = flows if args.verbose else flows.head(CAPTURE_FLOWS_SHOWN)
         print("\nflows in the capture (5-tuple and direction; first and last: UTC):")
-        print(report_text.text(flows, utc=('first', 'last')))
+        print(report_text.text(shown, utc=('first', 'last')))
+        if len(shown) < len(flows):
+            print(f"... and {len(flows) - len(shown)} more (inspect -v lists them all)")
         _print_streams(seen.meta)
     else:
         print(f"{seen.path}: {seen.format}, {len(summary)} flow(s), {seen.packets} data packets")
@@ -399,9 +402,19 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             for f, r in rtt.iterrows()
         ))
     print()
-    print(summary_shown(summary).to_string(index=False))
+    columns = list(summary.columns) if args.verbose else [c for c in INSPECT_COLUMNS if c in summary.columns]
+    print(summary_shown(summary[columns]).to_string(index=False))
+    if not args.verbose:
+        print("(the main columns; inspect -v shows all, with ROTT and IAT mean, p50, p95 and max, "
+              "reordered and duplicates; --json everything)")
     return 0
 
+
+CAPTURE_FLOWS_SHOWN = 20
+# inspect's flow table without -v: counts by fate, the loss rates, ROTT and IAT at a glance
+INSPECT_COLUMNS = ("flow", "sent", "delivered", "congestion", "wireless", "route", "lost", "unobserved",
+                   "loss_rate", "congestion_rate", "wireless_rate", "gaps", "rott_p50_ms", "rott_p95_ms",
+                   "iat_p50_ms")
 
 # Past this, a fitted offset is the distance between the origins of two unrelated clocks (an
 # RTP timestamp's random start against the capture's epoch), not a delay worth showing.
@@ -1032,6 +1045,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("inspect", parents=[one], help="per-flow packets, losses by cause, ROTT/IAT")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help=f"every column of the flow table and every flow of a capture (default: the main columns, "
+                        f"the first {CAPTURE_FLOWS_SHOWN} flows of a capture's list)")
     p.add_argument("--flow-at-a-time", action="store_true",
                    help="captures larger than memory: decode into per-flow files on disk, then read and summarise "
                         "one flow at a time (the same report; memory bounded by the largest flow)")

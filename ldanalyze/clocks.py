@@ -348,14 +348,14 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
                               f"({forward * 1e6:+.1f} ppm) and on the reverse ones ({backward * 1e6:+.1f} ppm) "
                               "disagree, so none is applied: a queue or a route change trends in one direction",
                               ClockWarning, stacklevel=2)
+        if status == "applied" and samples < MIN_APPLIED_SAMPLES:
+            status = f"not applied: {samples} samples, too few"
         if status == "applied" and abs(skew) * 1e6 > skew_limit_ppm:
             status = f"not applied: beyond {skew_limit_ppm:g} ppm"
             warnings.warn(f"{trace.path}: {pair}: estimated clock skew {skew * 1e6:+.0f} ppm is more than clocks "
                           f"drift (limit {skew_limit_ppm:g} ppm), so it is not applied: a queue that builds up "
                           "over the trace looks like skew to the fit", ClockWarning, stacklevel=2)
-        if status == "applied" and samples < MIN_APPLIED_SAMPLES:
-            status = f"not applied: {samples} samples, too few"
-        elif status == "applied" and not uncertainty * 1e6 <= skew_limit_ppm:
+        if status == "applied" and not uncertainty * 1e6 <= skew_limit_ppm:
             status = ("not applied: uncertain (its halves' fits differ by more than the limit)"
                       if uncertainty == uncertainty else "not applied: uncertainty unknown (a half has too few samples)")
         applied = skew if status == "applied" else 0.0

@@ -596,17 +596,18 @@ def _rate_columns(
         out[name] = _ratio(lost, known)
 
 
-def _scored_flows_column(out: pd.DataFrame, summary: pd.DataFrame, shown: int = 6) -> None:
-    """``flows_scored``: the flows a group pools, named (by trace; the first ``shown`` and a
-    count beyond) or counted (pooled), so that no table hides what it pooled."""
+def _scored_flows_column(out: pd.DataFrame, summary: pd.DataFrame, width: int = 80) -> None:
+    """``flows_scored``: the flows a group pools, named (by trace, as many as fit in ``width``
+    characters, then a count) or counted (pooled), so that no table hides what it pooled."""
     traces = summary["trace"].astype(str) if "trace" in summary.columns else pd.Series("", index=summary.index)
     flows = summary["flow"].astype(str)
     if "trace" in out.columns:
         named = {}
         for trace, group in flows.groupby(traces.to_numpy(), sort=False):
             labels = natural_sorted(group.unique())
-            more = f" and {len(labels) - shown} more" if len(labels) > shown else ""
-            named[trace] = ", ".join(labels[:shown]) + more
+            shown = [label for k, label in enumerate(labels) if len(", ".join(labels[:k + 1])) <= width] or labels[:1]
+            more = f" and {len(labels) - len(shown)} more" if len(shown) < len(labels) else ""
+            named[trace] = ", ".join(shown) + more
         out["flows_scored"] = out["trace"].astype(str).map(named).fillna("")
     else:
         n_traces = traces.nunique()

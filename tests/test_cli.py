@@ -344,7 +344,7 @@ def test_score_leaves_background_traffic_out_and_says_which_flows_it_scored(caps
     assert "flows not scored: 100:4.0>1.0, 100:4.1>1.0, 101 (background traffic: exp)" in captured.err
     assert "--flows all" in captured.err
     assert main(["score", cbr, "--lda", "spike", "--controller", "none"]) == 0
-    assert "flows scored: 1 (true loss rates" in capsys.readouterr().out
+    assert "flows scored: 1 (true loss rates of the flows scored: congestion 3.17 %" in capsys.readouterr().out
     assert main(["score", cbr, "--lda", "spike", "--format", "json", "--flows", "all", "--controller", "none"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["losses"] == 160
     assert main(["score", cbr, "--lda", "spike", "--format", "json", "--flows", "101", "--controller", "none"]) == 0
@@ -395,3 +395,26 @@ def test_a_clock_rate_belongs_to_a_stream(capsys):
     assert others and all(info["clock_source"] != "given" for info in others)
     assert "KEY=HZ pairs" in error_of(["score", capture, "--clock-rate", "fast"], capsys)
     assert "is no SSRC" in error_of(["score", capture, "--clock-rate", "0xzz=8000"], capsys)
+
+
+def test_inspect_shows_the_main_columns_unless_verbose(capsys):
+    mix = str(TRACES / "wlh_mix_4flow_high.tr.gz")
+    assert main(["inspect", mix]) == 0
+    short = capsys.readouterr().out
+    header = next(line for line in short.splitlines() if line.split()[:2] == ["flow", "sent"])
+    assert "loss % cong % wless %" in header and "rott_max_ms" not in header and "inspect -v shows all" in short
+    assert main(["inspect", mix, "-v"]) == 0
+    assert "rott_max_ms" in capsys.readouterr().out
+    discord = str(TRACES.parent / "tests" / "data" / "real" / "discord.pcap")
+    assert main(["inspect", discord]) == 0
+    out = capsys.readouterr().out
+    listed = out.split("first and last: UTC):\n")[1].split("\n\n")[0].splitlines()
+    assert len(listed) == 1 + 20 + 1 and listed[-1].startswith("... and ") and "inspect -v lists them all" in listed[-1]
+
+
+def test_a_capture_without_truth_says_so_instead_of_loss_rates(capsys):
+    discord = str(TRACES.parent / "tests" / "data" / "real" / "discord.pcap")
+    assert main(["score", discord, "--lda", "spike"]) == 0
+    title = capsys.readouterr().out.splitlines()[0]
+    assert "no ground truth: the cause of each of its 1 losses is unknown" in title and "true loss rates" not in title
+    assert "and 36 more" in title  # 37 streams, named as far as 80 characters go

@@ -117,11 +117,16 @@ def test_rtp_clock_rate_inferred_and_snapped(tmp_path, rate, pt, expected, sourc
     assert d["t_send"].max() - d["t_send"].min() == pytest.approx(39 * 0.04 * rate / info["clock_rate"], rel=3e-3)
 
 
-def test_rtp_clock_rate_given_wins(tmp_path):
-    trace = read(video(tmp_path, 90000), clock_rate=45000)
+def test_rtp_clock_rate_given_wins_unless_the_stream_contradicts_it(tmp_path):
+    """88 kHz given for a 90 kHz stream is taken (0.98 of what the stream shows); 45 kHz, half
+    of it, is refused (``CONTRADICTING``: 0.8-1.25)."""
+    path = video(tmp_path, 90000)
+    trace = read(path, clock_rate=88000)
     assert trace.meta["flows"][LABEL]["clock_source"] == "given"
     frame_sent = rows(trace).groupby((rows(trace)["seq"] - 100) // 3)["t_send"].min()  # per frame: its first
-    assert frame_sent.max() - frame_sent.min() == pytest.approx(2 * 39 * 0.04)
+    assert frame_sent.max() - frame_sent.min() == pytest.approx(39 * 0.04 * 90000 / 88000)
+    with pytest.raises(UsageError, match=r"clock rate 45000 Hz contradicts stream .* advances (89,99\d|90,00\d) ticks.*0x0000004d=90000"):
+        read(path, clock_rate=45000)
 
 
 def test_rtp_clock_rate_cannot_be_inferred_from_too_short_a_capture(tmp_path):
@@ -347,7 +352,7 @@ def test_bad_options(tmp_path):
         read(path, payload="quic")
     with pytest.raises(UsageError, match=r"has no flow 'nope' \(flows: 10.0.0.1:5004>10.0.0.2:6000/udp\)"):
         read(path, flows=["nope"])
-    with pytest.raises(UsageError, match="clock_rate must be a positive number"):
+    with pytest.raises(UsageError, match="clock rate 0: give a positive number of Hz"):
         read(path, clock_rate=0)
 
 

@@ -181,6 +181,10 @@ def _state_panel(ax, st: pd.DataFrame, lda, origin: float = 0.0) -> None:
     quantities on the right one, a boolean state shaded, a chosen scheme as coloured bands."""
     t = st["t_recv"].to_numpy(np.float64) - origin
     columns = [c for c in st.columns if c not in ("flow", "seq", "t_recv")]
+    # delays across separate clocks carry the clocks' offset (an epoch, say): shown less it
+    delays = [st[c].to_numpy(np.float64) for c in columns if c in SECONDS and st[c].dtype.kind == "f"]
+    finite = np.concatenate([d[np.isfinite(d)] for d in delays]) if delays else np.empty(0)
+    floor = float(finite.min()) if finite.size and abs(finite.min()) >= 1.0 else 0.0
     right = None
     k = 0
     for column in columns:
@@ -190,8 +194,8 @@ def _state_panel(ax, st: pd.DataFrame, lda, origin: float = 0.0) -> None:
             if column not in SECONDS:
                 right = right or ax.twinx()
                 target = right
-            scale = 1e3 if column in SECONDS else 1.0
-            target.plot(*decimate(t, values.to_numpy(np.float64) * scale), color=PALETTE[k % len(PALETTE)],
+            scale, shift = (1e3, floor) if column in SECONDS else (1.0, 0.0)
+            target.plot(*decimate(t, (values.to_numpy(np.float64) - shift) * scale), color=PALETTE[k % len(PALETTE)],
                         linewidth=0.8, label=column if column in SECONDS else f"{column} (right)")
             k += 1
         elif values.dtype.kind == "b":
@@ -212,7 +216,7 @@ def _state_panel(ax, st: pd.DataFrame, lda, origin: float = 0.0) -> None:
         right.grid(False)
         right.spines["right"].set_visible(True)
     ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.06 if right is not None else 1.01, 1.0),
-              fontsize=8, frameon=False)
+              fontsize=8, frameon=False, title="ms less the clocks' offset" if floor else None, title_fontsize=8)
     _style(ax, None, f"{lda} state (ms)")
 
 

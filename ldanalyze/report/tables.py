@@ -89,9 +89,14 @@ def _blocks(scores: pd.DataFrame):
         first = group.iloc[0]
         if "flows_scored" in group.columns and first["flows_scored"]:
             title += f", flows scored: {first['flows_scored']}"
-        if "congestion_rate" in group.columns and not _missing(first["congestion_rate"]):
-            title += (f" (true loss rates: congestion {first['congestion_rate'] * 100:.2f} %, "
-                      f"wireless {first['wireless_rate'] * 100:.2f} %)")
+        unknown = int(first["unknown"]) if "unknown" in group.columns else 0
+        if unknown and unknown == int(first["losses"]) - int(first.get("undetected", 0)):
+            title += (f" (no ground truth: the cause of each of its {unknown} losses is unknown, so nothing is "
+                      "scored; give --labels or a --vantage chain)")
+        elif "congestion_rate" in group.columns and not _missing(first["congestion_rate"]):
+            title += (f" (true loss rates of the flows scored: congestion {first['congestion_rate'] * 100:.2f} %, "
+                      f"wireless {first['wireless_rate'] * 100:.2f} %"
+                      + (f"; {unknown} losses of unknown cause left out)" if unknown else ")"))
         if "route_as" in group.columns and first["route"] > 0:
             mapping = first["route_as"]
             title += (" (route losses left out of M_c/M_w)" if mapping == "excluded"
