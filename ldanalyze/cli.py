@@ -870,8 +870,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.closed_loop:
         from .closedloop import patched_ns
 
-        print("building ns-2.35 with the LDA receiver (once per patch text; minutes the first time)...", flush=True)
+        print("ns-2.35 with the LDA receiver (built once per patch text, minutes the first time): ", end="", flush=True)
         closed = patched_ns()
+        print(closed, flush=True)
     done = reproduce(args.output, quick=args.quick, jobs=args.jobs, closed=closed)
     checks = pd.read_csv(done["written"]["checks"])
     print(f"{done['traces']} traces ({done['simulated']} simulated now, the rest from the cache) scored in "

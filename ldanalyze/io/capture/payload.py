@@ -419,7 +419,7 @@ def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows
         counts = capture.counts
         raise NoSequenceNumbers(capture.path, f"no decodable flow with sequence numbers: {counts['records']} "
                                 f"records, {counts['decoded']} decoded into {len(capture.flows)} flows"
-                                + (f"; {first_reasons(skipped)}" if skipped else ""), skipped=skipped)
+                                + (f"; {first_reasons(skipped)}" if skipped else "") + FIELD_HINT, skipped=skipped)
     skipped_streams = {}
     for stream in streams:
         skipped_streams.update(stream.info.pop("skipped_streams", {}))
@@ -576,6 +576,11 @@ def _chosen_flows(capture, flows) -> tuple[set[int] | None, set[str] | None]:
         shown = ", ".join(list(index)[:5]) + (" ..." if len(index) > 5 else "")
         raise UsageError(f"{capture.path} has no flow {unknown[0]!r} (flows: {shown or 'none'})")
     return {index[f.partition(SSRC)[0]] for f in wanted}, wanted
+
+
+# What to do when no known payload fits: say where the protocol keeps its numbers.
+FIELD_HINT = (". If the packets carry a sequence number and a send time in a layout of their own, say where: "
+              "--field seq=OFF:W,time=OFF:W:UNITS (Python: payload=FieldSpec.parse(...); docs/captures.md)")
 
 
 def first_reasons(skipped: dict[str, str], shown: int = 3) -> str:

@@ -233,7 +233,7 @@ def _flow_traces(capture, output: _SpillingOutput, folder: pathlib.Path, *, repo
         yield trace
     if not read:
         raise payloads.NoSequenceNumbers(capture.path, "no flow with sequence numbers" + (
-            f" ({payloads.first_reasons(skipped)})" if skipped else ""), skipped=skipped)
+            f" ({payloads.first_reasons(skipped)})" if skipped else "") + payloads.FIELD_HINT, skipped=skipped)
     told = {k: v for k, v in skipped.items() if not v.startswith(payloads.ACKS_ONLY)}  # as capture_trace tells
     messages = [f"{capture.path}: {len(told)} flow(s) without sequence numbers skipped "
                 f"({payloads.reasons_in_brief(told)})" if told else "",
