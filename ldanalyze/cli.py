@@ -635,12 +635,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
     for col in ("mean_rate_bps", "capacity_bps"):
         summary[col] = summary[col] / 1e3
     summary = summary.rename(columns={"mean_rate_bps": "mean_kbps", "capacity_bps": "capacity_kbps"})
-    print(summary.round(3).to_string(index=False))
+    print(report_text.text(summary, percent={"thput": "thput %"},
+                           fixed={"mean_kbps": 1, "capacity_kbps": 1, "seconds": 1, "vs_omniscient": 2,
+                                  "vs_unaware": 2}))
     if args.compare_sent:
         capacity = result.summary.drop_duplicates("flow").set_index("flow")["capacity_bps"]
         table = agreement(result.rates, timeline, args.compare_sent, capacity_bps=capacity)
         print(f"\nallowed rate against the rate the trace's sender sent, in {args.compare_sent:g} s bins:")
-        print(table.round(3).to_string(index=False))
+        table[["allowed_bps", "sent_bps"]] = table[["allowed_bps", "sent_bps"]] / 1e3
+        table = table.rename(columns={"allowed_bps": "allowed_kbps", "sent_bps": "sent_kbps"})
+        print(report_text.text(table, fixed={"allowed_kbps": 1, "sent_kbps": 1, "ratio": 3, "capped_ratio": 3,
+                                             "correlation": 3}))
     return 0
 
 

@@ -32,10 +32,14 @@ JSON_SCHEMA = {
         "traces": {"type": "object", "required": ["scored", "failed", "passed_over"],
                    "properties": {k: {"type": "integer", "minimum": 0}
                                   for k in ("scored", "without_losses", "failed", "passed_over")}},
-        "results": {"type": "array", "items": {**_ROW, "required": ["scope", "trace", "flow", "lda", "M_c", "M_w"],
-                                               "properties": {"scope": {"enum": ["flow", "trace", "pooled"]},
-                                                              "M_c": {"type": ["number", "null"]},
-                                                              "M_w": {"type": ["number", "null"]}}}},
+        "results": {"type": "array",
+                    "description": "scores as ldanalyze.scoring.score names them: shares (M_c, M_w, accuracy, the "
+                                   "loss rates, thput) are fractions, not percent; rates in bits/s; times in seconds",
+                    "items": {**_ROW, "required": ["scope", "trace", "flow", "lda", "M_c", "M_w"],
+                              "properties": {"scope": {"enum": ["flow", "trace", "pooled"]},
+                                             **{name: {"type": ["number", "null"], "minimum": 0, "maximum": 1}
+                                                for name in ("M_c", "M_w", "accuracy", "congestion_rate",
+                                                             "wireless_rate")}}}},
         "errors": {"type": "array", "items": {**_ROW, "required": ["trace", "error"]}},
         "checks": {"type": "array", "items": {**_ROW, "required": ["check", "status", "message"],
                                               "properties": {"status": {"enum": ["pass", "fail", "undefined",
