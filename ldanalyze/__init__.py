@@ -25,6 +25,7 @@ from .report import plots as plot
 from .report.html import build_report as report_html
 from .scoring import score
 from .timeline import Timeline, build_timeline
+from .version import VERSION as __version__
 
 __all__ = [
     "plot", "report_html",
@@ -33,4 +34,3 @@ __all__ = [
     "replay", "controller_state", "get_controller", "PathModel", "CONTROLLERS",
     "Trace", "Timeline", "TraceError", "UsageError", "FATES", "LOSS_FATES",
 ]
-__version__ = "0.4.0"

@@ -40,6 +40,8 @@ from . import threads
 from .packets import Trace, labels_dtype
 from .scoring import SUMMARY_REQUIRED, THROUGHPUT_REQUIRED, score, tally
 from .timeline import Timeline, build_timeline
+from .output import atomic_write, json_default
+from .version import VERSION
 
 CACHE_VERSION = 7
 FLOW_AT_A_TIME_ABOVE = 1 << 30  # bytes: a larger capture is read one flow at a time (Analysis)
@@ -373,7 +375,7 @@ def _analyze_flows(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
                                          read=lambda t=trace: (labelled(t), False))[0])
         if listing is not None and parts:
             text = json.dumps({"entries": names, "flows": sorted(seen)})
-            _replace_atomically(listing, lambda tmp: tmp.write_text(text))  # last: the flows are all in
+            atomic_write(listing, lambda tmp: tmp.write_text(text))  # last: the flows are all in
     if labels is not None and not set(labels["flow"]) <= seen:
         missing = sorted(set(labels["flow"]) - seen)
         raise TraceError(job.labels, f"labels name flow(s) {job.path} does not have: {', '.join(missing[:5])}")
@@ -426,7 +428,7 @@ def _analyze_cached(job: Job, analysis: Analysis, *, entry: pathlib.Path | None 
         newly_left = set(missing) - set(runnable)
         if newly_left:
             left_out |= newly_left
-            _replace_atomically(results / "left_out.json", lambda tmp: tmp.write_text(json.dumps(sorted(left_out))))
+            atomic_write(results / "left_out.json", lambda tmp: tmp.write_text(json.dumps(sorted(left_out))))
             wanted = [spec for spec in wanted if spec not in newly_left]
         if runnable:
             decided = classify(timeline, runnable, replay=analysis.replay)
@@ -480,7 +482,7 @@ def _replay_rows(timeline, analysis: Analysis, runnable: list[str], rows: list, 
     except UsageError:
         skipped = results / "no_replay.json"
         before = json.loads(skipped.read_text()) if skipped.exists() else []
-        _replace_atomically(skipped, lambda tmp: tmp.write_text(json.dumps(sorted(set(before) | set(runnable)))))
+        atomic_write(skipped, lambda tmp: tmp.write_text(json.dumps(sorted(set(before) | set(runnable)))))
         return rows
     return [*rows, _write_piece(new, results / f"replay-{_part_name(runnable)}.arrow", ldas=runnable)]
 
@@ -507,9 +509,10 @@ def _signals(timeline, replay_options: Replay, folder: pathlib.Path):
     try:
         signals = Signals.of(timeline, replay_options, PathModel())
     except UsageError as exc:
-        _replace_atomically(refused, lambda tmp: tmp.write_text(str(exc)))
+        why = str(exc)
+        atomic_write(refused, lambda tmp: tmp.write_text(why))
         raise
-    _replace_atomically(file, signals.save)
+    atomic_write(file, signals.save)
     return signals
 
 
@@ -527,7 +530,7 @@ def _timeline(analysis: Analysis, folder: pathlib.Path, read: Callable[[], tuple
         _write_piece(getattr(timeline, name), folder / f"{name}.arrow")
     stored = {"flows": timeline.flows,
               "meta": {k: v for k, v in timeline.meta.items() if isinstance(v, (str, int, float, bool))}}
-    _replace_atomically(folder / "meta.json", lambda tmp: tmp.write_text(json.dumps(stored)))  # last: the entry is whole
+    atomic_write(folder / "meta.json", lambda tmp: tmp.write_text(json.dumps(stored)))  # last: the entry is whole
     return timeline, from_cache
 
 
@@ -624,22 +627,14 @@ def _write_piece(table: pd.DataFrame, path: pathlib.Path, *, ldas: list[str] | N
     if arrow.nbytes <= WHOLE_FILE_BYTES:
         buffer = pa.BufferOutputStream()
         write(buffer)
-        _replace_atomically(path, lambda tmp: tmp.write_bytes(buffer.getvalue()))
+        atomic_write(path, lambda tmp: tmp.write_bytes(buffer.getvalue()))
     else:
         def streamed(tmp: pathlib.Path) -> None:
             with pa.OSFile(str(tmp), "wb") as sink:
                 write(sink)
 
-        _replace_atomically(path, streamed)
+        atomic_write(path, streamed)
     return arrow
-
-
-def _replace_atomically(path: pathlib.Path, write: Callable[[pathlib.Path], None]) -> None:
-    """``write`` a temporary file beside ``path`` (same suffix), then rename it into place: a
-    reader, or another worker, never sees half of it."""
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
-    write(tmp)
-    os.replace(tmp, path)
 
 
 def _entry(job: Job, analysis: Analysis) -> pathlib.Path:
@@ -679,10 +674,9 @@ def cache_key(job: Job, cache_dir: str | None = None) -> str:
     """A digest of every input file's bytes, the read options and the cache's layout version:
     a changed file, option or ldanalyze cache layout never meets an old entry. With
     ``cache_dir``, the files' digests are remembered there (:func:`file_digest`)."""
-    from . import __version__
 
     digest = hashlib.blake2b(digest_size=20)
-    digest.update(json.dumps([CACHE_VERSION, __version__, list(job.vantage) and "chain", repr(job.read_options)])
+    digest.update(json.dumps([CACHE_VERSION, VERSION, list(job.vantage) and "chain", repr(job.read_options)])
                   .encode())
     for path in job.files:
         digest.update(file_digest(path, cache_dir).encode())
@@ -717,7 +711,7 @@ def file_digest(path: str, cache_dir: str | None = None) -> str:
     if memo is not None and _stamp(path) == stamp and time.time_ns() - stamp[-1] > RECENT_NS:
         memo.parent.mkdir(parents=True, exist_ok=True)
         saved = json.dumps({"path": os.path.abspath(path), "stat": stamp, "digest": value})
-        _replace_atomically(memo, lambda tmp: tmp.write_text(saved))
+        atomic_write(memo, lambda tmp: tmp.write_text(saved))
     return value
 
 
@@ -735,21 +729,13 @@ def _store(entry: pathlib.Path, trace: Trace) -> None:
     _write_piece(trace.packets, tmp / "packets.arrow")  # Arrow IPC, as all the cache: 4x faster than Parquet
     _write_piece(trace.rtt, tmp / "rtt.arrow")
     meta = {"path": trace.path, "format": trace.format, **trace.meta}
-    (tmp / "meta.json").write_text(json.dumps(meta, default=_json_default))
+    (tmp / "meta.json").write_text(json.dumps(meta, default=json_default))
     try:
         os.replace(tmp, entry)
     except OSError:  # another worker stored the same entry first
         for f in tmp.iterdir():
             f.unlink()
         tmp.rmdir()
-
-
-def _json_default(value):
-    if isinstance(value, pd.DataFrame):
-        return json.loads(value.to_json(orient="records"))
-    if hasattr(value, "item"):
-        return value.item()
-    return str(value)
 
 
 def execute(jobs: Sequence[Job], analysis: Analysis, *, workers: int = 1, scheduler: str | None = None,

@@ -7,7 +7,6 @@ other failure.
 from __future__ import annotations
 
 import argparse
-import collections
 import difflib
 import atexit
 import contextlib
@@ -17,9 +16,7 @@ import json
 import os
 import pathlib
 import signal
-import stat
 import sys
-import tempfile
 import threading
 import time
 import warnings
@@ -28,7 +25,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from . import __version__
+from .output import atomic_write, json_default
+from .version import VERSION
 from . import batch as batching
 from . import gates
 from .batch import analyze_traces
@@ -48,9 +46,9 @@ from .packets import LOSS_FATES, Trace, empty_rtt, natural_sorted
 from .lda import REGISTRY, Replay, classify, parse_ldas, runnable_ldas
 from .lda.zbs import Zbs
 from .report import ci
-from .report import text as report_text
+from . import formatting
 from .report.tables import markdown_table, text_table
-from .report.text import summary_shown
+from .formatting import summary_shown
 from .scoring import ROUTE_AS, score
 from .timeline import build_timeline
 
@@ -175,38 +173,15 @@ def _replay(args: argparse.Namespace) -> Replay:
 
 
 def _atomic_write(output: str, inputs: Sequence[str], write) -> None:
-    """Call ``write(tmp_path)`` and move the result onto ``output``; never over an input. The
-    file gets the mode of the one it replaces, or that of a new file (0666 less the umask),
-    not the 0600 of a temporary file."""
-    out = os.path.abspath(output)
-    _refuse_overwriting(out, inputs)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(out) or ".", prefix=".ldanalyze-", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, stat.S_IMODE(os.stat(out).st_mode) if os.path.exists(out) else _new_file_mode())
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    """``output.atomic_write``, never over an input."""
+    _refuse_overwriting(os.path.abspath(output), inputs)
+    atomic_write(output, write)
 
 
 def _refuse_overwriting(output: str, inputs: Sequence[str]) -> None:
     for path in inputs:
         if os.path.exists(output) and os.path.samefile(path, output):
             raise UsageError(f"refusing to overwrite the input trace {path}")
-
-
-def _new_file_mode() -> int:
-    """0666 less the umask: read where Linux tells it, else set and put back (for an instant
-    the process's umask is 0, which another thread creating a file would get)."""
-    try:
-        with open("/proc/self/status") as f:
-            umask = next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
-    except (OSError, StopIteration, ValueError):
-        umask = os.umask(0)
-        os.umask(umask)
-    return 0o666 & ~umask
 
 
 TABLE_KINDS = ("parquet", "csv", "json")
@@ -349,7 +324,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             "rtt_samples": int(len(seen.rtt)),
             "flows": json.loads(summary.to_json(orient="records")),
         }
-        print(json.dumps(payload, indent=2, default=_json_value))
+        print(json.dumps(payload, indent=2, default=json_default))
         return 0
     if seen.format in (PCAP, PCAPNG):
         flows = seen.meta.get("capture_flows")
@@ -360,7 +335,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
               f"flows or streams ({seen.packets} data packets)")
         shown = flows if args.verbose else flows.head(CAPTURE_FLOWS_SHOWN)
         print("\nflows in the capture (5-tuple and direction; first and last: UTC):")
-        print(report_text.text(shown, utc=('first', 'last')))
+        print(formatting.text(shown, utc=('first', 'last')))
         if len(shown) < len(flows):
             print(f"... and {len(flows) - len(shown)} more (inspect -v lists them all)")
         _print_streams(seen.meta)
@@ -439,17 +414,8 @@ def _clock_fit_text(fit: pd.DataFrame) -> str:
             "as an RTP timestamp or a TCP TSval does)")
     columns["status"] = "status"
     decimals = dict.fromkeys(("skew_ppm", "uncertainty_ppm", "forward_ppm", "reverse_ppm", "offset_ms"), 1)
-    table = report_text.shown(fit[list(columns)], fixed=decimals).rename(columns=columns)
+    table = formatting.shown(fit[list(columns)], fixed=decimals).rename(columns=columns)
     return table.to_string(index=False) + note
-
-
-def _json_value(value):
-    """What json cannot write by itself in a trace's meta: tables as records, numbers as numbers."""
-    if isinstance(value, pd.DataFrame):
-        return json.loads(value.to_json(orient="records"))
-    if hasattr(value, "item"):
-        return value.item()
-    return str(value)
 
 
 def cmd_labels(args: argparse.Namespace) -> int:
@@ -635,7 +601,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     for col in ("mean_rate_bps", "capacity_bps"):
         summary[col] = summary[col] / 1e3
     summary = summary.rename(columns={"mean_rate_bps": "mean_kbps", "capacity_bps": "capacity_kbps"})
-    print(report_text.text(summary, percent={"thput": "thput %"},
+    print(formatting.text(summary, percent={"thput": "thput %"},
                            fixed={"mean_kbps": 1, "capacity_kbps": 1, "seconds": 1, "vs_omniscient": 2,
                                   "vs_unaware": 2}))
     if args.compare_sent:
@@ -644,7 +610,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"\nallowed rate against the rate the trace's sender sent, in {args.compare_sent:g} s bins:")
         table[["allowed_bps", "sent_bps"]] = table[["allowed_bps", "sent_bps"]] / 1e3
         table = table.rename(columns={"allowed_bps": "allowed_kbps", "sent_bps": "sent_kbps"})
-        print(report_text.text(table, fixed={"allowed_kbps": 1, "sent_kbps": 1, "ratio": 3, "capped_ratio": 3,
+        print(formatting.text(table, fixed={"allowed_kbps": 1, "sent_kbps": 1, "ratio": 3, "capped_ratio": 3,
                                              "correlation": 3}))
     return 0
 
@@ -793,7 +759,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         _write_table(table, args.output, _inputs(args), None)
         print(f"wrote {len(table)} grid points to {args.output}")
     else:
-        print(report_text.text(shown, percent=("M_c", "M_w", "accuracy")))
+        print(formatting.text(shown, percent=("M_c", "M_w", "accuracy")))
     front = table[table["pareto"]]
     default = table[table["default"]].iloc[0]
     print(f"\n{len(table)} points ({table.attrs['refused']} refused by {args.swept}), {len(front)} on the M_c-M_w "
@@ -843,7 +809,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     table, importance = learn.evaluate(items, groups, args.model, args.seed)
     verdicts = learn.verdicts(table)
     print("grouped cross-validation: each group held out in turn, trained on the others")
-    print(report_text.text(table[["held_out", "lda", "losses", "scored", "M_c", "M_w", "accuracy", "accuracy_lo",
+    print(formatting.text(table[["held_out", "lda", "losses", "scored", "M_c", "M_w", "accuracy", "accuracy_lo",
                                   "accuracy_hi", "train_gaps", "test_traces"]],
                            percent={"M_c": "M_c %", "M_w": "M_w %", "accuracy": "accuracy %",
                                     "accuracy_lo": "95% CI lo", "accuracy_hi": "hi"}))
@@ -853,7 +819,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
               f"({row.best_heuristic}) {row.best_accuracy:.1%}: {row.verdict}")
     print("\nfeature importance (mean drop of gap accuracy when shuffled, held-out gaps; percentage points):")
     points = importance.pivot(index="feature", columns="held_out", values="importance") * 100
-    print(points.map(lambda v: report_text.number(v, 2)).to_string())
+    print(points.map(lambda v: formatting.number(v, 2)).to_string())
     if args.output:
         _write_table(table, args.output, _inputs(args), None)
         print(f"wrote {args.output}")
@@ -981,7 +947,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ldanalyze",
         description="Offline analysis of loss differentiation algorithms over ns-2 traces and pcap/pcapng captures.",
     )
-    parser.add_argument("--version", action="version", version=f"ldanalyze {__version__}")
+    parser.add_argument("--version", action="version", version=f"ldanalyze {VERSION}")
     sub = parser.add_subparsers(dest="command", required=True)
     parser.commands = sub.choices  # each command's parser, for the suggestions of _unrecognized
 

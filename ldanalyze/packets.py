@@ -36,6 +36,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .formatting import trace_html
+
 DELIVERED = "delivered"
 CONGESTION = "congestion"
 WIRELESS = "wireless"
@@ -81,9 +83,22 @@ class Trace:
         return flows_of(self.packets["flow"])
 
     def _repr_html_(self) -> str:
-        from .report.html import trace_html
-
         return trace_html(self)
+
+
+def unwrap_sequence(seq: np.ndarray, modulus: int) -> np.ndarray:
+    """Unwrap sequence numbers modulo ``modulus`` given in order.
+
+    Each step is taken as the signed difference closest to zero, so a step of more than
+    half the sequence space backwards is a wrap forward (RFC 3550 A.1's rule). The first
+    value is kept as it is.
+    """
+    seq = np.asarray(seq, dtype=np.int64)
+    if seq.size == 0:
+        return seq.copy()
+    step = np.diff(seq) % modulus
+    step = np.where(step >= modulus // 2 + modulus % 2, step - modulus, step)
+    return np.concatenate(([seq[0]], seq[0] + np.cumsum(step)))
 
 
 def natural_sorted(labels) -> list[str]:

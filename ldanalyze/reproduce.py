@@ -179,10 +179,10 @@ def reproduce(out: str | os.PathLike, *, quick: bool = False, jobs: int | None =
 
 def _save(fig, path: pathlib.Path) -> None:
     """Write a figure and let it go (a full run draws dozens)."""
-    from .report.plots import _plt
+    from .report.plots import pyplot
 
     fig.savefig(path, dpi=90)
-    _plt().close(fig)
+    pyplot().close(fig)
 
 
 def _results(outcomes, scenarios: list[dict], paths: list[pathlib.Path]) -> pd.DataFrame:
@@ -260,9 +260,9 @@ def _refront(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _sweep_figure(sweeps: dict, topology: str):
-    from .report.plots import _plt, sweep as draw
+    from .report.plots import pyplot, sweep as draw
 
-    plt = _plt()
+    plt = pyplot()
     ldas = [lda for lda in SWEEPS if (lda, topology) in sweeps]
     fig, axes = plt.subplots(1, len(ldas), figsize=(5.5 * len(ldas), 6.4), constrained_layout=True, squeeze=False)
     for ax, lda in zip(axes.flat, ldas):
@@ -331,9 +331,9 @@ def _verdict(holds: bool, values) -> str:
 
 
 def _figure(results: pd.DataFrame, topology: str, traffic: str = "tfrc", loop: str = "open"):
-    from .report.plots import MARKERS, PALETTE, _outside, _plt, _style
+    from .report.plots import MARKERS, PALETTE, legend_outside, pyplot, style_axes
 
-    plt = _plt()
+    plt = pyplot()
     stats = _mean(results, topology)
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), constrained_layout=True)
     for ax, metric, label in zip(axes, ("thput", "M_c", "M_w"),
@@ -348,10 +348,10 @@ def _figure(results: pd.DataFrame, topology: str, traffic: str = "tfrc", loop: s
                     linewidth=1.3, markersize=5)
             ax.fill_between(s.index, s[(metric, "min")] * 100, s[(metric, "max")] * 100, color=colour, alpha=0.12,
                             linewidth=0)
-        _style(ax, "number of flows", label)
+        style_axes(ax, "number of flows", label)
         ax.set_xticks(sorted(stats.index.get_level_values("flows").unique()))
         ax.set_ylim(-3, 105)
-    _outside(axes[-1])
+    legend_outside(axes[-1])
     name = {"wlh": "wireless last hop (paper 000 Figs. 8, 11)", "wb": "wireless backbone (Figs. 9, 12)"}[topology]
     how = "open loop" if loop == "open" else "closed loop: each LDA steering its own TFRC receiver in ns-2"
     fig.suptitle(f"{name}, {TRAFFIC_NAMES[traffic]}, {how}: high uniform loss; line: mean over seeds, band: their range",
@@ -377,9 +377,9 @@ def zbs_usage(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def _usage_figure(usage: pd.DataFrame, traffic: str = "tfrc"):
-    from .report.plots import _plt, zbs_usage as draw
+    from .report.plots import pyplot, zbs_usage as draw
 
-    plt = _plt()
+    plt = pyplot()
     topologies = [t for t in ("wlh", "wb") if t in set(usage["topology"])]
     fig, axes = plt.subplots(1, len(topologies), figsize=(6.5 * len(topologies), 4), constrained_layout=True,
                              squeeze=False)

@@ -440,6 +440,7 @@ def _bootstrap_columns(
     rows = np.flatnonzero(losses.flags["scored"])
     gid = group[rows]
     codes = {"trace": losses.trace[rows], "flow": losses.flow[rows]}
+    assert losses.gap is not None  # prepared with need_gap
     gap = losses.gap[rows]
     gap = np.where(gap >= 0, gap, -1 - rows)  # a loss outside any burst is a unit of its own
     order = np.lexsort((gap, codes["flow"], codes["trace"], gid))
@@ -490,10 +491,7 @@ def _resample(
     # Two counts share one int64 (low and high 32 bits) to halve the gathers, when no resample
     # total can reach 2**31: a group's total is at most (its units) x (its largest unit count).
     packed = int(size.max()) * int(max(c.max(), w.max())) < 1 << 31
-    if packed:
-        columns = (c | (cw << 32), w | (wc << 32))
-    else:
-        columns = (c, cw, w, wc)
+    columns: tuple[np.ndarray, ...] = (c | (cw << 32), w | (wc << 32)) if packed else (c, cw, w, wc)
     rng = np.random.default_rng(seed)
     out = {name: np.empty((resamples, len(present))) for name in INTERVAL_METRICS}
     chunk = max(1, BOOTSTRAP_CHUNK // n)

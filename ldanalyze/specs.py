@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from .errors import UsageError
 
@@ -18,17 +18,20 @@ from .errors import UsageError
 class Parameterized:
     """Mixin for a frozen parameter dataclass with a registered ``name``."""
 
-    name: str
+    name: ClassVar[str]
+
+    def _fields(self) -> tuple[dataclasses.Field, ...]:
+        return dataclasses.fields(self)  # type: ignore[arg-type]  # every subclass is a dataclass
 
     def params(self) -> dict[str, Any]:
         """The parameters as a plain dict: ``type(x)(**x.params()) == x``."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {f.name: getattr(self, f.name) for f in self._fields()}
 
     @property
     def spec(self) -> str:
         """``name`` or ``name:key=value:...`` for the non-default parameters (the CLI form)."""
         parts = [self.name]
-        for f in dataclasses.fields(self):
+        for f in self._fields():
             value = getattr(self, f.name)
             if value != f.default:
                 parts.append(f"{f.name}={_text(value)}")
@@ -100,7 +103,9 @@ def asks_for_all(text: str | Iterable | None) -> bool:
 
 def _split_specs(text: str) -> list[str]:
     """Split at commas outside brackets."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in text:
         if ch in "[(":
             depth += 1

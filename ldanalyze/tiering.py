@@ -19,6 +19,7 @@ import types
 from collections.abc import Callable
 
 import numpy as np
+from numba.core.dispatcher import Dispatcher
 from numba.core.registry import CPUDispatcher
 
 # compiling costs about 0.1 s plus 0.4-2.4 ms per bytecode instruction of the kernel and the
@@ -38,7 +39,7 @@ def mode() -> str:
     return value
 
 
-def pick(kernel: CPUDispatcher, interpreted_s: float) -> Callable:
+def pick(kernel: Dispatcher, interpreted_s: float) -> Callable:
     """``kernel`` or its interpreted twin, whichever should finish first.
 
     ``interpreted_s`` is the caller's estimate of the interpreted run time. Machine code already
@@ -61,7 +62,7 @@ def pick(kernel: CPUDispatcher, interpreted_s: float) -> Callable:
     return kernel
 
 
-def call(kernel: CPUDispatcher, *args, us_per_item: float = 1.0):
+def call(kernel: Dispatcher, *args, us_per_item: float = 1.0):
     """``pick(kernel, ...)(*args)``, the interpreted time estimated as ``us_per_item`` per
     element of the longest array argument (most kernels loop once over their arrays, at
     0.2-0.5 us an element in the interpreter)."""
@@ -69,12 +70,12 @@ def call(kernel: CPUDispatcher, *args, us_per_item: float = 1.0):
     return pick(kernel, items * us_per_item * 1e-6)(*args)
 
 
-def compile_s(kernel: CPUDispatcher) -> float:
+def compile_s(kernel: Dispatcher) -> float:
     """The estimated time to compile ``kernel`` (see ``COMPILE_PER_INSTRUCTION_S``)."""
     return COMPILE_BASE_S + COMPILE_PER_INSTRUCTION_S * _instructions(kernel, set())
 
 
-def _instructions(kernel: CPUDispatcher, seen: set) -> int:
+def _instructions(kernel: Dispatcher, seen: set) -> int:
     if kernel in seen:
         return 0
     seen.add(kernel)
@@ -83,7 +84,7 @@ def _instructions(kernel: CPUDispatcher, seen: set) -> int:
     return len(code.co_code) // 2 + sum(_instructions(c, seen) for c in callees if isinstance(c, CPUDispatcher))
 
 
-def interpreted(kernel: CPUDispatcher) -> Callable:
+def interpreted(kernel: Dispatcher) -> Callable:
     """The kernel's Python function, run with numpy's integer wraparound silenced (compiled
     code wraps without a word) and with the kernels it calls replaced by their twins."""
     twin = _twin(kernel)
@@ -96,11 +97,11 @@ def interpreted(kernel: CPUDispatcher) -> Callable:
     return run
 
 
-_TWINS: dict[CPUDispatcher, types.FunctionType] = {}
-_SPENT: dict[CPUDispatcher, float] = {}  # estimated interpreted seconds so far, per kernel
+_TWINS: dict[Dispatcher, types.FunctionType] = {}
+_SPENT: dict[Dispatcher, float] = {}  # estimated interpreted seconds so far, per kernel
 
 
-def _twin(kernel: CPUDispatcher) -> types.FunctionType:
+def _twin(kernel: Dispatcher) -> types.FunctionType:
     """A copy of the kernel's function whose global names point at interpreted kernels."""
     twin = _TWINS.get(kernel)
     if twin is None:
@@ -117,9 +118,9 @@ def _twin(kernel: CPUDispatcher) -> types.FunctionType:
 
 
 @functools.cache
-def _on_disk(kernel: CPUDispatcher) -> bool:
+def _on_disk(kernel: Dispatcher) -> bool:
     """Whether numba's cache holds machine code for ``kernel`` (for any argument types)."""
     try:
-        return bool(kernel._cache._cache_file._load_index())
+        return bool(kernel._cache._cache_file._load_index())  # type: ignore[attr-defined]  # numba's own cache
     except (AttributeError, OSError, ValueError, EOFError):
         return False

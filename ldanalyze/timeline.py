@@ -47,9 +47,10 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from .formatting import timeline_html
 from .packets import (
     CONGESTION, DELIVERED, FATES, LOSS_FATES, UNOBSERVED, WIRELESS, Trace, empty_rtt, flow_codes,
-    flows_of, label_positions, sorting_order,
+    flows_of, label_positions, sorting_order, unwrap_sequence,
 )
 from .tiering import call, pick
 
@@ -101,8 +102,6 @@ class Timeline:
         return flows_of(self.packets["flow"])
 
     def _repr_html_(self) -> str:
-        from .report.html import timeline_html
-
         return timeline_html(self)
 
     def summary(self) -> pd.DataFrame:
@@ -202,21 +201,6 @@ def rfc3550_jitter(abs_d: np.ndarray, starts: np.ndarray) -> np.ndarray:
             j += (abs_d[i] - j) / 16.0
         out[i] = j
     return out
-
-
-def unwrap_sequence(seq: np.ndarray, modulus: int) -> np.ndarray:
-    """Unwrap sequence numbers modulo ``modulus`` given in order.
-
-    Each step is taken as the signed difference closest to zero, so a step of more than
-    half the sequence space backwards is a wrap forward (RFC 3550 A.1's rule). The first
-    value is kept as it is.
-    """
-    seq = np.asarray(seq, dtype=np.int64)
-    if seq.size == 0:
-        return seq.copy()
-    step = np.diff(seq) % modulus
-    step = np.where(step >= modulus // 2 + modulus % 2, step - modulus, step)
-    return np.concatenate(([seq[0]], seq[0] + np.cumsum(step)))
 
 
 def build_timeline(source: Trace | pd.DataFrame, *, seq_modulus: int | None = None) -> Timeline:

@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 
 import ldanalyze as la
-from ldanalyze.lda import REGISTRY, Replay, classify, get_lda, lda_state, parse_ldas
+from ldanalyze.lda import LDA, REGISTRY, Features, Replay, Verdict, classify, get_lda, lda_state, parse_ldas
 from ldanalyze.packets import make_packet_table
+from ldanalyze.testing import check_lda
 from ldanalyze.timeline import build_timeline
 
 from .conftest import TRACES
@@ -147,3 +148,59 @@ def test_every_loss_of_a_gap_gets_the_gap_decision():
 def test_all_specs_in_one_call_keep_their_order():
     d = classify(timeline("wlh_tcp_1flow_high"), "zigzag,mbiaz:upper=1.5,zigzag:dev_factors=[-1,-0.5,0,-0.5]")
     assert list(d["lda"].cat.categories) == ["zigzag", "mbiaz:upper=1.5", "zigzag:dev_factors=[-1.0,-0.5,0.0,-0.5]"]
+
+
+# --- the shipped kit: ldanalyze.testing.check_lda ------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_registered_lda_passes_the_shipped_kit(name):
+    check_lda(get_lda(name))
+
+
+def test_the_worked_example_of_docs_ldas_md_runs_and_passes(monkeypatch):
+    """The custom LDA of docs/ldas.md, run as shown from the repository's root."""
+    text = (TRACES.parent / "docs" / "ldas.md").read_text()
+    example = text.split("## Your own LDA")[1].split("```python\n")[1].split("```")[0]
+    monkeypatch.chdir(TRACES.parent)
+    scope: dict = {}
+    exec(compile(example, "docs/ldas.md", "exec"), scope)  # the docs' own code
+    assert set(scope["decisions"]["lda"].astype(str)) == {"near_the_floor", "spike"}
+
+
+@dataclasses.dataclass(frozen=True)
+class _AboveTheMedian(LDA):
+    """Non-causal: judges each gap against the median delay of the whole trace."""
+
+    name = "above_the_median"
+
+    def decide(self, f: Features) -> Verdict:
+        return Verdict(wireless=f.gdelay < (np.median(f.d) if len(f.d) else 0.0))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Alternating(LDA):
+    """Splits gaps: every other lost packet (by uid) is wireless."""
+
+    name = "alternating"
+
+    def decide(self, f: Features) -> Verdict:
+        return Verdict(wireless=f.timeline.losses["uid"].to_numpy() % 2 == 1, per_loss=True)
+
+
+@dataclasses.dataclass  # not frozen
+class _Mutable(LDA):
+    name = "mutable"
+    margin: float = 0.01
+
+    def decide(self, f: Features) -> Verdict:
+        return Verdict(wireless=np.zeros(len(f.n), bool))
+
+
+@pytest.mark.parametrize(("lda", "rule"), [(_AboveTheMedian(), "causal: "), (_Alternating(), "one decision per gap: "),
+                                           (_Mutable(), "parameters round trip: the LDA is not frozen")])
+def test_the_kit_names_the_rule_a_broken_lda_breaks(lda, rule):
+    with pytest.raises(AssertionError, match=f"check_lda\\({lda.name}\\): {rule}"):
+        check_lda(lda)
+    with pytest.raises(TypeError, match="takes an LDA instance"):
+        check_lda("spike")

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ldanalyze.packets import LOSS_FATES, make_packet_table, validate_packets
-from ldanalyze.timeline import build_timeline, rfc3550_jitter, unwrap_sequence
+from ldanalyze.packets import unwrap_sequence
+from ldanalyze.timeline import build_timeline, rfc3550_jitter
 
 from . import naive
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from ..formatting import replay_html
 from ..lda import Replay, classify, get_lda, parse_ldas, runnable_ldas
 from ..packets import label_positions, labels_dtype
 from ..specs import build, parse_specs
@@ -62,8 +63,6 @@ class ReplayResult:
     note: str = OPEN_LOOP_NOTE
 
     def _repr_html_(self) -> str:
-        from ..report.html import replay_html
-
         return replay_html(self)
 
 
@@ -143,7 +142,7 @@ def _add_ratios(summary: pd.DataFrame, reference) -> None:
     """Add ``vs_<baseline>`` columns: each row's thput over the same controller's thput on the
     same flow when fed that baseline's decisions (from ``summary``, else ``reference``). The
     tables hold a row per (lda, controller, flow): plain dictionaries beat pandas joins here."""
-    thput = {}
+    thput: dict[tuple, float] = {}
     for table in (summary, reference):
         if table is None:
             continue

@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..errors import UsageError
 from ..lda.base import Features, Replay, take
-from ..lda.rott import ewma_mean_dev, running_min_max
+from ..lda.kernels import ewma_mean_dev, running_min_max
 from ..packets import label_positions
 from ..specs import Parameterized, check_positive
 from ..tiering import call

@@ -25,7 +25,7 @@ from ..errors import UsageError
 from ..specs import check_positive
 from ..tiering import call
 from .base import LDA, Features, Verdict
-from .rott import running_min_max
+from .kernels import running_min_max
 
 
 def receive_rate(f: Features, window: int) -> np.ndarray:

@@ -46,7 +46,8 @@ from ..tiering import call
 from ..timeline import Timeline
 from .base import LDA, Features, Verdict, take
 from .interarrival import Biaz, MBiaz, tmin_state
-from .rott import Spike, ZigZag, ewma_mean_dev, running_min_max
+from .kernels import ewma_mean_dev, running_min_max
+from .rott import Spike, ZigZag
 
 FEATURES = ("n", "ti_tmin", "rott_position", "rott_z", "jitter_tmin", "trend", "since_loss", "recent_lost",
             "biaz", "mbiaz", "spike", "zigzag")

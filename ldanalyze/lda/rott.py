@@ -20,23 +20,7 @@ from ..errors import UsageError
 from ..specs import check_fraction, check_positive
 from ..tiering import call
 from .base import LDA, Features, Verdict
-
-
-@njit(cache=True)
-def running_min_max(x, start):
-    """Minimum and maximum of ``x`` over each flow's arrivals so far (including the current)."""
-    lo = np.empty(x.shape[0])
-    hi = np.empty(x.shape[0])
-    a = b = 0.0
-    for i in range(x.shape[0]):
-        v = x[i]
-        if start[i] or v < a:
-            a = v
-        if start[i] or v > b:
-            b = v
-        lo[i] = a
-        hi[i] = b
-    return lo, hi
+from .kernels import ewma_mean_dev, running_min_max
 
 
 @njit(cache=True)
@@ -72,36 +56,6 @@ def hysteresis(d, start, hi_frac, lo_frac, inclusive):
             state = 0
         out[i] = state
     return out
-
-
-@njit(cache=True)
-def ewma_mean_dev(x, start, gain_mean, gain_dev, rfc6298):
-    """Running mean and mean deviation of ``x`` per flow (NaN samples are skipped).
-
-    ZigZag's order (``rfc6298`` False): first sample mean = x, dev = 0; then the mean is
-    updated and dev with the updated mean. RFC 6298's order (True): first sample mean = x,
-    dev = x/2; then dev is updated with the old mean, then the mean.
-    """
-    mean = np.empty(x.shape[0])
-    dev = np.empty(x.shape[0])
-    m = s = np.nan
-    for i in range(x.shape[0]):
-        if start[i]:
-            m = s = np.nan
-        v = x[i]
-        if v == v:
-            if m != m:
-                m = v
-                s = v / 2 if rfc6298 else 0.0
-            elif rfc6298:
-                s = (1 - gain_dev) * s + gain_dev * abs(m - v)
-                m = (1 - gain_mean) * m + gain_mean * v
-            else:
-                m = (1 - gain_mean) * m + gain_mean * v
-                s = (1 - gain_dev) * s + gain_dev * abs(v - m)
-        mean[i] = m
-        dev[i] = s
-    return mean, dev
 
 
 class TwoThresholdLDA(LDA):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from typing import Literal
+
 import numpy as np
 import pandas as pd
 
@@ -19,7 +21,7 @@ from ..packets import label_positions
 from ..specs import check_positive
 from ..tiering import call
 from .base import LDA, Features, Verdict, take
-from .rott import ewma_mean_dev, running_min_max
+from .kernels import ewma_mean_dev, running_min_max
 
 DELAY_MODES = ("auto", "rtt", "owd", "propagation")
 
@@ -124,7 +126,7 @@ class AdaptiveRtt(LDA):
         mean, dev = call(ewma_mean_dev, x, start, 1 / 8, 1 / 4, True)
         lo, _ = call(running_min_max, x, start)
         t_decide = take(f.t, f.at, np.nan)  # the decision time, whatever arrival holds the state
-        side = "right" if f.replay.update_first else "left"
+        side: Literal["left", "right"] = "right" if f.replay.update_first else "left"
         idx = np.full(len(flows), -1, np.int64)
         for j, flow in enumerate(rtt_flows):
             rows = np.flatnonzero(rflow == j)  # contiguous: sorted by flow

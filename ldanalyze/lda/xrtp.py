@@ -20,7 +20,7 @@ from ..errors import UsageError
 from ..specs import check_fraction, check_positive
 from ..tiering import call
 from .base import LDA, Features, Verdict, take
-from .rott import ewma_mean_dev, running_min_max
+from .kernels import ewma_mean_dev, running_min_max
 
 
 @njit(cache=True)

@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pandas as pd
 
+from ..version import VERSION
 from .tables import markdown_table
 
 SCHEMA_VERSION = 1
@@ -82,9 +83,8 @@ def _plain(value):
 def json_report(results: pd.DataFrame, errors: pd.DataFrame, checks: pd.DataFrame, *, passed_over: dict[str, str],
                 without_losses: int, passed: bool) -> dict:
     """The JSON report (``JSON_SCHEMA``); ``passed_over``: each file passed over → why."""
-    from .. import __version__
 
-    return {"schema_version": SCHEMA_VERSION, "ldanalyze": __version__, "passed": passed,
+    return {"schema_version": SCHEMA_VERSION, "ldanalyze": VERSION, "passed": passed,
             "traces": {"scored": scored_traces(results), "without_losses": int(without_losses),
                        "failed": int(len(errors)), "passed_over": len(passed_over)},
             "results": _records(results), "errors": _records(errors), "checks": _records(checks),

@@ -15,8 +15,8 @@ import time
 
 import pandas as pd
 
-from ..packets import FATES
-from .text import summary_shown
+from ..formatting import html_table, summary_shown, trace_html
+from ..version import VERSION
 
 CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em auto; max-width: 1180px;
@@ -30,41 +30,6 @@ table.ld th { background: #f3f5f7; } table.ld td:first-child, table.ld th:first-
 img { max-width: 100%; height: auto; display: block; margin: .6em 0; }
 .note { color: #666; font-size: .9em; } nav a { margin-right: 1em; }
 """
-
-
-def _table(frame: pd.DataFrame, *, index: bool = False) -> str:
-    table = frame.to_html(index=index, classes="ld", border=0, na_rep="-", float_format=lambda v: f"{v:.4g}")
-    return f'<div class="wide">{table}</div>'
-
-
-
-def _fate_counts(packets: pd.DataFrame) -> pd.DataFrame:
-    counts = packets["fate"].astype(str).value_counts()
-    return pd.DataFrame({fate: [int(counts.get(fate, 0))] for fate in FATES})
-
-
-def trace_html(trace) -> str:
-    flows = trace.flows
-    head = (f"<b>{html.escape(str(trace.path))}</b>: {html.escape(trace.format)}, {len(flows)} flow(s), "
-            f"{len(trace.packets)} data packets, {len(trace.rtt)} RTT samples")
-    return f"<div>{head}{_table(_fate_counts(trace.packets))}</div>"
-
-
-def timeline_html(tl) -> str:
-    summary = tl.summary()
-    shown = summary_shown(summary[["flow", "sent", "delivered", "congestion", "wireless", "route", "lost",
-                                   "unobserved", "loss_rate", "gaps", "rott_mean_ms", "iat_mean_ms"]].head(20))
-    more = f"<p class='note'>... {len(summary) - 20} more flows</p>" if len(summary) > 20 else ""
-    path = html.escape(str(tl.meta.get("path", "")))
-    return (f"<div><b>Timeline</b> {path}: {len(tl.arrivals)} arrivals, {len(tl.gaps)} gaps, "
-            f"{len(tl.losses)} losses{_table(shown)}{more}</div>")
-
-
-def replay_html(result) -> str:
-    summary = result.summary
-    table = summary.groupby(["controller", "lda"], observed=True)[["thput", "vs_omniscient", "vs_unaware"]].mean()
-    return (f"<div><b>Replay</b> ({html.escape(result.note)}): {len(result.rates)} rate steps; "
-            f"mean over flows{_table(table.reset_index())}</div>")
 
 
 def _png(fig) -> str:
@@ -88,13 +53,12 @@ def worst_flow(decisions: pd.DataFrame) -> str | None:
 
 def build_report(traces, *, ldas="all", controller="tfrc", timeline_ldas=("zbs", "spike", "biaz")) -> str:
     """One HTML page for the traces (Trace objects)."""
-    from .. import __version__
     from ..control import replay
     from ..lda import classify
     from ..scoring import score
     from ..timeline import build_timeline
     from . import plots
-    from .tables import _blocks
+    from .tables import blocks
 
     sections, toc = [], []
     for k, trace in enumerate(traces):
@@ -104,7 +68,7 @@ def build_report(traces, *, ldas="all", controller="tfrc", timeline_ldas=("zbs",
         decisions = classify(tl, ldas)
         decisions.insert(0, "trace", str(trace.path))
         part = [f'<h2 id="{anchor}">{html.escape(str(trace.path))}</h2>', trace_html(trace),
-                "<h3>Flows</h3>", _table(summary_shown(tl.summary()))]
+                "<h3>Flows</h3>", html_table(summary_shown(tl.summary()))]
         throughput = None
         if controller:
             try:
@@ -116,8 +80,8 @@ def build_report(traces, *, ldas="all", controller="tfrc", timeline_ldas=("zbs",
         if throughput is not None:
             throughput = throughput.assign(trace=str(trace.path))
         scores = score(decisions, summary, by="trace", throughput=throughput, bootstrap=200)
-        for title, block, note in _blocks(scores):
-            part += [f"<h3>Scores</h3><p class='note'>{html.escape(title)}</p>", _table(block, index=True)]
+        for title, block, note in blocks(scores):
+            part += [f"<h3>Scores</h3><p class='note'>{html.escape(title)}</p>", html_table(block, index=True)]
             if note:
                 part.append(f"<p class='note'>{html.escape(note)}</p>")
         per_flow = score(decisions, summary, by="flow", bootstrap=0)
@@ -138,7 +102,7 @@ def build_report(traces, *, ldas="all", controller="tfrc", timeline_ldas=("zbs",
     stamp = time.strftime("%Y-%m-%d %H:%M")
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ldanalyze report</title>"
             f"<style>{CSS}</style></head><body><h1>ldanalyze report</h1>"
-            f"<p class='note'>ldanalyze {__version__}, {stamp}. Throughput is an open-loop replay: the trace's "
+            f"<p class='note'>ldanalyze {VERSION}, {stamp}. Throughput is an open-loop replay: the trace's "
             f"timing is fixed; rates are what each controller would have allowed.</p>"
             f"<nav>{''.join(toc)}</nav>{''.join(sections)}</body></html>\n")
 

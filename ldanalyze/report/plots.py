@@ -40,19 +40,19 @@ MAX_POINTS = 4000  # line vertices per panel after decimation
 SECONDS = {"d", "start_threshold", "end_threshold", "mean", "dev", "T_avg", "T_min"}  # state columns in s
 
 
-def _outside(ax, **kwargs) -> None:
+def legend_outside(ax, **kwargs) -> None:
     """A legend to the right of the axes, where it hides no data."""
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False, **kwargs)
 
 
-def _plt():
+def pyplot():
     """pyplot, imported on first use (matplotlib picks Agg where there is no display)."""
     import matplotlib.pyplot as plt
 
     return plt
 
 
-def _style(ax, xlabel: str | None, ylabel: str | None) -> None:
+def style_axes(ax, xlabel: str | None, ylabel: str | None) -> None:
     if xlabel:
         ax.set_xlabel(xlabel)
     if ylabel:
@@ -88,7 +88,7 @@ def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, r
     (default: the flow with the most losses), between ``window = (t0, t1)`` seconds."""
     from ..lda import classify, lda_state
 
-    plt = _plt()
+    plt = pyplot()
     flows = tl.flows
     if not flows:
         raise UsageError("timeline plot: the timeline has no flow")
@@ -116,10 +116,10 @@ def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, r
     rott = a["rott"].to_numpy(np.float64) * 1e3
     t = t - origin
     axes[0].plot(*decimate(t, rott), color=BLACK, linewidth=0.7, label="ROTT")
-    _style(axes[0], None, "ROTT (ms)")
+    style_axes(axes[0], None, "ROTT (ms)")
     iat = a["iat"].to_numpy(np.float64) * 1e3
     axes[1].plot(*decimate(t, iat), color="#555555", linewidth=0.6)
-    _style(axes[1], None, "inter-arrival (ms)")
+    style_axes(axes[1], None, "inter-arrival (ms)")
 
     # where each loss was revealed: the ROTT of the revealing arrival
     detect = losses["t_detect"].to_numpy(np.float64) - origin
@@ -131,7 +131,7 @@ def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, r
         if chosen.any():
             axes[0].scatter(detect[chosen], y_loss[chosen], marker=marker, s=28,
                             facecolor="none", edgecolor=BLACK, linewidth=0.9, zorder=3, label=f"lost: {name}")
-    _outside(axes[0])
+    legend_outside(axes[0])
 
     strip = axes[2]
     if ldas and len(losses):
@@ -160,7 +160,7 @@ def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, r
         strip.set_yticks([])
         strip.text(0.5, 0.5, "no loss detected in this window", transform=strip.transAxes, ha="center",
                    va="center", color="#777777")
-    _style(strip, None, None)
+    style_axes(strip, None, None)
     strip.grid(False)
 
     if panels == 4:
@@ -212,18 +212,18 @@ def _state_panel(ax, st: pd.DataFrame, lda, origin: float = 0.0) -> None:
     if right is not None:
         more = right.get_legend_handles_labels()
         handles, labels = handles + more[0], labels + more[1]
-        _style(right, None, None)
+        style_axes(right, None, None)
         right.grid(False)
         right.spines["right"].set_visible(True)
     ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.06 if right is not None else 1.01, 1.0),
               fontsize=8, frameon=False, title="ms less the clocks' offset" if floor else None, title_fontsize=8)
-    _style(ax, None, f"{lda} state (ms)")
+    style_axes(ax, None, f"{lda} state (ms)")
 
 
 def mc_mw(scores: pd.DataFrame, per_flow: pd.DataFrame | None = None, ax=None, title: str | None = None):
     """M_c against M_w in %, one point per LDA (pooled or per-trace rows of ``score``), with its
     intervals; ``per_flow`` (``score(..., by="flow")``) adds each flow's point behind it."""
-    plt = _plt()
+    plt = pyplot()
     fig = None
     if ax is None:
         fig, ax = plt.subplots(figsize=(7.5, 5.5), constrained_layout=True)
@@ -251,17 +251,17 @@ def mc_mw(scores: pd.DataFrame, per_flow: pd.DataFrame | None = None, ax=None, t
     ax.scatter([0], [0], marker="*", s=160, color=GREEN, zorder=4, clip_on=False, label="ideal")
     ax.set_xlim(-3, 103)
     ax.set_ylim(-3, 103)
-    _style(ax, "M_c: congestion losses called wireless (%)", "M_w: wireless losses called congestion (%)")
+    style_axes(ax, "M_c: congestion losses called wireless (%)", "M_w: wireless losses called congestion (%)")
     ax.set_title(title or "misclassification: M_c against M_w" + (" (faint: per flow)" if per_flow is not None
                                                                   else ""), fontsize=10)
-    _outside(ax)
+    legend_outside(ax)
     return fig if fig is not None else ax.figure
 
 
 def confusion(scores: pd.DataFrame, ncols: int = 4):
     """Per LDA, paper 001 Table I: decided cause (rows) against true cause (columns), in % of
     the scored losses."""
-    plt = _plt()
+    plt = pyplot()
     rows = scores.drop_duplicates("lda")
     n = len(rows)
     if n == 0:
@@ -292,7 +292,7 @@ def confusion(scores: pd.DataFrame, ncols: int = 4):
 def rates(result, flow=None, controller=None, ldas=None, *, capacity_bps=None, ax=None):
     """The allowed rate (kb/s) of one controller fed each LDA over one flow, from
     ``replay(..., rates=True)``; the omniscient and unaware baselines dashed."""
-    plt = _plt()
+    plt = pyplot()
     table = result.rates
     if table.empty:
         raise UsageError("rates plot: the replay holds no rate steps (replay with rates=True)")
@@ -318,10 +318,10 @@ def rates(result, flow=None, controller=None, ldas=None, *, capacity_bps=None, a
             k += 1
     if capacity_bps:
         ax.axhline(capacity_bps / 1e3, color=GREEN, linewidth=1, linestyle=":", label="capacity")
-    _style(ax, "time (s)", "allowed rate (kb/s)")
+    style_axes(ax, "time (s)", "allowed rate (kb/s)")
     ax.set_title(f"{controller}, flow {flow}: allowed rate (open-loop replay: the trace's timing is fixed)",
                  fontsize=10)
-    _outside(ax)
+    legend_outside(ax)
     return fig if fig is not None else ax.figure
 
 
@@ -330,7 +330,7 @@ def across(scores: pd.DataFrame, x: str, metric: str = "M_c", ax=None, xlabel: s
     """``metric`` (%) against ``x`` over traces: per LDA the per-trace rows of
     ``score(..., by="trace")`` (x: a score column, e.g. congestion_rate, or one you add), joined
     by a line when ``connect`` (a sweep of one scenario, as in paper 000 Figs. 8-9)."""
-    plt = _plt()
+    plt = pyplot()
     for column in (x, metric):
         if column not in scores.columns:
             raise UsageError(f"across plot: no column {column!r} in the scores")
@@ -341,8 +341,8 @@ def across(scores: pd.DataFrame, x: str, metric: str = "M_c", ax=None, xlabel: s
         part = part.sort_values(x)
         ax.plot(part[x] * (100 if x.endswith("_rate") else 1), part[metric] * 100, marker=MARKERS[k % len(MARKERS)],
                 markersize=5, color=PALETTE[k % len(PALETTE)], linewidth=1 if connect else 0, label=name)
-    _style(ax, xlabel or (f"{x} (%)" if x.endswith("_rate") else x), f"{metric} (%)")
-    _outside(ax)
+    style_axes(ax, xlabel or (f"{x} (%)" if x.endswith("_rate") else x), f"{metric} (%)")
+    legend_outside(ax)
     return fig if fig is not None else ax.figure
 
 
@@ -350,7 +350,7 @@ def zbs_usage(usage: pd.DataFrame, ax=None, labels: dict | None = None):
     """Share of time each ZBS base scheme was in force, one stacked bar per row of ``usage``
     (``Zbs.usage(timeline)``, or such tables of several traces stacked with a label column
     first), as in paper 000 Fig. 13."""
-    plt = _plt()
+    plt = pyplot()
     schemes = [c for c in usage.columns if usage[c].dtype.kind == "f"]
     names = usage.iloc[:, 0].astype(str).tolist()
     fig = None
@@ -366,16 +366,16 @@ def zbs_usage(usage: pd.DataFrame, ax=None, labels: dict | None = None):
     tilt = len(shown) > 6 or max(len(n) for n in shown) > 8
     ax.set_xticks(x, shown, rotation=30 if tilt else 0, ha="right" if tilt else "center", fontsize=8)
     ax.set_ylim(0, 100)
-    _style(ax, usage.columns[0], "time in force (%)")
+    style_axes(ax, usage.columns[0], "time in force (%)")
     ax.set_title("ZBS: the base scheme in force", fontsize=10)
-    _outside(ax)
+    legend_outside(ax)
     return fig if fig is not None else ax.figure
 
 
 def sweep(table: pd.DataFrame, ax=None, title: str | None = None):
     """A parameter sweep (``ldanalyze.sweep.sweep``): M_c against M_w in %, every grid point
     faint, the trade-off frontier joined in order of M_c, the LDA's defaults starred."""
-    plt = _plt()
+    plt = pyplot()
     fig = None
     if ax is None:
         fig, ax = plt.subplots(figsize=(7.5, 5.5), constrained_layout=True)
@@ -400,9 +400,9 @@ def sweep(table: pd.DataFrame, ax=None, title: str | None = None):
                    label=f"default {', '.join(f'{p}={getattr(row, p):.3g}' for p in params)} ({where})")
     ax.set_xlim(-3, 103)
     ax.set_ylim(-3, 103)
-    _style(ax, "M_c: congestion losses called wireless (%)", "M_w: wireless losses called congestion (%)")
+    style_axes(ax, "M_c: congestion losses called wireless (%)", "M_w: wireless losses called congestion (%)")
     ax.set_title(title or f"{table.attrs.get('lda', 'LDA')}: sweep of {', '.join(params)}", fontsize=10)
-    _outside(ax)
+    legend_outside(ax)
     return fig if fig is not None else ax.figure
 
 
@@ -410,7 +410,7 @@ def evaluation(scores: pd.DataFrame, importance: pd.DataFrame | None = None):
     """``ldanalyze.learn.evaluate``'s results: per held-out group, each LDA's accuracy with its
     Wilson interval (the learned LDA last, in black); with ``importance``, a second panel of the
     features' permutation importance per held-out group."""
-    plt = _plt()
+    plt = pyplot()
     panels = 2 if importance is not None and len(importance) else 1
     fig, axes = plt.subplots(1, panels, figsize=(6.5 * panels + 2, 4.8), constrained_layout=True, squeeze=False)
     ax = axes[0, 0]
@@ -428,9 +428,9 @@ def evaluation(scores: pd.DataFrame, importance: pd.DataFrame | None = None):
                     capsize=2, linewidth=1, label=lda)
     ax.set_xticks(np.arange(len(groups)), groups)
     ax.set_ylim(0, 100)
-    _style(ax, "held-out group (trained on the others)", "accuracy on its losses (%)")
+    style_axes(ax, "held-out group (trained on the others)", "accuracy on its losses (%)")
     ax.set_title("grouped cross-validation: accuracy with 95 % Wilson intervals", fontsize=10)
-    _outside(ax)
+    legend_outside(ax)
     if panels == 2:
         ax = axes[0, 1]
         table = importance.pivot(index="feature", columns="held_out", values="importance")
@@ -441,7 +441,7 @@ def evaluation(scores: pd.DataFrame, importance: pd.DataFrame | None = None):
                     color=PALETTE[k % len(PALETTE)], label=f"held out {group}")
         ax.set_yticks(np.arange(len(table)), table.index)
         ax.axvline(0, color=BLACK, linewidth=0.6)
-        _style(ax, "drop of gap accuracy when shuffled", None)
+        style_axes(ax, "drop of gap accuracy when shuffled", None)
         ax.set_title("permutation importance on the held-out gaps", fontsize=10)
-        _outside(ax)
+        legend_outside(ax)
     return fig

@@ -77,7 +77,7 @@ def _ci_label(scores: pd.DataFrame) -> str:
     return ""
 
 
-def _blocks(scores: pd.DataFrame):
+def blocks(scores: pd.DataFrame):
     """(title, DataFrame rows × LDAs, footnote) per group."""
     keys = [k for k in KEYS if k in scores.columns]
     groups = scores.groupby(keys, sort=False) if keys else [((), scores)]
@@ -115,7 +115,7 @@ def _blocks(scores: pd.DataFrame):
 def text_table(scores: pd.DataFrame) -> str:
     """Aligned text blocks, one per group."""
     out = []
-    for title, block, note in _blocks(scores):
+    for title, block, note in blocks(scores):
         out.append(title)
         out.append(block.to_string())
         if note:
@@ -127,7 +127,7 @@ def text_table(scores: pd.DataFrame) -> str:
 def markdown_table(scores: pd.DataFrame) -> str:
     """Markdown: a heading and a pipe table per group."""
     out = []
-    for title, block, note in _blocks(scores):
+    for title, block, note in blocks(scores):
         out.append(f"#### {title}")
         out.append("")
         out.append("| metric | " + " | ".join(block.columns) + " |")

@@ -73,8 +73,8 @@ from numba import njit
 
 from ...clocks import fit_lower_envelope
 from ...errors import TraceError, UsageError
-from ...packets import DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, make_packet_table, named_flows
-from ...timeline import unwrap_sequence
+from ...packets import (DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, make_packet_table, named_flows,
+                        unwrap_sequence)
 from . import rtp
 from .linklayer import F_TCP_MSS, F_TCP_TIMESTAMP, S_DECODED
 
@@ -782,7 +782,7 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
             extension = rtp.abs_send_time_id(mine_head, mine_len, mine_times, abs_send_time_id)
         if extension is not None:  # the sender's own send time, better than the media clock
             stamps = rtp.extension_values(mine_head, mine_len, 3, extension)
-            sent = rtp.unwrap_sequence_numpy(stamps, 1 << 24) * rtp.ABS_SEND_TIME_UNITS
+            sent = unwrap_sequence(stamps, 1 << 24) * rtp.ABS_SEND_TIME_UNITS
             info.update(send_time="abs-send-time", abs_send_time_id=extension)
         elif send_times:
             try:
@@ -856,7 +856,7 @@ def _transport_wide_stream(label, rows, head, head_len, is_rtp, times, send_time
     chosen = seq = None
     for ident in np.flatnonzero(counts >= max(MIN_AUTO_PACKETS, 0.99 * rtp_head.shape[0])):
         values = rtp.extension_values(rtp_head, rtp_len, 2, int(ident))
-        candidate = rtp.unwrap_sequence_numpy(values[values >= 0], 1 << 16)
+        candidate = unwrap_sequence(values[values >= 0], 1 << 16)
         if _not_a_sequence(candidate) is None and np.mean(np.diff(candidate) == 1) >= 0.5:
             chosen, present, seq = int(ident), values >= 0, candidate
             break
@@ -870,7 +870,7 @@ def _transport_wide_stream(label, rows, head, head_len, is_rtp, times, send_time
         if ident is None:
             raise NotThisKind("transport-wide sequence numbers, but no abs-send-time to time them")
         clocks = rtp.extension_values(head[keep], head_len[keep], 3, ident)
-        sent = rtp.unwrap_sequence_numpy(clocks, 1 << 24) * rtp.ABS_SEND_TIME_UNITS
+        sent = unwrap_sequence(clocks, 1 << 24) * rtp.ABS_SEND_TIME_UNITS
         info.update(send_time="abs-send-time", abs_send_time_id=ident)
     return Stream(f"{label}/{TRANSPORT_CC}", "rtp", rows[keep], seq, sent, info)
 

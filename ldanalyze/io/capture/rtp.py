@@ -38,6 +38,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ...clocks import fit_lower_envelope
+from ...packets import unwrap_sequence
+
 KIND_NAMES = ("other", "stun", "zrtp", "dtls", "turn", "rtp", "rtcp")
 OTHER, STUN, ZRTP, DTLS, TURN, RTP, RTCP = range(len(KIND_NAMES))
 NOISE_PACKETS = 2  # an SSRC with this many packets or fewer is noise, not a stream
@@ -240,7 +243,6 @@ def abs_send_time_id(head, head_len, times: np.ndarray, given: int | None = None
     time: over 0.1 s or more, the lower envelope of capture time minus send time (the
     Moon-Skelly-Towsley fit of ``clocks.py``) drifts by no more than 2 % (a clock, not a
     counter or a level)."""
-    from ...clocks import fit_lower_envelope
 
     n = head.shape[0]
     if n < 3 or np.ptp(times) < 0.1:
@@ -253,15 +255,8 @@ def abs_send_time_id(head, head_len, times: np.ndarray, given: int | None = None
             continue
         if given is not None:
             return ident
-        seconds = unwrap_sequence_numpy(values, 1 << 24) * ABS_SEND_TIME_UNITS
+        seconds = unwrap_sequence(values, 1 << 24) * ABS_SEND_TIME_UNITS
         fit = fit_lower_envelope(seconds, times - seconds)
         if abs(fit.skew) <= 0.02:
             return ident
     return None
-
-
-def unwrap_sequence_numpy(values: np.ndarray, modulus: int) -> np.ndarray:
-    """Unwrap a counter modulo ``modulus`` in packet order (steps taken as the shortest way)."""
-    steps = np.diff(values.astype(np.int64))
-    steps = (steps + modulus // 2) % modulus - modulus // 2
-    return np.concatenate(([values[0]], values[0] + np.cumsum(steps))).astype(np.int64)

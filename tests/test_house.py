@@ -1,0 +1,72 @@
+"""The house's structure holds: the layers contract in pyproject.toml (import-linter) is kept,
+and no module imports one that imports it back, even inside a function."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "ldanalyze"
+
+
+def test_the_layers_contract_is_kept():
+    done = subprocess.run([sys.executable, "-c", "from importlinter.cli import lint_imports_command; "
+                           "lint_imports_command()"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0 and "0 broken" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
+
+
+def _module(path: pathlib.Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports() -> dict[str, set[str]]:
+    """Every module's imports of the package's modules, at any depth of its code."""
+    modules = {_module(p): p for p in PACKAGE.rglob("*.py")}
+    edges: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join(up + ([node.module] if node.module else []))
+                named = [f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in modules]
+                targets = named + ([base] if len(named) < len(node.names) else [])  # names from base itself
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    edges[name].add(target)
+    return edges
+
+
+def test_no_import_circle():
+    edges = _imports()
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = 1
+        path.append(module)
+        for target in sorted(edges[module]):
+            if state.get(target) == 1:
+                return path[path.index(target):] + [target]
+            if target not in state and (circle := visit(target)):
+                return circle
+        state[module] = 2
+        path.pop()
+        return None
+
+    for module in sorted(edges):
+        if module not in state:
+            circle = visit(module)
+            assert circle is None, " -> ".join(circle)
