@@ -41,15 +41,33 @@ def _runs(seconds: list[float]) -> str:
 
 def generate(folder: pathlib.Path, count: int, duration: int = 60) -> list[str]:
     """``count`` distinct ns-2 traces of ``duration`` simulated seconds from ldanalyze/data/paper000.tcl."""
-    variants = [("wlh", "tfrc", "uniform"), ("wlh", "mix", "bursty"), ("wb", "tfrc", "uniform"), ("wlh", "cbr", "bursty")]
+    variants = [
+        ("wlh", "tfrc", "uniform"),
+        ("wlh", "mix", "bursty"),
+        ("wb", "tfrc", "uniform"),
+        ("wlh", "cbr", "bursty"),
+    ]
     paths = []
     for i in range(count):
         topology, traffic, loss = variants[i % len(variants)]
         path = folder / f"gen_{i:02d}_{topology}_{traffic}.tr"
-        subprocess.run(["ns", str(ROOT / "ldanalyze" / "data" / "paper000.tcl"), f"topology={topology}", f"flows={2 + i % 3 if traffic == 'mix' else 1 + i % 3}",
-                        f"traffic={traffic}", f"loss={loss}", f"rate={(0.01, 0.031, 0.078)[i % 3]}", f"duration={duration}",
-                        f"seed={i + 1}", f"out={path}", f"emtrace={folder / 'em.tr'}"],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [
+                "ns",
+                str(ROOT / "ldanalyze" / "data" / "paper000.tcl"),
+                f"topology={topology}",
+                f"flows={2 + i % 3 if traffic == 'mix' else 1 + i % 3}",
+                f"traffic={traffic}",
+                f"loss={loss}",
+                f"rate={(0.01, 0.031, 0.078)[i % 3]}",
+                f"duration={duration}",
+                f"seed={i + 1}",
+                f"out={path}",
+                f"emtrace={folder / 'em.tr'}",
+            ],
+            check=True,
+            capture_output=True,
+        )
         paths.append(str(path))
     return paths
 
@@ -98,8 +116,9 @@ def main() -> None:
             t_dask, dasked = timed(lambda: batching.execute(jobs, plain, scheduler=cluster.scheduler_address))
             dasks.append(t_dask)
         t_dask = min(dasks)
-    same = (batching.results_table(serial).equals(batching.results_table(pooled))
-            and batching.results_table(serial).equals(batching.results_table(dasked)))
+    same = batching.results_table(serial).equals(batching.results_table(pooled)) and batching.results_table(
+        serial
+    ).equals(batching.results_table(dasked))
 
     colds, warms, sames = [], [], []
     for _ in range(args.cache_repeat):  # the machine is noisy: best of a few, each on a fresh cache
@@ -119,23 +138,33 @@ def main() -> None:
     print(f"batch: {n} distinct traces (bundled and generated, {args.duration} s), LDAs {args.lda}, controller tfrc")
     print(f"serial                  : {n / t_serial:6.1f} traces/s  ({t_serial:.2f} s; runs: {_runs(serials)})")
     print(f"process pool, 1 worker  : {n / t_one:6.1f} traces/s  ({t_one:.2f} s; runs: {_runs(ones)})")
-    print(f"process pool, 2 workers : {n / t_pool:6.1f} traces/s  ({t_pool:.2f} s; runs: {_runs(pools)})   "
-          f"{t_one / t_pool:.2f}x the 1-worker pool (target >= 1.8x; run by run: "
-          f"{', '.join(f'{o / p:.2f}x' for o, p in zip(ones, pools))}); "
-          f"{t_serial / t_pool:.2f}x serial (run by run: {', '.join(f'{s / p:.2f}x' for s, p in zip(serials, pools))})")
-    print(f"Dask LocalCluster, 2    : {n / t_dask:6.1f} traces/s  ({t_dask:.2f} s; runs: {_runs(dasks)})   "
-          f"{t_dask / t_pool:.2f}x the pool's time (target <= 1.3x)")
+    print(
+        f"process pool, 2 workers : {n / t_pool:6.1f} traces/s  ({t_pool:.2f} s; runs: {_runs(pools)})   "
+        f"{t_one / t_pool:.2f}x the 1-worker pool (target >= 1.8x; run by run: "
+        f"{', '.join(f'{o / p:.2f}x' for o, p in zip(ones, pools))}); "
+        f"{t_serial / t_pool:.2f}x serial (run by run: {', '.join(f'{s / p:.2f}x' for s, p in zip(serials, pools))})"
+    )
+    print(
+        f"Dask LocalCluster, 2    : {n / t_dask:6.1f} traces/s  ({t_dask:.2f} s; runs: {_runs(dasks)})   "
+        f"{t_dask / t_pool:.2f}x the pool's time (target <= 1.3x)"
+    )
     print(f"results identical       : {same}")
     print(f"cold cache (serial)     : {t_cold:.2f} s   (best of {len(colds)}: {_runs(colds)})")
-    print(f"warm cache, LDA changed : {t_warm:.2f} s   {t_cold / t_warm:.1f}x faster (target >= 5x)   "
-          f"(runs: {_runs(warms)})")
+    print(
+        f"warm cache, LDA changed : {t_warm:.2f} s   {t_cold / t_warm:.1f}x faster (target >= 5x)   "
+        f"(runs: {_runs(warms)})"
+    )
     print(f"(sum of per-job seconds, serial run: {read_share:.2f} s)")
     print(f"warm cache, nothing changed: {t_same:.2f} s   {t_cold / t_same:.1f}x faster")
-    print("whole command, `ldanalyze batch ... -o results.parquet` on every core (best of "
-          f"{args.cache_repeat}; each pays ~0.5 s of imports and writes the results):")
+    print(
+        "whole command, `ldanalyze batch ... -o results.parquet` on every core (best of "
+        f"{args.cache_repeat}; each pays ~0.5 s of imports and writes the results):"
+    )
     for name, seconds in commands.items():
-        print(f"  {name:<22}: {min(seconds):.2f} s   {min(commands['cold cache']) / min(seconds):.1f}x faster than cold   "
-              f"(runs: {_runs(seconds)})")
+        print(
+            f"  {name:<22}: {min(seconds):.2f} s   {min(commands['cold cache']) / min(seconds):.1f}x faster than cold   "
+            f"(runs: {_runs(seconds)})"
+        )
 
 
 def whole_commands(paths: list[str], lda: str, repeat: int) -> dict[str, list[float]]:
@@ -149,8 +178,21 @@ def whole_commands(paths: list[str], lda: str, repeat: int) -> dict[str, list[fl
         for i in range(repeat):
             cache, out = pathlib.Path(folder) / f"cache{i}", pathlib.Path(folder) / "results.parquet"
             for name, ldas in zip(runs, (lda, lda + ",biaz:upper=1.4", lda + ",biaz:upper=1.4")):
-                command = [sys.executable, "-m", "ldanalyze.cli", "batch", *paths, "--lda", ldas,
-                           "--controller", "tfrc", "--cache-dir", str(cache), "-o", str(out)]
+                command = [
+                    sys.executable,
+                    "-m",
+                    "ldanalyze.cli",
+                    "batch",
+                    *paths,
+                    "--lda",
+                    ldas,
+                    "--controller",
+                    "tfrc",
+                    "--cache-dir",
+                    str(cache),
+                    "-o",
+                    str(out),
+                ]
                 runs[name].append(timed(lambda: subprocess.run(command, check=True, capture_output=True))[0])
     return runs
 

@@ -27,8 +27,13 @@ from ldanalyze import batch as batching  # noqa: E402
 
 def held_bytes(outcomes) -> int:
     """Bytes of the tables the outcomes hold."""
-    return sum(int(table.memory_usage(deep=False).sum()) for o in outcomes if o.result is not None
-               for table in (o.result.decisions, o.result.summary, o.result.throughput) if table is not None)
+    return sum(
+        int(table.memory_usage(deep=False).sum())
+        for o in outcomes
+        if o.result is not None
+        for table in (o.result.decisions, o.result.summary, o.result.throughput)
+        if table is not None
+    )
 
 
 def main() -> None:
@@ -56,9 +61,23 @@ def main() -> None:
                 batching.results_table(outcomes)
                 times[keep].append(time.perf_counter() - t0)
                 held[keep] = held_bytes(outcomes)
-        command = [sys.executable, "-m", "ldanalyze.cli", "batch", str(suite), "--cache-dir", str(cache),
-                   "-o", f"{folder}/r.parquet", "--junit", f"{folder}/j.xml", "--summary", f"{folder}/s.md",
-                   "--json", f"{folder}/r.json"]
+        command = [
+            sys.executable,
+            "-m",
+            "ldanalyze.cli",
+            "batch",
+            str(suite),
+            "--cache-dir",
+            str(cache),
+            "-o",
+            f"{folder}/r.parquet",
+            "--junit",
+            f"{folder}/j.xml",
+            "--summary",
+            f"{folder}/s.md",
+            "--json",
+            f"{folder}/r.json",
+        ]
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "ldanalyze")], check=True)
         whole = []
         for _ in range(args.repeat):
@@ -71,13 +90,19 @@ def main() -> None:
     best = {keep: min(seconds) for keep, seconds in times.items()}
     print(f"suite: {len(jobs)} jobs over {len(sources)} bundled files, every LDA, TFRC, warm cache, 2 workers")
     for keep in times:
-        print(f"  keep={keep:<9}: batch + results table {best[keep]:.2f} s "
-              f"(runs: {', '.join(f'{t:.2f}' for t in times[keep])}), tables held by the parent "
-              f"{held[keep] / 1e6:.0f} MB")
-    print(f"  tally against every decision: {best['decisions'] / best['counts']:.2f}x faster, "
-          f"{held['decisions'] / held['counts']:.0f}x less held")
-    print(f"  whole `ldanalyze batch` with JUnit, summary and JSON: {min(whole):.2f} s "
-          f"(runs: {', '.join(f'{t:.2f}' for t in whole)}), {1e3 * min(whole) / len(jobs):.1f} ms a trace")
+        print(
+            f"  keep={keep:<9}: batch + results table {best[keep]:.2f} s "
+            f"(runs: {', '.join(f'{t:.2f}' for t in times[keep])}), tables held by the parent "
+            f"{held[keep] / 1e6:.0f} MB"
+        )
+    print(
+        f"  tally against every decision: {best['decisions'] / best['counts']:.2f}x faster, "
+        f"{held['decisions'] / held['counts']:.0f}x less held"
+    )
+    print(
+        f"  whole `ldanalyze batch` with JUnit, summary and JSON: {min(whole):.2f} s "
+        f"(runs: {', '.join(f'{t:.2f}' for t in whole)}), {1e3 * min(whole) / len(jobs):.1f} ms a trace"
+    )
 
 
 if __name__ == "__main__":

@@ -36,8 +36,17 @@ def main() -> None:
     args = parser.parse_args()
     ns = closedloop.patched_ns()
     with tempfile.TemporaryDirectory() as folder:
-        scenario = {"traffic": "tfrc", "topology": "wlh", "flows": args.flows, "loss": "uniform", "rate": 0.078,
-                    "seed": 1, "duration": args.duration, "warmup": 5, "lda": "zbs"}
+        scenario = {
+            "traffic": "tfrc",
+            "topology": "wlh",
+            "flows": args.flows,
+            "loss": "uniform",
+            "rate": 0.078,
+            "seed": 1,
+            "duration": args.duration,
+            "warmup": 5,
+            "lda": "zbs",
+        }
         trace, _ = simulate(scenario, pathlib.Path(folder), ns)
         log = decision_log(trace)
         ldas = ",".join(closedloop.LOG_LDAS)
@@ -51,8 +60,9 @@ def main() -> None:
             times["score"].append(seconds(score))
         lines = sum(1 for _ in open(log)) - 1
         best = {k: min(v) for k, v in times.items()}
-        print(f"closed-loop trace: WLH, {args.flows} TFRC flows steered by zbs, {args.duration} s; "
-              f"{lines} logged losses")
+        print(
+            f"closed-loop trace: WLH, {args.flows} TFRC flows steered by zbs, {args.duration} s; {lines} logged losses"
+        )
         for name, runs in times.items():
             print(f"  {name:9s} best {best[name]:.2f} s  (runs: {', '.join(f'{t:.2f}' for t in runs)})")
         print(f"agreement / score: {best['agreement'] / best['score']:.2f}x (target <= 2x)")

@@ -45,8 +45,10 @@ def main() -> None:
 
     packets = synthetic_packets(args.packets)
     tl, sig, congestion = signals_of(packets)
-    print(f"synthetic timeline: {len(packets):,} packets, {len(sig.t):,} arrivals, "
-          f"{len(sig.loss_at):,} detected losses ({int(congestion.sum()):,} congestion)")
+    print(
+        f"synthetic timeline: {len(packets):,} packets, {len(sig.t):,} arrivals, "
+        f"{len(sig.loss_at):,} detected losses ({int(congestion.sum()):,} congestion)"
+    )
     small_packets = packets[packets["t_send"] <= packets["t_send"].sort_values().iloc[args.naive_packets - 1]]
     _, small, small_congestion = signals_of(small_packets)
     arrivals, losses = twin_inputs(small, small_congestion)
@@ -61,8 +63,10 @@ def main() -> None:
         print(f"{name:<15}{fast_rate / 1e6:>13.1f}{slow_rate / 1e3:>12.1f}{fast_rate / slow_rate:>8.0f}×")
     shared = best_of(args.repeat, lambda: Signals.of(tl))
     total = best_of(1, lambda: replay(tl, "all", "omniscient", rates=False))
-    print(f"Signals.of (shared arrays): {shared:.2f} s; "
-          f"replay(all {len(REGISTRY)} controllers, omniscient + the two baselines) end to end: {total:.2f} s")
+    print(
+        f"Signals.of (shared arrays): {shared:.2f} s; "
+        f"replay(all {len(REGISTRY)} controllers, omniscient + the two baselines) end to end: {total:.2f} s"
+    )
 
 
 if __name__ == "__main__":

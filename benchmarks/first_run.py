@@ -31,8 +31,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         package = pathlib.Path(tmp) / "ldanalyze"
         shutil.copytree(ROOT / "ldanalyze", package, ignore=shutil.ignore_patterns("__pycache__"))
-        env = {**os.environ, "NUMBA_CACHE_DIR": str(pathlib.Path(tmp) / "numba"), "PYTHONPATH": tmp,
-               "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {
+            **os.environ,
+            "NUMBA_CACHE_DIR": str(pathlib.Path(tmp) / "numba"),
+            "PYTHONPATH": tmp,
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
         env.pop("LDANALYZE_KERNELS", None)
         print(f"{'command':60s} {'first run':>10s} {'warm':>8s} {'ratio':>6s}")
         for args in commands:

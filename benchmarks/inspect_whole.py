@@ -29,15 +29,19 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import ns2_ingest  # noqa: E402
 import pcap_ingest  # noqa: E402
 
-ARROW = ("import sys, numpy, pandas, pyarrow, pyarrow.csv as c; c.read_csv(sys.argv[1], "
-         "read_options=c.ReadOptions(autogenerate_column_names=True), parse_options=c.ParseOptions(delimiter=' '))")
-DPKT = ("import sys, socket, dpkt\n"
-        "n = 0\n"
-        "for ts, buf in dpkt.pcap.Reader(open(sys.argv[1], 'rb')):\n"
-        "    ip = dpkt.ethernet.Ethernet(buf).data\n"
-        "    udp = ip.data\n"
-        "    key = (socket.inet_ntoa(ip.src), socket.inet_ntoa(ip.dst), udp.sport, udp.dport, ip.id, ip.len)\n"
-        "    n += 1\n")
+ARROW = (
+    "import sys, numpy, pandas, pyarrow, pyarrow.csv as c; c.read_csv(sys.argv[1], "
+    "read_options=c.ReadOptions(autogenerate_column_names=True), parse_options=c.ParseOptions(delimiter=' '))"
+)
+DPKT = (
+    "import sys, socket, dpkt\n"
+    "n = 0\n"
+    "for ts, buf in dpkt.pcap.Reader(open(sys.argv[1], 'rb')):\n"
+    "    ip = dpkt.ethernet.Ethernet(buf).data\n"
+    "    udp = ip.data\n"
+    "    key = (socket.inet_ntoa(ip.src), socket.inet_ntoa(ip.dst), udp.sport, udp.dport, ip.id, ip.len)\n"
+    "    n += 1\n"
+)
 
 
 def run(command: list[str]) -> float:
@@ -68,8 +72,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     inspect = [sys.executable, "-m", "ldanalyze.cli", "inspect"]
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "ldanalyze")], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(ROOT / "ldanalyze")], check=True, stdout=subprocess.DEVNULL
+    )
 
     trace = ns2_ingest.build(args.lines)
     ours, arrow = pair([*inspect, str(trace)], [sys.executable, "-c", ARROW, str(trace)], args.repeat)

@@ -36,8 +36,10 @@ def main() -> None:
     packets = synthetic_packets(args.packets)
     tl = build_timeline(packets)
     tl.meta["clock"] = "common"
-    print(f"synthetic timeline: {len(packets):,} packets, {len(tl.arrivals):,} arrivals, "
-          f"{len(tl.gaps):,} gaps, {len(tl.losses):,} losses (built in {time.perf_counter() - t:.1f} s)")
+    print(
+        f"synthetic timeline: {len(packets):,} packets, {len(tl.arrivals):,} arrivals, "
+        f"{len(tl.gaps):,} gaps, {len(tl.losses):,} losses (built in {time.perf_counter() - t:.1f} s)"
+    )
     small = packets[packets["t_send"] <= packets["t_send"].sort_values().iloc[args.naive_packets - 1]]
     rows = small.assign(flow=small["flow"].astype(str), fate=small["fate"].astype(str)).to_dict("records")
     small_arrivals = int((small["fate"] == "delivered").sum())

@@ -45,13 +45,17 @@ def main() -> None:
     shared = best_of(args.repeat, lambda: Features.of(tl, replay))
     f = Features.of(tl, replay)
     features = best_of(args.repeat, lambda: gap_features(f))
-    print(f"gap_features          : {features:6.2f} s  {n / features / 1e6:6.1f} M arrivals/s (target >= 5)"
-          f"   Features.of {shared:.2f} s: ratio {features / shared:.2f}")
+    print(
+        f"gap_features          : {features:6.2f} s  {n / features / 1e6:6.1f} M arrivals/s (target >= 5)"
+        f"   Features.of {shared:.2f} s: ratio {features / shared:.2f}"
+    )
 
     base = best_of(args.repeat, lambda: classify(tl, every))
     both = best_of(args.repeat, lambda: classify(tl, [*every, learned]))
-    print(f"classify, every LDA   : {base:6.2f} s;  with the learned LDA {both:6.2f} s: +{both / base - 1:.0%} "
-          "(target < +50 %)")
+    print(
+        f"classify, every LDA   : {base:6.2f} s;  with the learned LDA {both:6.2f} s: +{both / base - 1:.0%} "
+        "(target < +50 %)"
+    )
 
     x = gap_features(f).to_numpy()
     y = gap_labels(tl)
@@ -59,8 +63,9 @@ def main() -> None:
     t = time.perf_counter()
     make_model("gbt").fit(x[keep], y[keep].astype(int))
     fit = time.perf_counter() - t
-    print(f"training (gbt)        : {fit:6.2f} s on {int(keep.sum()):,} gaps; {fit / base:.1f}x one classify of "
-          "every LDA")
+    print(
+        f"training (gbt)        : {fit:6.2f} s on {int(keep.sum()):,} gaps; {fit / base:.1f}x one classify of every LDA"
+    )
 
 
 if __name__ == "__main__":

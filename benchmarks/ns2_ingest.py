@@ -78,8 +78,9 @@ def peak_rss_of_reader(path: pathlib.Path, block_mb: int) -> float:
         "read_ns2_wired(sys.argv[2], block_bytes=int(sys.argv[3]) << 20);"
         "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(ROOT), str(path), str(block_mb)],
-                         check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT), str(path), str(block_mb)], check=True, capture_output=True, text=True
+    )
     return float(out.stdout) / 1e3
 
 

@@ -60,8 +60,10 @@ def build(lines_wanted: int) -> pathlib.Path:
     with open(tmp, "w") as out:
         while written < lines_wanted:
             dt, du = copy * span, copy * uid_span
-            chunk = [f"{r[0]} {float(r[1]) + dt:.9f} {r[2]} {r[3]} {r[4]} {int(r[5]) + du} {' '.join(r[6:])}\n"
-                     for r in rows[: lines_wanted - written]]
+            chunk = [
+                f"{r[0]} {float(r[1]) + dt:.9f} {r[2]} {r[3]} {r[4]} {int(r[5]) + du} {' '.join(r[6:])}\n"
+                for r in rows[: lines_wanted - written]
+            ]
             out.write("".join(chunk))
             written += len(chunk)
             copy += 1

@@ -33,8 +33,10 @@ def main() -> None:
             cold = timed([*script, name, "--duration", str(args.duration)], env)
             other_seed = timed([*script, name, "--duration", str(args.duration), "--seed", "2"], env)
             cached = timed([*script, name, "--duration", str(args.duration)], env)
-            print(f"{name}, {args.duration} simulated s: build + run {cold:5.1f} s, run alone {other_seed:5.1f} s, "
-                  f"cached {cached:4.2f} s" + ("   (target < 30 s)" if name == "wifi" else ""))
+            print(
+                f"{name}, {args.duration} simulated s: build + run {cold:5.1f} s, run alone {other_seed:5.1f} s, "
+                f"cached {cached:4.2f} s" + ("   (target < 30 s)" if name == "wifi" else "")
+            )
 
 
 if __name__ == "__main__":

@@ -103,8 +103,11 @@ def write_pcapng(path: pathlib.Path, n: int, payload: int, batch: int = 200_000)
         # SHB: version 1.0, section length unknown
         out.write(np.array([0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0xFFFFFFFF, 0xFFFFFFFF, 28], "<u4").tobytes())
         # IDB: Ethernet, snaplen 262144, if_tsresol = 9 (ns)
-        out.write(np.array([1, 32, 1, 262144], "<u4").tobytes()
-                  + bytes([9, 0, 1, 0, 9, 0, 0, 0]) + np.array([0, 32], "<u4").tobytes())
+        out.write(
+            np.array([1, 32, 1, 262144], "<u4").tobytes()
+            + bytes([9, 0, 1, 0, 9, 0, 0, 0])
+            + np.array([0, 32], "<u4").tobytes()
+        )
         for start in range(0, n, batch):
             m = min(batch, n - start)
             f = frames(m, payload, start)
@@ -117,8 +120,8 @@ def write_pcapng(path: pathlib.Path, n: int, payload: int, batch: int = 200_000)
             head[:, 3], head[:, 4] = ts >> np.uint64(32), ts & np.uint64(0xFFFFFFFF)
             head[:, 5] = head[:, 6] = f.shape[1]
             block[:, :28] = head.view(np.uint8)
-            block[:, 28: 28 + f.shape[1]] = f
-            block[:, blen - 4:] = np.full((m, 1), blen, "<u4").view(np.uint8)
+            block[:, 28 : 28 + f.shape[1]] = f
+            block[:, blen - 4 :] = np.full((m, 1), blen, "<u4").view(np.uint8)
             out.write(block.tobytes())
     os.replace(tmp, path)
 
@@ -197,8 +200,10 @@ def main() -> None:
     n = args.packets
     pcap = build(f"rtp_{n}.pcap", write_pcap, n, 172)
     pcapng = build(f"rtp_{n}.pcapng", write_pcapng, n, 172)
-    print(f"files: {pcap.name} ({pcap.stat().st_size / 1e6:.0f} MB), {pcapng.name} "
-          f"({pcapng.stat().st_size / 1e6:.0f} MB), {n:,} packets")
+    print(
+        f"files: {pcap.name} ({pcap.stat().st_size / 1e6:.0f} MB), {pcapng.name} "
+        f"({pcapng.stat().st_size / 1e6:.0f} MB), {n:,} packets"
+    )
 
     decode_capture(pcap)  # numba cache and page cache
     decode_capture(pcapng)
@@ -212,8 +217,10 @@ def main() -> None:
     ours, ng = n / t_ours, n / t_ng
     print(f"ldanalyze decode_capture, pcap  : {ours / 1e6:6.2f} M packets/s  ({t_ours:.3f} s)   (target >= 5)")
     print(f"ldanalyze decode_capture, pcapng: {ng / 1e6:6.2f} M packets/s  ({t_ng:.3f} s)   (target >= 3)")
-    print(f"ldanalyze read_capture (RTP)    : {n / t_trace / 1e6:6.2f} M packets/s  ({t_trace:.3f} s, "
-          f"{len(trace.packets):,} rows)")
+    print(
+        f"ldanalyze read_capture (RTP)    : {n / t_trace / 1e6:6.2f} M packets/s  ({t_trace:.3f} s, "
+        f"{len(trace.packets):,} rows)"
+    )
     print(f"plain dpkt decode loop          : {n / t_dpkt / 1e6:6.3f} M packets/s  ({t_dpkt:.2f} s)")
     print(f"ratio vs dpkt                   : {t_dpkt / t_ours:6.1f}x   (target >= 40x)")
     if shutil.which("tshark"):
@@ -227,11 +234,15 @@ def main() -> None:
         m = int(args.large_gb * 1e9 / (16 + 1400))
         large = build(f"rtp_large_{m}.pcap", write_pcap, m, 1400 - 42)
         item = capture.records.dtype.itemsize
-        print(f"peak RSS of a fresh process (one that only imports ldanalyze: {baseline_rss_mb():.0f} MB; "
-              f"records take {item} bytes a packet):")
+        print(
+            f"peak RSS of a fresh process (one that only imports ldanalyze: {baseline_rss_mb():.0f} MB; "
+            f"records take {item} bytes a packet):"
+        )
         for path, packets in ((pcap, n), (large, m)):
-            print(f"  decoding {path.stat().st_size / 1e6:6,.0f} MB, {packets:>9,} packets: "
-                  f"{peak_rss_mb(path):.0f} MB (records {packets * item / 1e6:.0f} MB)")
+            print(
+                f"  decoding {path.stat().st_size / 1e6:6,.0f} MB, {packets:>9,} packets: "
+                f"{peak_rss_mb(path):.0f} MB (records {packets * item / 1e6:.0f} MB)"
+            )
 
 
 if __name__ == "__main__":

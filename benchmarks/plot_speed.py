@@ -40,8 +40,9 @@ def main() -> None:
     parser.add_argument("--arrivals", type=int, default=1_000_000)
     args = parser.parse_args()
     packets = synthetic_packets(int(args.arrivals * 1.03), flows=1)
-    tl = build_timeline(Trace(packets=packets, rtt=empty_rtt(), path="synthetic", format="synthetic",
-                              meta={"clock": "common"}))
+    tl = build_timeline(
+        Trace(packets=packets, rtt=empty_rtt(), path="synthetic", format="synthetic", meta={"clock": "common"})
+    )
     flow = tl.flows[0]
     draw(tl, flow)  # numba's compile and matplotlib's font cache
     decimated = draw(tl, flow)
@@ -51,8 +52,11 @@ def main() -> None:
     traces = sorted(str(p) for p in (ROOT / "traces").glob("*.tr.gz"))
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "ldanalyze.cli", "report", *traces, "-o", f"{tmp}/r.html"], check=True,
-                       capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "ldanalyze.cli", "report", *traces, "-o", f"{tmp}/r.html"],
+            check=True,
+            capture_output=True,
+        )
         report = time.perf_counter() - t0
     print(f"timeline, {len(tl.arrivals):,} arrivals, {len(tl.losses):,} losses: {decimated:.2f} s (target < 3 s)")
     print(f"  the same figure undecimated: {full:.2f} s ({full / decimated:.1f}x slower)")

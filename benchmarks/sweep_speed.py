@@ -14,18 +14,24 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from synthetic import synthetic_packets  # noqa: E402
+
 import ldanalyze as la  # noqa: E402
 from ldanalyze.packets import Trace, empty_rtt  # noqa: E402
 from ldanalyze.sweep import sweep  # noqa: E402
-from synthetic import synthetic_packets  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--packets", type=int, default=1_050_000)
     args = parser.parse_args()
-    trace = Trace(packets=synthetic_packets(args.packets), rtt=empty_rtt(), path="synthetic", format="synthetic",
-                  meta={"clock": "common"})
+    trace = Trace(
+        packets=synthetic_packets(args.packets),
+        rtt=empty_rtt(),
+        path="synthetic",
+        format="synthetic",
+        meta={"clock": "common"},
+    )
     timeline = la.build_timeline(trace)
     arrivals = len(timeline.arrivals)
     grid = {"beta": [round(0.05 * k, 2) for k in range(1, 11)], "alpha": [round(0.5 + 0.05 * k, 2) for k in range(10)]}

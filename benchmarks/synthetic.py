@@ -23,8 +23,9 @@ def synthetic_packets(count: int, flows: int = 4, seed: int = 1):
     fate = np.where(wireless, "wireless", np.where(congestion, "congestion", "delivered"))
     seq = np.arange(count) // flows
     t_recv = np.where(fate == "delivered", t_send + owd, np.nan)
-    return make_packet_table(flow=flow.astype(str), seq=seq, t_send=t_send, t_recv=t_recv,
-                             fate=fate, size=np.full(count, 1000))
+    return make_packet_table(
+        flow=flow.astype(str), seq=seq, t_send=t_send, t_recv=t_recv, fate=fate, size=np.full(count, 1000)
+    )
 
 
 def best_of(repeat: int, fn) -> float:

@@ -56,8 +56,9 @@ def dict_join(sender: pathlib.Path, receiver: pathlib.Path) -> int:
     for c in captures:
         labels = c.flows["label"].tolist()
         r = c.records
-        keyed.append([(labels[f], i, h) for f, i, h in zip(r["flow"].tolist(), r["ip_id"].tolist(),
-                                                            r["payload_hash"].tolist())])
+        keyed.append(
+            [(labels[f], i, h) for f, i, h in zip(r["flow"].tolist(), r["ip_id"].tolist(), r["payload_hash"].tolist())]
+        )
     where = {key: row for row, key in enumerate(keyed[0])}
     return sum(1 for key in keyed[1] if key in where)
 
@@ -70,8 +71,7 @@ def main() -> None:
     n = args.packets
     sender = build(f"rtp_{n}.pcap", write_pcap, n, PAYLOAD)
     receiver = build(f"rtp_{n}_rx.pcap", write_receiver, n, PAYLOAD)
-    print(f"sender {sender.name}: {n:,} packets; receiver {receiver.name}: {n - n // DROP_EVERY:,} packets "
-          f"(in {DATA})")
+    print(f"sender {sender.name}: {n:,} packets; receiver {receiver.name}: {n - n // DROP_EVERY:,} packets (in {DATA})")
 
     def floor():
         decode_capture(sender)
@@ -91,11 +91,15 @@ def main() -> None:
     assert matched == n - n // DROP_EVERY
     matching = t_chain - t_floor
     print(f"decode x2       {t_floor:7.3f} s  {2 * n / t_floor / 1e6:6.2f} M records/s")
-    print(f"read_vantages   {t_chain:7.3f} s  {n / t_chain / 1e6:6.2f} M packets/s  "
-          f"{t_chain / t_floor:5.2f}x the decode floor ({lost:,} losses found)")
-    print(f"dict join       {t_dict:7.3f} s  (decode included)  matching part: "
-          f"{(t_dict - t_floor) / max(matching, 1e-9):5.1f}x slower than read_vantages' own "
-          f"({matching:.3f} s beyond the decode)")
+    print(
+        f"read_vantages   {t_chain:7.3f} s  {n / t_chain / 1e6:6.2f} M packets/s  "
+        f"{t_chain / t_floor:5.2f}x the decode floor ({lost:,} losses found)"
+    )
+    print(
+        f"dict join       {t_dict:7.3f} s  (decode included)  matching part: "
+        f"{(t_dict - t_floor) / max(matching, 1e-9):5.1f}x slower than read_vantages' own "
+        f"({matching:.3f} s beyond the decode)"
+    )
 
 
 if __name__ == "__main__":

@@ -36,17 +36,43 @@ from ldanalyze.simulation import simulate  # noqa: E402
 from tests.netns_lab import LabConfig, lab_unavailable, run_lab  # noqa: E402
 
 SCENARIOS = [
-    {"traffic": traffic, **({"cbr_share": CBR_SHARE} if traffic == "cbr" else {}), "topology": topology,
-     "flows": flows, "loss": loss, "rate": rate, "seed": seed, "duration": 120, "warmup": 10}
+    {
+        "traffic": traffic,
+        **({"cbr_share": CBR_SHARE} if traffic == "cbr" else {}),
+        "topology": topology,
+        "flows": flows,
+        "loss": loss,
+        "rate": rate,
+        "seed": seed,
+        "duration": 120,
+        "warmup": 10,
+    }
     for traffic, topology, flows, (loss, rate), seed in itertools.product(
-        ("tfrc", "tcp", "cbr"), ("wlh", "wb"), (1, 2, 4, 8, 16),
-        (("uniform", 0.031), ("uniform", 0.078), ("bursty", 0.078)), (1, 2))
+        ("tfrc", "tcp", "cbr"),
+        ("wlh", "wb"),
+        (1, 2, 4, 8, 16),
+        (("uniform", 0.031), ("uniform", 0.078), ("bursty", 0.078)),
+        (1, 2),
+    )
 ]
 # the lab's bottleneck steps below the flow's rate and back up: its queue fills and drains
-LAB = [LabConfig(duration_s=10, rate=rate, tbf_rate="3mbit", wireless_drop_percent=loss,
-                 tbf_steps=((2.0, low), (5.0, "3mbit"), (7.0, low), (8.5, "3mbit")))
-       for rate, low, loss in (("1M", "700kbit", 3), ("1M", "800kbit", 5), ("1500k", "1mbit", 2),
-                               ("1500k", "1200kbit", 6), ("800k", "600kbit", 4), ("1200k", "900kbit", 3))]
+LAB = [
+    LabConfig(
+        duration_s=10,
+        rate=rate,
+        tbf_rate="3mbit",
+        wireless_drop_percent=loss,
+        tbf_steps=((2.0, low), (5.0, "3mbit"), (7.0, low), (8.5, "3mbit")),
+    )
+    for rate, low, loss in (
+        ("1M", "700kbit", 3),
+        ("1M", "800kbit", 5),
+        ("1500k", "1mbit", 2),
+        ("1500k", "1200kbit", 6),
+        ("800k", "600kbit", 4),
+        ("1200k", "900kbit", 3),
+    )
+]
 
 
 def analysed(path: str):
@@ -98,7 +124,8 @@ def main() -> None:
     verdicts = learn.verdicts(table)
     seconds = time.perf_counter() - start
     lines = [
-        "# The learned LDA against the heuristics, held out by scenario family", "",
+        "# The learned LDA against the heuristics, held out by scenario family",
+        "",
         f"Made by `python docs/make_learned_evaluation.py` in {seconds:.0f} s. Families: `wlh` and `wb`, "
         f"{len(SCENARIOS) // 2} ns-2 traces each (paper 000's topologies: 1-16 flows of TFRC, TCP and "
         "constant-rate UDP, 3.1 % and 7.8 % uniform and 7.8 % bursty wireless loss, seeds 1-2, 120 s); "
@@ -107,19 +134,35 @@ def main() -> None:
         "chain). Each family is held out in turn; gradient-boosted trees are trained on the gaps of the "
         "other two and scored on the held-out family's losses, next to every heuristic on the same "
         "losses. Accuracy in %, with 95 % Wilson intervals (losses taken as independent: they come in "
-        "bursts, so the true intervals are wider).", "",
-        "| held out | LDA | losses scored | M_c | M_w | accuracy | 95 % interval |", "|---|---|---:|---:|---:|---:|---|"]
+        "bursts, so the true intervals are wider).",
+        "",
+        "| held out | LDA | losses scored | M_c | M_w | accuracy | 95 % interval |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
     for row in table.itertuples():
-        lines.append(f"| {row.held_out} | {row.lda} | {row.scored} | {percent(row.M_c)} | {percent(row.M_w)} | "
-                     f"{percent(row.accuracy)} | {percent(row.accuracy_lo)}-{percent(row.accuracy_hi)} |")
-    lines += ["", "| held out | best heuristic | its accuracy | learned | margin | verdict |", "|---|---|---:|---:|---:|---|"]
+        lines.append(
+            f"| {row.held_out} | {row.lda} | {row.scored} | {percent(row.M_c)} | {percent(row.M_w)} | "
+            f"{percent(row.accuracy)} | {percent(row.accuracy_lo)}-{percent(row.accuracy_hi)} |"
+        )
+    lines += [
+        "",
+        "| held out | best heuristic | its accuracy | learned | margin | verdict |",
+        "|---|---|---:|---:|---:|---|",
+    ]
     for row in verdicts.itertuples():
-        lines.append(f"| {row.held_out} | {row.best_heuristic} | {percent(row.best_accuracy)} | "
-                     f"{percent(row.learned_accuracy)} | {percent(row.margin)} | {row.verdict} |")
+        lines.append(
+            f"| {row.held_out} | {row.best_heuristic} | {percent(row.best_accuracy)} | "
+            f"{percent(row.learned_accuracy)} | {percent(row.margin)} | {row.verdict} |"
+        )
     pivot = importance.pivot(index="feature", columns="held_out", values="importance")
-    lines += ["", "Permutation importance on the held-out gaps (mean drop of gap accuracy when the feature is "
-              "shuffled, 3 repeats):", "", "| feature | " + " | ".join(pivot.columns) + " |",
-              "|---|" + "---:|" * len(pivot.columns)]
+    lines += [
+        "",
+        "Permutation importance on the held-out gaps (mean drop of gap accuracy when the feature is "
+        "shuffled, 3 repeats):",
+        "",
+        "| feature | " + " | ".join(pivot.columns) + " |",
+        "|---|" + "---:|" * len(pivot.columns),
+    ]
     for feature, values in pivot.iterrows():
         lines.append(f"| {feature} | " + " | ".join(f"{v:.3f}" for v in values) + " |")
     out = ROOT / "docs" / "learned.md"

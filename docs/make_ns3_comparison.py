@@ -25,8 +25,10 @@ from ldanalyze.batch import analyze_traces  # noqa: E402
 from ldanalyze.io.capture.payload import FieldSpec  # noqa: E402
 from ldanalyze.io.labels import apply_labels  # noqa: E402
 
-SCENARIOS = {"wifi": {"duration": 60, "stations": 3, "bottleneck": "5Mbps", "retries": 1, "speed": 2.0, "seed": 1},
-             "lte": {"duration": 60, "ues": 3, "speed": 5.0, "seed": 1}}
+SCENARIOS = {
+    "wifi": {"duration": 60, "stations": 3, "bottleneck": "5Mbps", "retries": 1, "speed": 2.0, "seed": 1},
+    "lte": {"duration": 60, "ues": 3, "speed": 5.0, "seed": 1},
+}
 LDAS = "biaz,mbiaz,spike,zigzag,zbs,win_ldaplus,wro_ldaplus,xrtp,veno,unaware,omniscient"
 
 
@@ -41,9 +43,16 @@ def main() -> None:
         for name, title in (("wifi", "ns-3 Wi-Fi"), ("lte", "ns-3 LTE")):
             folder = scenario.run(name, **SCENARIOS[name])
             count, prefix = scenario.RECEIVERS[name]
-            batches[title] = analyze_traces([
-                apply_labels(la.read_trace(folder / f"{prefix}-{i}.pcap", payload=seq_ts, skew="keep"),
-                             folder / f"{prefix}-{i}.labels.csv") for i in range(SCENARIOS[name][count])], LDAS)
+            batches[title] = analyze_traces(
+                [
+                    apply_labels(
+                        la.read_trace(folder / f"{prefix}-{i}.pcap", payload=seq_ts, skew="keep"),
+                        folder / f"{prefix}-{i}.labels.csv",
+                    )
+                    for i in range(SCENARIOS[name][count])
+                ],
+                LDAS,
+            )
         batches["ns-2 WLH"] = analyze_traces(sorted(glob.glob(str(ROOT / "traces" / "wlh_*.tr.gz"))), LDAS)
     scores = {name: la.score(b.decisions, b.summary, by="pooled", bootstrap=200) for name, b in batches.items()}
     causes = {name: b.summary[["congestion", "wireless", "route"]].sum() for name, b in batches.items()}

@@ -16,8 +16,8 @@ from .control import REGISTRY as CONTROLLERS
 from .control import PathModel, controller_state, get_controller, replay
 from .errors import TraceError, UsageError
 from .io import read_trace
-from .io.labels import apply_labels, read_labels, write_labels
 from .io.capture.vantage import Vantage, read_vantages
+from .io.labels import apply_labels, read_labels, write_labels
 from .lda import REGISTRY as LDAS
 from .lda import Replay, classify, get_lda, lda_state
 from .packets import FATES, LOSS_FATES, Trace
@@ -28,9 +28,33 @@ from .timeline import Timeline, build_timeline
 from .version import VERSION as __version__
 
 __all__ = [
-    "plot", "report_html",
-    "read_trace", "read_vantages", "Vantage", "apply_labels", "read_labels", "write_labels", "remove_skew",
-    "build_timeline", "classify", "score", "score_suite", "get_lda", "lda_state", "Replay", "LDAS",
-    "replay", "controller_state", "get_controller", "PathModel", "CONTROLLERS",
-    "Trace", "Timeline", "TraceError", "UsageError", "FATES", "LOSS_FATES",
+    "__version__",
+    "plot",
+    "report_html",
+    "read_trace",
+    "read_vantages",
+    "Vantage",
+    "apply_labels",
+    "read_labels",
+    "write_labels",
+    "remove_skew",
+    "build_timeline",
+    "classify",
+    "score",
+    "score_suite",
+    "get_lda",
+    "lda_state",
+    "Replay",
+    "LDAS",
+    "replay",
+    "controller_state",
+    "get_controller",
+    "PathModel",
+    "CONTROLLERS",
+    "Trace",
+    "Timeline",
+    "TraceError",
+    "UsageError",
+    "FATES",
+    "LOSS_FATES",
 ]

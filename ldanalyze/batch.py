@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from . import threads
 from .control import BASELINES, PathModel, Signals, parse_controllers, replay
 from .errors import TraceError, UsageError
 from .io import read_trace
@@ -36,11 +37,10 @@ from .io.capture.vantage import read_vantages
 from .io.detect import detect_format
 from .io.labels import apply_labels
 from .lda import Replay, classify, optional_specs, parse_ldas, runnable_ldas
-from . import threads
+from .output import atomic_write, json_default
 from .packets import Trace, labels_dtype
 from .scoring import SUMMARY_REQUIRED, THROUGHPUT_REQUIRED, score, tally
 from .timeline import Timeline, build_timeline
-from .output import atomic_write, json_default
 from .version import VERSION
 
 CACHE_VERSION = 7
@@ -73,15 +73,32 @@ def analyze_traces(
     ``docs/controllers.md``). With ``controller_optional``, a trace the controller cannot be
     replayed on (no RTT to be had, say) gets a warning and no throughput rows instead of an
     error."""
-    parts = [_analyze(source if isinstance(source, Trace) else read_trace(source, **read_options), ldas,
-                      controller=controller, controller_optional=controller_optional, replay_options=replay_options,
-                      path_model=path_model, seq_modulus=seq_modulus)
-             for source in sources]
+    parts = [
+        _analyze(
+            source if isinstance(source, Trace) else read_trace(source, **read_options),
+            ldas,
+            controller=controller,
+            controller_optional=controller_optional,
+            replay_options=replay_options,
+            path_model=path_model,
+            seq_modulus=seq_modulus,
+        )
+        for source in sources
+    ]
     return _stack(parts)
 
 
-def _analyze(trace: Trace, ldas, *, controller, controller_optional, replay_options, path_model, seq_modulus,
-             name: str | None = None) -> Batch:
+def _analyze(
+    trace: Trace,
+    ldas,
+    *,
+    controller,
+    controller_optional,
+    replay_options,
+    path_model,
+    seq_modulus,
+    name: str | None = None,
+) -> Batch:
     name = trace.path if name is None else name
     timeline = build_timeline(trace, seq_modulus=seq_modulus)
     decided = classify(timeline, ldas, replay=replay_options)
@@ -89,8 +106,15 @@ def _analyze(trace: Trace, ldas, *, controller, controller_optional, replay_opti
     throughput = None
     if controller is not None:
         try:
-            result = replay(timeline, [controller], ldas, replay=replay_options, path=path_model, rates=False,
-                            decisions=_with_baselines(timeline, decided, replay_options))
+            result = replay(
+                timeline,
+                [controller],
+                ldas,
+                replay=replay_options,
+                path=path_model,
+                rates=False,
+                decisions=_with_baselines(timeline, decided, replay_options),
+            )
             throughput = result.summary.assign(trace=name)
         except UsageError as exc:
             if not controller_optional:
@@ -107,8 +131,7 @@ def _with_baselines(timeline, decided: pd.DataFrame, replay_options: Replay | No
     if not missing:
         return decided
     columns = ["lda", "decision"]
-    return pd.concat([decided[columns], classify(timeline, missing, replay=replay_options)[columns]],
-                     ignore_index=True)
+    return pd.concat([decided[columns], classify(timeline, missing, replay=replay_options)[columns]], ignore_index=True)
 
 
 def _one_label(name: str, rows: int) -> pd.Categorical:
@@ -161,7 +184,9 @@ def _union_categoricals(pieces: list[pd.Categorical]) -> pd.Categorical:
     number: dict = {}
     codes = []
     for piece in pieces:
-        table = np.array([number.setdefault(label, len(number)) for label in piece.categories.tolist()] + [-1], np.int64)
+        table = np.array(
+            [number.setdefault(label, len(number)) for label in piece.categories.tolist()] + [-1], np.int64
+        )
         codes.append(table[piece.codes])  # code -1 (no label) stays -1
     return pd.Categorical.from_codes(np.concatenate(codes), dtype=pd.CategoricalDtype(list(number)), validate=False)
 
@@ -251,8 +276,14 @@ def discover(paths: Sequence[str], exclude: Sequence[str] = ()) -> tuple[list[st
                 raise UsageError(f"{match}: no such file or directory")
     traces, passed = [], {}
     for path in dict.fromkeys(found):
-        pattern = next((pattern for pattern in exclude if fnmatch.fnmatch(path, pattern)
-                        or fnmatch.fnmatch(os.path.basename(path), pattern)), None)
+        pattern = next(
+            (
+                pattern
+                for pattern in exclude
+                if fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(os.path.basename(path), pattern)
+            ),
+            None,
+        )
         if pattern is not None:
             passed[path] = f"excluded by {pattern}"
             continue
@@ -282,9 +313,16 @@ def run_job(job: Job, analysis: Analysis) -> Outcome:
                 result, packets, cached = _analyze_flows(job, analysis)
             elif analysis.cache_dir is None:
                 trace = _labelled(_read_fresh(job, dict(job.read_options)), job)
-                result = _analyze(trace, analysis.ldas, controller=analysis.controller, controller_optional=True,
-                                  replay_options=analysis.replay, path_model=None,
-                                  seq_modulus=analysis.seq_modulus, name=job.name)
+                result = _analyze(
+                    trace,
+                    analysis.ldas,
+                    controller=analysis.controller,
+                    controller_optional=True,
+                    replay_options=analysis.replay,
+                    path_model=None,
+                    seq_modulus=analysis.seq_modulus,
+                    name=job.name,
+                )
                 packets = len(trace.packets)
             else:
                 result, packets, cached = _analyze_cached(job, analysis)
@@ -303,8 +341,11 @@ def _kept(result: Batch, keep: str) -> Batch:
     def read(table: pd.DataFrame | None, columns: tuple[str, ...]) -> pd.DataFrame | None:
         return None if table is None else table[[c for c in ("trace", *columns) if c in table.columns]]
 
-    return Batch(decisions=tally(result.decisions, bursts=keep == "bursts"),
-                 summary=read(result.summary, SUMMARY_REQUIRED), throughput=read(result.throughput, THROUGHPUT_REQUIRED))
+    return Batch(
+        decisions=tally(result.decisions, bursts=keep == "bursts"),
+        summary=read(result.summary, SUMMARY_REQUIRED),
+        throughput=read(result.throughput, THROUGHPUT_REQUIRED),
+    )
 
 
 def _run_in_worker(job: Job, analysis: Analysis) -> Outcome:
@@ -355,9 +396,15 @@ def _analyze_flows(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
     listing = folder / "flows.json" if folder is not None else None
     known = json.loads(listing.read_text()) if listing is not None and listing.exists() else None
     if known is not None and all((folder / name / "meta.json").exists() for name in known["entries"]):
-        results = [_analyze_cached(job, analysis, entry=folder / name,
-                                   read=lambda sub=folder / name: (labelled(_load_entry(sub, job.path)), True))
-                   for name in known["entries"]]
+        results = [
+            _analyze_cached(
+                job,
+                analysis,
+                entry=folder / name,
+                read=lambda sub=folder / name: (labelled(_load_entry(sub, job.path)), True),
+            )
+            for name in known["entries"]
+        ]
         parts, packets, cached, seen = [r[0] for r in results], sum(r[1] for r in results), True, set(known["flows"])
     else:
         parts, packets, cached, seen, names = [], 0, False, set(), []
@@ -365,14 +412,24 @@ def _analyze_flows(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
             seen |= set(trace.flows)
             packets += len(trace.packets)
             if folder is None:
-                parts.append(_analyze(labelled(trace), analysis.ldas, controller=analysis.controller,
-                                      controller_optional=True, replay_options=analysis.replay, path_model=None,
-                                      seq_modulus=analysis.seq_modulus, name=job.name))
+                parts.append(
+                    _analyze(
+                        labelled(trace),
+                        analysis.ldas,
+                        controller=analysis.controller,
+                        controller_optional=True,
+                        replay_options=analysis.replay,
+                        path_model=None,
+                        seq_modulus=analysis.seq_modulus,
+                        name=job.name,
+                    )
+                )
                 continue
             names.append(str(k))
             _store(folder / str(k), trace)
-            parts.append(_analyze_cached(job, analysis, entry=folder / str(k),
-                                         read=lambda t=trace: (labelled(t), False))[0])
+            parts.append(
+                _analyze_cached(job, analysis, entry=folder / str(k), read=lambda t=trace: (labelled(t), False))[0]
+            )
         if listing is not None and parts:
             text = json.dumps({"entries": names, "flows": sorted(seen)})
             atomic_write(listing, lambda tmp: tmp.write_text(text))  # last: the flows are all in
@@ -386,8 +443,13 @@ def _labelled(trace: Trace, job: Job) -> Trace:
     return apply_labels(trace, job.labels) if job.labels else trace
 
 
-def _analyze_cached(job: Job, analysis: Analysis, *, entry: pathlib.Path | None = None,
-                    read: Callable[[], tuple[Trace, bool]] | None = None) -> tuple[Batch, int, bool]:
+def _analyze_cached(
+    job: Job,
+    analysis: Analysis,
+    *,
+    entry: pathlib.Path | None = None,
+    read: Callable[[], tuple[Trace, bool]] | None = None,
+) -> tuple[Batch, int, bool]:
     """The analysis with every piece kept in the cache, under the parsed trace's entry (by
     content and read options): the timeline (by labels and sequence modulus, Arrow files), and
     under it the flow summary, the LDAs' decisions and the replay rows (by replay semantics and
@@ -405,18 +467,23 @@ def _analyze_cached(job: Job, analysis: Analysis, *, entry: pathlib.Path | None 
     if job.labels:
         built.update(pathlib.Path(job.labels).read_bytes())
     timeline_dir = entry / "timelines" / built.hexdigest()
-    results = timeline_dir / hashlib.blake2b(repr((analysis.replay, analysis.controller)).encode(),
-                                             digest_size=12).hexdigest()
+    results = (
+        timeline_dir
+        / hashlib.blake2b(repr((analysis.replay, analysis.controller)).encode(), digest_size=12).hexdigest()
+    )
     specs = [lda.spec for lda in parse_ldas(analysis.ldas)]
-    left_out = set(json.loads((results / "left_out.json").read_text())) if (results / "left_out.json").exists() else set()
+    left_out = (
+        set(json.loads((results / "left_out.json").read_text())) if (results / "left_out.json").exists() else set()
+    )
     optional = optional_specs(analysis.ldas)  # what "all" brought in; one named on its own is never left out
     wanted = [spec for spec in specs if spec not in left_out or spec not in optional]
     decisions = _read_pieces(results, "decisions")  # Arrow tables, one per run that added LDAs
     rows = _read_pieces(results, "replay") if analysis.controller else None
     done = _specs_in(decisions)
     if rows is not None:
-        done &= _specs_in(rows) | set(json.loads((results / "no_replay.json").read_text())
-                                       if (results / "no_replay.json").exists() else [])
+        done &= _specs_in(rows) | set(
+            json.loads((results / "no_replay.json").read_text()) if (results / "no_replay.json").exists() else []
+        )
     missing = [spec for spec in wanted if spec not in done]
     cached = True
     if missing or not (results / "summary.arrow").exists():
@@ -467,18 +534,25 @@ def _in_order(table: pd.DataFrame, ldas: list[str], flows: list[str] | None = No
     return out
 
 
-def _replay_rows(timeline, analysis: Analysis, runnable: list[str], rows: list, results: pathlib.Path,
-                 decided: pd.DataFrame) -> list:
+def _replay_rows(
+    timeline, analysis: Analysis, runnable: list[str], rows: list, results: pathlib.Path, decided: pd.DataFrame
+) -> list:
     """The cached replay pieces (Arrow tables) with the one of ``runnable`` added (the
     baselines' cached rows give the ratios; ``decided`` holds the LDAs' decisions); a trace the
     controller cannot be replayed on is remembered as such."""
     have_baselines = set(BASELINES) <= _specs_in(rows)
     try:
         signals = _signals(timeline, analysis.replay, results)
-        new = replay(timeline, [analysis.controller], runnable, replay=analysis.replay, rates=False,
-                     reference=_reference_rows(rows) if have_baselines else None,
-                     decisions=decided if have_baselines else _with_baselines(timeline, decided, analysis.replay),
-                     signals=signals).summary
+        new = replay(
+            timeline,
+            [analysis.controller],
+            runnable,
+            replay=analysis.replay,
+            rates=False,
+            reference=_reference_rows(rows) if have_baselines else None,
+            decisions=decided if have_baselines else _with_baselines(timeline, decided, analysis.replay),
+            signals=signals,
+        ).summary
     except UsageError:
         skipped = results / "no_replay.json"
         before = json.loads(skipped.read_text()) if skipped.exists() else []
@@ -528,8 +602,10 @@ def _timeline(analysis: Analysis, folder: pathlib.Path, read: Callable[[], tuple
     folder.mkdir(parents=True, exist_ok=True)
     for name in Timeline.TABLES:
         _write_piece(getattr(timeline, name), folder / f"{name}.arrow")
-    stored = {"flows": timeline.flows,
-              "meta": {k: v for k, v in timeline.meta.items() if isinstance(v, (str, int, float, bool))}}
+    stored = {
+        "flows": timeline.flows,
+        "meta": {k: v for k, v in timeline.meta.items() if isinstance(v, (str, int, float, bool))},
+    }
     atomic_write(folder / "meta.json", lambda tmp: tmp.write_text(json.dumps(stored)))  # last: the entry is whole
     return timeline, from_cache
 
@@ -596,16 +672,14 @@ def _as_frame(table) -> pd.DataFrame:
         if pa.types.is_dictionary(kind) and column.num_chunks:
             column = column.combine_chunks()  # one dictionary, the chunks' unified
             codes = column.indices.fill_null(-1) if column.null_count else column.indices
-            columns[name] = pd.Categorical.from_codes(codes.to_numpy(zero_copy_only=False),
-                                                      dtype=labels_dtype(column.dictionary.to_pylist()),
-                                                      validate=False)
+            columns[name] = pd.Categorical.from_codes(
+                codes.to_numpy(zero_copy_only=False), dtype=labels_dtype(column.dictionary.to_pylist()), validate=False
+            )
         elif (pa.types.is_integer(kind) or pa.types.is_floating(kind)) and not column.null_count:
             columns[name] = column.to_numpy()
         else:
             columns[name] = column.to_pandas()
     return pd.DataFrame(columns, copy=False)
-
-
 
 
 def _write_piece(table: pd.DataFrame, path: pathlib.Path, *, ldas: list[str] | None = None):
@@ -617,8 +691,10 @@ def _write_piece(table: pd.DataFrame, path: pathlib.Path, *, ldas: list[str] | N
     twice in memory."""
     import pyarrow as pa
 
-    arrow = pa.table({str(name): pa.Array.from_pandas(column) for name, column in table.items()},
-                     metadata=None if ldas is None else {"ldas": json.dumps(ldas)})  # what it was computed for
+    arrow = pa.table(
+        {str(name): pa.Array.from_pandas(column) for name, column in table.items()},
+        metadata=None if ldas is None else {"ldas": json.dumps(ldas)},
+    )  # what it was computed for
 
     def write(sink) -> None:
         with pa.ipc.new_file(sink, arrow.schema) as writer:
@@ -629,6 +705,7 @@ def _write_piece(table: pd.DataFrame, path: pathlib.Path, *, ldas: list[str] | N
         write(buffer)
         atomic_write(path, lambda tmp: tmp.write_bytes(buffer.getvalue()))
     else:
+
         def streamed(tmp: pathlib.Path) -> None:
             with pa.OSFile(str(tmp), "wb") as sink:
                 write(sink)
@@ -660,8 +737,13 @@ def _load_entry(entry: pathlib.Path, path: str | None) -> Trace | None:
         return None
     meta = json.loads((entry / "meta.json").read_text())
     stored = meta.pop("path")
-    return Trace(packets=_read_table(entry / "packets.arrow"), rtt=_read_table(entry / "rtt.arrow"),
-                 path=path or stored, format=meta.pop("format"), meta=meta)
+    return Trace(
+        packets=_read_table(entry / "packets.arrow"),
+        rtt=_read_table(entry / "rtt.arrow"),
+        path=path or stored,
+        format=meta.pop("format"),
+        meta=meta,
+    )
 
 
 def _read_fresh(job: Job, options: dict) -> Trace:
@@ -676,8 +758,7 @@ def cache_key(job: Job, cache_dir: str | None = None) -> str:
     ``cache_dir``, the files' digests are remembered there (:func:`file_digest`)."""
 
     digest = hashlib.blake2b(digest_size=20)
-    digest.update(json.dumps([CACHE_VERSION, VERSION, list(job.vantage) and "chain", repr(job.read_options)])
-                  .encode())
+    digest.update(json.dumps([CACHE_VERSION, VERSION, list(job.vantage) and "chain", repr(job.read_options)]).encode())
     for path in job.files:
         digest.update(file_digest(path, cache_dir).encode())
     return digest.hexdigest()
@@ -738,8 +819,15 @@ def _store(entry: pathlib.Path, trace: Trace) -> None:
         tmp.rmdir()
 
 
-def execute(jobs: Sequence[Job], analysis: Analysis, *, workers: int = 1, scheduler: str | None = None,
-            on_outcome: Callable[[Outcome], None] | None = None, strict: bool = False) -> list[Outcome]:
+def execute(
+    jobs: Sequence[Job],
+    analysis: Analysis,
+    *,
+    workers: int = 1,
+    scheduler: str | None = None,
+    on_outcome: Callable[[Outcome], None] | None = None,
+    strict: bool = False,
+) -> list[Outcome]:
     """Run the jobs (serially, on ``workers`` processes, or on the Dask cluster at
     ``scheduler``) and return their outcomes in job order. ``on_outcome`` sees each as it
     finishes; ``strict`` stops at the first error (raising a TraceError naming the trace).
@@ -859,8 +947,14 @@ def _alone(job: Job, analysis: Analysis) -> Outcome:
     code = process.exitcode
     if code is not None and code < 0:
         how = f"killed by {signal.Signals(-code).name}"
-        how += (" (the kernel's out-of-memory killer sends it; a large capture can be read one flow at a"
-                " time, --flow-at-a-time-above)") if -code == signal.SIGKILL else ""
+        how += (
+            (
+                " (the kernel's out-of-memory killer sends it; a large capture can be read one flow at a"
+                " time, --flow-at-a-time-above)"
+            )
+            if -code == signal.SIGKILL
+            else ""
+        )
     else:
         how = f"exit status {code}"
     return Outcome(job, None, f"the process analysing it died, {how}", 0, time.perf_counter() - start, False)
@@ -903,15 +997,19 @@ def _located(job: Job) -> Job:
     """``job`` with its files named by absolute paths: a Dask worker runs in a folder of its own
     (on a cluster, the one its service started it in), where names relative to the command's
     folder find nothing."""
+
     def vantage(text: str) -> str:
         if os.path.exists(text) or ":" not in text:
             return os.path.abspath(text)
         path, _, cause = text.rpartition(":")
         return f"{os.path.abspath(path)}:{cause}"
 
-    return dataclasses.replace(job, path=job.path and os.path.abspath(job.path),
-                               vantage=tuple(map(vantage, job.vantage)),
-                               labels=job.labels and os.path.abspath(job.labels))
+    return dataclasses.replace(
+        job,
+        path=job.path and os.path.abspath(job.path),
+        vantage=tuple(map(vantage, job.vantage)),
+        labels=job.labels and os.path.abspath(job.labels),
+    )
 
 
 # --- results ---------------------------------------------------------------------------------
@@ -928,8 +1026,9 @@ def results_table(outcomes: Sequence[Outcome], *, bootstrap: int = 0, seed=0) ->
     batch = _stack(parts)
     tables = []
     for scope in SCOPES:
-        table = score(batch.decisions, batch.summary, by=scope, bootstrap=bootstrap, seed=seed,
-                      throughput=batch.throughput)
+        table = score(
+            batch.decisions, batch.summary, by=scope, bootstrap=bootstrap, seed=seed, throughput=batch.throughput
+        )
         for key in ("trace", "flow"):
             if key not in table.columns:
                 table.insert(0, key, "*")
@@ -942,8 +1041,16 @@ def results_table(outcomes: Sequence[Outcome], *, bootstrap: int = 0, seed=0) ->
     return out
 
 
-def score_suite(paths: str | Sequence[str], *, exclude: Sequence[str] = (), ldas="all", controller: str | None = None,
-                jobs: int = 1, bootstrap: int = 0, cache_dir: str | None = None) -> pd.DataFrame:
+def score_suite(
+    paths: str | Sequence[str],
+    *,
+    exclude: Sequence[str] = (),
+    ldas="all",
+    controller: str | None = None,
+    jobs: int = 1,
+    bootstrap: int = 0,
+    cache_dir: str | None = None,
+) -> pd.DataFrame:
     """What ``ldanalyze batch PATHS`` scores, as a DataFrame: every trace under ``paths``
     (files, folders walked, globs; ``exclude`` patterns) read, classified with ``ldas`` (and
     ``controller`` replayed, open loop) on ``jobs`` processes, then :func:`results_table`. A
@@ -951,8 +1058,11 @@ def score_suite(paths: str | Sequence[str], *, exclude: Sequence[str] = (), ldas
     traces, _ = discover([paths] if isinstance(paths, str) else list(paths), exclude)
     if not traces:
         raise UsageError(f"no trace under {paths}")
-    outcomes = execute([Job(name=path, path=path) for path in traces],
-                       Analysis(ldas=ldas, controller=controller, cache_dir=cache_dir), workers=jobs)
+    outcomes = execute(
+        [Job(name=path, path=path) for path in traces],
+        Analysis(ldas=ldas, controller=controller, cache_dir=cache_dir),
+        workers=jobs,
+    )
     for outcome in outcomes:
         if outcome.error is not None:
             warnings.warn(f"{outcome.job.name}: left out: {outcome.error}", UserWarning, stacklevel=2)
@@ -985,8 +1095,10 @@ def read_manifest(path: str) -> list[Job]:
                 entries = tomllib.load(f).get("trace", [])
         else:
             with open(path, newline="", encoding="utf-8-sig") as f:
-                entries = [{k: v for k, v in row.items() if v not in (None, "")}
-                           for row in csv.DictReader(line for line in f if not line.startswith("#"))]
+                entries = [
+                    {k: v for k, v in row.items() if v not in (None, "")}
+                    for row in csv.DictReader(line for line in f if not line.startswith("#"))
+                ]
                 for entry in entries:
                     for key in ("vantage", "flows"):
                         if key in entry:
@@ -997,8 +1109,10 @@ def read_manifest(path: str) -> list[Job]:
     for number, entry in enumerate(entries, 1):
         unknown = sorted(set(entry) - set(MANIFEST_KEYS))
         if unknown:
-            raise UsageError(f"--manifest {path}: entry {number}: unknown key(s) {', '.join(unknown)} "
-                             f"(known: {', '.join(MANIFEST_KEYS)})")
+            raise UsageError(
+                f"--manifest {path}: entry {number}: unknown key(s) {', '.join(unknown)} "
+                f"(known: {', '.join(MANIFEST_KEYS)})"
+            )
         if ("path" in entry) == ("vantage" in entry):
             raise UsageError(f"--manifest {path}: entry {number}: give a path or a vantage chain, one of them")
 
@@ -1010,10 +1124,15 @@ def read_manifest(path: str) -> list[Job]:
         if "flows" in options:
             options["flows"] = list(options["flows"])
         name = entry.get("name") or entry.get("path") or " > ".join(entry["vantage"])
-        jobs.append(Job(name=name, path=local(entry["path"]) if "path" in entry else None, vantage=vantage,
-                        labels=local(entry["labels"]) if "labels" in entry else None,
-                        read_options=tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
-                                                  for k, v in options.items()))))
+        jobs.append(
+            Job(
+                name=name,
+                path=local(entry["path"]) if "path" in entry else None,
+                vantage=vantage,
+                labels=local(entry["labels"]) if "labels" in entry else None,
+                read_options=tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items())),
+            )
+        )
     return jobs
 
 

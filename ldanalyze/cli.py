@@ -7,10 +7,10 @@ other failure.
 from __future__ import annotations
 
 import argparse
-import difflib
 import atexit
 import contextlib
 import dataclasses
+import difflib
 import importlib.abc
 import json
 import os
@@ -25,32 +25,31 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .output import atomic_write, json_default
-from .version import VERSION
 from . import batch as batching
-from . import gates
+from . import formatting, gates
 from .batch import analyze_traces
 from .control import OPEN_LOOP_NOTE, PathModel, replay
 from .control import REGISTRY as CONTROLLERS
 from .control.agreement import agreement
 from .errors import TraceError, UsageError
+from .formatting import MAIN_SUMMARY_COLUMNS, summary_shown
 from .io import FORMATS, list_flows, read_trace
-from .io.detect import PCAP, PCAPNG
-from .io.ns2 import background_flows
-from .io.labels import apply_labels, write_labels
 from .io.capture.payload import KINDS, ORDER, ClockRates, FieldSpec
 from .io.capture.pcap import RTP_HEAD_BYTES, SKEW_CHOICES, capture_format
 from .io.capture.split import read_capture_flows
 from .io.capture.vantage import CLOCKS, parse_vantage, read_vantages
-from .packets import LOSS_FATES, Trace, empty_rtt, natural_sorted
+from .io.detect import PCAP, PCAPNG
+from .io.labels import apply_labels, write_labels
+from .io.ns2 import background_flows
 from .lda import REGISTRY, Replay, classify, parse_ldas, runnable_ldas
 from .lda.zbs import Zbs
+from .output import atomic_write, json_default
+from .packets import LOSS_FATES, Trace, empty_rtt, natural_sorted
 from .report import ci
-from . import formatting
 from .report.tables import markdown_table, text_table
-from .formatting import summary_shown
 from .scoring import ROUTE_AS, score
 from .timeline import build_timeline
+from .version import VERSION
 
 
 def _csv_list(text: str) -> list[str]:
@@ -107,16 +106,32 @@ def _read(args: argparse.Namespace, path: str | None) -> Trace:
     """The trace of ``path``, or of the ``--vantage`` chain when ``path`` is None, with the
     ``--labels`` file joined on."""
     if path is None:
-        ignored = [flag for flag, given in (("--skew", args.skew), ("--trace-format", args.trace_format != "auto"),
-                                            ("--field", args.field), ("--clock-rate", args.clock_rate),
-                                            ("--ssrc", args.ssrc), ("--capture-host", args.capture_host),
-                                            ("--data-types", args.data_types), ("--feedback-types", args.feedback_types),
-                                            ("--flow-by", args.flow_by), ("--drop-cause", args.drop_cause)) if given]
+        ignored = [
+            flag
+            for flag, given in (
+                ("--skew", args.skew),
+                ("--trace-format", args.trace_format != "auto"),
+                ("--field", args.field),
+                ("--clock-rate", args.clock_rate),
+                ("--ssrc", args.ssrc),
+                ("--capture-host", args.capture_host),
+                ("--data-types", args.data_types),
+                ("--feedback-types", args.feedback_types),
+                ("--flow-by", args.flow_by),
+                ("--drop-cause", args.drop_cause),
+            )
+            if given
+        ]
         if ignored:
             raise UsageError(f"{', '.join(ignored)} do(es) not apply to a --vantage chain (see --clocks)")
         chain_options = {"skew_limit_ppm": args.skew_limit} if args.skew_limit is not None else {}
-        trace = read_vantages(args.vantage, clocks=args.clocks or "separate", payload=args.payload or "auto",
-                              flows=args.flows, **chain_options)
+        trace = read_vantages(
+            args.vantage,
+            clocks=args.clocks or "separate",
+            payload=args.payload or "auto",
+            flows=args.flows,
+            **chain_options,
+        )
     else:
         options = _trace_options(args)
         for name in ("payload", "skew", "flows", "clock_rate", "ssrc", "capture_host"):
@@ -151,8 +166,10 @@ def _sources(args: argparse.Namespace) -> list[str | None]:
         raise UsageError("give either a trace file or a --vantage chain, not both")
     folders = [p for p in paths if p is not None and os.path.isdir(p)]
     if folders:
-        raise UsageError(f"{folders[0]} is a folder: name its traces, or score the whole suite with "
-                         f"`ldanalyze batch {folders[0]}` (docs/batch.md)")
+        raise UsageError(
+            f"{folders[0]} is a folder: name its traces, or score the whole suite with "
+            f"`ldanalyze batch {folders[0]}` (docs/batch.md)"
+        )
     return paths
 
 
@@ -223,9 +240,13 @@ def send_time_source(info: dict) -> str:
         return f"abs-send-time header extension (id {info['abs_send_time_id']})"
     if kind == "rtp":
         frames = ", per frame" if "frames" in info else ""
-        refused = f"; sender reports refused: {info['sender_report_refused']}" if "sender_report_refused" in info else ""
-        return (f"RTP timestamp at {info.get('clock_rate', float('nan')):g} Hz "
-                f"({info.get('clock_source', '?')}{refused}){frames}")
+        refused = (
+            f"; sender reports refused: {info['sender_report_refused']}" if "sender_report_refused" in info else ""
+        )
+        return (
+            f"RTP timestamp at {info.get('clock_rate', float('nan')):g} Hz "
+            f"({info.get('clock_source', '?')}{refused}){frames}"
+        )
     if kind == "tcp":
         return f"TCP TSval at {info.get('clock_rate', float('nan')):g} Hz ({info.get('clock_source', '?')})"
     if kind.startswith(("iperf3", "iperf2")):
@@ -237,17 +258,27 @@ def _print_streams(meta: dict) -> None:
     rows = []
     for label, info in meta.get("flows", {}).items():
         out = info.get("outgoing", False)
-        rows.append({"stream": label, "kind": info.get("kind", ""), "direction": "out" if out else "in",
-                     "packets": info.get("packets", 0), "lost": "-" if out else info.get("lost", 0),
-                     "rtx repaired": info.get("rtx_repaired", 0), "padding only": info.get("padding_only", 0),
-                     "fec": info.get("fec_packets", 0),
-                     "send times from": "- (sent by the capture host)" if out else send_time_source(info)})
+        rows.append(
+            {
+                "stream": label,
+                "kind": info.get("kind", ""),
+                "direction": "out" if out else "in",
+                "packets": info.get("packets", 0),
+                "lost": "-" if out else info.get("lost", 0),
+                "rtx repaired": info.get("rtx_repaired", 0),
+                "padding only": info.get("padding_only", 0),
+                "fec": info.get("fec_packets", 0),
+                "send times from": "- (sent by the capture host)" if out else send_time_source(info),
+            }
+        )
     host = meta.get("capture_host")
     if host:
         print(f"\ncapture host: {host['address'] or 'not known'} ({host['how']})")
     if rows:
-        print("\nstreams read (send times from the best source each carries; out: sent by the capture host, "
-              "captured before the path, so its fates are unknown here):")
+        print(
+            "\nstreams read (send times from the best source each carries; out: sent by the capture host, "
+            "captured before the path, so its fates are unknown here):"
+        )
         print(pd.DataFrame(rows).to_string(index=False))
     noise = sum(info.get("noise_ssrcs", 0) for info in meta.get("flows", {}).values())
     if noise:
@@ -275,8 +306,15 @@ def _inspected(args: argparse.Namespace) -> _Inspected:
     if args.flows is None:  # inspect shows every flow, background traffic too
         args = argparse.Namespace(**{**vars(args), "flows": ["all"]})
     trace, timeline = _load(args)
-    return _Inspected(trace.path, trace.format, trace.meta, len(trace.packets),
-                      int((trace.packets["fate"] == "route").sum()), trace.rtt, timeline.summary())
+    return _Inspected(
+        trace.path,
+        trace.format,
+        trace.meta,
+        len(trace.packets),
+        int((trace.packets["fate"] == "route").sum()),
+        trace.rtt,
+        timeline.summary(),
+    )
 
 
 def _big_capture(args: argparse.Namespace) -> bool:
@@ -292,9 +330,12 @@ def _big_capture(args: argparse.Namespace) -> bool:
         return False  # the reader says what is wrong with the file
     if size <= limit or capture_format(path) is None:
         return False
-    print(f"ldanalyze: note: {path} holds {size / 1e6:,.0f} MB, more than --flow-at-a-time-above "
-          f"({args.flow_at_a_time_above}): read one flow at a time, memory bounded by its largest flow "
-          "('--flow-at-a-time-above never' reads it whole)", file=sys.stderr)
+    print(
+        f"ldanalyze: note: {path} holds {size / 1e6:,.0f} MB, more than --flow-at-a-time-above "
+        f"({args.flow_at_a_time_above}): read one flow at a time, memory bounded by its largest flow "
+        "('--flow-at-a-time-above never' reads it whole)",
+        file=sys.stderr,
+    )
     return True
 
 
@@ -331,11 +372,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         if flows is None:  # a trace from the batch cache keeps its meta as records
             flows = list_flows(seen.path, head_bytes=RTP_HEAD_BYTES)
         flows = pd.DataFrame(flows)
-        print(f"{seen.path}: {seen.format}, {len(flows)} flow(s) in the capture, {len(summary)} read as sequenced "
-              f"flows or streams ({seen.packets} data packets)")
+        print(
+            f"{seen.path}: {seen.format}, {len(flows)} flow(s) in the capture, {len(summary)} read as sequenced "
+            f"flows or streams ({seen.packets} data packets)"
+        )
         shown = flows if args.verbose else flows.head(CAPTURE_FLOWS_SHOWN)
         print("\nflows in the capture (5-tuple and direction; first and last: UTC):")
-        print(formatting.text(shown, utc=('first', 'last')))
+        print(formatting.text(shown, utc=("first", "last")))
         if len(shown) < len(flows):
             print(f"... and {len(flows) - len(shown)} more (inspect -v lists them all)")
         _print_streams(seen.meta)
@@ -345,20 +388,27 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         background = [label for label in background_flows(seen.meta.get("flow_types", {})) if label in shown]
         if background:
             types = sorted({kind for label in background for kind in seen.meta["flow_types"][label]})
-            print(f"background traffic ({', '.join(types)}), which score, sweep and batch leave out unless "
-                  f"--flows names it (or all): {', '.join(background)}")
+            print(
+                f"background traffic ({', '.join(types)}), which score, sweep and batch leave out unless "
+                f"--flows names it (or all): {', '.join(background)}"
+            )
     if "vantages" in seen.meta:
         print("\ncaptures along the path (clock fit against the sender's: minimal delay and skew):")
         vantages = pd.DataFrame(seen.meta["vantages"])
         vantages["offset_ms"] = vantages["offset_s"] * 1e3
-        print(vantages[["path", "cause", "records", "matched", "unmatched", "missed", "offset_ms",
-                        "skew_ppm"]].round(3).to_string(index=False))
+        print(
+            vantages[["path", "cause", "records", "matched", "unmatched", "missed", "offset_ms", "skew_ppm"]]
+            .round(3)
+            .to_string(index=False)
+        )
         print("\nlosses per segment:")
         print(pd.DataFrame(seen.meta["segments"]).to_string(index=False))
     if "clock_fit" in seen.meta:
         removed = "skew and offset" if seen.meta.get("offset_removed") else "skew"
-        print(f"\nclock {removed} fitted per pair of clocks (lower envelope) and removed from the receive times "
-              "where the status says applied:")
+        print(
+            f"\nclock {removed} fitted per pair of clocks (lower envelope) and removed from the receive times "
+            "where the status says applied:"
+        )
         print(_clock_fit_text(seen.meta["clock_fit"]))
     if "labels" in seen.meta:
         print("\nlabels: " + ", ".join(f"{k} {v}" for k, v in seen.meta["labels"].items()))
@@ -372,24 +422,25 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print("ignored packet types: " + ", ".join(f"{k} ({v})" for k, v in ignored.items()))
     if len(seen.rtt):
         rtt = seen.rtt.groupby("flow")["rtt"].agg(["size", "mean", "min"])
-        print("RTT samples from feedback: " + ", ".join(
-            f"flow {f}: {int(r['size'])} (mean {r['mean'] * 1e3:.1f} ms, min {r['min'] * 1e3:.1f} ms)"
-            for f, r in rtt.iterrows()
-        ))
+        print(
+            "RTT samples from feedback: "
+            + ", ".join(
+                f"flow {f}: {int(r['size'])} (mean {r['mean'] * 1e3:.1f} ms, min {r['min'] * 1e3:.1f} ms)"
+                for f, r in rtt.iterrows()
+            )
+        )
     print()
-    columns = list(summary.columns) if args.verbose else [c for c in INSPECT_COLUMNS if c in summary.columns]
+    columns = list(summary.columns) if args.verbose else [c for c in MAIN_SUMMARY_COLUMNS if c in summary.columns]
     print(summary_shown(summary[columns]).to_string(index=False))
     if not args.verbose:
-        print("(the main columns; inspect -v shows all, with ROTT and IAT mean, p50, p95 and max, "
-              "reordered and duplicates; --json everything)")
+        print(
+            "(the main columns; inspect -v shows all, with ROTT and IAT mean, p50, p95 and max, "
+            "reordered and duplicates; --json everything)"
+        )
     return 0
 
 
 CAPTURE_FLOWS_SHOWN = 20
-# inspect's flow table without -v: counts by fate, the loss rates, ROTT and IAT at a glance
-INSPECT_COLUMNS = ("flow", "sent", "delivered", "congestion", "wireless", "route", "lost", "unobserved",
-                   "loss_rate", "congestion_rate", "wireless_rate", "gaps", "rott_p50_ms", "rott_p95_ms",
-                   "iat_p50_ms")
 
 # Past this, a fitted offset is the distance between the origins of two unrelated clocks (an
 # RTP timestamp's random start against the capture's epoch), not a delay worth showing.
@@ -403,15 +454,24 @@ def _clock_fit_text(fit: pd.DataFrame) -> str:
     if not len(fit):
         return "  (none: no flow read here has send times on another host's clock)"
     fit = fit.copy()
-    columns = {"flow": "flow", "skew_ppm": "skew ppm", "uncertainty_ppm": "± ppm", "samples": "samples",
-               "pair_samples": "pair samples"}
+    columns = {
+        "flow": "flow",
+        "skew_ppm": "skew ppm",
+        "uncertainty_ppm": "± ppm",
+        "samples": "samples",
+        "pair_samples": "pair samples",
+    }
     if fit["reverse_samples"].any():  # both directions (Paxson): each one's own fit
         columns.update(forward_ppm="forward ppm", reverse_ppm="reverse ppm", reverse_samples="reverse samples")
     shared_origin = fit["offset_s"].abs() < OFFSET_SHOWN_BELOW_S
     fit["offset_ms"] = (fit["offset_s"] * 1e3).where(shared_origin)
     columns["offset_ms"] = "offset ms"
-    note = ("" if shared_origin.all() else "\n  (offset -: the flow's send times count from an origin of their own, "
-            "as an RTP timestamp or a TCP TSval does)")
+    note = (
+        ""
+        if shared_origin.all()
+        else "\n  (offset -: the flow's send times count from an origin of their own, "
+        "as an RTP timestamp or a TCP TSval does)"
+    )
     columns["status"] = "status"
     decimals = dict.fromkeys(("skew_ppm", "uncertainty_ppm", "forward_ppm", "reverse_ppm", "offset_ms"), 1)
     table = formatting.shown(fit[list(columns)], fixed=decimals).rename(columns=columns)
@@ -443,12 +503,16 @@ def cmd_classify(args: argparse.Namespace) -> int:
     if args.output:
         table = decisions.astype({"lda": str, "flow": str, "decision": str})
         kind = _write_table(table, args.output, _inputs(args), args.output_format)
-        print(f"wrote {len(table)} decisions ({table['lda'].nunique()} LDAs, "
-              f"{len(timeline.losses)} lost packets) to {args.output} ({kind})")
+        print(
+            f"wrote {len(table)} decisions ({table['lda'].nunique()} LDAs, "
+            f"{len(timeline.losses)} lost packets) to {args.output} ({kind})"
+        )
         return 0
     counts = decisions.groupby(["lda", "decision"], observed=False).size().unstack(fill_value=0)
-    print(f"{trace.path}: {len(timeline.losses)} lost packets in {len(timeline.gaps)} gaps; "
-          "decisions per LDA (write them all with -o FILE):")
+    print(
+        f"{trace.path}: {len(timeline.losses)} lost packets in {len(timeline.gaps)} gaps; "
+        "decisions per LDA (write them all with -o FILE):"
+    )
     print(counts.to_string())
     lossy = set(timeline.losses["flow"].astype(str))
     for lda in ldas:
@@ -456,8 +520,10 @@ def cmd_classify(args: argparse.Namespace) -> int:
             usage = lda.usage(timeline).set_index("flow") * 100
             usage = usage[usage.index.astype(str).isin(lossy)]  # where it decided something
             if len(usage):
-                print(f"\n{lda.spec}: share of time each base scheme was in force (%), in the {len(usage)} "
-                      "flow(s) with losses:")
+                print(
+                    f"\n{lda.spec}: share of time each base scheme was in force (%), in the {len(usage)} "
+                    "flow(s) with losses:"
+                )
                 print(usage.round(1).to_string())
     return 0
 
@@ -469,8 +535,10 @@ def cmd_agreement(args: argparse.Namespace) -> int:
     _, timeline = _load(args)
     decisions = classify(timeline, list(closedloop.LOG_LDAS))
     summary, differences = closedloop.agreement(decisions, log)
-    print(f"{args.trace}: the receiver's decisions ({args.log}, {len(log)} lost packets, steered by "
-          f"{', '.join(sorted(set(log['driver'])))}) against the offline replay of this trace:")
+    print(
+        f"{args.trace}: the receiver's decisions ({args.log}, {len(log)} lost packets, steered by "
+        f"{', '.join(sorted(set(log['driver'])))}) against the offline replay of this trace:"
+    )
     shown = summary.assign(agreement=(summary["agreement"] * 100).round(2)).rename(columns={"agreement": "agreement %"})
     print(shown.to_string(index=False))
     if differences.empty:
@@ -489,8 +557,10 @@ def _score_format(output: str | None, given: str | None) -> str:
     another); an extension that promises something else is refused."""
     suffix = pathlib.Path(output).suffix.lower() if output else ""
     if suffix in (".html", ".htm"):
-        raise UsageError(f"score writes a table (text, JSON, CSV or Markdown), not {output}: for an HTML page "
-                         f"with the plots, use `ldanalyze report TRACE -o {output}`")
+        raise UsageError(
+            f"score writes a table (text, JSON, CSV or Markdown), not {output}: for an HTML page "
+            f"with the plots, use `ldanalyze report TRACE -o {output}`"
+        )
     promised = SCORE_FORMATS.get(suffix)
     if given and promised and given != promised:
         raise UsageError(f"-o {output} promises {promised}, but --format {given} was given")
@@ -502,12 +572,24 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise UsageError("--average mean needs --by trace or --by pooled (a flow is its own mean)")
     controller = {"none": None, "auto": "tfrc"}.get(args.controller, args.controller)
     batch = analyze_traces(
-        _score_traces(args), args.lda, controller=controller,
-        controller_optional=args.controller == "auto", replay_options=_replay(args), path_model=_path(args),
+        _score_traces(args),
+        args.lda,
+        controller=controller,
+        controller_optional=args.controller == "auto",
+        replay_options=_replay(args),
+        path_model=_path(args),
         seq_modulus=args.seq_modulus,
     )
-    scores = score(batch.decisions, batch.summary, by=args.by, average=args.average, bootstrap=args.bootstrap,
-                   seed=args.seed, throughput=batch.throughput, route_as=args.route_as)
+    scores = score(
+        batch.decisions,
+        batch.summary,
+        by=args.by,
+        average=args.average,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        throughput=batch.throughput,
+        route_as=args.route_as,
+    )
     args.format = _score_format(args.output, args.format)
     if batch.throughput is not None and args.format == "table":
         print(f"throughput: {OPEN_LOOP_NOTE}", file=sys.stderr)
@@ -519,7 +601,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         text = markdown_table(scores)
     elif scores.empty:
         flows = 0 if batch.summary is None else len(batch.summary)
-        text = (f"nothing to score: no flow lost a packet ({flows} flow(s) read; `inspect` shows them)\n")
+        text = f"nothing to score: no flow lost a packet ({flows} flow(s) read; `inspect` shows them)\n"
     else:
         text = text_table(scores)
     if args.output:
@@ -551,8 +633,10 @@ def _note_unscored(trace: Trace) -> None:
     by_reason: dict[str, list[str]] = {}
     for label, why in left_out.items():
         by_reason.setdefault(why, []).append(label)
-    parts = [", ".join(labels[:6]) + (f" and {len(labels) - 6} more" if len(labels) > 6 else "") + f" ({why})"
-             for why, labels in by_reason.items()]
+    parts = [
+        ", ".join(labels[:6]) + (f" and {len(labels) - 6} more" if len(labels) > 6 else "") + f" ({why})"
+        for why, labels in by_reason.items()
+    ]
     hint = "; --flows all scores every flow" if any(why.startswith("background") for why in by_reason) else ""
     print(f"{trace.path}: flows not scored: {'; '.join(parts)}{hint}", file=sys.stderr)
 
@@ -560,9 +644,17 @@ def _note_unscored(trace: Trace) -> None:
 def _flow_picking(args: argparse.Namespace) -> list[str]:
     """The options given that pick flows or streams, or join labels: a reading flow by flow
     takes none of them."""
-    return [flag for flag, value in (("--vantage", args.vantage), ("--labels", args.labels), ("--flows", args.flows),
-                                     ("--ssrc", args.ssrc), ("--rtp-sequence", args.rtp_sequence != "ssrc"))
-            if value]
+    return [
+        flag
+        for flag, value in (
+            ("--vantage", args.vantage),
+            ("--labels", args.labels),
+            ("--flows", args.flows),
+            ("--ssrc", args.ssrc),
+            ("--rtp-sequence", args.rtp_sequence != "ssrc"),
+        )
+        if value
+    ]
 
 
 def _flow_by_flow(args: argparse.Namespace, path: str | None):
@@ -601,17 +693,24 @@ def cmd_replay(args: argparse.Namespace) -> int:
     for col in ("mean_rate_bps", "capacity_bps"):
         summary[col] = summary[col] / 1e3
     summary = summary.rename(columns={"mean_rate_bps": "mean_kbps", "capacity_bps": "capacity_kbps"})
-    print(formatting.text(summary, percent={"thput": "thput %"},
-                           fixed={"mean_kbps": 1, "capacity_kbps": 1, "seconds": 1, "vs_omniscient": 2,
-                                  "vs_unaware": 2}))
+    print(
+        formatting.text(
+            summary,
+            percent={"thput": "thput %"},
+            fixed={"mean_kbps": 1, "capacity_kbps": 1, "seconds": 1, "vs_omniscient": 2, "vs_unaware": 2},
+        )
+    )
     if args.compare_sent:
         capacity = result.summary.drop_duplicates("flow").set_index("flow")["capacity_bps"]
         table = agreement(result.rates, timeline, args.compare_sent, capacity_bps=capacity)
         print(f"\nallowed rate against the rate the trace's sender sent, in {args.compare_sent:g} s bins:")
         table[["allowed_bps", "sent_bps"]] = table[["allowed_bps", "sent_bps"]] / 1e3
         table = table.rename(columns={"allowed_bps": "allowed_kbps", "sent_bps": "sent_kbps"})
-        print(formatting.text(table, fixed={"allowed_kbps": 1, "sent_kbps": 1, "ratio": 3, "capped_ratio": 3,
-                                             "correlation": 3}))
+        print(
+            formatting.text(
+                table, fixed={"allowed_kbps": 1, "sent_kbps": 1, "ratio": 3, "capped_ratio": 3, "correlation": 3}
+            )
+        )
     return 0
 
 
@@ -625,34 +724,70 @@ def _bits_per_second(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a rate in bits/s: {text!r} (e.g. 150k, 1.5M)") from None
 
 
-BATCH_DEFAULTS = {"lda": "all", "controller": "auto", "fail_if": [], "fail_scope": "pooled", "baseline": None,
-                  "tolerance": 0.02, "baseline_ci": False, "jobs": os.cpu_count() or 1, "scheduler": None,
-                  "cache_dir": None, "no_cache": False, "exclude": [], "bootstrap": 0, "strict": False,
-                  "manifest": None, "output": None, "errors": None, "junit": None, "summary": None, "json": None,
-                  "quiet": False,
-                  "flow_at_a_time_above": "1G", "classify_first": False, "gap_delay": "revealing", "detection": 1,
-                  "seq_modulus": None}
+BATCH_DEFAULTS = {
+    "lda": "all",
+    "controller": "auto",
+    "fail_if": [],
+    "fail_scope": "pooled",
+    "baseline": None,
+    "tolerance": 0.02,
+    "baseline_ci": False,
+    "jobs": os.cpu_count() or 1,
+    "scheduler": None,
+    "cache_dir": None,
+    "no_cache": False,
+    "exclude": [],
+    "bootstrap": 0,
+    "strict": False,
+    "manifest": None,
+    "output": None,
+    "errors": None,
+    "junit": None,
+    "summary": None,
+    "json": None,
+    "quiet": False,
+    "flow_at_a_time_above": "1G",
+    "classify_first": False,
+    "gap_delay": "revealing",
+    "detection": 1,
+    "seq_modulus": None,
+}
 
 
 def _replay_options(*, defaults: bool) -> argparse.ArgumentParser:
     """A parent parser of the LDA and replay options. Without ``defaults`` (``batch``), an
     option not given is None, so that the settings file's value stands (``BATCH_DEFAULTS``
     has the same defaults); parents' actions are shared, so each use makes its own."""
+
     def default(value):
         return value if defaults else None
 
     replaying = argparse.ArgumentParser(add_help=False)
-    replaying.add_argument("--lda", default=default("all"), metavar="SPEC,SPEC",
-                           help="LDAs to replay: 'all' (default) or a comma-separated list of NAME or "
-                                "NAME:key=value:... (e.g. mbiaz:upper=1.3); names: " + ", ".join(REGISTRY))
-    replaying.add_argument("--classify-first", action="store_true",
-                           help="decide a gap with the state before the packet that reveals it "
-                                "(default: fold that packet in first)")
-    replaying.add_argument("--gap-delay", choices=("revealing", "previous"), default=default("revealing"),
-                           help="judge a gap by the delay of the packet after it (default) or before it")
-    replaying.add_argument("--detection", type=int, default=default(1), metavar="K",
-                           help="decide a gap at the K-th arrival above it (1: at once, default; "
-                                "3: RFC 5348's rule)")
+    replaying.add_argument(
+        "--lda",
+        default=default("all"),
+        metavar="SPEC,SPEC",
+        help="LDAs to replay: 'all' (default) or a comma-separated list of NAME or "
+        "NAME:key=value:... (e.g. mbiaz:upper=1.3); names: " + ", ".join(REGISTRY),
+    )
+    replaying.add_argument(
+        "--classify-first",
+        action="store_true",
+        help="decide a gap with the state before the packet that reveals it (default: fold that packet in first)",
+    )
+    replaying.add_argument(
+        "--gap-delay",
+        choices=("revealing", "previous"),
+        default=default("revealing"),
+        help="judge a gap by the delay of the packet after it (default) or before it",
+    )
+    replaying.add_argument(
+        "--detection",
+        type=int,
+        default=default(1),
+        metavar="K",
+        help="decide a gap at the K-th arrival above it (1: at once, default; 3: RFC 5348's rule)",
+    )
     return replaying
 
 
@@ -737,8 +872,11 @@ def _progress(total: int, quiet: bool = False):
             return
         status = f"error: {outcome.error.splitlines()[0]}" if outcome.error else f"{outcome.packets} packets"
         cached = ", cached" if outcome.cached else ""
-        print(f"batch: [{state['done']}/{total}] {outcome.job.name}: {status} ({outcome.seconds:.2f} s{cached})",
-              file=sys.stderr, flush=True)
+        print(
+            f"batch: [{state['done']}/{total}] {outcome.job.name}: {status} ({outcome.seconds:.2f} s{cached})",
+            file=sys.stderr,
+            flush=True,
+        )
 
     return step, bar
 
@@ -750,10 +888,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.vantage or args.labels:
         raise UsageError("sweep scores trace files; give them as arguments (no --vantage, --labels)")
     if args.lda != "all":
-        raise UsageError(f"sweep varies the LDA named first (sweep {args.swept} TRACE --param ...); "
-                         f"--lda {args.lda} does not apply to it")
-    table = sweep(args.traces, args.swept, grid, replay=_replay(args), seq_modulus=args.seq_modulus,
-                  **_trace_options(args))
+        raise UsageError(
+            f"sweep varies the LDA named first (sweep {args.swept} TRACE --param ...); "
+            f"--lda {args.lda} does not apply to it"
+        )
+    table = sweep(
+        args.traces, args.swept, grid, replay=_replay(args), seq_modulus=args.seq_modulus, **_trace_options(args)
+    )
     shown = table.drop(columns=["spec"])
     if args.output:
         _write_table(table, args.output, _inputs(args), None)
@@ -762,8 +903,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(formatting.text(shown, percent=("M_c", "M_w", "accuracy")))
     front = table[table["pareto"]]
     default = table[table["default"]].iloc[0]
-    print(f"\n{len(table)} points ({table.attrs['refused']} refused by {args.swept}), {len(front)} on the M_c-M_w "
-          f"frontier; the defaults ({default['spec']}) are {'on' if default['pareto'] else 'off'} it")
+    print(
+        f"\n{len(table)} points ({table.attrs['refused']} refused by {args.swept}), {len(front)} on the M_c-M_w "
+        f"frontier; the defaults ({default['spec']}) are {'on' if default['pareto'] else 'off'} it"
+    )
     if args.plot:
         from .report import plots
 
@@ -780,8 +923,11 @@ def _labelled(args: argparse.Namespace) -> list:
     items = []
     for path in _sources(args):
         items.append(learn.analyse(_read(args, path), replay=_replay(args)))
-        print(f"  {items[-1].name}: {len(items[-1].features)} gaps, {int(np.isfinite(items[-1].labels).sum())} with "
-              "a known cause", file=sys.stderr)
+        print(
+            f"  {items[-1].name}: {len(items[-1].features)} gaps, {int(np.isfinite(items[-1].labels).sum())} with "
+            "a known cause",
+            file=sys.stderr,
+        )
     return items
 
 
@@ -792,10 +938,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     items = _labelled(args)
     model, gaps = learn.fit(items, args.model, args.seed)
     names = ["+".join(os.path.basename(part) for part in item.name.split("+")) for item in items]  # chains: a+b+c
-    _atomic_write(args.output, _inputs(args),
-                  lambda tmp: save_model(model, tmp, kind=args.model, trained_on=names, gaps=gaps))
-    print(f"trained a {args.model} model on {gaps} gaps of {len(items)} trace(s); wrote {args.output} "
-          f"(use it as --lda learned:model={args.output})")
+    _atomic_write(
+        args.output, _inputs(args), lambda tmp: save_model(model, tmp, kind=args.model, trained_on=names, gaps=gaps)
+    )
+    print(
+        f"trained a {args.model} model on {gaps} gaps of {len(items)} trace(s); wrote {args.output} "
+        f"(use it as --lda learned:model={args.output})"
+    )
     return 0
 
 
@@ -809,14 +958,38 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     table, importance = learn.evaluate(items, groups, args.model, args.seed)
     verdicts = learn.verdicts(table)
     print("grouped cross-validation: each group held out in turn, trained on the others")
-    print(formatting.text(table[["held_out", "lda", "losses", "scored", "M_c", "M_w", "accuracy", "accuracy_lo",
-                                  "accuracy_hi", "train_gaps", "test_traces"]],
-                           percent={"M_c": "M_c %", "M_w": "M_w %", "accuracy": "accuracy %",
-                                    "accuracy_lo": "95% CI lo", "accuracy_hi": "hi"}))
+    print(
+        formatting.text(
+            table[
+                [
+                    "held_out",
+                    "lda",
+                    "losses",
+                    "scored",
+                    "M_c",
+                    "M_w",
+                    "accuracy",
+                    "accuracy_lo",
+                    "accuracy_hi",
+                    "train_gaps",
+                    "test_traces",
+                ]
+            ],
+            percent={
+                "M_c": "M_c %",
+                "M_w": "M_w %",
+                "accuracy": "accuracy %",
+                "accuracy_lo": "95% CI lo",
+                "accuracy_hi": "hi",
+            },
+        )
+    )
     print()
     for row in verdicts.itertuples():
-        print(f"held out {row.held_out}: learned {row.learned_accuracy:.1%} against the best heuristic "
-              f"({row.best_heuristic}) {row.best_accuracy:.1%}: {row.verdict}")
+        print(
+            f"held out {row.held_out}: learned {row.learned_accuracy:.1%} against the best heuristic "
+            f"({row.best_heuristic}) {row.best_accuracy:.1%}: {row.verdict}"
+        )
     print("\nfeature importance (mean drop of gap accuracy when shuffled, held-out gaps; percentage points):")
     points = importance.pivot(index="feature", columns="held_out", values="importance") * 100
     print(points.map(lambda v: formatting.number(v, 2)).to_string())
@@ -826,8 +999,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.plot:
         from .report import plots
 
-        _atomic_write(args.plot, _inputs(args),
-                      lambda tmp: plots.evaluation(table, importance).savefig(tmp, format="png", dpi=100))
+        _atomic_write(
+            args.plot,
+            _inputs(args),
+            lambda tmp: plots.evaluation(table, importance).savefig(tmp, format="png", dpi=100),
+        )
         print(f"wrote the figure to {args.plot}")
     return 0
 
@@ -846,8 +1022,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         print(closed, flush=True)
     done = reproduce(args.output, quick=args.quick, jobs=args.jobs, closed=closed)
     checks = pd.read_csv(done["written"]["checks"])
-    print(f"{done['traces']} traces ({done['simulated']} simulated now, the rest from the cache) scored in "
-          f"{done['seconds']:.0f} s; wrote {args.output}/README.md, results.csv, tables II and III, figures and checks.csv")
+    print(
+        f"{done['traces']} traces ({done['simulated']} simulated now, the rest from the cache) scored in "
+        f"{done['seconds']:.0f} s; wrote {args.output}/README.md, results.csv, tables II and III, figures and checks.csv"
+    )
     for row in checks.itertuples():
         print(f"  [{row.holds:>10}] {row.traffic}: {row.claim}: {row.evidence}")
     if done["closed"]:
@@ -882,20 +1060,32 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if not jobs:
         raise UsageError("batch: no trace found (give files, folders or globs, or a --manifest)")
     inputs = [f for job in jobs for f in job.files] + [j.labels for j in jobs if j.labels]
-    cache_dir = None if s["no_cache"] else (s["cache_dir"] or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ldanalyze"))
+    cache_dir = (
+        None
+        if s["no_cache"]
+        else (
+            s["cache_dir"]
+            or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ldanalyze")
+        )
+    )
     if cache_dir:
         _usable_folder(cache_dir, "--cache-dir")
     controller = {"none": None, "auto": "tfrc"}.get(s["controller"], s["controller"])
     replay = Replay(update_first=not s["classify_first"], gap_delay=s["gap_delay"], detection=s["detection"])
-    analysis = batching.Analysis(ldas=s["lda"], controller=controller, replay=replay,
-                                 seq_modulus=s["seq_modulus"], cache_dir=cache_dir,
-                                 flow_at_a_time_above=_byte_size(str(s["flow_at_a_time_above"])),
-                                 keep="bursts" if int(s["bootstrap"]) else "counts")
+    analysis = batching.Analysis(
+        ldas=s["lda"],
+        controller=controller,
+        replay=replay,
+        seq_modulus=s["seq_modulus"],
+        cache_dir=cache_dir,
+        flow_at_a_time_above=_byte_size(str(s["flow_at_a_time_above"])),
+        keep="bursts" if int(s["bootstrap"]) else "counts",
+    )
     step, bar = _progress(len(jobs), quiet=s["quiet"])
     with _terminate_as_interrupt() as terminated:
-        outcomes = batching.execute(jobs, analysis, workers=int(s["jobs"]), scheduler=s["scheduler"],
-                                    on_outcome=step, strict=s["strict"])
+        outcomes = batching.execute(
+            jobs, analysis, workers=int(s["jobs"]), scheduler=s["scheduler"], on_outcome=step, strict=s["strict"]
+        )
     if bar is not None:
         bar.close()
     interrupted = len(outcomes) < len(jobs)
@@ -924,8 +1114,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
         report = ci.json_report(results, errors, checks, passed=passed, **counts)
         _atomic_write(s["json"], inputs, lambda tmp: pathlib.Path(tmp).write_text(ci.report_text(report)))
 
-    print("batch: " + ci.counts_line(results, errors, **counts)
-          + (f" (settings from {s['config']})" if s["config"] else ""))
+    print(
+        "batch: "
+        + ci.counts_line(results, errors, **counts)
+        + (f" (settings from {s['config']})" if s["config"] else "")
+    )
     for _, row in errors.iterrows():
         first = row["error"].splitlines()[0]  # a reader's error names its file already
         print(f"  error: {first if first.startswith(str(row['trace'])) else row['trace'] + ': ' + first}")
@@ -934,8 +1127,10 @@ def cmd_batch(args: argparse.Namespace) -> int:
     for line in ci.failed_lines(checks):
         print(f"  {line}")
     if interrupted:
-        print(f"batch: {'terminated' if terminated else 'interrupted'} after {len(outcomes)} of {len(jobs)} "
-              "traces; the outputs hold those")
+        print(
+            f"batch: {'terminated' if terminated else 'interrupted'} after {len(outcomes)} of {len(jobs)} "
+            "traces; the outputs hold those"
+        )
         return 143 if terminated else 130
     if not s["output"] and len(results):
         sys.stdout.write(text_table(results[results["scope"] == "pooled"].drop(columns=["scope", "trace", "flow"])))
@@ -952,80 +1147,161 @@ def build_parser() -> argparse.ArgumentParser:
     parser.commands = sub.choices  # each command's parser, for the suggestions of _unrecognized
 
     reading = argparse.ArgumentParser(add_help=False)
-    reading.add_argument("--trace-format", default="auto", choices=("auto",) + FORMATS,
-                         help="trace format (default: detected from the content)")
-    reading.add_argument("--data-types", type=_csv_list, metavar="T,T",
-                        help="packet types that are data (default: tcpFriend,cbr,udp,tcp,exp,...)")
-    reading.add_argument("--feedback-types", type=_csv_list, metavar="T,T",
-                        help="packet types that are feedback/ACKs (default: tcpFriendCtl,ack,rtcp)")
-    reading.add_argument("--drop-cause", action="append", type=_drop_cause, metavar="'LEVEL REASON=CAUSE'",
-                         help="ns-2 wireless: amend the drop table, e.g. 'RTR CBK=wireless' (repeatable)")
-    reading.add_argument("--flow-by", choices=("auto", "fid", "addr"),
-                        help="ns-2 wired: how packets are grouped into flows (default auto)")
-    reading.add_argument("--seq-modulus", type=int, metavar="M",
-                        help="unwrap sequence numbers that wrap modulo M (e.g. 65536)")
-    reading.add_argument("--payload", choices=[k for k in KINDS if k != ORDER],
-                         help="captures: where sequence numbers and send times come from (default auto)")
-    reading.add_argument("--flows", type=_csv_list, metavar="FLOW,FLOW",
-                         help="the flows to read, by label as `inspect` lists them (an ns-2 fid for all its flows), or "
-                              "'all' (default: of a capture, all that carry sequence numbers; of an ns-2 trace, all "
-                              "but background traffic, the exp and pareto generators' flows)")
-    reading.add_argument("--field", metavar="seq=OFF:W[:ORDER],time=OFF:W:UNITS",
-                         help="captures: where another protocol's payload carries its sequence number and send "
-                              "time, e.g. ns-3's SeqTsHeader: seq=0:4,time=4:8:ns (UNITS s, ms, us, ns, "
-                              "sec+usec, sec+nsec, ntp, a rate in Hz, or ? to infer it)")
-    reading.add_argument("--ssrc", type=_csv_list, metavar="0xSSRC,...",
-                         help="captures: keep only the RTP streams of these SSRCs")
-    reading.add_argument("--rtp-sequence", choices=("ssrc", "transport-cc"), default="ssrc",
-                         help="captures: one RTP stream per SSRC (default), or per WebRTC flow in the order of "
-                              "its transport-wide sequence numbers (transport-cc header extension)")
-    reading.add_argument("--clock-rate", type=_clock_rates, metavar="HZ|KEY=HZ,...",
-                         help="captures: the in-band clock's rate (RTP timestamp, TSval) when known: for every "
-                              "stream (90000), or per stream by SSRC, RTP payload type or label "
-                              "(0x1234abcd=90000,111=48000); a rate a stream's own clock contradicts is refused")
-    reading.add_argument("--capture-host", metavar="ADDR|none",
-                         help="receiver captures: the address of the host the capture was taken on; the flows "
-                              "it sends are read as sent, not as received (default: found from the flows' "
-                              "ends and TTLs, as `inspect` reports)")
-    reading.add_argument("--skew-limit", type=float, metavar="PPM",
-                         help="captures: a fitted clock skew beyond this is reported, not applied (default 200)")
-    reading.add_argument("--skew", choices=SKEW_CHOICES,
-                         help="receiver captures: remove the clock skew fitted to the delays (default) or keep "
-                              "the capture times")
-    reading.add_argument("--vantage", action="append", metavar="PCAP[:CAUSE]",
-                         help="one capture of a chain along the path, in path order, sender first; CAUSE "
-                              "(congestion, wireless, unknown) names what loses packets on the way to it")
-    reading.add_argument("--clocks", choices=CLOCKS,
-                         help="--vantage: the captures have separate clocks (default: skew and offset are "
-                              "removed) or a common one (one host, PTP: one-way delays are absolute)")
-    reading.add_argument("--labels", metavar="CSV",
-                         help="labels file (flow,seq,cause[,tx]) giving the causes of the trace's losses")
+    reading.add_argument(
+        "--trace-format",
+        default="auto",
+        choices=("auto",) + FORMATS,
+        help="trace format (default: detected from the content)",
+    )
+    reading.add_argument(
+        "--data-types",
+        type=_csv_list,
+        metavar="T,T",
+        help="packet types that are data (default: tcpFriend,cbr,udp,tcp,exp,...)",
+    )
+    reading.add_argument(
+        "--feedback-types",
+        type=_csv_list,
+        metavar="T,T",
+        help="packet types that are feedback/ACKs (default: tcpFriendCtl,ack,rtcp)",
+    )
+    reading.add_argument(
+        "--drop-cause",
+        action="append",
+        type=_drop_cause,
+        metavar="'LEVEL REASON=CAUSE'",
+        help="ns-2 wireless: amend the drop table, e.g. 'RTR CBK=wireless' (repeatable)",
+    )
+    reading.add_argument(
+        "--flow-by",
+        choices=("auto", "fid", "addr"),
+        help="ns-2 wired: how packets are grouped into flows (default auto)",
+    )
+    reading.add_argument(
+        "--seq-modulus", type=int, metavar="M", help="unwrap sequence numbers that wrap modulo M (e.g. 65536)"
+    )
+    reading.add_argument(
+        "--payload",
+        choices=[k for k in KINDS if k != ORDER],
+        help="captures: where sequence numbers and send times come from (default auto)",
+    )
+    reading.add_argument(
+        "--flows",
+        type=_csv_list,
+        metavar="FLOW,FLOW",
+        help="the flows to read, by label as `inspect` lists them (an ns-2 fid for all its flows), or "
+        "'all' (default: of a capture, all that carry sequence numbers; of an ns-2 trace, all "
+        "but background traffic, the exp and pareto generators' flows)",
+    )
+    reading.add_argument(
+        "--field",
+        metavar="seq=OFF:W[:ORDER],time=OFF:W:UNITS",
+        help="captures: where another protocol's payload carries its sequence number and send "
+        "time, e.g. ns-3's SeqTsHeader: seq=0:4,time=4:8:ns (UNITS s, ms, us, ns, "
+        "sec+usec, sec+nsec, ntp, a rate in Hz, or ? to infer it)",
+    )
+    reading.add_argument(
+        "--ssrc", type=_csv_list, metavar="0xSSRC,...", help="captures: keep only the RTP streams of these SSRCs"
+    )
+    reading.add_argument(
+        "--rtp-sequence",
+        choices=("ssrc", "transport-cc"),
+        default="ssrc",
+        help="captures: one RTP stream per SSRC (default), or per WebRTC flow in the order of "
+        "its transport-wide sequence numbers (transport-cc header extension)",
+    )
+    reading.add_argument(
+        "--clock-rate",
+        type=_clock_rates,
+        metavar="HZ|KEY=HZ,...",
+        help="captures: the in-band clock's rate (RTP timestamp, TSval) when known: for every "
+        "stream (90000), or per stream by SSRC, RTP payload type or label "
+        "(0x1234abcd=90000,111=48000); a rate a stream's own clock contradicts is refused",
+    )
+    reading.add_argument(
+        "--capture-host",
+        metavar="ADDR|none",
+        help="receiver captures: the address of the host the capture was taken on; the flows "
+        "it sends are read as sent, not as received (default: found from the flows' "
+        "ends and TTLs, as `inspect` reports)",
+    )
+    reading.add_argument(
+        "--skew-limit",
+        type=float,
+        metavar="PPM",
+        help="captures: a fitted clock skew beyond this is reported, not applied (default 200)",
+    )
+    reading.add_argument(
+        "--skew",
+        choices=SKEW_CHOICES,
+        help="receiver captures: remove the clock skew fitted to the delays (default) or keep the capture times",
+    )
+    reading.add_argument(
+        "--vantage",
+        action="append",
+        metavar="PCAP[:CAUSE]",
+        help="one capture of a chain along the path, in path order, sender first; CAUSE "
+        "(congestion, wireless, unknown) names what loses packets on the way to it",
+    )
+    reading.add_argument(
+        "--clocks",
+        choices=CLOCKS,
+        help="--vantage: the captures have separate clocks (default: skew and offset are "
+        "removed) or a common one (one host, PTP: one-way delays are absolute)",
+    )
+    reading.add_argument(
+        "--labels", metavar="CSV", help="labels file (flow,seq,cause[,tx]) giving the causes of the trace's losses"
+    )
 
     one = argparse.ArgumentParser(add_help=False, parents=[reading])
-    one.add_argument("trace", nargs="?",
-                     help="trace file (ns-2 wired or wireless, pcap or pcapng; plain or gzip); or use --vantage")
+    one.add_argument(
+        "trace", nargs="?", help="trace file (ns-2 wired or wireless, pcap or pcapng; plain or gzip); or use --vantage"
+    )
 
     replaying = _replay_options(defaults=True)
 
     controlling = argparse.ArgumentParser(add_help=False)
-    controlling.add_argument("--reverse-delay", type=float, metavar="S",
-                             help="ACK path delay in seconds (default: from feedback or the one-way delay)")
-    controlling.add_argument("--base-rtt", type=float, metavar="S",
-                             help="RTT at an empty queue, for flows without feedback on separate clocks")
-    controlling.add_argument("--capacity", type=_bits_per_second, metavar="BPS",
-                             help="bottleneck capacity in bits/s, e.g. 150k (default: packet-pair s/T_min per flow)")
+    controlling.add_argument(
+        "--reverse-delay",
+        type=float,
+        metavar="S",
+        help="ACK path delay in seconds (default: from feedback or the one-way delay)",
+    )
+    controlling.add_argument(
+        "--base-rtt",
+        type=float,
+        metavar="S",
+        help="RTT at an empty queue, for flows without feedback on separate clocks",
+    )
+    controlling.add_argument(
+        "--capacity",
+        type=_bits_per_second,
+        metavar="BPS",
+        help="bottleneck capacity in bits/s, e.g. 150k (default: packet-pair s/T_min per flow)",
+    )
 
     p = sub.add_parser("inspect", parents=[one], help="per-flow packets, losses by cause, ROTT/IAT")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help=f"every column of the flow table and every flow of a capture (default: the main columns, "
-                        f"the first {CAPTURE_FLOWS_SHOWN} flows of a capture's list)")
-    p.add_argument("--flow-at-a-time", action="store_true",
-                   help="captures larger than memory: decode into per-flow files on disk, then read and summarise "
-                        "one flow at a time (the same report; memory bounded by the largest flow)")
-    p.add_argument("--flow-at-a-time-above", metavar="SIZE", default="1G",
-                   help="read a capture larger than SIZE (e.g. 512M, 2G; never) one flow at a time by itself, "
-                        "unless an option picks flows or streams (default 1G, as batch)")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help=f"every column of the flow table and every flow of a capture (default: the main columns, "
+        f"the first {CAPTURE_FLOWS_SHOWN} flows of a capture's list)",
+    )
+    p.add_argument(
+        "--flow-at-a-time",
+        action="store_true",
+        help="captures larger than memory: decode into per-flow files on disk, then read and summarise "
+        "one flow at a time (the same report; memory bounded by the largest flow)",
+    )
+    p.add_argument(
+        "--flow-at-a-time-above",
+        metavar="SIZE",
+        default="1G",
+        help="read a capture larger than SIZE (e.g. 512M, 2G; never) one flow at a time by itself, "
+        "unless an option picks flows or streams (default 1G, as batch)",
+    )
     p.set_defaults(func=cmd_inspect)
 
     p = sub.add_parser("labels", parents=[one], help="write the causes of a trace's losses as a labels file")
@@ -1037,127 +1313,219 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-format", choices=TABLE_KINDS, help="default: from the extension")
     p.set_defaults(func=cmd_timeline)
 
-    p = sub.add_parser("classify", parents=[one, replaying],
-                       help="replay LDAs: one decision per lost packet per LDA")
+    p = sub.add_parser("classify", parents=[one, replaying], help="replay LDAs: one decision per lost packet per LDA")
     p.add_argument("-o", "--output", help="write every decision (.parquet, .csv, .csv.gz or .json)")
     p.add_argument("--output-format", choices=TABLE_KINDS, help="default: from the extension")
     p.set_defaults(func=cmd_classify)
 
-    p = sub.add_parser("agreement", parents=[one],
-                       help="a closed-loop run's in-simulator decisions against the offline replay of its trace "
-                            "(exit 1 on any difference)")
+    p = sub.add_parser(
+        "agreement",
+        parents=[one],
+        help="a closed-loop run's in-simulator decisions against the offline replay of its trace "
+        "(exit 1 on any difference)",
+    )
     p.add_argument("--log", required=True, help="the decision log the LDA receiver wrote (paper000.tcl ldalog=)")
     p.set_defaults(func=cmd_agreement)
 
-    p = sub.add_parser("replay", parents=[one, replaying, controlling],
-                       help="replay rate controllers fed each LDA's decisions: modeled throughput (open loop)")
-    p.add_argument("--controller", default="all", metavar="SPEC,SPEC",
-                   help="controllers: 'all' (default) or NAME[:key=value...], e.g. tfrc:discounting=true; "
-                        "names: " + ", ".join(CONTROLLERS))
+    p = sub.add_parser(
+        "replay",
+        parents=[one, replaying, controlling],
+        help="replay rate controllers fed each LDA's decisions: modeled throughput (open loop)",
+    )
+    p.add_argument(
+        "--controller",
+        default="all",
+        metavar="SPEC,SPEC",
+        help="controllers: 'all' (default) or NAME[:key=value...], e.g. tfrc:discounting=true; "
+        "names: " + ", ".join(CONTROLLERS),
+    )
     p.add_argument("-o", "--output", help="write the rate timelines (.parquet, .csv, .csv.gz or .json)")
     p.add_argument("--output-format", choices=TABLE_KINDS, help="default: from the extension")
-    p.add_argument("--compare-sent", type=float, nargs="?", const=1.0, metavar="BIN_S",
-                   help="also compare the allowed rate with what the trace's sender sent, in bins "
-                        "(default 1 s): for traces made by the controller under study")
+    p.add_argument(
+        "--compare-sent",
+        type=float,
+        nargs="?",
+        const=1.0,
+        metavar="BIN_S",
+        help="also compare the allowed rate with what the trace's sender sent, in bins "
+        "(default 1 s): for traces made by the controller under study",
+    )
     p.set_defaults(func=cmd_replay)
 
-    p = sub.add_parser("score", parents=[reading, replaying, controlling],
-                       help="score LDAs against the true causes (M_c, M_w, accuracy, ...)")
+    p = sub.add_parser(
+        "score",
+        parents=[reading, replaying, controlling],
+        help="score LDAs against the true causes (M_c, M_w, accuracy, ...)",
+    )
     p.add_argument("traces", nargs="*", metavar="TRACE", help="trace files (and/or one --vantage chain)")
-    p.add_argument("--by", choices=("flow", "trace", "pooled"), default="trace",
-                   help="one score per flow, per trace (default) or pooled over all traces")
-    p.add_argument("--average", choices=("pooled", "mean"), default="pooled",
-                   help="pool the losses of a group (default) or average the flows' metrics (paper 000)")
-    p.add_argument("--format", choices=("table", "json", "csv", "md"), default=None,
-                   help="table: paper 000 Table II layout (metrics × LDAs); json/csv: the tidy scores; md: "
-                        "Markdown (default: what -o's extension promises, else table)")
-    p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
-                   help="resamples for the loss-burst bootstrap intervals (0: Wilson only)")
+    p.add_argument(
+        "--by",
+        choices=("flow", "trace", "pooled"),
+        default="trace",
+        help="one score per flow, per trace (default) or pooled over all traces",
+    )
+    p.add_argument(
+        "--average",
+        choices=("pooled", "mean"),
+        default="pooled",
+        help="pool the losses of a group (default) or average the flows' metrics (paper 000)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("table", "json", "csv", "md"),
+        default=None,
+        help="table: paper 000 Table II layout (metrics × LDAs); json/csv: the tidy scores; md: "
+        "Markdown (default: what -o's extension promises, else table)",
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="resamples for the loss-burst bootstrap intervals (0: Wilson only)",
+    )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    p.add_argument("--route-as", choices=ROUTE_AS, default="excluded",
-                   help="losses to routing and mobility (ns-2 wireless NRTE, RTR IFQ, CBK ...): left out of "
-                        "M_c/M_w (default) or scored as congestion or wireless")
-    p.add_argument("--controller", default="auto", metavar="SPEC",
-                   help="controller whose modeled throughput is added: 'auto' (default: tfrc, paper 000's "
-                        "base, where the trace gives RTTs), a controller spec, or 'none'")
-    p.add_argument("--flow-at-a-time", action="store_true",
-                   help="captures larger than memory: decode into per-flow files on disk, then read and score "
-                        "one flow at a time (the clock skew of each pair of hosts fitted on all its flows)")
+    p.add_argument(
+        "--route-as",
+        choices=ROUTE_AS,
+        default="excluded",
+        help="losses to routing and mobility (ns-2 wireless NRTE, RTR IFQ, CBK ...): left out of "
+        "M_c/M_w (default) or scored as congestion or wireless",
+    )
+    p.add_argument(
+        "--controller",
+        default="auto",
+        metavar="SPEC",
+        help="controller whose modeled throughput is added: 'auto' (default: tfrc, paper 000's "
+        "base, where the trace gives RTTs), a controller spec, or 'none'",
+    )
+    p.add_argument(
+        "--flow-at-a-time",
+        action="store_true",
+        help="captures larger than memory: decode into per-flow files on disk, then read and score "
+        "one flow at a time (the clock skew of each pair of hosts fitted on all its flows)",
+    )
     p.add_argument("-o", "--output", help="write to this file instead of standard output")
     p.set_defaults(func=cmd_score)
 
-    p = sub.add_parser("sweep", parents=[reading, replaying],
-                       help="one LDA over a grid of its parameters: M_c, M_w per point and the trade-off frontier")
+    p = sub.add_parser(
+        "sweep",
+        parents=[reading, replaying],
+        help="one LDA over a grid of its parameters: M_c, M_w per point and the trade-off frontier",
+    )
     p.add_argument("swept", metavar="LDA", help="the LDA to sweep (spike, zigzag, mbiaz, ...)")
     p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files, scored pooled")
-    p.add_argument("--param", action="append", required=True, metavar="NAME=START:STOP:STEP",
-                   help="a parameter and its values (START:STOP:STEP, stop included, or V1,V2,...); repeat for a "
-                        "grid")
+    p.add_argument(
+        "--param",
+        action="append",
+        required=True,
+        metavar="NAME=START:STOP:STEP",
+        help="a parameter and its values (START:STOP:STEP, stop included, or V1,V2,...); repeat for a grid",
+    )
     p.add_argument("-o", "--output", help="write the table (.parquet, .csv, .csv.gz or .json)")
     p.add_argument("--plot", metavar="PNG", help="draw M_c against M_w with the frontier and the defaults")
     p.set_defaults(func=cmd_sweep)
 
     learning = argparse.ArgumentParser(add_help=False)
-    learning.add_argument("traces", nargs="*", metavar="TRACE",
-                          help="labelled traces: ns-2 files, or one capture with --labels, and/or a --vantage chain")
-    learning.add_argument("--model", choices=("gbt", "rf", "logistic"), default="gbt",
-                          help="gradient-boosted trees (default), a random forest or a logistic regression")
+    learning.add_argument(
+        "traces",
+        nargs="*",
+        metavar="TRACE",
+        help="labelled traces: ns-2 files, or one capture with --labels, and/or a --vantage chain",
+    )
+    learning.add_argument(
+        "--model",
+        choices=("gbt", "rf", "logistic"),
+        default="gbt",
+        help="gradient-boosted trees (default), a random forest or a logistic regression",
+    )
     learning.add_argument("--seed", type=int, default=0, help="the model's random seed (default 0)")
-    p = sub.add_parser("train", parents=[reading, replaying, learning],
-                       help="fit the learned LDA on the losses of labelled traces (a skops model file)")
+    p = sub.add_parser(
+        "train",
+        parents=[reading, replaying, learning],
+        help="fit the learned LDA on the losses of labelled traces (a skops model file)",
+    )
     p.add_argument("-o", "--output", required=True, help="the model file to write (e.g. model.skops)")
     p.set_defaults(func=cmd_train)
-    p = sub.add_parser("evaluate", parents=[reading, replaying, learning],
-                       help="grouped cross-validation of the learned LDA against every heuristic")
-    p.add_argument("--group-by", required=True, metavar="REGEX",
-                   help="the scenario of each trace, from its path: the regex's first group (or match), e.g. "
-                        "'(wlh|wb)_' for the topology; traces of one group are never split between train and test")
+    p = sub.add_parser(
+        "evaluate",
+        parents=[reading, replaying, learning],
+        help="grouped cross-validation of the learned LDA against every heuristic",
+    )
+    p.add_argument(
+        "--group-by",
+        required=True,
+        metavar="REGEX",
+        help="the scenario of each trace, from its path: the regex's first group (or match), e.g. "
+        "'(wlh|wb)_' for the topology; traces of one group are never split between train and test",
+    )
     p.add_argument("-o", "--output", help="write the scores (.parquet, .csv, .csv.gz or .json)")
     p.add_argument("--plot", metavar="PNG", help="draw the accuracies with their intervals and the importances")
     p.set_defaults(func=cmd_evaluate)
 
-    p = sub.add_parser("reproduce", help="paper 000's evaluation from the real ns-2: tables, figures, the "
-                                         "paper's statements checked")
+    p = sub.add_parser(
+        "reproduce", help="paper 000's evaluation from the real ns-2: tables, figures, the paper's statements checked"
+    )
     p.add_argument("paper", choices=("paper000",))
     p.add_argument("-o", "--output", required=True, help="the folder to write (traces are cached in it)")
-    p.add_argument("--quick", action="store_true", help="a reduced suite (N 1, 2, 4; one seed; 60 s): about half a minute (the closed "
-                        "loop doubles it)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a reduced suite (N 1, 2, 4; one seed; 60 s): about half a minute (the closed loop doubles it)",
+    )
     p.add_argument("--jobs", type=int, help="worker processes (default: every core)")
-    p.add_argument("--closed-loop", action="store_true",
-                   help="also run every TFRC scenario once per LDA with the LDA inside ns-2's TFRC receiver (paper "
-                        "000 §II; builds a patched ns-2 the first time), and set the open-loop numbers beside them")
+    p.add_argument(
+        "--closed-loop",
+        action="store_true",
+        help="also run every TFRC scenario once per LDA with the LDA inside ns-2's TFRC receiver (paper "
+        "000 §II; builds a patched ns-2 the first time), and set the open-loop numbers beside them",
+    )
     p.set_defaults(func=cmd_reproduce)
 
-    p = sub.add_parser("report", parents=[reading],
-                       help="one self-contained HTML page per set of traces: summary, scores, figures")
+    p = sub.add_parser(
+        "report", parents=[reading], help="one self-contained HTML page per set of traces: summary, scores, figures"
+    )
     p.add_argument("traces", nargs="*", metavar="TRACE", help="trace files (and/or one --vantage chain)")
     p.add_argument("--lda", default="all", metavar="SPEC,SPEC", help="LDAs to score (default all)")
     p.add_argument("--controller", default="tfrc", metavar="SPEC", help="controller for throughput ('none': skip)")
     p.add_argument("-o", "--output", required=True, help="the HTML file to write")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("batch", parents=[_replay_options(defaults=False)],
-                       help="score every trace under folders/globs (CI: thresholds, baselines, JUnit, summary)",
-                       description="Exit status: 0 passed; 1 a threshold or regression failed, or a trace could not "
-                                   "be scored; 2 bad usage (or, with --strict, the first bad trace); 130 interrupted "
-                                   "and 143 terminated (SIGTERM), the outputs holding the traces done. Settings may "
-                                   "come from ldanalyze.toml or [tool.ldanalyze] in pyproject.toml in the current "
-                                   "folder; options override them.")
+    p = sub.add_parser(
+        "batch",
+        parents=[_replay_options(defaults=False)],
+        help="score every trace under folders/globs (CI: thresholds, baselines, JUnit, summary)",
+        description="Exit status: 0 passed; 1 a threshold or regression failed, or a trace could not "
+        "be scored; 2 bad usage (or, with --strict, the first bad trace); 130 interrupted "
+        "and 143 terminated (SIGTERM), the outputs holding the traces done. Settings may "
+        "come from ldanalyze.toml or [tool.ldanalyze] in pyproject.toml in the current "
+        "folder; options override them.",
+    )
     p.add_argument("paths", nargs="*", metavar="PATH", help="trace files, folders (walked) and globs")
     p.add_argument("--manifest", help="TOML or CSV listing traces with options (chains, labels, payload, flows)")
     p.add_argument("--exclude", action="append", metavar="GLOB", help="leave out matching files (repeatable)")
     p.add_argument("-o", "--output", help="results table: .parquet, .csv, .csv.gz or .json")
-    p.add_argument("--errors", metavar="FILE", help="the traces that failed and why (trace, error): .parquet, .csv, "
-                                                    ".csv.gz or .json; written when none failed too")
+    p.add_argument(
+        "--errors",
+        metavar="FILE",
+        help="the traces that failed and why (trace, error): .parquet, .csv, "
+        ".csv.gz or .json; written when none failed too",
+    )
     p.add_argument("--junit", metavar="XML", help="JUnit XML: one case per trace and per check")
     p.add_argument("--summary", metavar="MD", help="Markdown job summary")
     p.add_argument("--json", metavar="FILE", help="JSON report (schema version 1: ldanalyze.report.ci.JSON_SCHEMA)")
-    p.add_argument("--controller", metavar="SPEC", help="controller for the throughput columns: auto (tfrc), "
-                                                         "a spec, or none")
-    p.add_argument("--fail-if", action="append", metavar="'LDA.METRIC OP X'",
-                   help="fail when it holds, e.g. 'zbs.M_c > 0.05' (repeatable; LDA may be *)")
-    p.add_argument("--fail-scope", choices=("pooled", "trace"), help="thresholds on pooled scores (default) or on "
-                                                                     "each trace's")
+    p.add_argument(
+        "--controller", metavar="SPEC", help="controller for the throughput columns: auto (tfrc), a spec, or none"
+    )
+    p.add_argument(
+        "--fail-if",
+        action="append",
+        metavar="'LDA.METRIC OP X'",
+        help="fail when it holds, e.g. 'zbs.M_c > 0.05' (repeatable; LDA may be *)",
+    )
+    p.add_argument(
+        "--fail-scope", choices=("pooled", "trace"), help="thresholds on pooled scores (default) or on each trace's"
+    )
     p.add_argument("--baseline", metavar="FILE", help="an earlier results table: fail on a regression")
     p.add_argument("--tolerance", type=float, help="regression margin for --baseline (default 0.02)")
     p.add_argument("--baseline-ci", action="store_true", help="a regression must also leave the baseline's CI")
@@ -1167,12 +1535,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="read every trace afresh")
     p.add_argument("--bootstrap", type=int, help="burst-bootstrap resamples (default 0: Wilson intervals only)")
     p.add_argument("--strict", action="store_true", help="stop at the first trace that fails (exit 2)")
-    p.add_argument("-q", "--quiet", action="store_true",
-                   help="no progress bar or line per trace: only the traces that fail, as they do, and the summary")
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bar or line per trace: only the traces that fail, as they do, and the summary",
+    )
     p.add_argument("--seq-modulus", type=int, metavar="M", help="sequence number wrap")
-    p.add_argument("--flow-at-a-time-above", metavar="SIZE",
-                   help="read a capture larger than SIZE (e.g. 512M, 2G; 0: every capture; never) one flow "
-                        "at a time, its memory bounded by its largest flow (default 1G)")
+    p.add_argument(
+        "--flow-at-a-time-above",
+        metavar="SIZE",
+        help="read a capture larger than SIZE (e.g. 512M, 2G; 0: every capture; never) one flow "
+        "at a time, its memory bounded by its largest flow (default 1G)",
+    )
     p.set_defaults(func=cmd_batch)
     return parser
 
@@ -1241,7 +1616,9 @@ def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, unk
     command = parser.commands.get(args.command, parser)
     options = [o for action in command._actions for o in action.option_strings if o.startswith("--")]
     for word in unknown:
-        close = difflib.get_close_matches(word.split("=")[0], options, n=1, cutoff=0.75) if word.startswith("--") else []
+        close = (
+            difflib.get_close_matches(word.split("=")[0], options, n=1, cutoff=0.75) if word.startswith("--") else []
+        )
         if close:
             return f"{message} (did you mean {close[0]}?)"
     return message
@@ -1278,8 +1655,11 @@ def run() -> None:
     the same reason). A non-daemon thread still running (none of ours) gets the ordinary
     exit, which waits for it; so do ``--help`` and usage errors (they end by SystemExit)."""
     code = main()
-    if any(thread.is_alive() and not thread.daemon
-           for thread in threading.enumerate() if thread is not threading.main_thread()):
+    if any(
+        thread.is_alive() and not thread.daemon
+        for thread in threading.enumerate()
+        if thread is not threading.main_thread()
+    ):
         sys.exit(code)
     atexit._run_exitfuncs()  # what the ordinary exit runs first (tempfile's cleanup, logging's flush)
     try:

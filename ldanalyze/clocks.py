@@ -117,8 +117,14 @@ def fit_lower_envelope(t_send: np.ndarray, delay: np.ndarray) -> ClockFit:
     else:
         intercept, slope = float(d.min()), 0.0
     excess = float(np.max(d - (intercept + slope * rel)))
-    return ClockFit(offset=float(intercept), skew=float(slope), t0=t0, excess=max(excess, 0.0),
-                    samples=int(t.shape[0]), span=float(rel[-1]))
+    return ClockFit(
+        offset=float(intercept),
+        skew=float(slope),
+        t0=t0,
+        excess=max(excess, 0.0),
+        samples=int(t.shape[0]),
+        span=float(rel[-1]),
+    )
 
 
 def _sorted_samples(t_send: np.ndarray, delay: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -204,7 +210,7 @@ def joint_skew(summaries: list[DelaySummary]) -> float:
     def objective(b: float) -> float:
         return sum(_flow_term(s, b) for s in summaries)
 
-    ratio = (5 ** 0.5 - 1) / 2
+    ratio = (5**0.5 - 1) / 2
     x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
     f1, f2 = objective(x1), objective(x2)
     for _ in range(80):
@@ -240,8 +246,10 @@ def halves_summaries(t_send: np.ndarray, delay: np.ndarray, middle: float) -> tu
     span), None for a half with too few samples."""
     t, d = np.asarray(t_send, np.float64), np.asarray(delay, np.float64)
     early = t <= middle
-    return tuple(delay_summary(t[part], d[part]) if np.count_nonzero(part) >= MIN_FIT_SAMPLES else None
-                 for part in (early, ~early))
+    return tuple(
+        delay_summary(t[part], d[part]) if np.count_nonzero(part) >= MIN_FIT_SAMPLES else None
+        for part in (early, ~early)
+    )
 
 
 def fit_pair(whole: list[DelaySummary], first: list[DelaySummary], second: list[DelaySummary]) -> PairSkew:
@@ -257,8 +265,11 @@ def pair_skew(groups: list[tuple[np.ndarray, np.ndarray]]) -> PairSkew:
     start = min(float(np.min(t)) for t, _ in groups)
     end = max(float(np.max(t)) for t, _ in groups)
     halves = [halves_summaries(t, d, (start + end) / 2) for t, d in groups]
-    return fit_pair([delay_summary(t, d) for t, d in groups], [h[0] for h in halves if h[0] is not None],
-                    [h[1] for h in halves if h[1] is not None])
+    return fit_pair(
+        [delay_summary(t, d) for t, d in groups],
+        [h[0] for h in halves if h[0] is not None],
+        [h[1] for h in halves if h[1] is not None],
+    )
 
 
 def delivered_rows(packets: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -272,10 +283,15 @@ def delivered_rows(packets: pd.DataFrame) -> dict[str, np.ndarray]:
     return rows
 
 
-def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
-                skew_limit_ppm: float = PLAUSIBLE_SKEW_PPM,
-                reverse: Sequence[tuple[np.ndarray, np.ndarray]] = (),
-                fitted: Mapping[str, PairSkew] | None = None) -> Trace:
+def remove_skew(
+    trace: Trace,
+    *,
+    offset: bool = False,
+    pairs: str = "hosts",
+    skew_limit_ppm: float = PLAUSIBLE_SKEW_PPM,
+    reverse: Sequence[tuple[np.ndarray, np.ndarray]] = (),
+    fitted: Mapping[str, PairSkew] | None = None,
+) -> Trace:
     """Take the clock skew (and with ``offset``, each flow's offset) out of the receive times:
     t_recv −= skew·(t_send − t0) [+ offset] (see the module docstring).
 
@@ -311,8 +327,10 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
     the trace holds (``fit_pair``: a capture read one flow at a time); their flows take it.
     """
     if trace.meta.get("clock") != "separate":
-        raise UsageError(f"{trace.path}: the trace's clocks are {trace.meta.get('clock', 'common')!r}; "
-                         "only separate clocks have a skew to remove")
+        raise UsageError(
+            f"{trace.path}: the trace's clocks are {trace.meta.get('clock', 'common')!r}; "
+            "only separate clocks have a skew to remove"
+        )
     if pairs not in ("hosts", "all", "flow"):
         raise UsageError(f"pairs={pairs!r}: hosts, all or flow")
     if not skew_limit_ppm > 0:
@@ -336,28 +354,44 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
         status = "applied"
         if samples < MIN_FIT_SAMPLES:
             status = "not applied: too few samples"
-            warnings.warn(f"{trace.path}: {pair}: {samples} delivered packet(s), too few to estimate a clock "
-                          "skew; it is taken as 0", ClockWarning, stacklevel=2)
+            warnings.warn(
+                f"{trace.path}: {pair}: {samples} delivered packet(s), too few to estimate a clock "
+                "skew; it is taken as 0",
+                ClockWarning,
+                stacklevel=2,
+            )
         elif back_samples >= MIN_FIT_SAMPLES:
             backward = -common_skew(back)
             skew, uncertainty = (forward + backward) / 2, max(np.nan_to_num(uncertainty), abs(forward - backward) / 2)
             if abs(forward - backward) * 1e6 > AGREEMENT_PPM:
-                status = (f"not applied: the directions disagree (forward {forward * 1e6:+.1f} ppm, reverse "
-                          f"{backward * 1e6:+.1f} ppm)")
-                warnings.warn(f"{trace.path}: {pair}: the clock skew fitted on the forward packets "
-                              f"({forward * 1e6:+.1f} ppm) and on the reverse ones ({backward * 1e6:+.1f} ppm) "
-                              "disagree, so none is applied: a queue or a route change trends in one direction",
-                              ClockWarning, stacklevel=2)
+                status = (
+                    f"not applied: the directions disagree (forward {forward * 1e6:+.1f} ppm, reverse "
+                    f"{backward * 1e6:+.1f} ppm)"
+                )
+                warnings.warn(
+                    f"{trace.path}: {pair}: the clock skew fitted on the forward packets "
+                    f"({forward * 1e6:+.1f} ppm) and on the reverse ones ({backward * 1e6:+.1f} ppm) "
+                    "disagree, so none is applied: a queue or a route change trends in one direction",
+                    ClockWarning,
+                    stacklevel=2,
+                )
         if status == "applied" and samples < MIN_APPLIED_SAMPLES:
             status = f"not applied: {samples} samples, too few"
         if status == "applied" and abs(skew) * 1e6 > skew_limit_ppm:
             status = f"not applied: beyond {skew_limit_ppm:g} ppm"
-            warnings.warn(f"{trace.path}: {pair}: estimated clock skew {skew * 1e6:+.0f} ppm is more than clocks "
-                          f"drift (limit {skew_limit_ppm:g} ppm), so it is not applied: a queue that builds up "
-                          "over the trace looks like skew to the fit", ClockWarning, stacklevel=2)
+            warnings.warn(
+                f"{trace.path}: {pair}: estimated clock skew {skew * 1e6:+.0f} ppm is more than clocks "
+                f"drift (limit {skew_limit_ppm:g} ppm), so it is not applied: a queue that builds up "
+                "over the trace looks like skew to the fit",
+                ClockWarning,
+                stacklevel=2,
+            )
         if status == "applied" and not uncertainty * 1e6 <= skew_limit_ppm:
-            status = ("not applied: uncertain (its halves' fits differ by more than the limit)"
-                      if uncertainty == uncertainty else "not applied: uncertainty unknown (a half has too few samples)")
+            status = (
+                "not applied: uncertain (its halves' fits differ by more than the limit)"
+                if uncertainty == uncertainty
+                else "not applied: uncertainty unknown (a half has too few samples)"
+            )
         applied = skew if status == "applied" else 0.0
         for (flow, got), (t, d) in zip(flows, groups):
             t0 = float(np.min(t))
@@ -366,10 +400,23 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
                 base = envelope_offset if status == "applied" else float(np.min(d))
                 t_recv[got] -= applied * (t - t0) + (base if offset else 0.0)
             excess = float(np.max(d - skew * (t - t0) - envelope_offset))
-            rows.append({"flow": str(flow), "pair": pair, "offset_s": envelope_offset, "skew_ppm": skew * 1e6,
-                         "uncertainty_ppm": uncertainty * 1e6, "samples": int(t.size), "pair_samples": int(samples),
-                         "span_s": float(np.max(t) - t0), "excess_s": excess, "forward_ppm": forward * 1e6,
-                         "reverse_ppm": backward * 1e6, "reverse_samples": int(back_samples), "status": status})
+            rows.append(
+                {
+                    "flow": str(flow),
+                    "pair": pair,
+                    "offset_s": envelope_offset,
+                    "skew_ppm": skew * 1e6,
+                    "uncertainty_ppm": uncertainty * 1e6,
+                    "samples": int(t.size),
+                    "pair_samples": int(samples),
+                    "span_s": float(np.max(t) - t0),
+                    "excess_s": excess,
+                    "forward_ppm": forward * 1e6,
+                    "reverse_ppm": backward * 1e6,
+                    "reverse_samples": int(back_samples),
+                    "status": status,
+                }
+            )
     packets["t_recv"] = t_recv
     meta = {**trace.meta, "clock": "skew-removed", "clock_fit": fit_table(rows), "offset_removed": offset}
     return dataclasses.replace(trace, packets=packets, meta=meta)
@@ -377,6 +424,19 @@ def remove_skew(trace: Trace, *, offset: bool = False, pairs: str = "hosts",
 
 def fit_table(rows: list[dict]) -> pd.DataFrame:
     """The per-flow clock fits as a table (columns as in :func:`remove_skew`)."""
-    columns = ["flow", "pair", "offset_s", "skew_ppm", "uncertainty_ppm", "samples", "pair_samples", "span_s", "excess_s",
-               "forward_ppm", "reverse_ppm", "reverse_samples", "status"]
+    columns = [
+        "flow",
+        "pair",
+        "offset_s",
+        "skew_ppm",
+        "uncertainty_ppm",
+        "samples",
+        "pair_samples",
+        "span_s",
+        "excess_s",
+        "forward_ppm",
+        "reverse_ppm",
+        "reverse_samples",
+        "status",
+    ]
     return pd.DataFrame(rows, columns=columns)

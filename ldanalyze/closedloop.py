@@ -27,8 +27,19 @@ from .simulation import decision_log
 NS2_DIR = pathlib.Path(__file__).parent / "data" / "ns2"
 BUILD = NS2_DIR / "build"
 # the LDAs the in-simulator receiver runs, in the order of its log's columns
-LOG_LDAS = ("unaware", "omniscient", "biaz", "mbiaz", "spike", "wro_ldaplus", "zigzag", "zbs",
-            "win_ldaplus", "veno", "xrtp")
+LOG_LDAS = (
+    "unaware",
+    "omniscient",
+    "biaz",
+    "mbiaz",
+    "spike",
+    "wro_ldaplus",
+    "zigzag",
+    "zbs",
+    "win_ldaplus",
+    "veno",
+    "xrtp",
+)
 LOG_COLUMNS = ("t", "flow", "seq", "n", *LOG_LDAS, "driver", "driven")
 
 
@@ -40,8 +51,7 @@ def patched_ns(rebuild: bool = False) -> str:
         if not os.access(given, os.X_OK):
             raise UsageError(f"LDANALYZE_NS={given!r} is not an executable file")
         return given
-    done = subprocess.run(["bash", str(BUILD), *(["--rebuild"] if rebuild else [])],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(["bash", str(BUILD), *(["--rebuild"] if rebuild else [])], capture_output=True, text=True)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines or not os.access(lines[-1], os.X_OK):
         raise UsageError(f"building the patched ns-2 failed ({BUILD}): {done.stderr.strip()[-800:]}")
@@ -59,10 +69,18 @@ def read_decision_log(path: str | os.PathLike) -> pd.DataFrame:
     except OSError as e:
         raise UsageError(f"{path}: cannot read the decision log: {e.strerror}") from None
     if tuple(header.split(",")) != LOG_COLUMNS:
-        raise UsageError(f"{path}, line 1: not a decision log of the LDA receiver "
-                         f"(expected the header {','.join(LOG_COLUMNS)!r})")
-    dtypes = {"t": np.float64, "flow": str, "seq": np.int64, "n": np.int64, "driver": str,
-              "driven": np.int8, **{name: np.int8 for name in LOG_LDAS}}
+        raise UsageError(
+            f"{path}, line 1: not a decision log of the LDA receiver (expected the header {','.join(LOG_COLUMNS)!r})"
+        )
+    dtypes = {
+        "t": np.float64,
+        "flow": str,
+        "seq": np.int64,
+        "n": np.int64,
+        "driver": str,
+        "driven": np.int8,
+        **{name: np.int8 for name in LOG_LDAS},
+    }
     try:
         log = pd.read_csv(path, dtype=dtypes, keep_default_na=False)
     except (ValueError, pd.errors.ParserError) as e:
@@ -88,25 +106,41 @@ def agreement(decisions: pd.DataFrame, log: pd.DataFrame, flows=None) -> tuple[p
     flows = sorted(set(log["flow"])) if flows is None else sorted(str(f) for f in flows)
     d = decisions[decisions["decision"].isin(("wireless", "congestion"))]
     d = d[d["flow"].astype(str).isin(flows) & d["lda"].astype(str).isin(LOG_LDAS)]
-    replay = pd.DataFrame({"lda": d["lda"].astype(str).to_numpy(), "flow": d["flow"].astype(str).to_numpy(),
-                           "seq": d["seq"].to_numpy(np.int64),
-                           "replay": np.where(d["decision"].to_numpy() == "wireless", "wireless", "congestion")})
-    logged = log[log["flow"].isin(flows)].melt(id_vars=["flow", "seq"], value_vars=list(LOG_LDAS),
-                                               var_name="lda", value_name="wireless")
-    logged = pd.DataFrame({"lda": logged["lda"].to_numpy(), "flow": logged["flow"].to_numpy(),
-                           "seq": logged["seq"].to_numpy(np.int64),
-                           "log": np.where(logged["wireless"].to_numpy(), "wireless", "congestion")})
+    replay = pd.DataFrame(
+        {
+            "lda": d["lda"].astype(str).to_numpy(),
+            "flow": d["flow"].astype(str).to_numpy(),
+            "seq": d["seq"].to_numpy(np.int64),
+            "replay": np.where(d["decision"].to_numpy() == "wireless", "wireless", "congestion"),
+        }
+    )
+    logged = log[log["flow"].isin(flows)].melt(
+        id_vars=["flow", "seq"], value_vars=list(LOG_LDAS), var_name="lda", value_name="wireless"
+    )
+    logged = pd.DataFrame(
+        {
+            "lda": logged["lda"].to_numpy(),
+            "flow": logged["flow"].to_numpy(),
+            "seq": logged["seq"].to_numpy(np.int64),
+            "log": np.where(logged["wireless"].to_numpy(), "wireless", "congestion"),
+        }
+    )
     both = replay.merge(logged, on=["lda", "flow", "seq"], how="outer")
     both[["replay", "log"]] = both[["replay", "log"]].fillna("missing")
     same = both["replay"] == both["log"]
     rows = []
     for name in LOG_LDAS:
         mine = both["lda"] == name
-        rows.append({"lda": name, "losses": int(mine.sum()),
-                     "both": int((mine & (both["replay"] != "missing") & (both["log"] != "missing")).sum()),
-                     "equal": int((mine & same).sum()),
-                     "only_replay": int((mine & (both["log"] == "missing")).sum()),
-                     "only_log": int((mine & (both["replay"] == "missing")).sum())})
+        rows.append(
+            {
+                "lda": name,
+                "losses": int(mine.sum()),
+                "both": int((mine & (both["replay"] != "missing") & (both["log"] != "missing")).sum()),
+                "equal": int((mine & same).sum()),
+                "only_replay": int((mine & (both["log"] == "missing")).sum()),
+                "only_log": int((mine & (both["replay"] == "missing")).sum()),
+            }
+        )
     summary = pd.DataFrame(rows)
     summary["agreement"] = summary["equal"] / summary["losses"].where(summary["losses"] > 0)
     return summary, both[~same].sort_values(["lda", "flow", "seq"]).reset_index(drop=True)
@@ -126,19 +160,28 @@ def measured(packets: pd.DataFrame, flows: list[str], fair_share_bps: float) -> 
     congestion loss rate (queue drops over packets sent)."""
     mine = packets[packets["flow"].astype(str).isin(flows)]
     fate = mine["fate"].astype(str)
-    grouped = mine.assign(carried=np.where(fate.isin(("delivered", "wireless")), mine["size"] * 8.0, 0.0),
-                          congestion=fate == "congestion").groupby(mine["flow"].astype(str), sort=True)
+    grouped = mine.assign(
+        carried=np.where(fate.isin(("delivered", "wireless")), mine["size"] * 8.0, 0.0), congestion=fate == "congestion"
+    ).groupby(mine["flow"].astype(str), sort=True)
     span = grouped["t_send"].max() - grouped["t_send"].min()
-    out = pd.DataFrame({"carried_bps": grouped["carried"].sum() / span.where(span > 0),
-                        "congestion_rate": grouped["congestion"].mean()})
+    out = pd.DataFrame(
+        {
+            "carried_bps": grouped["carried"].sum() / span.where(span > 0),
+            "congestion_rate": grouped["congestion"].mean(),
+        }
+    )
     out["thput"] = out["carried_bps"] / fair_share_bps
     return out.rename_axis("flow").reset_index()
 
 
 # the open-loop models held to the closed loop: (name, TFRC's X_recv, the normaliser); "model"
 # is what ``score`` shows, "model_trace_rx" what it showed before the closed loop chose
-MODELS = (("model", "model", "capacity"), ("model_share", "model", "share"),
-          ("model_trace_rx", "trace", "capacity"), ("model_trace_rx_share", "trace", "share"))
+MODELS = (
+    ("model", "model", "capacity"),
+    ("model_share", "model", "share"),
+    ("model_trace_rx", "trace", "capacity"),
+    ("model_trace_rx_share", "trace", "share"),
+)
 
 
 def modeled(timeline, ldas, fair_share_bps: float) -> pd.DataFrame:
@@ -177,12 +220,15 @@ def pooled_scores(flow_rows: pd.DataFrame, flows: list[str]) -> pd.DataFrame:
     counts = ["congestion", "wireless", "congestion_as_wireless", "wireless_as_congestion", "scored"]
     table = mine.groupby(mine["lda"].astype(str), sort=False)[counts].sum()
     with np.errstate(invalid="ignore", divide="ignore"):
-        out = pd.DataFrame({
-            "M_c": table["congestion_as_wireless"] / table["congestion"].where(table["congestion"] > 0),
-            "M_w": table["wireless_as_congestion"] / table["wireless"].where(table["wireless"] > 0),
-            "accuracy": 1 - (table["congestion_as_wireless"] + table["wireless_as_congestion"])
-            / table["scored"].where(table["scored"] > 0),
-        })
+        out = pd.DataFrame(
+            {
+                "M_c": table["congestion_as_wireless"] / table["congestion"].where(table["congestion"] > 0),
+                "M_w": table["wireless_as_congestion"] / table["wireless"].where(table["wireless"] > 0),
+                "accuracy": 1
+                - (table["congestion_as_wireless"] + table["wireless_as_congestion"])
+                / table["scored"].where(table["scored"] > 0),
+            }
+        )
     if "thput" in mine:
         out["model"] = mine.groupby(mine["lda"].astype(str), sort=False)["thput"].mean()
     return out.rename_axis("lda").reset_index()
@@ -196,9 +242,8 @@ def truth(path: str, scenario: dict, fair_share_bps: float, ldas=None) -> dict:
     (``decisions_equal`` of ``decisions``); given ``ldas``, the open-loop model of each over
     this run's trace (:func:`modeled`, mean over the TFRC flows)."""
     from .io import read_trace
-    from .timeline import build_timeline
-
     from .lda import classify
+    from .timeline import build_timeline
 
     trace = read_trace(path)
     timeline = build_timeline(trace)
@@ -206,9 +251,11 @@ def truth(path: str, scenario: dict, fair_share_bps: float, ldas=None) -> dict:
     m = measured(trace.packets, flows, fair_share_bps)
     sent = trace.packets[trace.packets["flow"].astype(str).isin(flows)]
     carried = m["carried_bps"].to_numpy()
-    out = {"thput": float(m["thput"].mean()),
-           "congestion_rate": float((sent["fate"].astype(str) == "congestion").mean()),
-           "fairness_std": float(np.std(carried / carried.mean(), ddof=1)) if len(carried) > 1 else np.nan}
+    out = {
+        "thput": float(m["thput"].mean()),
+        "congestion_rate": float((sent["fate"].astype(str) == "congestion").mean()),
+        "fairness_std": float(np.std(carried / carried.mean(), ddof=1)) if len(carried) > 1 else np.nan,
+    }
     log = decision_log(pathlib.Path(path))
     if log.exists():  # a closed-loop run: its receivers' decisions against the offline replay
         summary, _ = agreement(classify(timeline, list(LOG_LDAS)), read_decision_log(log), flows=flows)

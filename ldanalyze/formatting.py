@@ -15,6 +15,25 @@ MISSING = "-"
 UTC_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
 
 # The timeline summary's columns as a table shows them: shares in percent, delays in ms.
+# A timeline summary's main columns (inspect without -v, the notebook display): counts by fate,
+# the loss rates, ROTT and IAT at a glance
+MAIN_SUMMARY_COLUMNS = (
+    "flow",
+    "sent",
+    "delivered",
+    "congestion",
+    "wireless",
+    "route",
+    "lost",
+    "unobserved",
+    "loss_rate",
+    "congestion_rate",
+    "wireless_rate",
+    "gaps",
+    "rott_p50_ms",
+    "rott_p95_ms",
+    "iat_p50_ms",
+)
 SUMMARY_PERCENT = {"loss_rate": "loss %", "congestion_rate": "cong %", "wireless_rate": "wless %"}
 
 
@@ -23,8 +42,14 @@ def number(value, digits: int) -> str:
     return MISSING if pd.isna(value) else f"{value:.{digits}f}"
 
 
-def shown(frame: pd.DataFrame, *, percent: Mapping[str, str] | Iterable[str] = (), digits: int = 1,
-          fixed: Mapping[str, int] | None = None, utc: Iterable[str] = ()) -> pd.DataFrame:
+def shown(
+    frame: pd.DataFrame,
+    *,
+    percent: Mapping[str, str] | Iterable[str] = (),
+    digits: int = 1,
+    fixed: Mapping[str, int] | None = None,
+    utc: Iterable[str] = (),
+) -> pd.DataFrame:
     """``frame`` as strings for a person: the ``percent`` columns (fractions) ×100 with
     ``digits`` decimals, renamed ``name %`` (or as the mapping says); the ``fixed`` columns with
     their own decimals; the ``utc`` columns (seconds since the epoch) as UTC; every missing
@@ -71,25 +96,30 @@ def trace_html(trace) -> str:
     fate = trace.packets["fate"]
     counts = fate.value_counts()
     fates = pd.DataFrame({str(name): [int(counts.get(name, 0))] for name in fate.cat.categories})
-    head = (f"<b>{html.escape(str(trace.path))}</b>: {html.escape(trace.format)}, {len(trace.flows)} flow(s), "
-            f"{len(trace.packets)} data packets, {len(trace.rtt)} RTT samples")
+    head = (
+        f"<b>{html.escape(str(trace.path))}</b>: {html.escape(trace.format)}, {len(trace.flows)} flow(s), "
+        f"{len(trace.packets)} data packets, {len(trace.rtt)} RTT samples"
+    )
     return f"<div>{head}{html_table(fates)}</div>"
 
 
 def timeline_html(tl) -> str:
     """A Timeline: its size and the first flows' summary."""
     summary = tl.summary()
-    shown = summary_shown(summary[["flow", "sent", "delivered", "congestion", "wireless", "route", "lost",
-                                   "unobserved", "loss_rate", "gaps", "rott_mean_ms", "iat_mean_ms"]].head(SHOWN_FLOWS))
+    shown = summary_shown(summary[list(MAIN_SUMMARY_COLUMNS)].head(SHOWN_FLOWS))
     more = f"<p class='note'>... {len(summary) - SHOWN_FLOWS} more flows</p>" if len(summary) > SHOWN_FLOWS else ""
     path = html.escape(str(tl.meta.get("path", "")))
-    return (f"<div><b>Timeline</b> {path}: {len(tl.arrivals)} arrivals, {len(tl.gaps)} gaps, "
-            f"{len(tl.losses)} losses{html_table(shown)}{more}</div>")
+    return (
+        f"<div><b>Timeline</b> {path}: {len(tl.arrivals)} arrivals, {len(tl.gaps)} gaps, "
+        f"{len(tl.losses)} losses{html_table(shown)}{more}</div>"
+    )
 
 
 def replay_html(result) -> str:
     """A replay result: its note (open loop) and the throughput per controller and LDA."""
     summary = result.summary
     table = summary.groupby(["controller", "lda"], observed=True)[["thput", "vs_omniscient", "vs_unaware"]].mean()
-    return (f"<div><b>Replay</b> ({html.escape(result.note)}): {len(result.rates)} rate steps; "
-            f"mean over flows{html_table(table.reset_index())}</div>")
+    return (
+        f"<div><b>Replay</b> ({html.escape(result.note)}): {len(result.rates)} rate steps; "
+        f"mean over flows{html_table(table.reset_index())}</div>"
+    )

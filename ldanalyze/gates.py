@@ -31,10 +31,18 @@ import pandas as pd
 from .errors import UsageError
 from .scoring import NUMBER_COLUMNS
 
-OPERATORS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
-             "!=": operator.ne}
-_EXPRESSION = re.compile(r"^\s*([A-Za-z_][\w:=.,-]*?|\*)\.([A-Za-z_]\w*)\s*(<=|>=|==|!=|<|>)\s*"
-                         r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
+OPERATORS = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+_EXPRESSION = re.compile(
+    r"^\s*([A-Za-z_][\w:=.,-]*?|\*)\.([A-Za-z_]\w*)\s*(<=|>=|==|!=|<|>)\s*"
+    r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$"
+)
 WORSE_WHEN_HIGHER = ("M_c", "M_w")
 WORSE_WHEN_LOWER = ("accuracy", "thput")
 KEYS = ("scope", "trace", "flow", "lda")
@@ -54,8 +62,10 @@ class Threshold:
     def parse(cls, text: str) -> Threshold:
         match = _EXPRESSION.match(text)
         if not match:
-            raise UsageError(f"--fail-if {text!r}: expected LDA.METRIC OP NUMBER, e.g. 'zbs.M_c > 0.05' "
-                             f"(OP one of {' '.join(OPERATORS)}; LDA may be *)")
+            raise UsageError(
+                f"--fail-if {text!r}: expected LDA.METRIC OP NUMBER, e.g. 'zbs.M_c > 0.05' "
+                f"(OP one of {' '.join(OPERATORS)}; LDA may be *)"
+            )
         lda, metric, op, value = match.groups()
         return cls(text.strip(), lda, metric, op, float(value))
 
@@ -66,11 +76,13 @@ def check_threshold_names(thresholds, specs: list[str]) -> None:
     ``specs``: the LDAs' specs as scored."""
     for threshold in thresholds:
         if threshold.metric not in NUMBER_COLUMNS:
-            raise UsageError(f"--fail-if {threshold.text!r}: no metric {threshold.metric!r} "
-                             f"(known: {', '.join(NUMBER_COLUMNS)})")
+            raise UsageError(
+                f"--fail-if {threshold.text!r}: no metric {threshold.metric!r} (known: {', '.join(NUMBER_COLUMNS)})"
+            )
         if threshold.lda != "*" and threshold.lda not in specs:
-            raise UsageError(f"--fail-if {threshold.text!r}: no LDA {threshold.lda!r} among those scored "
-                             f"({', '.join(specs)})")
+            raise UsageError(
+                f"--fail-if {threshold.text!r}: no LDA {threshold.lda!r} among those scored ({', '.join(specs)})"
+            )
 
 
 def check_thresholds(results: pd.DataFrame, thresholds, scope: str = "pooled") -> pd.DataFrame:
@@ -83,19 +95,35 @@ def check_thresholds(results: pd.DataFrame, thresholds, scope: str = "pooled") -
     for threshold in thresholds:
         if threshold.metric not in results.columns:
             known = [c for c in results.columns if c not in KEYS]
-            raise UsageError(f"--fail-if {threshold.text!r}: no metric {threshold.metric!r} "
-                             f"(known: {', '.join(known[:30])})")
+            raise UsageError(
+                f"--fail-if {threshold.text!r}: no metric {threshold.metric!r} (known: {', '.join(known[:30])})"
+            )
         chosen = table if threshold.lda == "*" else table[table["lda"] == threshold.lda]
         if threshold.lda != "*" and chosen.empty and not table.empty:
-            raise UsageError(f"--fail-if {threshold.text!r}: no LDA {threshold.lda!r} in the results "
-                             f"({', '.join(sorted(table['lda'].unique()))})")
+            raise UsageError(
+                f"--fail-if {threshold.text!r}: no LDA {threshold.lda!r} in the results "
+                f"({', '.join(sorted(table['lda'].unique()))})"
+            )
         for _, row in chosen.iterrows():
             value = float(row[threshold.metric])
-            status = ("undefined" if math.isnan(value)
-                      else "fail" if OPERATORS[threshold.op](value, threshold.value) else "pass")
-            rows.append({"check": f"fail-if {threshold.text}", "scope": scope, "trace": row["trace"],
-                         "lda": row["lda"], "value": value, "status": status,
-                         "message": f"{row['lda']}.{threshold.metric} = {value:.4g} ({threshold.text})"})
+            status = (
+                "undefined"
+                if math.isnan(value)
+                else "fail"
+                if OPERATORS[threshold.op](value, threshold.value)
+                else "pass"
+            )
+            rows.append(
+                {
+                    "check": f"fail-if {threshold.text}",
+                    "scope": scope,
+                    "trace": row["trace"],
+                    "lda": row["lda"],
+                    "value": value,
+                    "status": status,
+                    "message": f"{row['lda']}.{threshold.metric} = {value:.4g} ({threshold.text})",
+                }
+            )
     return pd.DataFrame(rows, columns=["check", "scope", "trace", "lda", "value", "status", "message"])
 
 
@@ -127,6 +155,7 @@ def read_results(path: str) -> pd.DataFrame:
 
 def _numbers_with_nulls(column: pd.Series) -> pd.Series:
     """A JSON column of numbers and nulls as float (NaN for null), any other column as it is."""
+
     def number_or_null(value) -> bool:
         return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
@@ -135,8 +164,9 @@ def _numbers_with_nulls(column: pd.Series) -> pd.Series:
     return column.astype(np.float64)
 
 
-def compare_baseline(results: pd.DataFrame, baseline: pd.DataFrame, tolerance: float = 0.02,
-                     beyond_ci: bool = False) -> pd.DataFrame:
+def compare_baseline(
+    results: pd.DataFrame, baseline: pd.DataFrame, tolerance: float = 0.02, beyond_ci: bool = False
+) -> pd.DataFrame:
     """One row per (scope, trace, flow, lda, metric) that both tables hold, or that the
     baseline holds and the results lack: ``status`` pass, regressed or missing;
     ``baseline_lda`` the baseline's LDA compared (see the module docstring on retuned LDAs)."""
@@ -151,8 +181,16 @@ def compare_baseline(results: pd.DataFrame, baseline: pd.DataFrame, tolerance: f
     for key, old in baseline.set_index(list(KEYS)).iterrows():
         where = {**dict(zip(KEYS, key)), "baseline_lda": old["baseline_lda"]}
         if key not in new.index:
-            rows.append({**where, "metric": "*", "old": math.nan, "new": math.nan, "status": "missing",
-                         "message": "in the baseline, not in the results"})
+            rows.append(
+                {
+                    **where,
+                    "metric": "*",
+                    "old": math.nan,
+                    "new": math.nan,
+                    "status": "missing",
+                    "message": "in the baseline, not in the results",
+                }
+            )
             continue
         now = new.loc[key]
         if isinstance(now, pd.DataFrame):
@@ -165,9 +203,16 @@ def compare_baseline(results: pd.DataFrame, baseline: pd.DataFrame, tolerance: f
             regressed = worse > tolerance
             if regressed and beyond_ci and f"{metric}_lo" in old.index and not math.isnan(float(old[f"{metric}_lo"])):
                 regressed = not float(old[f"{metric}_lo"]) <= after <= float(old[f"{metric}_hi"])
-            rows.append({**where, "metric": metric, "old": before, "new": after,
-                         "status": "regressed" if regressed else "pass",
-                         "message": f"{metric} {before:.4g} -> {after:.4g}"})
+            rows.append(
+                {
+                    **where,
+                    "metric": metric,
+                    "old": before,
+                    "new": after,
+                    "status": "regressed" if regressed else "pass",
+                    "message": f"{metric} {before:.4g} -> {after:.4g}",
+                }
+            )
     return pd.DataFrame(rows, columns=[*KEYS, "baseline_lda", "metric", "old", "new", "status", "message"])
 
 
@@ -175,8 +220,14 @@ def retuned_ldas(now: pd.Series, then: pd.Series) -> dict[str, str]:
     """The baseline's LDA → the results' LDA of the same kind (the spec's name, before ``:``),
     for each kind that has exactly one LDA the results lack and one the baseline lacks."""
     gone, added = set(then) - set(now), set(now) - set(then)
-    return {old: new for old in gone for new in added if _kind(old) == _kind(new)
-            and sum(_kind(o) == _kind(old) for o in gone) == 1 and sum(_kind(n) == _kind(new) for n in added) == 1}
+    return {
+        old: new
+        for old in gone
+        for new in added
+        if _kind(old) == _kind(new)
+        and sum(_kind(o) == _kind(old) for o in gone) == 1
+        and sum(_kind(n) == _kind(new) for n in added) == 1
+    }
 
 
 def _kind(spec: str) -> str:

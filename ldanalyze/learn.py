@@ -104,8 +104,9 @@ def group_of(name: str, pattern: str) -> str:
     return found.group(1) if found.groups() else found.group(0)
 
 
-def evaluate(labelled: Sequence[Labelled], groups: Sequence[str], kind: str = "gbt", seed: int = 0,
-             importance_repeats: int = 3) -> tuple[pd.DataFrame, pd.DataFrame]:
+def evaluate(
+    labelled: Sequence[Labelled], groups: Sequence[str], kind: str = "gbt", seed: int = 0, importance_repeats: int = 3
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Leave-one-group-out cross-validation (module docstring).
 
     Returns the scores (one row per held-out group and LDA: losses, M_c, M_w, accuracy with
@@ -118,29 +119,50 @@ def evaluate(labelled: Sequence[Labelled], groups: Sequence[str], kind: str = "g
         raise UsageError(f"{len(labelled)} traces but {len(groups)} groups: give each trace its group")
     names = sorted(set(groups))
     if len(names) < 2:
-        raise UsageError(f"grouped cross-validation needs two groups or more; the traces form {len(names)}: "
-                         f"{', '.join(names)}")
+        raise UsageError(
+            f"grouped cross-validation needs two groups or more; the traces form {len(names)}: {', '.join(names)}"
+        )
     scores, importances = [], []
     for held in names:
         train = [item for item, g in zip(labelled, groups) if g != held]
         test = [item for item, g in zip(labelled, groups) if g == held]
         model, count = fit(train, kind, seed)
-        decisions = pd.concat([item.decisions for item in test]
-                              + [learned_decisions(item, model) for item in test], ignore_index=True)
+        decisions = pd.concat(
+            [item.decisions for item in test] + [learned_decisions(item, model) for item in test], ignore_index=True
+        )
         decisions["lda"] = pd.Categorical(decisions["lda"].astype(str), categories=[*HEURISTICS, "learned"])
         table = score(decisions, by="pooled", bootstrap=0)
         scores.append(table.assign(held_out=held, train_gaps=count, test_traces=len(test)))
         x, y, test_count = rows(test)
         if test_count and np.unique(y).shape[0] == 2:
             found = permutation_importance(model, x, y, n_repeats=importance_repeats, random_state=seed)
-            importances.append(pd.DataFrame({"held_out": held, "feature": FEATURES,
-                                             "importance": found.importances_mean}))
+            importances.append(
+                pd.DataFrame({"held_out": held, "feature": FEATURES, "importance": found.importances_mean})
+            )
     table = pd.concat(scores, ignore_index=True)
-    columns = ["held_out", "lda", "losses", "scored", "M_c", "M_w", "accuracy", "accuracy_lo", "accuracy_hi",
-               "M_c_lo", "M_c_hi", "M_w_lo", "M_w_hi", "train_gaps", "test_traces"]
+    columns = [
+        "held_out",
+        "lda",
+        "losses",
+        "scored",
+        "M_c",
+        "M_w",
+        "accuracy",
+        "accuracy_lo",
+        "accuracy_hi",
+        "M_c_lo",
+        "M_c_hi",
+        "M_w_lo",
+        "M_w_hi",
+        "train_gaps",
+        "test_traces",
+    ]
     table = table[[c for c in columns if c in table.columns]]
-    return table, (pd.concat(importances, ignore_index=True) if importances else
-                   pd.DataFrame(columns=["held_out", "feature", "importance"]))
+    return table, (
+        pd.concat(importances, ignore_index=True)
+        if importances
+        else pd.DataFrame(columns=["held_out", "feature", "importance"])
+    )
 
 
 def verdicts(table: pd.DataFrame) -> pd.DataFrame:
@@ -155,6 +177,14 @@ def verdicts(table: pd.DataFrame) -> pd.DataFrame:
         margin = learned["accuracy"] - heuristics.loc[best, "accuracy"]
         beyond = learned["accuracy_lo"] > heuristics.loc[best, "accuracy_hi"]
         verdict = "beats" if beyond else ("ahead within the intervals" if margin > 0 else "does not beat")
-        out.append({"held_out": held, "best_heuristic": best, "best_accuracy": heuristics.loc[best, "accuracy"],
-                    "learned_accuracy": learned["accuracy"], "margin": margin, "verdict": verdict})
+        out.append(
+            {
+                "held_out": held,
+                "best_heuristic": best,
+                "best_accuracy": heuristics.loc[best, "accuracy"],
+                "learned_accuracy": learned["accuracy"],
+                "margin": margin,
+                "verdict": verdict,
+            }
+        )
     return pd.DataFrame(out)

@@ -19,8 +19,9 @@ def atomic_write(path: str | os.PathLike, write: Callable[[pathlib.Path], None])
     """Call ``write(tmp)`` on a temporary file beside ``path`` (same suffix), then move it onto
     ``path``: a reader, or another worker, sees the old file or the whole new one."""
     target = os.path.abspath(path)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".ldanalyze-",
-                               suffix=".tmp" + os.path.splitext(target)[1])
+    fd, tmp = tempfile.mkstemp(
+        dir=os.path.dirname(target), prefix=".ldanalyze-", suffix=".tmp" + os.path.splitext(target)[1]
+    )
     os.close(fd)
     try:
         write(pathlib.Path(tmp))

@@ -261,9 +261,9 @@ def validate_packets(packets: pd.DataFrame) -> None:
     missing = [c for c in COLUMNS if c not in packets.columns]
     if missing:
         raise ValueError(f"PacketTable lacks columns {missing}")
-    if not isinstance(packets["fate"].dtype, pd.CategoricalDtype) or list(
-        packets["fate"].cat.categories
-    ) != list(FATES):
+    if not isinstance(packets["fate"].dtype, pd.CategoricalDtype) or list(packets["fate"].cat.categories) != list(
+        FATES
+    ):
         raise ValueError("PacketTable 'fate' must be categorical over " + ", ".join(FATES))
     if packets["fate"].isna().any():
         raise ValueError("PacketTable has rows without a fate")
@@ -322,8 +322,9 @@ def rtt_from_feedback(packets: pd.DataFrame, feedback: pd.DataFrame) -> pd.DataF
     sample = at < len(p_key)
     hit = at[sample]
     sample[sample] = (p_key[hit] == key[sample]) & (n_tx[hit] == 1) & (t_first[hit] <= t[sample])
-    return pd.DataFrame({"flow": flows[codes[sample]], "t": t[sample], "seq": seq[sample],
-                         "rtt": t[sample] - t_first[at[sample]]})
+    return pd.DataFrame(
+        {"flow": flows[codes[sample]], "t": t[sample], "seq": seq[sample], "rtt": t[sample] - t_first[at[sample]]}
+    )
 
 
 def mark_vanished(packets: pd.DataFrame) -> pd.DataFrame:

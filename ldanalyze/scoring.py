@@ -218,8 +218,7 @@ def _prepare(decisions: pd.DataFrame, *, need_gap: bool, route_as: str = EXCLUDE
         if bad.any():
             found = sorted({str(x) for x in pd.unique(values[bad])})
             raise UsageError(
-                f"score: column {name!r} has values {', '.join(map(repr, found[:5]))}; "
-                f"expected {', '.join(allowed)}"
+                f"score: column {name!r} has values {', '.join(map(repr, found[:5]))}; expected {', '.join(allowed)}"
             )
 
     if "trace" in decisions.columns:
@@ -284,8 +283,11 @@ def tally(decisions: pd.DataFrame, *, bursts: bool = False) -> pd.DataFrame:
     the same. The batch command's workers send their decisions so: a thousand traces' 4.5 M
     decisions were 430 MB in the parent, their tally 5 MB."""
     n = len(decisions)
-    keys = [c for c in ("trace", "flow", "lda", "cause", "decision", *(("gap",) if bursts else ()))
-            if c in decisions.columns]
+    keys = [
+        c
+        for c in ("trace", "flow", "lda", "cause", "decision", *(("gap",) if bursts else ()))
+        if c in decisions.columns
+    ]
     if n == 0:  # nothing to tally (a trace no LDA could run on has only its label columns)
         return decisions[keys].assign(weight=np.zeros(0, np.int64))
     missing = [c for c in REQUIRED + (("gap",) if bursts else ()) if c not in decisions.columns]
@@ -346,7 +348,10 @@ def _group_ids(codes: dict[str, np.ndarray], keys: tuple[str, ...]) -> tuple[np.
 
 def _key_frame(group_codes: dict[str, np.ndarray], labels: dict[str, list[str]]) -> pd.DataFrame:
     return pd.DataFrame(
-        {k: pd.Series(np.asarray(labels[k], dtype=object)[c] if len(c) else [], dtype=str) for k, c in group_codes.items()}
+        {
+            k: pd.Series(np.asarray(labels[k], dtype=object)[c] if len(c) else [], dtype=str)
+            for k, c in group_codes.items()
+        }
     )
 
 
@@ -603,14 +608,15 @@ def _scored_flows_column(out: pd.DataFrame, summary: pd.DataFrame, width: int = 
         named = {}
         for trace, group in flows.groupby(traces.to_numpy(), sort=False):
             labels = natural_sorted(group.unique())
-            shown = [label for k, label in enumerate(labels) if len(", ".join(labels[:k + 1])) <= width] or labels[:1]
+            shown = [label for k, label in enumerate(labels) if len(", ".join(labels[: k + 1])) <= width] or labels[:1]
             more = f" and {len(labels) - len(shown)} more" if len(shown) < len(labels) else ""
             named[trace] = ", ".join(shown) + more
         out["flows_scored"] = out["trace"].astype(str).map(named).fillna("")
     else:
         n_traces = traces.nunique()
-        out["flows_scored"] = (f"{len(set(zip(traces, flows)))} flows"
-                               + (f" of {n_traces} traces" if n_traces > 1 else ""))
+        out["flows_scored"] = f"{len(set(zip(traces, flows)))} flows" + (
+            f" of {n_traces} traces" if n_traces > 1 else ""
+        )
 
 
 # --- modeled throughput --------------------------------------------------------------------
@@ -620,9 +626,16 @@ THROUGHPUT_REQUIRED = ("lda", "controller", "flow", "capacity_bps", *THROUGHPUT_
 FAIRNESS_COLUMNS = ("fairness_std", "jain")
 
 # every number a score table may hold: what a threshold (``batch --fail-if``) can name
-NUMBER_COLUMNS = (*COUNTS, *METRICS, *(f"{m}_{end}" for m in INTERVAL_METRICS for end in ("lo", "hi")),
-                  *(f"{m}_boot_{end}" for m in INTERVAL_METRICS for end in ("lo", "hi")),
-                  "congestion_rate", "wireless_rate", *THROUGHPUT_COLUMNS, *FAIRNESS_COLUMNS)
+NUMBER_COLUMNS = (
+    *COUNTS,
+    *METRICS,
+    *(f"{m}_{end}" for m in INTERVAL_METRICS for end in ("lo", "hi")),
+    *(f"{m}_boot_{end}" for m in INTERVAL_METRICS for end in ("lo", "hi")),
+    "congestion_rate",
+    "wireless_rate",
+    *THROUGHPUT_COLUMNS,
+    *FAIRNESS_COLUMNS,
+)
 
 
 def _throughput_columns(out: pd.DataFrame, throughput: pd.DataFrame, by: str) -> pd.DataFrame:
@@ -631,8 +644,9 @@ def _throughput_columns(out: pd.DataFrame, throughput: pd.DataFrame, by: str) ->
         raise UsageError(f"score: throughput must be a DataFrame, not {type(throughput).__name__}")
     missing = [c for c in THROUGHPUT_REQUIRED if c not in throughput]
     if missing:
-        raise UsageError(f"score: the throughput table has no column {', '.join(map(repr, missing))} "
-                         "(pass ReplayResult.summary)")
+        raise UsageError(
+            f"score: the throughput table has no column {', '.join(map(repr, missing))} (pass ReplayResult.summary)"
+        )
     controllers = pd.unique(throughput["controller"].astype(str))
     if len(controllers) != 1:
         raise UsageError(f"score: throughput must come from one controller, not {', '.join(controllers)}")

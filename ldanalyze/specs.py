@@ -43,8 +43,10 @@ def build(registry: dict[str, type], kind: str, name: str, **params) -> Any:
     cls = registry.get(name)
     if cls is None and "=" in name:  # "spike:alpha=0.6,beta=0.4": the comma began a new spec
         article = "an" if kind[:1] in "AEIOLaeio" else "a"  # an LDA, a controller
-        raise UsageError(f"{name!r} is a parameter, not {article} {kind}: parameters are joined by ':' "
-                         f"(e.g. spike:alpha=0.6:beta=0.4), and ',' separates {kind}s")
+        raise UsageError(
+            f"{name!r} is a parameter, not {article} {kind}: parameters are joined by ':' "
+            f"(e.g. spike:alpha=0.6:beta=0.4), and ',' separates {kind}s"
+        )
     if cls is None:
         raise UsageError(f"unknown {kind} {name!r}; known: {', '.join(registry)}")
     fields = {f.name for f in dataclasses.fields(cls)}

@@ -50,8 +50,15 @@ def parse_param(text: str) -> tuple[str, list[float]]:
         raise UsageError(f"--param {text!r}: the values must be numbers") from None
 
 
-def sweep(sources: Iterable, lda: str, grid: dict[str, Sequence[float]], *, replay=None,
-          seq_modulus: int | None = None, **read_options) -> pd.DataFrame:
+def sweep(
+    sources: Iterable,
+    lda: str,
+    grid: dict[str, Sequence[float]],
+    *,
+    replay=None,
+    seq_modulus: int | None = None,
+    **read_options,
+) -> pd.DataFrame:
     """One row per grid point (the Cartesian product of ``grid``, plus the LDA's defaults):
     the parameters, ``spec``, ``default``, the pooled ``M_c``, ``M_w``, ``accuracy`` and loss
     counts over ``sources`` (paths or Traces), and ``pareto``. See the module docstring."""
@@ -77,8 +84,9 @@ def sweep(sources: Iterable, lda: str, grid: dict[str, Sequence[float]], *, repl
     rows = []
     for spec in specs:
         params = {n: getattr(by_spec[spec], n) for n in names}
-        rows.append({**params, "spec": spec, "default": spec == default.spec,
-                     **{c: scores.loc[spec, c] for c in COLUMNS}})
+        rows.append(
+            {**params, "spec": spec, "default": spec == default.spec, **{c: scores.loc[spec, c] for c in COLUMNS}}
+        )
     table = pd.DataFrame(rows)
     table["pareto"] = pareto(table["M_c"].to_numpy(float), table["M_w"].to_numpy(float))
     table.attrs.update(lda=lda, params=names, refused=refused)

@@ -25,7 +25,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from .lda import REGISTRY, LDA, Replay, classify, lda_state, parse_ldas
+from .lda import LDA, REGISTRY, Replay, classify, lda_state, parse_ldas
 from .packets import CONGESTION, DELIVERED, WIRELESS, make_packet_table
 from .timeline import Timeline, build_timeline
 
@@ -63,8 +63,14 @@ def sample_timeline(seed: int = 0, packets: int = 1500) -> Timeline:
 def _timeline(table: pd.DataFrame) -> Timeline:
     tl = build_timeline(table)
     got = table[table["fate"] == DELIVERED]
-    rtt = pd.DataFrame({"flow": got["flow"].astype(str).to_numpy(), "t": got["t_recv"].to_numpy() + 0.02,
-                        "seq": got["seq"].to_numpy(), "rtt": 2 * (got["t_recv"] - got["t_send"]).to_numpy()})
+    rtt = pd.DataFrame(
+        {
+            "flow": got["flow"].astype(str).to_numpy(),
+            "t": got["t_recv"].to_numpy() + 0.02,
+            "seq": got["seq"].to_numpy(),
+            "rtt": 2 * (got["t_recv"] - got["t_send"]).to_numpy(),
+        }
+    )
     rtt["flow"] = rtt["flow"].astype(tl.packets["flow"].dtype)
     return dataclasses.replace(tl, rtt=rtt, meta={**tl.meta, "clock": "common"})
 
@@ -74,13 +80,20 @@ def check_lda(lda: LDA) -> None:
     an AssertionError names the rule broken."""
     if not isinstance(lda, LDA):
         raise TypeError(f"check_lda takes an LDA instance, not {type(lda).__name__}")
-    for rule in (_one_decision_per_lost_packet, _no_loss_no_decision, _nothing_arrives_nothing_decided,
-                 _causal, _one_decision_per_gap, _parameters_round_trip):
+    for rule in (
+        _one_decision_per_lost_packet,
+        _no_loss_no_decision,
+        _nothing_arrives_nothing_decided,
+        _causal,
+        _one_decision_per_gap,
+        _parameters_round_trip,
+    ):
         try:
             rule(lda)
         except AssertionError as broken:
-            raise AssertionError(f"check_lda({lda.spec}): {rule.__name__.strip('_').replace('_', ' ')}: {broken}") \
-                from None
+            raise AssertionError(
+                f"check_lda({lda.spec}): {rule.__name__.strip('_').replace('_', ' ')}: {broken}"
+            ) from None
 
 
 def _one_decision_per_lost_packet(lda: LDA) -> None:
@@ -97,8 +110,14 @@ def _one_decision_per_lost_packet(lda: LDA) -> None:
 
 def _no_loss_no_decision(lda: LDA) -> None:
     t = np.arange(40) * 0.01
-    clean = make_packet_table(flow=["a"] * 40, seq=np.arange(40), t_send=t, t_recv=t + 0.05 + (t % 0.03),
-                              fate=[DELIVERED] * 40, size=[500] * 40)
+    clean = make_packet_table(
+        flow=["a"] * 40,
+        seq=np.arange(40),
+        t_send=t,
+        t_recv=t + 0.05 + (t % 0.03),
+        fate=[DELIVERED] * 40,
+        size=[500] * 40,
+    )
     tl = _timeline(clean)
     assert classify(tl, [lda]).empty, "decisions on a flow that lost nothing"
     assert len(lda_state(tl, lda)) == 40, "the state has not one row per arrival"
@@ -106,8 +125,14 @@ def _no_loss_no_decision(lda: LDA) -> None:
 
 
 def _nothing_arrives_nothing_decided(lda: LDA) -> None:
-    lost = make_packet_table(flow=["a"] * 5, seq=np.arange(5), t_send=np.arange(5.0), t_recv=[np.nan] * 5,
-                             fate=[WIRELESS] * 5, size=[500] * 5)
+    lost = make_packet_table(
+        flow=["a"] * 5,
+        seq=np.arange(5),
+        t_send=np.arange(5.0),
+        t_recv=[np.nan] * 5,
+        fate=[WIRELESS] * 5,
+        size=[500] * 5,
+    )
     decisions = classify(_timeline(lost), [lda])["decision"].astype(str).tolist()
     assert decisions == ["undetected"] * 5, f"decisions {decisions} where nothing arrived"
 
@@ -125,8 +150,10 @@ def _causal(lda: LDA) -> None:
             part = classify(_timeline(packets[keep].reset_index(drop=True)), [lda], replay=replay)
             early = full[full["t_decide"] < view_ends].merge(part, on=["uid"], how="left", suffixes=("", "_part"))
             changed = early["decision"].astype(str) != early["decision_part"].astype(str)
-            assert not changed.any(), (f"{int(changed.sum())} decision(s) made before {view_ends:.3f} s change when "
-                                       f"later packets are added ({replay})")
+            assert not changed.any(), (
+                f"{int(changed.sum())} decision(s) made before {view_ends:.3f} s change when "
+                f"later packets are added ({replay})"
+            )
 
 
 def _one_decision_per_gap(lda: LDA) -> None:
@@ -142,7 +169,7 @@ def _parameters_round_trip(lda: LDA) -> None:
     assert dataclasses.is_dataclass(lda), "an LDA is a dataclass of its parameters"
     assert type(lda)(**lda.params()) == lda, "type(lda)(**lda.params()) is another LDA"
     try:
-        setattr(copy.copy(lda), "name", "other")  # a copy: a mutable LDA given is not changed
+        copy.copy(lda).name = "other"  # a copy: a mutable LDA given is not changed
     except dataclasses.FrozenInstanceError:
         pass
     else:

@@ -107,8 +107,7 @@ def _twin(kernel: Dispatcher) -> types.FunctionType:
     if twin is None:
         source = kernel.py_func
         namespace = dict(source.__globals__)
-        twin = types.FunctionType(source.__code__, namespace, source.__name__, source.__defaults__,
-                                  source.__closure__)
+        twin = types.FunctionType(source.__code__, namespace, source.__name__, source.__defaults__, source.__closure__)
         _TWINS[kernel] = twin  # before the callees: kernels may call each other
         for name in source.__code__.co_names:
             value = namespace.get(name)

@@ -49,8 +49,19 @@ from numba import njit
 
 from .formatting import timeline_html
 from .packets import (
-    CONGESTION, DELIVERED, FATES, LOSS_FATES, UNOBSERVED, WIRELESS, Trace, empty_rtt, flow_codes,
-    flows_of, label_positions, sorting_order, unwrap_sequence,
+    CONGESTION,
+    DELIVERED,
+    FATES,
+    LOSS_FATES,
+    UNOBSERVED,
+    WIRELESS,
+    Trace,
+    empty_rtt,
+    flow_codes,
+    flows_of,
+    label_positions,
+    sorting_order,
+    unwrap_sequence,
 )
 from .tiering import call, pick
 
@@ -224,9 +235,7 @@ def build_timeline(source: Trace | pd.DataFrame, *, seq_modulus: int | None = No
     arrivals, prev_in_order = _arrivals(packets)
     gaps = _gaps(arrivals, first_seq, prev_in_order)
     losses = _losses(packets, gaps)
-    gaps["n_lost"] = (
-        losses[losses["gap"] >= 0].groupby("gap").size().reindex(gaps["gap"], fill_value=0).to_numpy()
-    )
+    gaps["n_lost"] = losses[losses["gap"] >= 0].groupby("gap").size().reindex(gaps["gap"], fill_value=0).to_numpy()
     return Timeline(arrivals=arrivals, gaps=gaps, losses=losses, packets=packets, rtt=rtt, meta=meta)
 
 
@@ -369,14 +378,20 @@ def _losses(packets: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
         "cause": np.asarray(fate.cat.categories.astype(str), dtype=object)[fate.cat.codes.to_numpy()[rows]],
         "reason": packets["reason"].take(rows).to_numpy(),
     }
-    gap_row = _gap_containing(code, out["seq"], pd.Categorical(gaps["flow"], dtype=flow.dtype).codes,
-                              gaps["first_seq"].to_numpy(), gaps["next_seq"].to_numpy())
+    gap_row = _gap_containing(
+        code,
+        out["seq"],
+        pd.Categorical(gaps["flow"], dtype=flow.dtype).codes,
+        gaps["first_seq"].to_numpy(),
+        gaps["next_seq"].to_numpy(),
+    )
     # a sequence number is charged once, to its first lost transmission in the gap
     held = np.flatnonzero(gap_row >= 0)
     by_number = held[np.lexsort((out["seq"][held], gap_row[held]))]  # stable: first transmission first
     first = np.ones(len(by_number), bool)
-    first[1:] = ((gap_row[by_number[1:]] != gap_row[by_number[:-1]])
-                 | (out["seq"][by_number[1:]] != out["seq"][by_number[:-1]]))
+    first[1:] = (gap_row[by_number[1:]] != gap_row[by_number[:-1]]) | (
+        out["seq"][by_number[1:]] != out["seq"][by_number[:-1]]
+    )
     charged = np.zeros(len(rows), bool)
     charged[by_number[first]] = True
     take = np.where(charged, gap_row, 0)
@@ -392,8 +407,9 @@ def _losses(packets: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _gap_containing(code: np.ndarray, seq: np.ndarray, gap_code: np.ndarray, first: np.ndarray,
-                    next_seq: np.ndarray) -> np.ndarray:
+def _gap_containing(
+    code: np.ndarray, seq: np.ndarray, gap_code: np.ndarray, first: np.ndarray, next_seq: np.ndarray
+) -> np.ndarray:
     """Row of the gaps (flow ``gap_code``, sequence numbers ``first`` to ``next_seq`` − 1; by
     flow, then increasing) that holds each lost packet (flow ``code``, ``seq``), or -1: one
     search over integer keys (flow, rank of the sequence number)."""

@@ -41,8 +41,10 @@ AF_INET6 = (10, 24, 28, 30)
 
 # -- payloads ----------------------------------------------------------------------------------
 def rtp_payload(seq: int, timestamp: int, ssrc: int, size: int = 160, pt: int = 0, marker: int = 0) -> bytes:
-    return bytes(RTP(sequence=seq % 65536, timestamp=timestamp % 2**32, sourcesync=ssrc, payload_type=pt,
-                     marker=marker) / Raw(bytes(size)))
+    return bytes(
+        RTP(sequence=seq % 65536, timestamp=timestamp % 2**32, sourcesync=ssrc, payload_type=pt, marker=marker)
+        / Raw(bytes(size))
+    )
 
 
 def iperf3_payload(seq: int, t_send: float, size: int = 100, counters64: bool = False) -> bytes:
@@ -76,9 +78,19 @@ class Endpoints:
         return (self.ip_ver, number, self.src, self.sport if ported else 0, self.dst, self.dport if ported else 0)
 
 
-def ip_packet(ends: Endpoints, payload: bytes, *, ip_id: int = 0, ttl: int = 64, ip_options: bool = False,
-              ext: tuple[str, ...] = (), tcp_seq: int = 0, tcp_flags: str = "PA", tsval: int | None = None,
-              mss: int | None = None):
+def ip_packet(
+    ends: Endpoints,
+    payload: bytes,
+    *,
+    ip_id: int = 0,
+    ttl: int = 64,
+    ip_options: bool = False,
+    ext: tuple[str, ...] = (),
+    tcp_seq: int = 0,
+    tcp_flags: str = "PA",
+    tsval: int | None = None,
+    mss: int | None = None,
+):
     """A scapy IPv4/IPv6 packet of the flow carrying ``payload``. ``ext`` lists IPv6 extension
     headers (hbh, routing, dest, frag: an atomic fragment header with id ``ip_id``)."""
     if ends.proto == "udp":
@@ -93,12 +105,15 @@ def ip_packet(ends: Endpoints, payload: bytes, *, ip_id: int = 0, ttl: int = 64,
         return IP(src=ends.src, dst=ends.dst, id=ip_id, ttl=ttl, options=options) / upper
     chain = IPv6(src=ends.src, dst=ends.dst, hlim=ttl)
     for name in ext:
-        chain = chain / {
-            "hbh": lambda: IPv6ExtHdrHopByHop(),
-            "routing": lambda: IPv6ExtHdrRouting(addresses=["2001:db8::99"]),
-            "dest": lambda: IPv6ExtHdrDestOpt(),
-            "frag": lambda: IPv6ExtHdrFragment(id=ip_id, offset=0, m=0),
-        }[name]()
+        chain = (
+            chain
+            / {
+                "hbh": lambda: IPv6ExtHdrHopByHop(),
+                "routing": lambda: IPv6ExtHdrRouting(addresses=["2001:db8::99"]),
+                "dest": lambda: IPv6ExtHdrDestOpt(),
+                "frag": lambda: IPv6ExtHdrFragment(id=ip_id, offset=0, m=0),
+            }[name]()
+        )
     return chain / upper
 
 
@@ -117,8 +132,16 @@ def ipv6_fragments(packet, size: int = 32) -> list:
     return pieces
 
 
-def link_frame(linktype: int, packet, *, vlans: tuple[int, ...] = (), af_order: str = "<", af6: int = 10,
-               wifi: str = "data", radiotap: str = "") -> bytes:
+def link_frame(
+    linktype: int,
+    packet,
+    *,
+    vlans: tuple[int, ...] = (),
+    af_order: str = "<",
+    af6: int = 10,
+    wifi: str = "data",
+    radiotap: str = "",
+) -> bytes:
     """``packet`` (scapy IP/IPv6 or raw bytes starting with an IP header) in a link-layer frame.
 
     ``vlans``: TPIDs of the tags to stack (Ethernet, SLL, SLL2). ``wifi``: ``data``, ``qos``,
@@ -140,10 +163,13 @@ def link_frame(linktype: int, packet, *, vlans: tuple[int, ...] = (), af_order: 
         if linktype == 1:
             return bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02", type=types[0]) / inner)
         if linktype == 113:
-            return bytes(CookedLinux(pkttype=0, lladdrtype=1, lladdrlen=6, src=b"\x02\0\0\0\0\x01\0\0",
-                                     proto=types[0]) / inner)
-        return bytes(CookedLinuxV2(proto=types[0], ifindex=3, lladdrtype=1, pkttype=0, lladdrlen=6,
-                                   src=b"\x02\0\0\0\0\x01\0\0") / inner)
+            return bytes(
+                CookedLinux(pkttype=0, lladdrtype=1, lladdrlen=6, src=b"\x02\0\0\0\0\x01\0\0", proto=types[0]) / inner
+            )
+        return bytes(
+            CookedLinuxV2(proto=types[0], ifindex=3, lladdrtype=1, pkttype=0, lladdrlen=6, src=b"\x02\0\0\0\0\x01\0\0")
+            / inner
+        )
     dot11 = wifi_frame(raw, ethertype, wifi, pad="pad" in radiotap)
     if linktype == 105:
         return dot11
@@ -159,15 +185,31 @@ def link_frame(linktype: int, packet, *, vlans: tuple[int, ...] = (), af_order: 
 
 def wifi_frame(raw: bytes, ethertype: int, kind: str, pad: bool = False) -> bytes:
     if kind == "beacon":
-        return bytes(Dot11(type=0, subtype=8, addr1="ff:ff:ff:ff:ff:ff", addr2="02:00:00:00:00:01",
-                           addr3="02:00:00:00:00:01")) + bytes(12)
+        return bytes(
+            Dot11(type=0, subtype=8, addr1="ff:ff:ff:ff:ff:ff", addr2="02:00:00:00:00:01", addr3="02:00:00:00:00:01")
+        ) + bytes(12)
     if kind == "null":
-        return bytes(Dot11(type=2, subtype=4, FCfield="to_DS", addr1="02:00:00:00:00:01", addr2="02:00:00:00:00:02",
-                           addr3="02:00:00:00:00:01"))
+        return bytes(
+            Dot11(
+                type=2,
+                subtype=4,
+                FCfield="to_DS",
+                addr1="02:00:00:00:00:01",
+                addr2="02:00:00:00:00:02",
+                addr3="02:00:00:00:00:01",
+            )
+        )
     qos = kind.startswith("qos")
     fc = {"data": "to_DS", "qos": "from_DS", "qos-4addr": "to_DS+from_DS", "protected": "to_DS+protected"}[kind]
-    header = Dot11(type=2, subtype=8 if qos else 0, FCfield=fc, addr1="02:00:00:00:00:01",
-                   addr2="02:00:00:00:00:02", addr3="02:00:00:00:00:03", addr4="02:00:00:00:00:04")
+    header = Dot11(
+        type=2,
+        subtype=8 if qos else 0,
+        FCfield=fc,
+        addr1="02:00:00:00:00:01",
+        addr2="02:00:00:00:00:02",
+        addr3="02:00:00:00:00:03",
+        addr4="02:00:00:00:00:04",
+    )
     head = bytes(header / Dot11QoS(TID=5)) if qos else bytes(header)
     if pad and len(head) % 4:
         head += bytes(4 - len(head) % 4)
@@ -207,8 +249,9 @@ def write_scapy_pcapng(path, records: list[tuple[int, Record]]) -> None:
     writer._write_header(None)
     for linktype, r in records:
         name = None if linktype == records[0][0] else f"link{linktype}".encode()
-        writer._write_packet(r.kept, linktype=linktype, sec=r.ts_ns / 1e9, caplen=len(r.kept),
-                             wirelen=len(r.frame), ifname=name)
+        writer._write_packet(
+            r.kept, linktype=linktype, sec=r.ts_ns / 1e9, caplen=len(r.kept), wirelen=len(r.frame), ifname=name
+        )
     writer.close()
 
 
@@ -261,7 +304,7 @@ def pcapng_bytes(sections: list[tuple[list[Iface], list[tuple]]], big: bool = Fa
         for item in items:
             if item[0] in ("epb", "pb"):
                 kind, iface, ticks, r = item
-                fixed = (struct.pack(e + "I", iface) if kind == "epb" else struct.pack(e + "HH", iface, 0))
+                fixed = struct.pack(e + "I", iface) if kind == "epb" else struct.pack(e + "HH", iface, 0)
                 fixed += struct.pack(e + "IIII", ticks >> 32, ticks & 0xFFFFFFFF, len(r.kept), len(r.frame))
                 out.append(block(6 if kind == "epb" else 2, fixed + r.kept + bytes(-len(r.kept) % 4)))
             elif item[0] == "spb":
@@ -281,8 +324,14 @@ addresses6 = st.sampled_from(["2001:db8::1", "2001:db8::2", "fe80::1", "2001:db8
 def endpoints(draw, protos=("udp", "udp", "tcp", "icmp")) -> Endpoints:
     ip_ver = draw(st.sampled_from([4, 4, 6]))
     address = addresses4 if ip_ver == 4 else addresses6
-    return Endpoints(ip_ver, draw(st.sampled_from(protos)), draw(address), draw(address),
-                     draw(st.sampled_from([53, 5004, 5201, 40000, 65535])), draw(st.sampled_from([80, 6000, 5001])))
+    return Endpoints(
+        ip_ver,
+        draw(st.sampled_from(protos)),
+        draw(address),
+        draw(address),
+        draw(st.sampled_from([53, 5004, 5201, 40000, 65535])),
+        draw(st.sampled_from([80, 6000, 5001])),
+    )
 
 
 @st.composite
@@ -292,11 +341,22 @@ def frames(draw, linktype: int, tpids=(0x8100, 0x88A8, 0x9100)) -> list[bytes]:
     ends = draw(endpoints())
     payload = draw(st.binary(min_size=0, max_size=60))
     ip_options = ends.ip_ver == 4 and draw(st.booleans())
-    ext = tuple(draw(st.lists(st.sampled_from(["hbh", "routing", "dest", "frag"]), max_size=3, unique=True))) \
-        if ends.ip_ver == 6 else ()
-    packet = ip_packet(ends, payload, ip_id=draw(st.integers(0, 65535)), ttl=draw(st.integers(1, 255)),
-                       ip_options=ip_options, ext=ext, tcp_seq=draw(st.integers(0, 2**32 - 1)),
-                       tsval=draw(st.none() | st.integers(0, 2**32 - 1)), mss=draw(st.none() | st.just(1460)))
+    ext = (
+        tuple(draw(st.lists(st.sampled_from(["hbh", "routing", "dest", "frag"]), max_size=3, unique=True)))
+        if ends.ip_ver == 6
+        else ()
+    )
+    packet = ip_packet(
+        ends,
+        payload,
+        ip_id=draw(st.integers(0, 65535)),
+        ttl=draw(st.integers(1, 255)),
+        ip_options=ip_options,
+        ext=ext,
+        tcp_seq=draw(st.integers(0, 2**32 - 1)),
+        tsval=draw(st.none() | st.integers(0, 2**32 - 1)),
+        mss=draw(st.none() | st.just(1460)),
+    )
     packets = [packet]
     if ends.proto == "udp" and (ends.ip_ver == 4 or "frag" in ext) and draw(st.booleans()):
         packet = packet.copy()
@@ -371,8 +431,10 @@ class MediaFlow:
         return iperf2_payload(seq, t, counters64=self.kind == "iperf2-64")
 
     def records(self, linktype: int = 1) -> list[Record]:
-        return [Record(ns, link_frame(linktype, ip_packet(self.ends, self.payload(i), ip_id=i & 0xFFFF)))
-                for i, ns in zip(self.arrivals, self.recv_ns)]
+        return [
+            Record(ns, link_frame(linktype, ip_packet(self.ends, self.payload(i), ip_id=i & 0xFFFF)))
+            for i, ns in zip(self.arrivals, self.recv_ns)
+        ]
 
 
 @st.composite
@@ -404,8 +466,15 @@ def media_flows(draw, kinds=("rtp", "iperf3", "iperf3-64", "iperf2", "iperf2-64"
         arrivals.insert(j + 1, arrivals[j])
         recv_ns.insert(j + 1, recv_ns[j] + 2000)
     first_ticks = draw(st.sampled_from([0, 2**32 - 4000, 123456]))
-    return MediaFlow(Endpoints(sport=draw(st.sampled_from([5004, 40000])), dport=6000), kind,
-                     [first + k for k in range(n)], sent, arrivals, recv_ns, first_ticks=first_ticks)
+    return MediaFlow(
+        Endpoints(sport=draw(st.sampled_from([5004, 40000])), dport=6000),
+        kind,
+        [first + k for k in range(n)],
+        sent,
+        arrivals,
+        recv_ns,
+        first_ticks=first_ticks,
+    )
 
 
 def expected_lost(flow: MediaFlow) -> list[int]:

@@ -185,12 +185,20 @@ def flow_view(packets, first_seq, *, detection, gap_delay, update_first):
             if gap_delay not in ("revealing", "previous"):
                 raise ValueError(f"unknown gap_delay {gap_delay!r}")
             at = r if gap_delay == "revealing" else prev
-            gaps.append(Gap(
-                first=hi + 1, last=p["seq"] - 1, n=p["seq"] - hi - 1, r=r, prev=prev,
-                T=math.nan if prev is None else p["t_recv"] - arrivals[prev]["t_recv"],
-                at=at, delay=math.nan if at is None else d[at],
-                a=a, s=None if a is None else (a if update_first else a - 1),
-            ))
+            gaps.append(
+                Gap(
+                    first=hi + 1,
+                    last=p["seq"] - 1,
+                    n=p["seq"] - hi - 1,
+                    r=r,
+                    prev=prev,
+                    T=math.nan if prev is None else p["t_recv"] - arrivals[prev]["t_recv"],
+                    at=at,
+                    delay=math.nan if at is None else d[at],
+                    a=a,
+                    s=None if a is None else (a if update_first else a - 1),
+                )
+            )
         hi, prev = p["seq"], r
     return Flow(arrivals=arrivals, d=d, jitter=jitter, spacing=spacing, gaps=gaps)
 
@@ -427,7 +435,7 @@ def lda_xrtp(flow, positive_jitters, threshold, n, l1, alpha):
             return "congestion"
         lo, hi, cur = min(d[: g.s + 1]), max(d[: g.s + 1]), g.delay
         p = math.nan if hi == lo else (cur - lo) / (hi - lo)
-        recent = sum(over[max(0, g.s - n + 1): g.s + 1])
+        recent = sum(over[max(0, g.s - n + 1) : g.s + 1])
         return "congestion" if p >= threshold and recent >= l1 else "wireless"
 
     return rule
@@ -464,8 +472,9 @@ LDAS = {
 }  # adaptive_rtt also needs the RTT samples and the clock: lda_decisions calls it itself
 
 
-def lda_decisions(name, params, packets, rtt=(), *, update_first=True, gap_delay="revealing",
-                  detection=1, clock_common=True) -> dict[int, str]:
+def lda_decisions(
+    name, params, packets, rtt=(), *, update_first=True, gap_delay="revealing", detection=1, clock_common=True
+) -> dict[int, str]:
     """{uid: congestion | wireless | undetected} for every lost transmission, replaying each flow
     as docs/ldas.md says: a gap's decision goes to every lost packet in its sequence range; a
     loss no detected gap contains is undetected; with no arrival in the state, congestion.
@@ -480,12 +489,12 @@ def lda_decisions(name, params, packets, rtt=(), *, update_first=True, gap_delay
     out = {}
     for label in dict.fromkeys(p["flow"] for p in packets):
         mine = [p for p in packets if p["flow"] == label]
-        flow = flow_view(mine, min(p["seq"] for p in mine), detection=detection, gap_delay=gap_delay,
-                         update_first=update_first)
+        flow = flow_view(
+            mine, min(p["seq"] for p in mine), detection=detection, gap_delay=gap_delay, update_first=update_first
+        )
         if name == "adaptive_rtt":
             samples = [(t, x) for f, t, x in rtt if f == label]
-            rule = lda_adaptive_rtt(flow, **options, rtt=samples, clock_common=clock_common,
-                                    update_first=update_first)
+            rule = lda_adaptive_rtt(flow, **options, rtt=samples, clock_common=clock_common, update_first=update_first)
         elif name != "omniscient":
             rule = LDAS[name](flow, **options)
         firsts = [g.first for g in flow.gaps]
@@ -503,7 +512,6 @@ def lda_decisions(name, params, packets, rtt=(), *, update_first=True, gap_delay
             else:
                 out[p["uid"]] = rule(gap)
     return out
-
 
 
 def _ratio(a, b):
@@ -526,19 +534,36 @@ def learned_features(packets, *, update_first=True, gap_delay="revealing", detec
     """{(flow, first missing seq): feature dict} of every gap, as ldanalyze/lda/learned.py's
     docstring defines them, from the state arrival s of docs/ldas.md; NaN everywhere for a gap
     no arrival decides."""
-    names = ("n", "ti_tmin", "rott_position", "rott_z", "jitter_tmin", "trend", "since_loss", "recent_lost",
-             "biaz", "mbiaz", "spike", "zigzag")
+    names = (
+        "n",
+        "ti_tmin",
+        "rott_position",
+        "rott_z",
+        "jitter_tmin",
+        "trend",
+        "since_loss",
+        "recent_lost",
+        "biaz",
+        "mbiaz",
+        "spike",
+        "zigzag",
+    )
     out = {}
     for label in dict.fromkeys(p["flow"] for p in packets):
         mine = [p for p in packets if p["flow"] == label]
-        flow = flow_view(mine, min(p["seq"] for p in mine), detection=detection, gap_delay=gap_delay,
-                         update_first=update_first)
+        flow = flow_view(
+            mine, min(p["seq"] for p in mine), detection=detection, gap_delay=gap_delay, update_first=update_first
+        )
         t = [p["t_recv"] for p in flow.arrivals]
         tmin = running_min(flow.spacing)
         means, devs = zigzag_trace(flow.d, 1 / 32)
         jitter = rfc3550_jitter([(p["t_send"], p["t_recv"]) for p in flow.arrivals])
-        rules = {"biaz": lda_biaz(flow, 2.0), "mbiaz": lda_biaz(flow, 1.25), "spike": lda_spike(flow, 1 / 2, 1 / 3),
-                 "zigzag": lda_zigzag(flow, 1 / 32, (-1, -1 / 2, 0, 1 / 2))}
+        rules = {
+            "biaz": lda_biaz(flow, 2.0),
+            "mbiaz": lda_biaz(flow, 1.25),
+            "spike": lda_spike(flow, 1 / 2, 1 / 3),
+            "zigzag": lda_zigzag(flow, 1 / 32, (-1, -1 / 2, 0, 1 / 2)),
+        }
         for k, g in enumerate(flow.gaps):
             if g.a is None or g.s < 0:
                 out[(label, g.first)] = dict.fromkeys(names, math.nan)
@@ -546,7 +571,7 @@ def learned_features(packets, *, update_first=True, gap_delay="revealing", detec
             s = g.s
             lo, hi = min(flow.d[: s + 1]), max(flow.d[: s + 1])
             span = hi - lo if hi > lo else math.nan
-            window = flow.d[max(0, s - 7): s + 1]
+            window = flow.d[max(0, s - 7) : s + 1]
             trend = _slope(window) * 8 if len(window) >= 3 else math.nan
             earlier = flow.gaps[:k]
             row = {
@@ -563,6 +588,7 @@ def learned_features(packets, *, update_first=True, gap_delay="revealing", detec
                 row[name] = 1.0 if rule(g) == "wireless" else 0.0
             out[(label, g.first)] = row
     return out
+
 
 # ---------------------------------------------------------------------------------------------
 # --- rate controllers: plain twins of ldanalyze/control (docs/controllers.md) ---
@@ -799,8 +825,9 @@ def xrtp_kde(window, width, n):
     return sum(d * x for d, x in zip(densities, window)) / sum(densities)
 
 
-def controller_xrtp(arrivals, losses, estimator="kde", alpha=0.8, n=8, width=0.25, pair_gap=0.0005,
-                    jitters=3, halving="event"):
+def controller_xrtp(
+    arrivals, losses, estimator="kde", alpha=0.8, n=8, width=0.25, pair_gap=0.0005, jitters=3, halving="event"
+):
     """XRTP replay (paper 001 §III-B/C) as docs/controllers.md states it.
 
     Each arrival dict also needs ``t_send`` (the packet's send time, s): packet pairs are found
@@ -875,7 +902,7 @@ def westwood_estimate(group, earlier, last, past_U, a, abse, tau, beta, N, histo
                 inside += e["size"]
         sample = inside / T
         U = beta * last["U"] + (1.0 - beta) * abs(sample - last["sample"]) if last is not None else 0.0  # eq. 5
-        U_max = max([U] + past_U[max(0, len(past_U) - (history - 1)):])  # the last `history` U
+        U_max = max([U] + past_U[max(0, len(past_U) - (history - 1)) :])  # the last `history` U
         tau_k = rtt + N * rtt * (U / U_max if U_max > 0 else 0.0)  # eq. 6
     if last is None:  # the first sample initialises the estimate
         return {"ere": sample, "sample": sample, "U": U}
@@ -883,8 +910,19 @@ def westwood_estimate(group, earlier, last, past_U, a, abse, tau, beta, N, histo
     return {"ere": alpha * last["ere"] + (1.0 - alpha) * sample, "sample": sample, "U": U}
 
 
-def controller_westwood(arrivals, losses, abse, tau=1.0, beta=0.6, N=10.0, history=10, initial_window=2.0,
-                        max_window=None, min_rto=1.0, lda_in_slow_start=True):
+def controller_westwood(
+    arrivals,
+    losses,
+    abse,
+    tau=1.0,
+    beta=0.6,
+    N=10.0,
+    history=10,
+    initial_window=2.0,
+    max_window=None,
+    min_rto=1.0,
+    lda_in_slow_start=True,
+):
     """TCP Westwood replay (paper 004 §2-3; paper 003 §3.2 with an LDA) as docs/controllers.md
     states it: rate = usable window · s / SRTT."""
     limit = math.inf if max_window is None else max_window
@@ -948,8 +986,8 @@ CONTROLLER_TWINS["westwood_abse"] = controller_westwood_abse
 # ldanalyze.io.capture.pcap (decode_capture), and of the one-point receiver rules of
 # ldanalyze/io/capture/payload.py. One dict per record; flows are 5-tuples.
 
-import ipaddress as _ipaddress
-import struct as _struct
+import ipaddress as _ipaddress  # noqa: E402 - this section's own imports (tests/naive.py is sectioned)
+import struct as _struct  # noqa: E402
 
 CAPTURE_HASH_BYTES = 32
 _MASK64 = (1 << 64) - 1
@@ -966,9 +1004,9 @@ def capture_mix64(h):
 def capture_payload_hash(payload_len, data):
     """The payload length, then up to 32 payload bytes as little-endian 64-bit words."""
     h = (payload_len * _HASH_M1) & _MASK64
-    data = data[:min(payload_len, CAPTURE_HASH_BYTES)]
+    data = data[: min(payload_len, CAPTURE_HASH_BYTES)]
     for k in range(0, len(data), 8):
-        word = int.from_bytes(data[k:k + 8], "little")
+        word = int.from_bytes(data[k : k + 8], "little")
         h = ((h ^ word) * _HASH_M2) & _MASK64
         h ^= h >> 29
     return capture_mix64(h)
@@ -1000,10 +1038,10 @@ def _pcap_records(data, head_bytes):
     linktype = _struct.unpack(e + "I", data[20:24])[0] & 0xFFFF
     at = 24
     while at + 16 <= len(data):
-        sec, frac, incl, orig = _struct.unpack(e + "IIII", data[at:at + 16])
+        sec, frac, incl, orig = _struct.unpack(e + "IIII", data[at : at + 16])
         if at + 16 + incl > len(data):
             break  # a record cut by the end of the file
-        frame = data[at + 16:at + 16 + incl]
+        frame = data[at + 16 : at + 16 + incl]
         ts = sec * 1_000_000_000 + frac * (1 if nano else 1000)
         yield decode_frame_naive(frame, max(orig, incl), linktype, head_bytes, ts_ns=ts, offset=at, iface=0)
         at += 16 + incl
@@ -1012,21 +1050,21 @@ def _pcap_records(data, head_bytes):
 def _pcapng_records(data, head_bytes):
     at, e, interfaces, first_iface = 0, "<", [], 0
     while at + 12 <= len(data):
-        if data[at:at + 4] == b"\x0a\x0d\x0d\x0a":
-            e = "<" if data[at + 8:at + 12] == b"\x4d\x3c\x2b\x1a" else ">"
+        if data[at : at + 4] == b"\x0a\x0d\x0d\x0a":
+            e = "<" if data[at + 8 : at + 12] == b"\x4d\x3c\x2b\x1a" else ">"
             first_iface += len(interfaces)
             interfaces = []
-        btype, blen = _struct.unpack(e + "II", data[at:at + 8])
+        btype, blen = _struct.unpack(e + "II", data[at : at + 8])
         if at + blen > len(data):
             break
-        body = data[at + 8:at + blen - 4]
+        body = data[at + 8 : at + blen - 4]
         if btype == 1:  # interface description
             linktype, _, snaplen = _struct.unpack(e + "HHI", body[:8])
             units, offset_s = 10**6, 0
             o = 8
             while o + 4 <= len(body):
-                code, length = _struct.unpack(e + "HH", body[o:o + 4])
-                value = body[o + 4:o + 4 + length]
+                code, length = _struct.unpack(e + "HH", body[o : o + 4])
+                value = body[o + 4 : o + 4 + length]
                 if code == 0:
                     break
                 if code == 9:
@@ -1043,24 +1081,51 @@ def _pcapng_records(data, head_bytes):
             linktype, _, units, offset_s = interfaces[iface]
             ticks = (hi << 32) | lo
             ts = ticks * 1_000_000_000 // units + offset_s * 1_000_000_000
-            yield decode_frame_naive(body[20:20 + caplen], max(orig, caplen), linktype, head_bytes,
-                                     ts_ns=ts, offset=at, iface=first_iface + iface)
+            yield decode_frame_naive(
+                body[20 : 20 + caplen],
+                max(orig, caplen),
+                linktype,
+                head_bytes,
+                ts_ns=ts,
+                offset=at,
+                iface=first_iface + iface,
+            )
         elif btype == 3:  # simple packet block: interface 0, its snap length, no time
             linktype, snaplen, _, _ = interfaces[0]
             orig = _struct.unpack(e + "I", body[:4])[0]
             caplen = min(orig, len(body) - 4)
             if snaplen:
                 caplen = min(caplen, snaplen)
-            yield decode_frame_naive(body[4:4 + caplen], max(orig, caplen), linktype, head_bytes,
-                                     ts_ns=None, offset=at, iface=first_iface)
+            yield decode_frame_naive(
+                body[4 : 4 + caplen], max(orig, caplen), linktype, head_bytes, ts_ns=None, offset=at, iface=first_iface
+            )
         at += blen
 
 
 def decode_frame_naive(frame, wirelen, linktype, head_bytes=16, **record):
     """One frame → a dict of its decoded fields (see ldanalyze/io/capture/linklayer.py)."""
-    rec = dict(record, caplen=len(frame), wirelen=wirelen, status="decoded", flow=None, first_fragment=False,
-               ip_ver=0, proto=0, ttl=0, ip_len=0, ip_id=0, payload_len=0, head=b"", payload_hash=0,
-               tcp_seq=0, tcp_ack=0, tcp_flags=0, tcp_tsval=None, tcp_tsecr=None, tcp_mss=None)
+    rec = dict(
+        record,
+        caplen=len(frame),
+        wirelen=wirelen,
+        status="decoded",
+        flow=None,
+        first_fragment=False,
+        ip_ver=0,
+        proto=0,
+        ttl=0,
+        ip_len=0,
+        ip_id=0,
+        payload_len=0,
+        head=b"",
+        payload_hash=0,
+        tcp_seq=0,
+        tcp_ack=0,
+        tcp_flags=0,
+        tcp_tsval=None,
+        tcp_tsecr=None,
+        tcp_mss=None,
+    )
     try:
         status = _decode_into(rec, frame, wirelen, linktype, head_bytes)
     except _TooShort:
@@ -1080,7 +1145,7 @@ def _ip_start(frame, linktype):
             at, ethertype = 14, _struct.unpack(">H", frame[12:14])[0]
             while ethertype in (0x8100, 0x88A8, 0x9100):
                 _need(frame, at, 4)
-                ethertype = _struct.unpack(">H", frame[at + 2:at + 4])[0]
+                ethertype = _struct.unpack(">H", frame[at + 2 : at + 4])[0]
                 at += 4
             return (at, {0x0800: 4, 0x86DD: 6}[ethertype]) if ethertype in (0x0800, 0x86DD) else (None, "not_ip")
         if linktype in (101, 228, 229):
@@ -1104,7 +1169,7 @@ def _ip_start(frame, linktype):
             at = size
             while ethertype in (0x8100, 0x88A8, 0x9100):
                 _need(frame, at, 4)
-                ethertype = _struct.unpack(">H", frame[at + 2:at + 4])[0]
+                ethertype = _struct.unpack(">H", frame[at + 2 : at + 4])[0]
                 at += 4
             return (at, {0x0800: 4, 0x86DD: 6}[ethertype]) if ethertype in (0x0800, 0x86DD) else (None, "not_ip")
         if linktype == 127:  # radiotap
@@ -1141,7 +1206,7 @@ def _radiotap_flags_naive(header, present):
     while word & 0x80000000:
         if at + 4 > len(header):
             return 0
-        word = _struct.unpack("<I", header[at:at + 4])[0]
+        word = _struct.unpack("<I", header[at : at + 4])[0]
         at += 4
     if not present & 0x2:
         return 0
@@ -1164,7 +1229,7 @@ def _ip_start_80211(frame, pad):
     if pad:
         header = (header + 3) // 4 * 4
     _need(frame, header, 8)
-    llc = frame[header:header + 8]
+    llc = frame[header : header + 8]
     if llc[:3] != b"\xaa\xaa\x03":
         return None, "not_ip"
     ethertype = _struct.unpack(">H", llc[6:8])[0]
@@ -1183,13 +1248,13 @@ def _decode_into(rec, frame, wirelen, linktype, head_bytes):
             return "malformed"
         ihl = (frame[at] & 15) * 4
         _need(frame, at, ihl)
-        total, ident, frag, ttl, proto = _struct.unpack(">HHHBB", frame[at + 2:at + 10])
+        total, ident, frag, ttl, proto = _struct.unpack(">HHHBB", frame[at + 2 : at + 10])
         if total == 0:
             total = wirelen - at
         if total < ihl:
             return "malformed"
         rec.update(ip_id=ident, ttl=ttl)
-        src, dst = _ip4(frame[at + 12:at + 16]), _ip4(frame[at + 16:at + 20])
+        src, dst = _ip4(frame[at + 12 : at + 16]), _ip4(frame[at + 16 : at + 20])
         l4, ip_end = at + ihl, at + total
         later_fragment = bool(frag & 0x1FFF)
         rec["first_fragment"] = not later_fragment and bool(frag & 0x2000)
@@ -1197,17 +1262,17 @@ def _decode_into(rec, frame, wirelen, linktype, head_bytes):
         _need(frame, at, 40)
         if frame[at] >> 4 != 6:
             return "malformed"
-        plen, proto, ttl = _struct.unpack(">HBB", frame[at + 4:at + 8])
+        plen, proto, ttl = _struct.unpack(">HBB", frame[at + 4 : at + 8])
         if plen == 0:
             plen = wirelen - at - 40
         rec["ttl"] = ttl
-        src, dst = _ip6(frame[at + 8:at + 24]), _ip6(frame[at + 24:at + 40])
+        src, dst = _ip6(frame[at + 8 : at + 24]), _ip6(frame[at + 24 : at + 40])
         l4, ip_end = at + 40, at + 40 + plen
         while proto in (0, 43, 60, 44, 51, 135):
             _need(frame, l4, 8)
             following = frame[l4]
             if proto == 44:
-                offset_m, ident = _struct.unpack(">HI", frame[l4 + 2:l4 + 8])
+                offset_m, ident = _struct.unpack(">HI", frame[l4 + 2 : l4 + 8])
                 rec["ip_id"] = ident
                 later_fragment = bool(offset_m >> 3)
                 rec["first_fragment"] = not later_fragment and bool(offset_m & 1)
@@ -1228,7 +1293,7 @@ def _decode_into(rec, frame, wirelen, linktype, head_bytes):
     sport = dport = 0
     if proto == 17:
         _need(frame, l4, 8)
-        sport, dport, length = _struct.unpack(">HHH", frame[l4:l4 + 6])
+        sport, dport, length = _struct.unpack(">HHH", frame[l4 : l4 + 6])
         if length >= 8:
             payload_len = length - 8
             if rec["first_fragment"]:
@@ -1242,9 +1307,9 @@ def _decode_into(rec, frame, wirelen, linktype, head_bytes):
         if offset < 20:
             return "malformed"
         _need(frame, l4, offset)
-        sport, dport, seq, ack = _struct.unpack(">HHII", frame[l4:l4 + 12])
+        sport, dport, seq, ack = _struct.unpack(">HHII", frame[l4 : l4 + 12])
         rec.update(tcp_seq=seq, tcp_ack=ack, tcp_flags=frame[l4 + 13])
-        options = frame[l4 + 20:l4 + offset]
+        options = frame[l4 + 20 : l4 + offset]
         o = 0
         while o < len(options):
             kind = options[o]
@@ -1257,9 +1322,9 @@ def _decode_into(rec, frame, wirelen, linktype, head_bytes):
                 break
             length = options[o + 1]
             if kind == 2 and length == 4:
-                rec["tcp_mss"] = _struct.unpack(">H", options[o + 2:o + 4])[0]
+                rec["tcp_mss"] = _struct.unpack(">H", options[o + 2 : o + 4])[0]
             if kind == 8 and length == 10:
-                rec["tcp_tsval"], rec["tcp_tsecr"] = _struct.unpack(">II", options[o + 2:o + 10])
+                rec["tcp_tsval"], rec["tcp_tsecr"] = _struct.unpack(">II", options[o + 2 : o + 10])
             o += length
         payload_len = ip_end - l4 - offset
         payload_at = l4 + offset
@@ -1267,12 +1332,12 @@ def _decode_into(rec, frame, wirelen, linktype, head_bytes):
         header = 4 if proto in (33, 132, 136) else 0
         _need(frame, l4, header)
         if header:
-            sport, dport = _struct.unpack(">HH", frame[l4:l4 + 4])
+            sport, dport = _struct.unpack(">HH", frame[l4 : l4 + 4])
         payload_len = ip_end - l4 - header
         payload_at = l4 + header
     if payload_len < 0:
         return "malformed"
-    captured = frame[payload_at:payload_at + payload_len]
+    captured = frame[payload_at : payload_at + payload_len]
     rec["payload_len"] = payload_len
     rec["head"] = captured[:head_bytes]
     if len(captured) >= min(payload_len, CAPTURE_HASH_BYTES):
@@ -1291,7 +1356,7 @@ def _ip6(raw):
 
 def read_field(head_rows, offset, width, order="big", signed=False):
     """A payload field of each row (a sequence of bytes a packet), one row at a time."""
-    return [int.from_bytes(bytes(row[offset: offset + width]), order, signed=signed) for row in head_rows]
+    return [int.from_bytes(bytes(row[offset : offset + width]), order, signed=signed) for row in head_rows]
 
 
 def receiver_rows_naive(arrivals, gap_reason="seq-gap"):
@@ -1318,8 +1383,9 @@ def receiver_rows_naive(arrivals, gap_reason="seq-gap"):
         below = max((p for p in in_order if p[0] < s), key=lambda p: p[0])
         above = min((p for p in in_order if p[0] > s), key=lambda p: p[0])
         t_send = below[1] + (above[1] - below[1]) * (s - below[0]) / (above[0] - below[0])
-        rows.append({"seq": s, "t_send": t_send, "t_recv": math.nan, "size": int(median), "fate": "lost",
-                     "reason": gap_reason})
+        rows.append(
+            {"seq": s, "t_send": t_send, "t_recv": math.nan, "size": int(median), "fate": "lost", "reason": gap_reason}
+        )
     return rows
 
 
@@ -1351,7 +1417,7 @@ def lower_envelope_naive(t, d, tolerance=1e-9):
     slack = tolerance * (max(d) - min(d) + 1.0)
     best = (sum(y - min(d) for y in d), 0.0) if len(set(t)) == 1 else None
     for i, (ti, di) in enumerate(points):
-        for tj, dj in points[i + 1:]:
+        for tj, dj in points[i + 1 :]:
             if tj == ti:
                 continue
             slope = (dj - di) / (tj - ti)
@@ -1516,8 +1582,12 @@ def read_ns2_wireless_naive(lines, data_types, feedback_types, causes, end_time=
         if rec["ev"] == "D":
             if data:
                 before = drops.get(rec["uid"])
-                echo = (before is not None and (rec["level"], rec["reason"]) == ("RTR", "CBK")
-                        and before[1:] == ("MAC", "RET") and before[0] == rec["time"])
+                echo = (
+                    before is not None
+                    and (rec["level"], rec["reason"]) == ("RTR", "CBK")
+                    and before[1:] == ("MAC", "RET")
+                    and before[0] == rec["time"]
+                )
                 if not echo:
                     drops[rec["uid"]] = (rec["time"], rec["level"], rec["reason"])
             continue
@@ -1545,8 +1615,17 @@ def read_ns2_wireless_naive(lines, data_types, feedback_types, causes, end_time=
         end_time = max(flushes) if flushes and max(flushes) >= last_time - 1.0 else math.inf
     rows = []
     for uid, (t, src, dst, seq, size) in sends.items():
-        row = {"uid": uid, "flow": f"{src}>{dst}", "seq": seq, "size": size, "t_send": t,
-               "t_recv": recvs.get(uid, math.nan), "t_drop": math.nan, "fate": "unobserved", "reason": ""}
+        row = {
+            "uid": uid,
+            "flow": f"{src}>{dst}",
+            "seq": seq,
+            "size": size,
+            "t_send": t,
+            "t_recv": recvs.get(uid, math.nan),
+            "t_drop": math.nan,
+            "fate": "unobserved",
+            "reason": "",
+        }
         if uid in recvs:
             row["fate"] = "delivered"
         elif uid in drops:
@@ -1594,9 +1673,9 @@ def rtp_extension_values_naive(packet: bytes, width: int) -> dict:
     start = 12 + 4 * (packet[0] & 0x0F)
     if start + 4 > len(packet):
         return {}
-    profile = int.from_bytes(packet[start:start + 2], "big")
-    words = int.from_bytes(packet[start + 2:start + 4], "big")
-    body = packet[start + 4:min(start + 4 + 4 * words, len(packet))]
+    profile = int.from_bytes(packet[start : start + 2], "big")
+    words = int.from_bytes(packet[start + 2 : start + 4], "big")
+    body = packet[start + 4 : min(start + 4 + 4 * words, len(packet))]
     found, p = {}, 0
     if profile == 0xBEDE:
         while p < len(body):
@@ -1607,7 +1686,7 @@ def rtp_extension_values_naive(packet: bytes, width: int) -> dict:
             if ident == 15:
                 break
             if size == width and p + 1 + size <= len(body):
-                found[ident] = int.from_bytes(body[p + 1:p + 1 + size], "big")
+                found[ident] = int.from_bytes(body[p + 1 : p + 1 + size], "big")
             p += 1 + size
     elif profile >> 4 == 0x100:
         while p + 1 < len(body):
@@ -1616,7 +1695,7 @@ def rtp_extension_values_naive(packet: bytes, width: int) -> dict:
                 continue
             ident, size = body[p], body[p + 1]
             if size == width and p + 2 + size <= len(body):
-                found[ident] = int.from_bytes(body[p + 2:p + 2 + size], "big")
+                found[ident] = int.from_bytes(body[p + 2 : p + 2 + size], "big")
             p += 2 + size
     return found
 
@@ -1646,19 +1725,19 @@ def rtp_header(kept: bytes, payload_len: int, fec_span: int = 48) -> tuple[str, 
     length = 12 + 4 * csrcs
     if first & 0x10:  # the X bit: an extension header, its length in words at bytes 2-3
         if length + 4 <= len(kept):
-            length += 4 + 4 * int.from_bytes(kept[length + 2:length + 4], "big")
+            length += 4 + 4 * int.from_bytes(kept[length + 2 : length + 4], "big")
         else:
             length = -1
     if length < 12:
         return kind, length, False, -1, False
     after = payload_len - length
     padded = bool(first & 0x20)
-    padding = padded and 1 <= after <= 255 and all(b == 0 for b in kept[length:payload_len - 1])
-    osn = int.from_bytes(kept[length:length + 2], "big") if length + 2 <= len(kept) else -1
+    padding = padded and 1 <= after <= 255 and all(b == 0 for b in kept[length : payload_len - 1])
+    osn = int.from_bytes(kept[length : length + 2], "big") if length + 2 <= len(kept) else -1
     fec = False
     if length + 10 <= len(kept) and not kept[length] & 0x80:  # E bit clear
         own = int.from_bytes(kept[2:4], "big")
-        base = int.from_bytes(kept[length + 2:length + 4], "big")
+        base = int.from_bytes(kept[length + 2 : length + 4], "big")
         fec = (own - base) % 65536 <= fec_span
     return kind, length, padding, osn, fec
 

@@ -135,8 +135,12 @@ class LabRun:
         from ldanalyze.io.capture.vantage import Vantage
 
         c = self.captures
-        return [Vantage(str(c["sender"])), Vantage(str(c["r1"]), "wireless"), Vantage(str(c["r2"]), "congestion"),
-                Vantage(str(c["receiver"]))]
+        return [
+            Vantage(str(c["sender"])),
+            Vantage(str(c["r1"]), "wireless"),
+            Vantage(str(c["r2"]), "congestion"),
+            Vantage(str(c["receiver"])),
+        ]
 
 
 def lab_unavailable() -> str | None:
@@ -172,8 +176,7 @@ def run_lab(workdir: Path, config: LabConfig = LabConfig()) -> LabRun:
 def _run(cmd: list[str], *, input: str | None = None, timeout: float = STEP_TIMEOUT_S) -> str:
     """Run a command to completion and return its output; RuntimeError if it fails."""
     try:
-        done = subprocess.run(cmd, check=False, input=input, capture_output=True, text=True,
-                              timeout=timeout)
+        done = subprocess.run(cmd, check=False, input=input, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as e:
         raise RuntimeError(f"`{' '.join(cmd)}` did not finish in {timeout} s") from e
     if done.returncode != 0:
@@ -188,8 +191,11 @@ def _finish(proc: subprocess.Popen, seconds: float) -> str:
     never passes on (about one run in five here), after every frame was sent. Ctrl-C, then a
     kill, ends it; the captures, not the sender, are what the tests count. Returns how it ended.
     """
-    for signal_, how, grace in ((None, "by itself", seconds), (signal.SIGINT, "interrupted", 3),
-                                (signal.SIGKILL, "killed", STEP_TIMEOUT_S)):
+    for signal_, how, grace in (
+        (None, "by itself", seconds),
+        (signal.SIGINT, "interrupted", 3),
+        (signal.SIGKILL, "killed", STEP_TIMEOUT_S),
+    ):
         if signal_ is not None:
             proc.send_signal(signal_)
         try:
@@ -228,18 +234,58 @@ class _Lab:
             self.created.append(self.ns[host])  # first: an interrupt may come before `ip` returns
             _run(["ip", "netns", "add", self.ns[host]])
             # Before any interface exists, so no link ever sends an IPv6 packet.
-            _run(self.exec(host, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
-                           "net.ipv6.conf.default.disable_ipv6=1"))
+            _run(
+                self.exec(
+                    host,
+                    "sysctl",
+                    "-q",
+                    "-w",
+                    "net.ipv6.conf.all.disable_ipv6=1",
+                    "net.ipv6.conf.default.disable_ipv6=1",
+                )
+            )
             _run(["ip", "-n", self.ns[host], "link", "set", "lo", "up"])
         for left, right, subnet in LINKS:
-            _run(["ip", "-n", self.ns[left], "link", "add", f"to-{right}", "address", _mac(subnet, 1),
-                  "type", "veth", "peer", "name", f"to-{left}", "netns", self.ns[right],
-                  "address", _mac(subnet, 2)])
+            _run(
+                [
+                    "ip",
+                    "-n",
+                    self.ns[left],
+                    "link",
+                    "add",
+                    f"to-{right}",
+                    "address",
+                    _mac(subnet, 1),
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    f"to-{left}",
+                    "netns",
+                    self.ns[right],
+                    "address",
+                    _mac(subnet, 2),
+                ]
+            )
             for host, peer, me, other in ((left, right, 1, 2), (right, left, 2, 1)):
                 dev = f"to-{peer}"
                 _run(["ip", "-n", self.ns[host], "addr", "add", f"{subnet}.{me}/24", "dev", dev])
-                _run(["ip", "-n", self.ns[host], "neigh", "replace", f"{subnet}.{other}",
-                      "lladdr", _mac(subnet, other), "dev", dev, "nud", "permanent"])
+                _run(
+                    [
+                        "ip",
+                        "-n",
+                        self.ns[host],
+                        "neigh",
+                        "replace",
+                        f"{subnet}.{other}",
+                        "lladdr",
+                        _mac(subnet, other),
+                        "dev",
+                        dev,
+                        "nud",
+                        "permanent",
+                    ]
+                )
                 # one wire packet per skb: no TCP segmentation offload, so each capture sees the
                 # segments as they travel (not 64 KB super-packets cut up further on)
                 _run(["ip", "-n", self.ns[host], "link", "set", dev, "gso_max_segs", "1", "up"])
@@ -259,10 +305,15 @@ class _Lab:
         that opens the UDP test: iperf3 3.12 never resends it, and fails 30 s later if it is lost.
         """
         c = self.config
-        media = ("meta l4proto udp @th,64,2 2 @th,72,8 != 192-223" if c.traffic == "webrtc"  # RTP, not RTCP
-                 else f"udp dport {c.port}" if c.traffic == "rtp-video"  # media, FEC and RTX (RTCP: next port)
-                 else f"tcp dport {c.port} ip length > {c.length}" if c.traffic == "iperf3-tcp"  # data segments
-                 else f"udp dport {c.port} udp length {c.length + 8}")
+        media = (
+            "meta l4proto udp @th,64,2 2 @th,72,8 != 192-223"
+            if c.traffic == "webrtc"  # RTP, not RTCP
+            else f"udp dport {c.port}"
+            if c.traffic == "rtp-video"  # media, FEC and RTX (RTCP: next port)
+            else f"tcp dport {c.port} ip length > {c.length}"
+            if c.traffic == "iperf3-tcp"  # data segments
+            else f"udp dport {c.port} udp length {c.length + 8}"
+        )
         ruleset = f"""
             table ip ldlab {{
                 chain wireless {{
@@ -276,8 +327,25 @@ class _Lab:
 
     def add_bottleneck(self) -> None:
         c = self.config
-        _run(["tc", "-n", self.ns["r2"], "qdisc", "add", "dev", "to-receiver", "root", "tbf",
-              "rate", c.tbf_rate, "burst", str(c.tbf_burst_bytes), "limit", str(c.tbf_limit_bytes)])
+        _run(
+            [
+                "tc",
+                "-n",
+                self.ns["r2"],
+                "qdisc",
+                "add",
+                "dev",
+                "to-receiver",
+                "root",
+                "tbf",
+                "rate",
+                c.tbf_rate,
+                "burst",
+                str(c.tbf_burst_bytes),
+                "limit",
+                str(c.tbf_limit_bytes),
+            ]
+        )
 
     def send_iperf3(self, steps) -> dict:
         c = self.config
@@ -287,9 +355,23 @@ class _Lab:
             step.start()
         try:
             udp = ["-u", "-l", str(c.length)] if c.traffic == "iperf3" else []
-            client = _run(self.exec("sender", "iperf3", "-c", RECEIVER_IP, "-p", str(c.port), *udp,
-                                    "-b", c.rate, "-t", str(c.duration_s), "-J"),
-                          timeout=c.duration_s + 30)
+            client = _run(
+                self.exec(
+                    "sender",
+                    "iperf3",
+                    "-c",
+                    RECEIVER_IP,
+                    "-p",
+                    str(c.port),
+                    *udp,
+                    "-b",
+                    c.rate,
+                    "-t",
+                    str(c.duration_s),
+                    "-J",
+                ),
+                timeout=c.duration_s + 30,
+            )
         finally:
             for step in steps:
                 step.cancel()
@@ -310,12 +392,36 @@ class _Lab:
             self.spawn("receiver", "gst-launch-1.0", "-q", "udpsrc", f"port={port}", "!", "fakesink")
         time.sleep(0.3)
         frames = c.duration_s * 50
-        pipeline = ["rtpbin", "name=rb", "audiotestsrc", "is-live=true", f"num-buffers={frames}",
-                    "samplesperbuffer=160", "!", "audio/x-raw,rate=8000,channels=1", "!", "alawenc", "!",
-                    "rtppcmapay", "!", "rb.send_rtp_sink_0", "rb.send_rtp_src_0", "!", "udpsink",
-                    f"host={RECEIVER_IP}", f"port={c.port}", f"bind-port={RTP_SENDER_PORT}",
-                    "rb.send_rtcp_src_0", "!", "udpsink", f"host={RECEIVER_IP}", f"port={c.port + 1}",
-                    f"bind-port={RTP_SENDER_PORT + 1}", "sync=false", "async=false"]
+        pipeline = [
+            "rtpbin",
+            "name=rb",
+            "audiotestsrc",
+            "is-live=true",
+            f"num-buffers={frames}",
+            "samplesperbuffer=160",
+            "!",
+            "audio/x-raw,rate=8000,channels=1",
+            "!",
+            "alawenc",
+            "!",
+            "rtppcmapay",
+            "!",
+            "rb.send_rtp_sink_0",
+            "rb.send_rtp_src_0",
+            "!",
+            "udpsink",
+            f"host={RECEIVER_IP}",
+            f"port={c.port}",
+            f"bind-port={RTP_SENDER_PORT}",
+            "rb.send_rtcp_src_0",
+            "!",
+            "udpsink",
+            f"host={RECEIVER_IP}",
+            f"port={c.port + 1}",
+            f"bind-port={RTP_SENDER_PORT + 1}",
+            "sync=false",
+            "async=false",
+        ]
         for step in steps:
             step.start()
         try:
@@ -333,24 +439,86 @@ class _Lab:
         ``RTP_SENDER_PORT + 2``."""
         c = self.config
         back = RTP_SENDER_PORT + 2
-        receiver = ["rtpbin", "name=rb", "rtp-profile=avpf", "do-retransmission=true", "latency=200",
-                    "udpsrc", f"port={c.port}",
-                    "caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=VP8,payload=96",
-                    "!", "rb.recv_rtp_sink_0", "udpsrc", f"port={c.port + 1}", "!", "rb.recv_rtcp_sink_0",
-                    "rb.send_rtcp_src_0", "!", "udpsink", f"host={SENDER_IP}", f"port={back}", "sync=false",
-                    "async=false", "rb.", "!", "rtpvp8depay", "!", "fakesink"]
+        receiver = [
+            "rtpbin",
+            "name=rb",
+            "rtp-profile=avpf",
+            "do-retransmission=true",
+            "latency=200",
+            "udpsrc",
+            f"port={c.port}",
+            "caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=VP8,payload=96",
+            "!",
+            "rb.recv_rtp_sink_0",
+            "udpsrc",
+            f"port={c.port + 1}",
+            "!",
+            "rb.recv_rtcp_sink_0",
+            "rb.send_rtcp_src_0",
+            "!",
+            "udpsink",
+            f"host={SENDER_IP}",
+            f"port={back}",
+            "sync=false",
+            "async=false",
+            "rb.",
+            "!",
+            "rtpvp8depay",
+            "!",
+            "fakesink",
+        ]
         self.spawn("receiver", "gst-launch-1.0", "-q", *receiver)
         time.sleep(0.5)
         frames = c.duration_s * 25
-        sender = ["rtpbin", "name=rb", "rtp-profile=avpf", "videotestsrc", "is-live=true", f"num-buffers={frames}",
-                  "pattern=smpte", "horizontal-speed=4", "!", "video/x-raw,width=320,height=240,framerate=25/1", "!", "vp8enc",
-                  "deadline=1", "target-bitrate=800000", "keyframe-max-dist=50", "!", "rtpvp8pay", "mtu=600",
-                  "pt=96", "!", "rtpulpfecenc", "pt=122", "percentage=20", "!", "rtprtxsend",
-                  "payload-type-map=application/x-rtp-pt-map,96=(uint)97", "max-size-packets=1000", "!",
-                  "rb.send_rtp_sink_0", "rb.send_rtp_src_0", "!", "udpsink", f"host={RECEIVER_IP}",
-                  f"port={c.port}", f"bind-port={RTP_SENDER_PORT}", "rb.send_rtcp_src_0", "!", "udpsink",
-                  f"host={RECEIVER_IP}", f"port={c.port + 1}", f"bind-port={RTP_SENDER_PORT + 1}", "sync=false",
-                  "async=false", "udpsrc", f"port={back}", "!", "rb.recv_rtcp_sink_0"]
+        sender = [
+            "rtpbin",
+            "name=rb",
+            "rtp-profile=avpf",
+            "videotestsrc",
+            "is-live=true",
+            f"num-buffers={frames}",
+            "pattern=smpte",
+            "horizontal-speed=4",
+            "!",
+            "video/x-raw,width=320,height=240,framerate=25/1",
+            "!",
+            "vp8enc",
+            "deadline=1",
+            "target-bitrate=800000",
+            "keyframe-max-dist=50",
+            "!",
+            "rtpvp8pay",
+            "mtu=600",
+            "pt=96",
+            "!",
+            "rtpulpfecenc",
+            "pt=122",
+            "percentage=20",
+            "!",
+            "rtprtxsend",
+            "payload-type-map=application/x-rtp-pt-map,96=(uint)97",
+            "max-size-packets=1000",
+            "!",
+            "rb.send_rtp_sink_0",
+            "rb.send_rtp_src_0",
+            "!",
+            "udpsink",
+            f"host={RECEIVER_IP}",
+            f"port={c.port}",
+            f"bind-port={RTP_SENDER_PORT}",
+            "rb.send_rtcp_src_0",
+            "!",
+            "udpsink",
+            f"host={RECEIVER_IP}",
+            f"port={c.port + 1}",
+            f"bind-port={RTP_SENDER_PORT + 1}",
+            "sync=false",
+            "async=false",
+            "udpsrc",
+            f"port={back}",
+            "!",
+            "rb.recv_rtcp_sink_0",
+        ]
         for step in steps:
             step.start()
         try:  # its RTCP source (udpsrc) never ends, so neither does the pipeline: stopped once sent
@@ -370,8 +538,10 @@ class _Lab:
         for step in steps:
             step.start()
         try:
-            _run(self.exec("sender", sys.executable, peer, "offer", str(signals), str(c.duration_s)),
-                 timeout=c.duration_s + 40)
+            _run(
+                self.exec("sender", sys.executable, peer, "offer", str(signals), str(c.duration_s)),
+                timeout=c.duration_s + 40,
+            )
             receiver.communicate(timeout=STEP_TIMEOUT_S)
         finally:
             for step in steps:
@@ -380,15 +550,34 @@ class _Lab:
 
     def set_bottleneck_rate(self, rate: str) -> None:
         c = self.config
-        _run(["tc", "-n", self.ns["r2"], "qdisc", "change", "dev", "to-receiver", "root", "tbf",
-              "rate", rate, "burst", str(c.tbf_burst_bytes), "limit", str(c.tbf_limit_bytes)])
+        _run(
+            [
+                "tc",
+                "-n",
+                self.ns["r2"],
+                "qdisc",
+                "change",
+                "dev",
+                "to-receiver",
+                "root",
+                "tbf",
+                "rate",
+                rate,
+                "burst",
+                str(c.tbf_burst_bytes),
+                "limit",
+                str(c.tbf_limit_bytes),
+            ]
+        )
 
     # -- run ---------------------------------------------------------------------------------
     def run(self) -> LabRun:
         c = self.config
         captures = {name: self.workdir / f"{name}.pcap" for name in CAPTURE_POINTS}
-        points = {name: (host, dev, "inout" if c.both_ways and name in ("sender", "receiver") else way)
-                  for name, (host, dev, way) in CAPTURE_POINTS.items()}
+        points = {
+            name: (host, dev, "inout" if c.both_ways and name in ("sender", "receiver") else way)
+            for name, (host, dev, way) in CAPTURE_POINTS.items()
+        }
         tcpdumps = {name: self.start_capture(*points[name], captures[name]) for name in captures}
         self.mark_capture("start")
         steps = [threading.Timer(at, self.set_bottleneck_rate, (rate,)) for at, rate in c.tbf_steps]
@@ -417,8 +606,9 @@ class _Lab:
         )
 
     def spawn(self, host: str, *cmd: str) -> subprocess.Popen:
-        proc = subprocess.Popen(self.exec(host, *cmd), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            self.exec(host, *cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         self.procs.append(proc)
         return proc
 
@@ -428,8 +618,15 @@ class _Lab:
         otherwise tell a flow's first or last packet dropped upstream of a capture from one that
         passed while the capture was not running (``vantage.py`` calls such a packet unobserved;
         gst's RTCP BYE, sent last, was one). Both go from port 9 to port 9: one flow."""
-        _run(self.exec("sender", sys.executable, "-c", "import socket; s = socket.socket(socket.AF_INET, "
-                       f"socket.SOCK_DGRAM); s.bind(('', 9)); s.sendto(b'{text}', ('{RECEIVER_IP}', 9))"))
+        _run(
+            self.exec(
+                "sender",
+                sys.executable,
+                "-c",
+                "import socket; s = socket.socket(socket.AF_INET, "
+                f"socket.SOCK_DGRAM); s.bind(('', 9)); s.sendto(b'{text}', ('{RECEIVER_IP}', 9))",
+            )
+        )
         time.sleep(0.05)
 
     def start_capture(self, host: str, dev: str, direction: str, path: Path) -> subprocess.Popen:
@@ -439,9 +636,25 @@ class _Lab:
         than V3's block timeout), so nothing is left in the ring when it is stopped; ``-Z root``
         keeps tcpdump from switching to the tcpdump user, who may not write to ``workdir``.
         """
-        proc = self.spawn(host, "tcpdump", "-i", dev, "-Q", direction, "-w", str(path), "-U",
-                          "-B", "8192", "-n", "-s", str(self.config.snaplen), "--immediate-mode",
-                          "-Z", "root")
+        proc = self.spawn(
+            host,
+            "tcpdump",
+            "-i",
+            dev,
+            "-Q",
+            direction,
+            "-w",
+            str(path),
+            "-U",
+            "-B",
+            "8192",
+            "-n",
+            "-s",
+            str(self.config.snaplen),
+            "--immediate-mode",
+            "-Z",
+            "root",
+        )
         stderr = b""
         deadline = time.monotonic() + START_TIMEOUT_S
         with selectors.DefaultSelector() as sel:
@@ -481,13 +694,16 @@ class _Lab:
 
     def wireless_drops(self) -> int:
         listing = json.loads(_run(self.exec("r1", "nft", "-j", "list", "table", "ip", "ldlab")))
-        return sum(expr["counter"]["packets"]
-                   for item in listing["nftables"] if "rule" in item
-                   for expr in item["rule"]["expr"] if "counter" in expr)
+        return sum(
+            expr["counter"]["packets"]
+            for item in listing["nftables"]
+            if "rule" in item
+            for expr in item["rule"]["expr"]
+            if "counter" in expr
+        )
 
     def congestion_drops(self) -> int:
-        qdiscs = json.loads(_run(["tc", "-n", self.ns["r2"], "-s", "-j", "qdisc", "show", "dev",
-                                  "to-receiver"]))
+        qdiscs = json.loads(_run(["tc", "-n", self.ns["r2"], "-s", "-j", "qdisc", "show", "dev", "to-receiver"]))
         (tbf,) = [q for q in qdiscs if q["kind"] == "tbf"]
         return tbf["drops"]
 
@@ -505,8 +721,7 @@ class _Lab:
             for pipe in (proc.stdout, proc.stderr):
                 pipe.close()
         for ns in self.created:
-            pids = subprocess.run(["ip", "netns", "pids", ns], check=False, capture_output=True,
-                                  text=True).stdout
+            pids = subprocess.run(["ip", "netns", "pids", ns], check=False, capture_output=True, text=True).stdout
             for pid in pids.split():
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(int(pid), signal.SIGKILL)

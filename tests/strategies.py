@@ -53,8 +53,9 @@ def wired_traces(draw, max_packets: int = 40):
 
         def emit(ev, time, a, b):
             # the running index keeps a packet's own events in order when times tie
-            events.append((time, len(events), f"{ev} {time:.6f} {a} {b} {ptype} {size} ------- "
-                                              f"{fid} {src} {dst} {seq} {uid}"))
+            events.append(
+                (time, len(events), f"{ev} {time:.6f} {a} {b} {ptype} {size} ------- {fid} {src} {dst} {seq} {uid}")
+            )
 
         now = t
         fate, reason = "delivered", ""
@@ -101,9 +102,7 @@ def wired_traces(draw, max_packets: int = 40):
     # cut packets: lost if a later packet of the flow was delivered, else unobserved
     for uid, (fate, _) in truth.items():
         if fate is None:
-            later = any(
-                truth[v][0] == "delivered" and flows[v] == flows[uid] and v > uid for v in truth
-            )
+            later = any(truth[v][0] == "delivered" and flows[v] == flows[uid] and v > uid for v in truth)
             truth[uid] = ("lost", "vanished") if later else ("unobserved", "")
     sent = {}
     for uid in truth:
@@ -158,7 +157,7 @@ def packet_tables(draw, max_packets: int = 60):
             t_recv = t + (usual_delay if quiet else draw(st.sampled_from(DELAYS))) * unit
             delivered.setdefault(flow, []).append(seq)
         packets.append({"flow": flow, "seq": seq, "uid": uid, "t_send": t, "t_recv": t_recv, "fate": fate})
-    for p in packets[len(packets) - draw(st.integers(0, 3)):]:
+    for p in packets[len(packets) - draw(st.integers(0, 3)) :]:
         p["fate"], p["t_recv"] = "unobserved", math.nan
     return packets
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import gzip
-import zlib
 import subprocess
 import sys
+import zlib
 
 import pytest
 
@@ -101,8 +101,9 @@ def test_damaged_gzip_is_located_by_line(tmp_path):
     assert 10000 < lines < 50000
     expect_error(path, lines + 1, f"the file is cut short: its text stops after line {lines}, at compressed byte")
     path.write_bytes(blob[:10] + b"\xff" + blob[11:])  # the first deflate block of an invalid type
-    expect_error(path, 1, "corrupt gzip data: its text stops after line 0, at compressed byte 0 of",
-                 "invalid block type")
+    expect_error(
+        path, 1, "corrupt gzip data: its text stops after line 0, at compressed byte 0 of", "invalid block type"
+    )
     path.write_bytes(blob[:-8] + bytes(4) + blob[-4:])  # the trailer's CRC-32 zeroed: the text is whole
     expect_error(path, None, "corrupt gzip data: its 60000 lines decompress, but its checksum does not match")
 
@@ -152,8 +153,7 @@ def test_cli_reports_file_and_line_and_exits_2(write_trace, capsys):
 
 def test_cli_as_a_process_has_no_traceback(write_trace):
     path = write_trace(GOOD + ["q 1.020 0 1 cbr 762 ------- 1 0.1 2.1 0 0"])
-    run = subprocess.run([sys.executable, "-m", "ldanalyze.cli", "inspect", str(path)],
-                         capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "ldanalyze.cli", "inspect", str(path)], capture_output=True, text=True)
     assert run.returncode == 2 and "Traceback" not in run.stderr and ":4:" in run.stderr
 
 

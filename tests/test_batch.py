@@ -64,7 +64,10 @@ def test_discovery_walks_folders_and_globs_and_passes_over_what_is_no_trace(suit
     traces, passed = batching.discover([str(suite / "**" / "*.t*")], exclude=["*tcp*"])
     assert sorted(p.split("/")[-1] for p in traces) == sorted(n for n in SUITE if "tcp" not in n)
     assert {p.split("/")[-1]: why for p, why in passed.items()} == {
-        "README.txt": "no known trace format", "notes.txt": "empty", "wlh_tcp_1flow_high.tr.gz": "excluded by *tcp*"}
+        "README.txt": "no known trace format",
+        "notes.txt": "empty",
+        "wlh_tcp_1flow_high.tr.gz": "excluded by *tcp*",
+    }
     with pytest.raises(UsageError, match="no such"):
         batching.discover([str(suite / "missing.tr")])
 
@@ -96,7 +99,8 @@ def test_a_broken_trace_is_reported_and_the_others_are_scored(suite, tmp_path, c
     assert f"error: {bad}" in printed and "3 trace(s) scored, 1 failed" in printed
     results = pd.read_csv(out)
     assert sorted(results.loc[results["scope"] == "trace", "trace"].unique()) == sorted(
-        str(p) for p in suite.rglob("*.tr.gz"))
+        str(p) for p in suite.rglob("*.tr.gz")
+    )
     assert run(tmp_path, suite, "--strict", "--controller", "none") == 2
 
 
@@ -104,7 +108,7 @@ def test_quiet_logs_only_the_traces_that_fail(suite, tmp_path, capsys):
     bad = broken(suite)
     assert run(tmp_path, suite, "--quiet", "--controller", "none") == 1
     logged = capsys.readouterr().err.splitlines()
-    assert len(logged) == 1 and logged[0].startswith(f"batch: [") and f"{bad}: error: {bad}:2:" in logged[0]
+    assert len(logged) == 1 and logged[0].startswith("batch: [") and f"{bad}: error: {bad}:2:" in logged[0]
     assert run(tmp_path, suite, "--controller", "none") == 1
     assert len(capsys.readouterr().err.splitlines()) == 4  # a line a trace
 
@@ -113,16 +117,19 @@ def test_bad_usage_is_refused_before_any_trace_is_read(suite, tmp_path, capsys):
     """An unknown LDA or controller, a bad LDA parameter, a results name of no known format or
     a threshold on an LDA not scored is bad usage (exit 2), said once, not a failure of every
     trace (or a usage error) after a whole run."""
-    for args, said in ((["--lda", "nosuch"], "unknown LDA 'nosuch'"),
-                       (["--controller", "nosuch"], "unknown controller 'nosuch'"),
-                       (["--lda", "biaz:upper=x"], "upper must be a positive number"),
-                       (["-o", str(tmp_path / "results.xlsx")], "results.xlsx: a table is written as .parquet, .csv"),
-                       (["--lda", "biaz,zbs", "--fail-if", "spike.M_c > 0.1"],
-                        "no LDA 'spike' among those scored (biaz, zbs)"),
-                       (["--fail-if", "zbs.M_x > 0.1"], "no metric 'M_x' (known: losses, unknown,"),
-                       (["--fail-if", "zbs.controller > 1"], "no metric 'controller'"),  # was a traceback
-                       (["-o", str(tmp_path / "r.json"), "--json", str(tmp_path / "r.json")],
-                        "--json and --output name the same file")):
+    for args, said in (
+        (["--lda", "nosuch"], "unknown LDA 'nosuch'"),
+        (["--controller", "nosuch"], "unknown controller 'nosuch'"),
+        (["--lda", "biaz:upper=x"], "upper must be a positive number"),
+        (["-o", str(tmp_path / "results.xlsx")], "results.xlsx: a table is written as .parquet, .csv"),
+        (["--lda", "biaz,zbs", "--fail-if", "spike.M_c > 0.1"], "no LDA 'spike' among those scored (biaz, zbs)"),
+        (["--fail-if", "zbs.M_x > 0.1"], "no metric 'M_x' (known: losses, unknown,"),
+        (["--fail-if", "zbs.controller > 1"], "no metric 'controller'"),  # was a traceback
+        (
+            ["-o", str(tmp_path / "r.json"), "--json", str(tmp_path / "r.json")],
+            "--json and --output name the same file",
+        ),
+    ):
         assert main(["batch", str(suite), "--no-cache", *args]) == 2
         captured = capsys.readouterr()
         assert said in captured.err and "batch: [" not in captured.err  # no trace was read
@@ -231,11 +238,14 @@ def test_a_trace_whose_worker_dies_is_named_and_the_others_are_scored(suite, mon
     assert [o.job for o in outcomes] == jobs
     errors = {o.job.name: o.error for o in outcomes if o.error}
     assert list(errors) == [killer.name] and errors[killer.name].startswith(
-        "the process analysing it died, killed by SIGKILL (the kernel's out-of-memory killer")
+        "the process analysing it died, killed by SIGKILL (the kernel's out-of-memory killer"
+    )
     monkeypatch.setattr(batching, "run_job", run_job)
     others = [j for j in jobs if j != killer]
-    pd.testing.assert_frame_equal(batching.results_table([o for o in outcomes if o.job != killer]),
-                                  batching.results_table(batching.execute(others, analysis())))
+    pd.testing.assert_frame_equal(
+        batching.results_table([o for o in outcomes if o.job != killer]),
+        batching.results_table(batching.execute(others, analysis())),
+    )
 
 
 def test_a_trace_whose_dask_worker_dies_is_named_and_the_others_are_scored(suite, monkeypatch):
@@ -256,8 +266,10 @@ def test_a_trace_whose_dask_worker_dies_is_named_and_the_others_are_scored(suite
         return in_worker(job, analysis)
 
     monkeypatch.setattr(batching, "_run_in_worker", dying)
-    with dask.config.set({"distributed.scheduler.allowed-failures": 2}), \
-            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 2}),
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+    ):
         outcomes = batching.execute(jobs, analysis(), scheduler=cluster.scheduler_address)
     errors = {o.job.name: o.error for o in outcomes if o.error}
     assert list(errors) == [killer.name] and errors[killer.name].startswith("Dask: KilledWorker")
@@ -281,8 +293,9 @@ def test_jobs_that_keep_a_tally_give_the_results_of_every_decision(suite):
     for keep, bootstrap in (("counts", 0), ("bursts", 200)):
         kept = batching.execute(jobs, dataclasses.replace(analysis(), keep=keep), workers=2)
         assert sum(len(o.result.decisions) for o in kept) < sum(len(o.result.decisions) for o in every)
-        pd.testing.assert_frame_equal(batching.results_table(kept, bootstrap=bootstrap),
-                                      batching.results_table(every, bootstrap=bootstrap))
+        pd.testing.assert_frame_equal(
+            batching.results_table(kept, bootstrap=bootstrap), batching.results_table(every, bootstrap=bootstrap)
+        )
     with pytest.raises(UsageError, match="keep must be one of"):
         dataclasses.replace(analysis(), keep="some")
 
@@ -295,10 +308,13 @@ def test_the_cache_writes_every_file_under_a_temporary_name(tmp_path, monkeypatc
     written = []
     for method in ("write_text", "write_bytes"):
         real = getattr(pathlib.Path, method)
-        monkeypatch.setattr(pathlib.Path, method, lambda self, *a, real=real, **k: (written.append(self), real(self, *a, **k))[1])
+        monkeypatch.setattr(
+            pathlib.Path, method, lambda self, *a, real=real, **k: (written.append(self), real(self, *a, **k))[1]
+        )
     captures = sorted(str(p) for p in (TRACES / "captures").glob("*.pcap"))
-    outcomes = batching.execute([batching.Job(name=p, path=p) for p in captures],
-                                analysis(tmp_path / "cache", ldas="all"))
+    outcomes = batching.execute(
+        [batching.Job(name=p, path=p) for p in captures], analysis(tmp_path / "cache", ldas="all")
+    )
     assert [o.error for o in outcomes] == [None] * len(captures)
     names = {p.name for p in (tmp_path / "cache").rglob("*.json")}
     assert {"left_out.json", "no_replay.json"} <= names  # the lists were written
@@ -376,10 +392,12 @@ def test_the_cache_is_keyed_by_content_and_options(suite, tmp_path):
     assert not any(o.cached for o in cold) and all(o.cached for o in warm)
     unchanged = batching.execute(jobs, analysis(cache, ldas="biaz:upper=1.5,zbs,spike"))  # reads no trace
     assert [o.packets for o in unchanged] == [o.packets for o in warm] == [o.packets for o in cold]
-    pd.testing.assert_frame_equal(batching.results_table(batching.execute(jobs, analysis(cache))),
-                                  batching.results_table(cold))
-    pd.testing.assert_frame_equal(batching.results_table(batching.execute(jobs, analysis())),
-                                  batching.results_table(cold))  # the cached path scores as the plain one
+    pd.testing.assert_frame_equal(
+        batching.results_table(batching.execute(jobs, analysis(cache))), batching.results_table(cold)
+    )
+    pd.testing.assert_frame_equal(
+        batching.results_table(batching.execute(jobs, analysis())), batching.results_table(cold)
+    )  # the cached path scores as the plain one
     changed = batching.results_table(warm)
     assert set(changed["lda"]) == {"biaz:upper=1.5", "zbs", "spike"}
     # same name, other content: a new entry, read afresh; the same content under another name: a hit
@@ -448,8 +466,9 @@ def test_ctrl_c_keeps_what_finished(suite):
     assert set(batching.results_table(outcomes)["trace"]) >= {jobs[0].name, jobs[1].name}
 
 
-@pytest.mark.parametrize("signum, code, said", [(signal.SIGINT, 130, "interrupted"),
-                                                (signal.SIGTERM, 143, "terminated")])
+@pytest.mark.parametrize(
+    "signum, code, said", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
 def test_the_command_stopped_by_a_signal_writes_what_finished(tmp_path, signum, code, said):
     """Ctrl-C, or SIGTERM (a CI runner cancelling or timing out a job: it ended the process with
     no output), stops ``ldanalyze batch`` with the outputs written for the traces done."""
@@ -462,8 +481,22 @@ def test_the_command_stopped_by_a_signal_writes_what_finished(tmp_path, signum, 
         for name in SUITE:
             shutil.copy(TRACES / name, folder / f"{i}_{name}")
     out, junit = tmp_path / "results.csv", tmp_path / "junit.xml"
-    command = [sys.executable, "-m", "ldanalyze.cli", "batch", str(folder), "--no-cache", "--jobs", "2",
-               "--lda", "biaz", "-o", str(out), "--junit", str(junit)]
+    command = [
+        sys.executable,
+        "-m",
+        "ldanalyze.cli",
+        "batch",
+        str(folder),
+        "--no-cache",
+        "--jobs",
+        "2",
+        "--lda",
+        "biaz",
+        "-o",
+        str(out),
+        "--junit",
+        str(junit),
+    ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for line in process.stderr:  # one line per trace when not on a terminal
         if line.startswith("batch: [3/"):
@@ -478,16 +511,24 @@ def test_the_command_stopped_by_a_signal_writes_what_finished(tmp_path, signum, 
     assert int(ET.parse(junit).getroot().get("tests")) == done
 
 
-@pytest.mark.parametrize("text", ["__import__('os').system('true')", "zbs.M_c > x", "zbs.M_c >> 1", "M_c > 1",
-                                  "zbs.M_c > 1; rm", ""])
+@pytest.mark.parametrize(
+    "text", ["__import__('os').system('true')", "zbs.M_c > x", "zbs.M_c >> 1", "M_c > 1", "zbs.M_c > 1; rm", ""]
+)
 def test_threshold_expressions_are_parsed_never_evaluated(text):
     with pytest.raises(UsageError, match="LDA.METRIC OP NUMBER"):
         Threshold.parse(text)
 
 
 def test_thresholds_pass_fail_and_undefined():
-    results = pd.DataFrame({"scope": ["pooled"] * 3, "trace": ["*"] * 3, "flow": ["*"] * 3,
-                            "lda": ["zbs", "biaz", "spike"], "M_c": [0.04, 0.06, float("nan")]})
+    results = pd.DataFrame(
+        {
+            "scope": ["pooled"] * 3,
+            "trace": ["*"] * 3,
+            "flow": ["*"] * 3,
+            "lda": ["zbs", "biaz", "spike"],
+            "M_c": [0.04, 0.06, float("nan")],
+        }
+    )
     checks = check_thresholds(results, [Threshold.parse("*.M_c > 0.05")])
     assert checks["status"].tolist() == ["pass", "fail", "undefined"]
     assert check_thresholds(results, [Threshold.parse("zbs.M_c <= 0.04")])["status"].tolist() == ["fail"]
@@ -518,26 +559,61 @@ def test_a_retuned_lda_is_compared_with_its_baseline_self_and_nothing_is_guessed
     new = pd.DataFrame({**keys, "lda": ["biaz:upper=1.6", "zbs"], "M_c": [0.15, 0.10]})
     table = compare_baseline(new, old, tolerance=0.02)
     assert table[["lda", "baseline_lda", "status"]].values.tolist() == [
-        ["biaz:upper=1.6", "biaz", "regressed"], ["zbs", "zbs", "pass"]]
+        ["biaz:upper=1.6", "biaz", "regressed"],
+        ["zbs", "zbs", "pass"],
+    ]
     twice = pd.concat([new, new.assign(lda=["biaz:upper=1.2", "zbs"]).iloc[:1]], ignore_index=True)
     assert compare_baseline(twice, old)["status"].tolist() == ["missing", "pass"]
 
 
 def test_failed_checks_are_listed_pooled_first_and_cut_short_in_a_log():
-    rows = [{"scope": "flow", "trace": "t", "flow": str(k), "lda": "zbs", "baseline_lda": "zbs", "metric": "M_c",
-             "status": "regressed", "message": f"M_c 0 -> {k}"} for k in range(12)]
-    rows.insert(5, {"scope": "pooled", "trace": "*", "flow": "*", "lda": "biaz:upper=1.6", "baseline_lda": "biaz",
-                    "metric": "M_w", "status": "regressed", "message": "M_w 0.1 -> 0.2"})
-    threshold = {"check": "fail-if zbs.M_c > 0.05", "scope": "pooled", "trace": "*", "flow": "*", "lda": "zbs",
-                 "status": "fail", "message": "zbs.M_c = 0.3"}
+    rows = [
+        {
+            "scope": "flow",
+            "trace": "t",
+            "flow": str(k),
+            "lda": "zbs",
+            "baseline_lda": "zbs",
+            "metric": "M_c",
+            "status": "regressed",
+            "message": f"M_c 0 -> {k}",
+        }
+        for k in range(12)
+    ]
+    rows.insert(
+        5,
+        {
+            "scope": "pooled",
+            "trace": "*",
+            "flow": "*",
+            "lda": "biaz:upper=1.6",
+            "baseline_lda": "biaz",
+            "metric": "M_w",
+            "status": "regressed",
+            "message": "M_w 0.1 -> 0.2",
+        },
+    )
+    threshold = {
+        "check": "fail-if zbs.M_c > 0.05",
+        "scope": "pooled",
+        "trace": "*",
+        "flow": "*",
+        "lda": "zbs",
+        "status": "fail",
+        "message": "zbs.M_c = 0.3",
+    }
     checks = pd.concat([pd.DataFrame([threshold]), pd.DataFrame(rows)], ignore_index=True)
     lines = ci.failed_lines(checks)
     assert lines[0] == "FAILED fail-if zbs.M_c > 0.05 [pooled zbs]: zbs.M_c = 0.3"
     assert lines[1] == "FAILED baseline M_w [pooled biaz:upper=1.6 (baseline: biaz)]: M_w 0.1 -> 0.2"
     assert lines[2] == "FAILED baseline M_c [flow t 0 zbs]: M_c 0 -> 0"
     assert len(lines) == 11 and lines[-1] == "... and 4 more failed checks (--summary or --json lists all)"
-    names = [c.get("name") for c in ET.fromstring(ci.junit_xml([], pd.DataFrame(columns=["trace", "error"]),
-                                                                  checks).split("\n", 1)[1]).iter("testcase")]
+    names = [
+        c.get("name")
+        for c in ET.fromstring(
+            ci.junit_xml([], pd.DataFrame(columns=["trace", "error"]), checks).split("\n", 1)[1]
+        ).iter("testcase")
+    ]
     assert names[:2] == ["fail-if zbs.M_c > 0.05 [pooled zbs]", "baseline M_c [flow t 0 zbs]"]
     assert not any("nan" in name for name in names)
 
@@ -545,8 +621,22 @@ def test_failed_checks_are_listed_pooled_first_and_cut_short_in_a_log():
 def test_ci_outputs_parse_validate_and_count(suite, tmp_path):
     broken(suite)
     junit, summary, report = tmp_path / "junit.xml", tmp_path / "summary.md", tmp_path / "report.json"
-    code = run(tmp_path, suite, "--junit", junit, "--summary", summary, "--json", report, "--controller", "none",
-               "--fail-if", "*.M_c > 0.5", "--fail-if", "zbs.accuracy < 0.01")
+    code = run(
+        tmp_path,
+        suite,
+        "--junit",
+        junit,
+        "--summary",
+        summary,
+        "--json",
+        report,
+        "--controller",
+        "none",
+        "--fail-if",
+        "*.M_c > 0.5",
+        "--fail-if",
+        "zbs.accuracy < 0.01",
+    )
     assert code == 1
     suite_xml = ET.parse(junit).getroot()
     cases = suite_xml.findall("testcase")
@@ -558,8 +648,9 @@ def test_ci_outputs_parse_validate_and_count(suite, tmp_path):
     jsonschema.validate(payload, JSON_SCHEMA)
     lines = report.read_text().splitlines()  # a record a line, between the tables' brackets
     start = lines.index(' "results": [')
-    assert [json.loads(line.strip().rstrip(",")) for line in lines[start + 1:start + 1 + len(payload["results"])]] == \
-        payload["results"] and lines[start + 1 + len(payload["results"])] == " ],"
+    assert [
+        json.loads(line.strip().rstrip(",")) for line in lines[start + 1 : start + 1 + len(payload["results"])]
+    ] == payload["results"] and lines[start + 1 + len(payload["results"])] == " ],"
     assert payload["passed"] is False
     assert payload["traces"] == {"scored": 3, "without_losses": 0, "failed": 1, "passed_over": 1}
     assert payload["passed_over"] == [{"path": str(suite / "README.txt"), "why": "no known trace format"}]
@@ -575,8 +666,21 @@ def test_baseline_round_trip_on_the_command_line(suite, tmp_path, capsys):
     assert run(tmp_path, suite, "-o", saved, "--controller", "none") == 0
     assert run(tmp_path, suite, "--baseline", saved, "--controller", "none") == 0
     # a worse biaz (a threshold far from the paper's) regresses its accuracy
-    code = main(["batch", str(suite), "--no-cache", "--jobs", "1", "--lda", "biaz:upper=3,zbs,spike",
-                 "--controller", "none", "--baseline", str(saved)])
+    code = main(
+        [
+            "batch",
+            str(suite),
+            "--no-cache",
+            "--jobs",
+            "1",
+            "--lda",
+            "biaz:upper=3,zbs,spike",
+            "--controller",
+            "none",
+            "--baseline",
+            str(saved),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 1 and "FAILED baseline" in out and "biaz" in out
 
@@ -595,8 +699,21 @@ def test_a_json_table_or_report_is_a_baseline_to_the_last_bit(suite, tmp_path, c
         assert list(read.columns) == list(written.columns)
         np.testing.assert_array_equal(read[floats].to_numpy(np.float64), written[floats].to_numpy(np.float64))
         assert run(tmp_path, suite, "--baseline", baseline, "--tolerance", "0", "--controller", "none") == 0
-        code = main(["batch", str(suite), "--no-cache", "--jobs", "1", "--lda", "biaz:upper=3,zbs,spike",
-                     "--controller", "none", "--baseline", str(baseline)])
+        code = main(
+            [
+                "batch",
+                str(suite),
+                "--no-cache",
+                "--jobs",
+                "1",
+                "--lda",
+                "biaz:upper=3,zbs,spike",
+                "--controller",
+                "none",
+                "--baseline",
+                str(baseline),
+            ]
+        )
         assert code == 1 and "FAILED baseline" in capsys.readouterr().out
     (tmp_path / "other.json").write_text('{"a": 1}')
     assert run(tmp_path, suite, "--baseline", tmp_path / "other.json") == 2
@@ -614,8 +731,13 @@ def test_the_errors_table_lists_the_traces_that_failed(suite, tmp_path, capsys):
     for name in ("errors.csv", "errors.json", "errors.parquet"):
         out = tmp_path / name
         assert run(tmp_path, suite, "--errors", out, "--controller", "none") == 1
-        errors = (pd.read_csv(out) if name.endswith(".csv") else pd.read_json(out) if name.endswith(".json")
-                  else pd.read_parquet(out))
+        errors = (
+            pd.read_csv(out)
+            if name.endswith(".csv")
+            else pd.read_json(out)
+            if name.endswith(".json")
+            else pd.read_parquet(out)
+        )
         assert list(errors.columns) == ["trace", "error"] and errors["trace"].tolist() == [str(bad)]
         assert errors["error"][0].startswith(f"{bad}:2: field 'time' is not a valid float")
     bad.unlink()
@@ -630,8 +752,13 @@ def test_the_errors_table_lists_the_traces_that_failed(suite, tmp_path, capsys):
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=20))
 def test_json_tables_keep_every_float_exactly_and_write_missing_as_null(values):
-    table = pd.DataFrame({"x": np.array(values, np.float64), "n": np.arange(len(values)),
-                          "s": pd.Categorical([f"v{i % 3}" for i in range(len(values))])})
+    table = pd.DataFrame(
+        {
+            "x": np.array(values, np.float64),
+            "n": np.arange(len(values)),
+            "s": pd.Categorical([f"v{i % 3}" for i in range(len(values))]),
+        }
+    )
     read = json.loads(ci.table_text(table))
     assert [r["x"] for r in read] == [v if np.isfinite(v) else None for v in values]
     assert [r["n"] for r in read] == list(range(len(values))) and read[0]["s"] == "v0"
@@ -641,7 +768,8 @@ def test_settings_come_from_ldanalyze_toml_and_the_command_line_wins(suite, tmp_
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ldanalyze.toml").write_text(
         f'paths = ["{suite}"]\nlda = "biaz,zbs"\ncontroller = "none"\nno_cache = true\njobs = 1\n'
-        'fail_if = ["zbs.M_c > 0.0"]\ngap-delay = "previous"\ndetection = 3\noutput = "out.csv"\n')
+        'fail_if = ["zbs.M_c > 0.0"]\ngap-delay = "previous"\ndetection = 3\noutput = "out.csv"\n'
+    )
     assert main(["batch"]) == 1
     assert "settings from" in capsys.readouterr().out
     from_file = pd.read_csv(tmp_path / "out.csv")
@@ -655,8 +783,9 @@ def test_settings_come_from_ldanalyze_toml_and_the_command_line_wins(suite, tmp_
     pd.testing.assert_frame_equal(from_file, options)
     assert not from_file.equals(defaults)
     # 0 given on the command line is given: a tolerance of 0 is not the file's
-    (tmp_path / "ldanalyze.toml").write_text(f'paths = ["{suite}"]\nno_cache = true\njobs = 1\ntolerance = 0.5\n'
-                                             'controller = "none"\nlda = "biaz"\n')
+    (tmp_path / "ldanalyze.toml").write_text(
+        f'paths = ["{suite}"]\nno_cache = true\njobs = 1\ntolerance = 0.5\ncontroller = "none"\nlda = "biaz"\n'
+    )
     assert main(["batch", "-o", "base.csv"]) == 0
     worse = pd.read_csv(tmp_path / "base.csv")
     worse.loc[worse["scope"] == "pooled", "M_c"] -= 0.01  # the baseline 0.01 better than the results
@@ -687,7 +816,8 @@ def test_manifest_lists_traces_with_labels_and_options(suite, tmp_path):
 
 
 REAL_CAPTURES = sorted((TRACES.parent / "tests" / "data" / "real").glob("*.pcap*")) + sorted(
-    (TRACES / "captures").glob("*.pcap"))
+    (TRACES / "captures").glob("*.pcap")
+)
 
 
 def test_a_big_capture_is_read_one_flow_at_a_time_with_the_whole_reads_results(tmp_path):
@@ -698,9 +828,12 @@ def test_a_big_capture_is_read_one_flow_at_a_time_with_the_whole_reads_results(t
     losses = la.build_timeline(la.read_trace(str(receiver), skew="keep")).losses  # (skew: no matter to seqs)
     labels = tmp_path / "labels.csv"
     causes = np.where(np.arange(len(losses)) % 3 == 0, "wireless", "congestion")
-    pd.DataFrame({"flow": losses["flow"].astype(str), "seq": losses["seq"], "cause": causes}).to_csv(labels, index=False)
+    pd.DataFrame({"flow": losses["flow"].astype(str), "seq": losses["seq"], "cause": causes}).to_csv(
+        labels, index=False
+    )
     jobs = [batching.Job(name=str(p), path=str(p)) for p in REAL_CAPTURES]
     jobs.append(batching.Job(name="labelled", path=str(receiver), labels=str(labels)))
+
     def run(above, cache=None, ldas="all"):
         ran = batching.Analysis(ldas=ldas, controller="tfrc", flow_at_a_time_above=above, cache_dir=cache)
         assert batching._flow_at_a_time(jobs[0], ran) == (above == 0)
@@ -719,15 +852,19 @@ def test_a_big_capture_is_read_one_flow_at_a_time_with_the_whole_reads_results(t
     # another LDA, and other labels: from the flows' cached timelines and parsed traces
     more = "biaz,zbs,spike,biaz:upper=1.5"
     pd.testing.assert_frame_equal(run(0, cache, more)[0], run(None, None, more)[0])
-    pd.DataFrame({"flow": losses["flow"].astype(str), "seq": losses["seq"], "cause": "wireless"}).to_csv(labels, index=False)
+    pd.DataFrame({"flow": losses["flow"].astype(str), "seq": losses["seq"], "cause": "wireless"}).to_csv(
+        labels, index=False
+    )
     relabelled, cached = run(0, cache)
     assert all(cached)
     pd.testing.assert_frame_equal(relabelled, run(None)[0])
     # a label for a flow the capture lacks is an error, as in the whole read
     with labels.open("a") as f:
         f.write("10.9.9.9:1>10.9.9.8:2/udp,7,wireless\n")
-    for cache in (None, cache):
-        (outcome,) = batching.execute(jobs[-1:], batching.Analysis(ldas="biaz", flow_at_a_time_above=0, cache_dir=cache))
+    for cached in (None, cache):
+        (outcome,) = batching.execute(
+            jobs[-1:], batching.Analysis(ldas="biaz", flow_at_a_time_above=0, cache_dir=cached)
+        )
         assert "10.9.9.9:1>10.9.9.8:2/udp" in outcome.error
 
 
@@ -774,8 +911,11 @@ def test_an_lda_that_all_brought_in_may_be_left_out_one_named_may_not_cached_or_
 
     from .captures import Endpoints, Record, ip_packet, link_frame, rtp_payload, write_pcap
 
-    records = [Record(10**9 + seq * 20_000_000, link_frame(1, ip_packet(Endpoints(), rtp_payload(seq, seq * 160, 7))))
-               for seq in range(200) if seq % 50 != 25]
+    records = [
+        Record(10**9 + seq * 20_000_000, link_frame(1, ip_packet(Endpoints(), rtp_payload(seq, seq * 160, 7))))
+        for seq in range(200)
+        if seq % 50 != 25
+    ]
     capture = tmp_path / "rtp.pcap"
     write_pcap(capture, records, 1)
     every = {lda.spec for lda in la.lda.parse_ldas("all")}
@@ -792,8 +932,9 @@ def test_an_lda_that_all_brought_in_may_be_left_out_one_named_may_not_cached_or_
     plain = batching.results_table(batching.execute(job, batching.Analysis(ldas="all,biaz:upper=1.4")))
     cache = str(tmp_path / "cache")
     batching.execute(job, batching.Analysis(ldas="all", cache_dir=cache))  # remembers adaptive_rtt left out
-    cached = batching.results_table(batching.execute(job, batching.Analysis(ldas="all,biaz:upper=1.4",
-                                                                           cache_dir=cache)))
+    cached = batching.results_table(
+        batching.execute(job, batching.Analysis(ldas="all,biaz:upper=1.4", cache_dir=cache))
+    )
     pd.testing.assert_frame_equal(plain, cached)
     for cache_dir in (None, cache):
         (named,) = batching.execute(job, batching.Analysis(ldas="adaptive_rtt,zbs", cache_dir=cache_dir))
@@ -809,23 +950,51 @@ def test_cache_tables_become_the_frames_pyarrow_makes():
     def labels(codes, names):
         return pa.DictionaryArray.from_arrays(pa.array(codes, pa.int8()), pa.array(names))
 
-    one = pa.table({"lda": labels([0, 1, 1], ["zbs", "biaz"]), "n": pa.array([1, 2, 3], pa.int64()),
-                    "t": pa.array([0.5, None, 1.5]), "ok": pa.array([True, False, True]),
-                    "flow": pa.array(["a", "b", None]), "k": pa.array([1, None, 3], pa.int32())})
-    two = pa.table({"lda": labels([0, None], ["spike"]), "n": pa.array([4, 5], pa.int64()),
-                    "t": pa.array([2.0, 3.0]), "ok": pa.array([False, False]),
-                    "flow": pa.array(["c", "d"]), "k": pa.array([4, 5], pa.int32())})
-    for table in (one, two, pa.concat_tables([one, two], promote_options="permissive"), one.slice(0, 0),
-                  one.schema.empty_table()):
+    one = pa.table(
+        {
+            "lda": labels([0, 1, 1], ["zbs", "biaz"]),
+            "n": pa.array([1, 2, 3], pa.int64()),
+            "t": pa.array([0.5, None, 1.5]),
+            "ok": pa.array([True, False, True]),
+            "flow": pa.array(["a", "b", None]),
+            "k": pa.array([1, None, 3], pa.int32()),
+        }
+    )
+    two = pa.table(
+        {
+            "lda": labels([0, None], ["spike"]),
+            "n": pa.array([4, 5], pa.int64()),
+            "t": pa.array([2.0, 3.0]),
+            "ok": pa.array([False, False]),
+            "flow": pa.array(["c", "d"]),
+            "k": pa.array([4, 5], pa.int32()),
+        }
+    )
+    for table in (
+        one,
+        two,
+        pa.concat_tables([one, two], promote_options="permissive"),
+        one.slice(0, 0),
+        one.schema.empty_table(),
+    ):
         pd.testing.assert_frame_equal(batching._as_frame(table), table.to_pandas(ignore_metadata=True))
     stacked = batching._as_frame(pa.concat_tables([one, two], promote_options="permissive"))
     assert stacked["lda"].tolist()[:4] == ["zbs", "biaz", "biaz", "spike"] and pd.isna(stacked["lda"].iloc[4])
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=6),
-                          st.permutations(["a", "b", "c", "d"]), st.integers(0, 4), st.booleans()),
-                min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=6),
+            st.permutations(["a", "b", "c", "d"]),
+            st.integers(0, 4),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_stacking_keeps_categoricals_and_the_values_of_pandas_concat(pieces):
     """A column categorical in every frame stays categorical (pandas turns categoricals with
     differing categories into text) and holds what ``pd.concat`` gives, row by row; so do the
@@ -837,13 +1006,22 @@ def test_stacking_keeps_categoricals_and_the_values_of_pandas_concat(pieces):
         values = [None if missing and i == 0 else v for i, v in enumerate(labels)]
         values = [v if v in categories else None for v in values]
         column = pd.Categorical(values, categories=categories) if categories else pd.Categorical([None] * len(values))
-        frames.append(pd.DataFrame({"label": column, "n": np.arange(len(values), dtype=np.int64),
-                                    "text": pd.Series([f"t{i}" for i in range(len(values))], dtype=str)}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "label": column,
+                    "n": np.arange(len(values), dtype=np.int64),
+                    "text": pd.Series([f"t{i}" for i in range(len(values))], dtype=str),
+                }
+            )
+        )
     stacked = batching._concat(frames)
     expected = pd.concat(frames, ignore_index=True)
     assert list(stacked.columns) == ["label", "n", "text"] and len(stacked) == len(expected)
     assert isinstance(stacked["label"].dtype, pd.CategoricalDtype)
-    assert stacked["label"].astype(object).where(stacked["label"].notna(), None).tolist() == \
-        expected["label"].astype(object).where(expected["label"].notna(), None).tolist()
+    assert (
+        stacked["label"].astype(object).where(stacked["label"].notna(), None).tolist()
+        == expected["label"].astype(object).where(expected["label"].notna(), None).tolist()
+    )
     assert stacked["n"].dtype == np.int64 and stacked["n"].tolist() == expected["n"].tolist()
     assert stacked["text"].tolist() == expected["text"].tolist()

@@ -65,17 +65,34 @@ def test_score_can_read_a_capture_one_flow_at_a_time(capsys):
     from ldanalyze.cli import main
 
     path = str(REAL / "discord.pcap")
-    args = ["score", path, "--skew", "keep", "--lda", "biaz,spike", "--controller", "none", "--bootstrap", "0",
-            "--by", "flow", "--format", "csv"]
+    args = [
+        "score",
+        path,
+        "--skew",
+        "keep",
+        "--lda",
+        "biaz,spike",
+        "--controller",
+        "none",
+        "--bootstrap",
+        "0",
+        "--by",
+        "flow",
+        "--format",
+        "csv",
+    ]
     assert main(args) == 0
     whole = capsys.readouterr().out
     assert main([*args, "--flow-at-a-time"]) == 0
     split = capsys.readouterr().out
     columns = ["flow", "lda", "losses", "M_c", "M_w"]
     # one trace per flow: the same flows' scores, whatever trace each row names
-    assert (pd.read_csv(io.StringIO(split))[columns].sort_values(["flow", "lda"]).reset_index(drop=True)
-            .equals(pd.read_csv(io.StringIO(whole))[columns].sort_values(["flow", "lda"])
-                    .reset_index(drop=True)))
+    assert (
+        pd.read_csv(io.StringIO(split))[columns]
+        .sort_values(["flow", "lda"])
+        .reset_index(drop=True)
+        .equals(pd.read_csv(io.StringIO(whole))[columns].sort_values(["flow", "lda"]).reset_index(drop=True))
+    )
     assert main([*args, "--flow-at-a-time", "--ssrc", "0x1"]) == 2
     assert "takes no --ssrc" in capsys.readouterr().err
 
@@ -172,8 +189,7 @@ def test_inspect_reads_a_big_capture_flow_by_flow_by_itself(capsys):
     split = capsys.readouterr()
     assert split.out == whole.out
     assert "more than --flow-at-a-time-above (1K): read one flow at a time" in split.err
-    for options in (["--flow-at-a-time-above", "never"],
-                    ["--flow-at-a-time-above", "0", "--ssrc", "0x1"]):
+    for options in (["--flow-at-a-time-above", "never"], ["--flow-at-a-time-above", "0", "--ssrc", "0x1"]):
         main(["inspect", path, *options])
         assert "read one flow at a time" not in capsys.readouterr().err
     assert main(["inspect", path, "--flow-at-a-time-above", "lots"]) == 2

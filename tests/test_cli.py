@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
 
 import pandas as pd
 import pytest
@@ -63,7 +64,12 @@ def test_classify_writes_every_decision(tmp_path, capsys):
     got = pd.read_parquet(out)
     losses = build_timeline(read_trace(SAMPLE)).losses
     assert len(got) == 2 * len(losses)
-    assert set(got["lda"]) == {"biaz", "zbs"} and set(got.loc[got["lda"] == "zbs", "scheme"]) <= {"zigzag", "mbiaz", "spike", ""}
+    assert set(got["lda"]) == {"biaz", "zbs"} and set(got.loc[got["lda"] == "zbs", "scheme"]) <= {
+        "zigzag",
+        "mbiaz",
+        "spike",
+        "",
+    }
     assert main(["classify", str(SAMPLE), "--lda", "spike,zbs", "--detection", "3"]) == 0
     out = capsys.readouterr().out
     assert "undetected" in out and "share of time each base scheme" in out
@@ -76,11 +82,27 @@ def test_score_table_json_md_csv(tmp_path, capsys):
     assert rows["M_w"][:2] == ["100.0", "0.0"] and rows["M_c"][:2] == ["0.0", "0.0"]
     assert float(rows["M_w"][2]) not in (0.0, 100.0)
     assert "95% CI (bursts)" in table and "congestion 3.17 %" in table
-    assert main(["score", str(SAMPLE), str(TRACES / "wlh_tcp_1flow_high.tr.gz"), "--by", "flow",
-                 "--format", "json", "--lda", "zigzag"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                str(SAMPLE),
+                str(TRACES / "wlh_tcp_1flow_high.tr.gz"),
+                "--by",
+                "flow",
+                "--format",
+                "json",
+                "--lda",
+                "zigzag",
+            ]
+        )
+        == 0
+    )
     rows = json.loads(capsys.readouterr().out)
     assert [(r["trace"].rsplit("/", 1)[-1], r["flow"]) for r in rows] == [
-        ("wlh_cbr_1flow_bursty.tr.gz", "1"), ("wlh_tcp_1flow_high.tr.gz", "1")]  # not the background flow 101
+        ("wlh_cbr_1flow_bursty.tr.gz", "1"),
+        ("wlh_tcp_1flow_high.tr.gz", "1"),
+    ]  # not the background flow 101
     out = tmp_path / "s.md"
     assert main(["score", str(SAMPLE), "--format", "md", "--by", "pooled", "-o", str(out)]) == 0
     assert f"wrote {len(parse_ldas('all'))} score rows" in capsys.readouterr().out
@@ -103,8 +125,24 @@ def test_score_usage_errors(capsys):
 
 def test_replay_prints_the_modeled_throughput_and_writes_the_rates(tmp_path, capsys):
     out = tmp_path / "rates.parquet"
-    assert main(["replay", str(SAMPLE), "--controller", "tfrc,newreno", "--lda", "unaware,omniscient",
-                 "--capacity", "150k", "-o", str(out), "--compare-sent"]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(SAMPLE),
+                "--controller",
+                "tfrc,newreno",
+                "--lda",
+                "unaware,omniscient",
+                "--capacity",
+                "150k",
+                "-o",
+                str(out),
+                "--compare-sent",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "open-loop replay" in text and "allowed rate against the rate the trace's sender sent" in text
     rates = pd.read_parquet(out)
@@ -138,8 +176,11 @@ def test_replay_usage_errors(capsys):
 def test_captures_work_wherever_traces_do(tmp_path, capsys):
     from .captures import Endpoints, Record, ip_packet, link_frame, rtp_payload, write_pcap
 
-    records = [Record(10**9 + seq * 20_000_000, link_frame(1, ip_packet(Endpoints(), rtp_payload(seq, seq * 160, 7))))
-               for seq in range(200) if seq % 50 != 25]  # four packets lost
+    records = [
+        Record(10**9 + seq * 20_000_000, link_frame(1, ip_packet(Endpoints(), rtp_payload(seq, seq * 160, 7))))
+        for seq in range(200)
+        if seq % 50 != 25
+    ]  # four packets lost
     capture = tmp_path / "rtp.pcap"
     write_pcap(capture, records, 1)
     assert main(["inspect", str(capture)]) == 0
@@ -166,10 +207,20 @@ def _kernels_run_fresh(before: str, after: str) -> list[list[str]]:
     import sys
 
     env = {**os.environ, "LDANALYZE_KERNELS": "compiled"}
-    runs = ("from ldanalyze.cli import main\nassert main(['inspect', sys.argv[1]]) == 0",
-            "from ldanalyze import read_trace, build_timeline\nbuild_timeline(read_trace(sys.argv[1]))")
-    return [subprocess.run([sys.executable, "-c", f"import sys\n{before}\n{run}\n{after}\n", str(SAMPLE)], env=env,
-                           check=True, capture_output=True, text=True).stdout.split() for run in runs]
+    runs = (
+        "from ldanalyze.cli import main\nassert main(['inspect', sys.argv[1]]) == 0",
+        "from ldanalyze import read_trace, build_timeline\nbuild_timeline(read_trace(sys.argv[1]))",
+    )
+    return [
+        subprocess.run(
+            [sys.executable, "-c", f"import sys\n{before}\n{run}\n{after}\n", str(SAMPLE)],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+        for run in runs
+    ]
 
 
 def test_a_command_spares_numba_its_blas_probe_and_scipy_still_imports():
@@ -177,10 +228,12 @@ def test_a_command_spares_numba_its_blas_probe_and_scipy_still_imports():
     probe for BLAS (no kernel of ours calls it); scipy.linalg imports as ever afterwards. The
     same kernels called from the library (no CLI) probe as numba always does."""
     pytest.importorskip("scipy")
-    after = ("from numba.np import arraymath\n"
-             "probed = 'scipy.linalg' in sys.modules\n"
-             "import scipy.linalg\n"
-             "print(probed, arraymath._HAVE_BLAS, scipy.linalg.__name__)")
+    after = (
+        "from numba.np import arraymath\n"
+        "probed = 'scipy.linalg' in sys.modules\n"
+        "import scipy.linalg\n"
+        "print(probed, arraymath._HAVE_BLAS, scipy.linalg.__name__)"
+    )
     outputs = [words[-3:] for words in _kernels_run_fresh("", after)]
     assert outputs == [["False", "False", "scipy.linalg"], ["True", "True", "scipy.linalg"]]
 
@@ -189,9 +242,11 @@ def test_a_command_spares_numba_its_search_for_plugins():
     """A command's process runs compiled kernels without numba reading every distribution's
     entry points for ``numba_extensions``; the same kernels called from the library search as
     numba always does."""
-    before = ("import importlib.metadata as md\n"
-              "calls, real = [], md.entry_points\n"
-              "md.entry_points = lambda *a, **k: calls.append(1) or real(*a, **k)")
+    before = (
+        "import importlib.metadata as md\n"
+        "calls, real = [], md.entry_points\n"
+        "md.entry_points = lambda *a, **k: calls.append(1) or real(*a, **k)"
+    )
     after = "from numba.core import entrypoints\nprint(len(calls), entrypoints._already_initialized)"
     outputs = [words[-2:] for words in _kernels_run_fresh(before, after)]
     assert outputs == [["0", "True"], ["1", "True"]]
@@ -217,21 +272,23 @@ def test_the_cli_leaves_numpy_on_ordinary_pages_unless_told(monkeypatch):
         setting(before)
 
 
-def _command(argv: list[str], extra: str = "") -> "subprocess.CompletedProcess[str]":
+def _command(argv: list[str], extra: str = "") -> subprocess.CompletedProcess[str]:
     """``ldanalyze ARGV`` run as the installed command runs it (``cli.run``), in a fresh
     interpreter that also ran ``extra`` and holds an object that says when Python's teardown
     destroys it."""
     import subprocess
     import sys
 
-    code = ("import sys\n"
-            "class Witness:\n"
-            "    def __del__(self): print('torn down', flush=True)\n"
-            "witness = Witness()\n"
-            f"{extra}\n"
-            "from ldanalyze.cli import run\n"
-            f"sys.argv = ['ldanalyze', *{argv!r}]\n"
-            "run()\n")
+    code = (
+        "import sys\n"
+        "class Witness:\n"
+        "    def __del__(self): print('torn down', flush=True)\n"
+        "witness = Witness()\n"
+        f"{extra}\n"
+        "from ldanalyze.cli import run\n"
+        f"sys.argv = ['ldanalyze', *{argv!r}]\n"
+        "run()\n"
+    )
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
 
 
@@ -251,10 +308,12 @@ def test_the_command_skips_teardown_but_keeps_its_output_exit_code_and_exit_hand
 
 def test_the_command_waits_for_a_thread_still_running():
     """A non-daemon thread that outlives main gets the ordinary exit, which waits for it."""
-    thread = ("import threading, time, ldanalyze.cli as cli\n"
-              "main, ended = cli.main, threading.Event()\n"
-              "cli.main = lambda *args: (main(*args), ended.set())[0]\n"
-              "threading.Thread(target=lambda: (ended.wait(), time.sleep(0.2), print('thread done', flush=True))).start()")
+    thread = (
+        "import threading, time, ldanalyze.cli as cli\n"
+        "main, ended = cli.main, threading.Event()\n"
+        "cli.main = lambda *args: (main(*args), ended.set())[0]\n"
+        "threading.Thread(target=lambda: (ended.wait(), time.sleep(0.2), print('thread done', flush=True))).start()"
+    )
     done = _command(["inspect", str(SAMPLE)], thread)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-2:] == ["thread done", "torn down"]
@@ -298,8 +357,7 @@ def test_an_error_model_trace_is_not_scored(capsys):
 def test_score_writes_what_the_extension_promises_or_refuses(tmp_path, capsys):
     assert "ldanalyze report TRACE -o" in error_of(["score", TFRC_TRACE, "-o", str(tmp_path / "s.html")], capsys)
     assert not (tmp_path / "s.html").exists()
-    assert "promises json" in error_of(["score", TFRC_TRACE, "-o", str(tmp_path / "s.json"), "--format", "csv"],
-                                       capsys)
+    assert "promises json" in error_of(["score", TFRC_TRACE, "-o", str(tmp_path / "s.json"), "--format", "csv"], capsys)
     assert main(["score", TFRC_TRACE, "--lda", "spike", "-o", str(tmp_path / "s.json")]) == 0
     assert json.loads((tmp_path / "s.json").read_text())[0]["lda"] == "spike"
     assert main(["score", TFRC_TRACE, "--lda", "spike", "-o", str(tmp_path / "s.md")]) == 0
@@ -349,7 +407,9 @@ def test_score_leaves_background_traffic_out_and_says_which_flows_it_scored(caps
     assert json.loads(capsys.readouterr().out)[0]["losses"] == 160
     assert main(["score", cbr, "--lda", "spike", "--format", "json", "--flows", "101", "--controller", "none"]) == 0
     captured = capsys.readouterr()
-    assert json.loads(captured.out)[0]["losses"] == 18 and "1, 100:4.0>1.0, 100:4.1>1.0 (not in --flows)" in captured.err
+    assert (
+        json.loads(captured.out)[0]["losses"] == 18 and "1, 100:4.0>1.0, 100:4.1>1.0 (not in --flows)" in captured.err
+    )
     err = error_of(["score", cbr, "--flows", "7"], capsys)
     assert "has no flow '7' (flows: 1, 100:4.0>1.0, 100:4.1>1.0, 101; 'all' for every one)" in err
 
@@ -367,8 +427,11 @@ def test_a_fid_names_all_its_flows_and_inspect_shows_the_background(capsys):
 def test_a_trace_of_background_traffic_only_scores_it(tmp_path):
     """With nothing else to study, the generators' flows are what the trace is about."""
     only = tmp_path / "exp_only.tr"
-    lines = [f"+ {0.1 * i:.1f} 0 1 exp 210 ------- 7 0.0 1.0 {i} {i}\n- {0.1 * i:.1f} 0 1 exp 210 ------- 7 0.0 1.0 {i} {i}\n"
-             f"r {0.1 * i + 0.05:.2f} 0 1 exp 210 ------- 7 0.0 1.0 {i} {i}\n" for i in range(5)]
+    lines = [
+        f"+ {0.1 * i:.1f} 0 1 exp 210 ------- 7 0.0 1.0 {i} {i}\n- {0.1 * i:.1f} 0 1 exp 210 ------- 7 0.0 1.0 {i} {i}\n"
+        f"r {0.1 * i + 0.05:.2f} 0 1 exp 210 ------- 7 0.0 1.0 {i} {i}\n"
+        for i in range(5)
+    ]
     only.write_text("".join(lines))
     trace = read_trace(only)
     assert trace.flows == ["7"] and trace.meta["unscored_flows"] == {}

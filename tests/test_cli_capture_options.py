@@ -3,9 +3,8 @@ SeqTsHeader here), --clock-rate, --skew-limit."""
 
 from __future__ import annotations
 
-import re
-
 import json
+import re
 import struct
 
 import pytest
@@ -51,8 +50,9 @@ def test_skew_limit_and_clock_rate_reach_the_reader(capsys):
     assert main(["inspect", lab, "--json", "--skew-limit", "50000"]) == 0
     fits = json.loads(capsys.readouterr().out)["meta"]["clock_fit"]
     assert {f["status"] for f in fits} == {"applied"}
-    assert main(["inspect", lab, "--json", "--clock-rate", "1000", "--flows",
-                 "10.231.1.1:47300>10.231.3.2:5201/tcp"]) == 0
+    assert (
+        main(["inspect", lab, "--json", "--clock-rate", "1000", "--flows", "10.231.1.1:47300>10.231.3.2:5201/tcp"]) == 0
+    )
     meta = json.loads(capsys.readouterr().out)["meta"]
     assert list(meta["flows"].values())[0]["clock_rate"] == 1000
 
@@ -63,8 +63,9 @@ def test_inspect_lists_streams_with_their_send_time_source_and_what_was_skipped(
     assert main(["inspect", str(REAL / "stun_signal.pcapng")]) == 0
     out = capsys.readouterr().out
     assert "streams read (send times from the best source each carries; out: sent by the capture host" in out
-    assert "capture host: 192.168.12.169 (an end of the flows carrying 100.0% of the packets; it sends with " \
-           "TTL 64)" in out
+    assert (
+        "capture host: 192.168.12.169 (an end of the flows carrying 100.0% of the packets; it sends with TTL 64)" in out
+    )
     # five or six packets over 0.1 s: the rate is a guess, and says so
     assert re.search(r"RTP timestamp at \d+\.\d Hz \(inferred \(not a usual rate\)\)", out)
     assert "noise: 2 one- or two-packet SSRCs" in out
@@ -87,8 +88,11 @@ def test_capture_host_names_or_disowns_the_capturing_host(capsys):
 
     path = str(REAL / "stun_wa_call.pcapng")
     outgoing = "192.168.12.156:46652>93.57.123.227:3478/udp"
-    for option, direction in (([], "out"), (["--capture-host", "none"], "in"),
-                              (["--capture-host", "93.57.123.227"], "in")):
+    for option, direction in (
+        ([], "out"),
+        (["--capture-host", "none"], "in"),
+        (["--capture-host", "93.57.123.227"], "in"),
+    ):
         assert main(["inspect", path, "--json", *option]) == 0
         meta = json.loads(capsys.readouterr().out)["meta"]
         assert meta["flows"][outgoing]["outgoing"] == (direction == "out"), option

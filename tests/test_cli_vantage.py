@@ -18,7 +18,7 @@ import pytest
 
 from ldanalyze.cli import main
 
-from .captures import T0, Endpoints, Record, iperf3_payload, ip_packet, link_frame, write_pcap
+from .captures import T0, Endpoints, Record, ip_packet, iperf3_payload, link_frame, write_pcap
 
 PACKETS = 300
 SPACING = 0.01
@@ -42,10 +42,13 @@ def receiver_delay(i: int) -> float:
 
 def write_capture(path, packets, ttl: int, delay) -> None:
     """The iperf3 packets ``packets`` (seq i + 1, IP ID i) as seen ``delay(i)`` after sending."""
-    records = [Record(T0 * 10**9 + round((SPACING * i + delay(i)) * 1e9),
-                      link_frame(1, ip_packet(ENDS, iperf3_payload(i + 1, T0 + SPACING * i, size=200), ip_id=i,
-                                              ttl=ttl)))
-               for i in packets]
+    records = [
+        Record(
+            T0 * 10**9 + round((SPACING * i + delay(i)) * 1e9),
+            link_frame(1, ip_packet(ENDS, iperf3_payload(i + 1, T0 + SPACING * i, size=200), ip_id=i, ttl=ttl)),
+        )
+        for i in packets
+    ]
     write_pcap(path, records, 1)
 
 
@@ -93,14 +96,24 @@ def test_inspect_prints_the_losses_of_each_segment(captures, capsys):
     capture's packets are matched; d's clock fit finds its 260 ms offset and 50 ppm skew."""
     code, out, err = run(capsys, "inspect", *vantages(captures))
     assert code == 0 and "warning" not in err
-    assert section(out, "losses per segment:") == [["s.pcap>r1.pcap", "wireless", "11", "0"],
-                                                  ["r1.pcap>d.pcap", "congestion", "7", "0"]]
-    matched = {row[0].rsplit("/", 1)[-1]: row for row in section(
-        out, "captures along the path (clock fit against the sender's: minimal delay and skew):")}
+    assert section(out, "losses per segment:") == [
+        ["s.pcap>r1.pcap", "wireless", "11", "0"],
+        ["r1.pcap>d.pcap", "congestion", "7", "0"],
+    ]
+    matched = {
+        row[0].rsplit("/", 1)[-1]: row
+        for row in section(out, "captures along the path (clock fit against the sender's: minimal delay and skew):")
+    }
     assert [matched[name][-6:-2] for name in ("s.pcap", "r1.pcap", "d.pcap")] == [
-        ["300", "300", "0", "0"], ["289", "289", "0", "0"], ["282", "282", "0", "0"]]  # records, matched, unmatched, missed
-    (fit,) = section(out, "clock skew and offset fitted per pair of clocks (lower envelope) and removed from the "
-                          "receive times where the status says applied:")
+        ["300", "300", "0", "0"],
+        ["289", "289", "0", "0"],
+        ["282", "282", "0", "0"],
+    ]  # records, matched, unmatched, missed
+    (fit,) = section(
+        out,
+        "clock skew and offset fitted per pair of clocks (lower envelope) and removed from the "
+        "receive times where the status says applied:",
+    )
     # flow, skew ppm, ± ppm, samples, pair samples, offset ms, status
     assert fit[0] == FLOW and float(fit[1]) == pytest.approx(50, abs=0.5) and float(fit[5]) == pytest.approx(260, abs=1)
     assert fit[-1] == "applied" and float(fit[2]) < 5
@@ -116,11 +129,18 @@ def test_inspect_json(captures, capsys):
     assert payload["format"] == "vantages" and payload["meta"]["vantage"] == "chain"
     assert payload["meta"]["segments"] == [
         {"segment": "s.pcap>r1.pcap", "cause": "wireless", "lost": 11, "unobserved": 0},
-        {"segment": "r1.pcap>d.pcap", "cause": "congestion", "lost": 7, "unobserved": 0}]
+        {"segment": "r1.pcap>d.pcap", "cause": "congestion", "lost": 7, "unobserved": 0},
+    ]
     assert [v["matched"] for v in payload["meta"]["vantages"]] == [300, 289, 282]
     (flow,) = payload["flows"]
     assert (flow["flow"], flow["sent"], flow["delivered"], flow["congestion"], flow["wireless"], flow["lost"]) == (
-        FLOW, 300, 282, 7, 11, 0)
+        FLOW,
+        300,
+        282,
+        7,
+        11,
+        0,
+    )
 
 
 def score_rows(capsys, *argv) -> dict[str, dict]:
@@ -152,7 +172,9 @@ def test_labels_from_the_chain_score_the_receiver_capture(captures, tmp_path, ca
     written = pd.read_csv(labels)
     assert set(written["flow"]) == {FLOW} and (written["tx"] == 0).all()
     assert dict(zip(written["seq"], written["cause"])) == {
-        **{i + 1: "wireless" for i in WIRELESS}, **{i + 1: "congestion" for i in CONGESTION}}
+        **{i + 1: "wireless" for i in WIRELESS},
+        **{i + 1: "congestion" for i in CONGESTION},
+    }
     chain = score_rows(capsys, *vantages(captures))
     receiver = score_rows(capsys, captures / "d.pcap", "--labels", labels)
     assert set(receiver) == set(chain)
@@ -165,22 +187,36 @@ def test_labels_from_the_chain_score_the_receiver_capture(captures, tmp_path, ca
 
 
 USAGE_ERRORS = {
-    "one vantage": ("inspect --vantage {d}/s.pcap",
-                    "--vantage: a chain needs the sender's capture and at least one more"),
-    "unknown cause": ("inspect --vantage {d}/s.pcap --vantage {d}/r1.pcap:wirless",
-                      "vantage '{d}/r1.pcap:wirless': unknown cause 'wirless'"),
-    "labels onto two traces": ("score {d}/s.pcap {d}/d.pcap --labels {d}/labels.csv",
-                               "--labels joins one labels file onto one trace"),
+    "one vantage": (
+        "inspect --vantage {d}/s.pcap",
+        "--vantage: a chain needs the sender's capture and at least one more",
+    ),
+    "unknown cause": (
+        "inspect --vantage {d}/s.pcap --vantage {d}/r1.pcap:wirless",
+        "vantage '{d}/r1.pcap:wirless': unknown cause 'wirless'",
+    ),
+    "labels onto two traces": (
+        "score {d}/s.pcap {d}/d.pcap --labels {d}/labels.csv",
+        "--labels joins one labels file onto one trace",
+    ),
     "clocks without a chain": ("inspect {d}/d.pcap --clocks common", "--clocks is about a --vantage chain"),
-    "a trace and a chain": ("inspect {d}/d.pcap --vantage {d}/s.pcap --vantage {d}/d.pcap",
-                            "give either a trace file or a --vantage chain, not both"),
-    "skew on a chain": ("inspect --vantage {d}/s.pcap --vantage {d}/d.pcap --skew keep",
-                        "--skew do(es) not apply to a --vantage chain"),
-    "a cause on the sender": ("inspect --vantage {d}/s.pcap:wireless --vantage {d}/d.pcap",
-                              "vantage {d}/s.pcap is the sender's capture: no segment ends there"),
-    "reverse order": ("inspect --vantage {d}/d.pcap --vantage {d}/r1.pcap --vantage {d}/s.pcap",
-                      "every flow of {d}/d.pcap that reaches {d}/s.pcap travels the other way (its TTL grows): "
-                      "give the vantages in path order, sender first"),
+    "a trace and a chain": (
+        "inspect {d}/d.pcap --vantage {d}/s.pcap --vantage {d}/d.pcap",
+        "give either a trace file or a --vantage chain, not both",
+    ),
+    "skew on a chain": (
+        "inspect --vantage {d}/s.pcap --vantage {d}/d.pcap --skew keep",
+        "--skew do(es) not apply to a --vantage chain",
+    ),
+    "a cause on the sender": (
+        "inspect --vantage {d}/s.pcap:wireless --vantage {d}/d.pcap",
+        "vantage {d}/s.pcap is the sender's capture: no segment ends there",
+    ),
+    "reverse order": (
+        "inspect --vantage {d}/d.pcap --vantage {d}/r1.pcap --vantage {d}/s.pcap",
+        "every flow of {d}/d.pcap that reaches {d}/s.pcap travels the other way (its TTL grows): "
+        "give the vantages in path order, sender first",
+    ),
 }
 
 

@@ -89,10 +89,15 @@ def separate_trace(t_send, t_recv, flows=None) -> Trace:
     n = len(t_send)
     delivered = np.isfinite(t_recv)
     packets = make_packet_table(
-        flow=flows if flows is not None else ["f"] * n, seq=np.arange(n), size=np.full(n, 100),
-        t_send=t_send, t_recv=t_recv,
-        fate=pd.Categorical(np.where(delivered, "delivered", "lost"), categories=["delivered", "congestion",
-                                                                                  "wireless", "lost", "unobserved"]),
+        flow=flows if flows is not None else ["f"] * n,
+        seq=np.arange(n),
+        size=np.full(n, 100),
+        t_send=t_send,
+        t_recv=t_recv,
+        fate=pd.Categorical(
+            np.where(delivered, "delivered", "lost"),
+            categories=["delivered", "congestion", "wireless", "lost", "unobserved"],
+        ),
     )
     return Trace(packets=packets, rtt=empty_rtt(), path="mem.pcap", format="pcap", meta={"clock": "separate"})
 
@@ -153,7 +158,9 @@ def test_receiver_capture_with_in_band_timestamps_loses_its_skew(tmp_path):
     for k in range(3000):  # 60 s of 20 ms packets
         sent = k * 0.02
         arrival = T0 + sent * (1 + 60e-6) + 0.03 + (0.008 if k % 3 else 0.0)
-        records.append(Record(int(round(arrival * 1e9)), link_frame(1, ip_packet(ends, rtp_payload(k, 160 * k, 7), ip_id=k))))
+        records.append(
+            Record(int(round(arrival * 1e9)), link_frame(1, ip_packet(ends, rtp_payload(k, 160 * k, 7), ip_id=k)))
+        )
     write_pcap(tmp_path / "rx.pcap", records, 1)
     trace = read_capture(tmp_path / "rx.pcap")
     fit = trace.meta["clock_fit"].iloc[0]
@@ -170,17 +177,20 @@ def test_receiver_capture_with_in_band_timestamps_loses_its_skew(tmp_path):
 
 # --- one skew per pair of clocks, a limit, an uncertainty ------------------------------------
 
+
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.lists(st.tuples(st.integers(0, 1000), st.floats(0, 0.05)), min_size=2, max_size=12),
-                min_size=1, max_size=3),
-       st.floats(-500e-6, 500e-6))
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(0, 1000), st.floats(0, 0.05)), min_size=2, max_size=12), min_size=1, max_size=3
+    ),
+    st.floats(-500e-6, 500e-6),
+)
 def test_common_skew_reaches_the_least_joint_objective(flows, skew):
     from ldanalyze.clocks import common_skew
 
     from .naive import common_skew_naive, joint_objective_naive
 
-    groups = [(np.array([k * 0.1 for k, _ in pts]), np.array([q + skew * k * 0.1 for k, q in pts]))
-              for pts in flows]
+    groups = [(np.array([k * 0.1 for k, _ in pts]), np.array([q + skew * k * 0.1 for k, q in pts])) for pts in flows]
     if any(np.unique(t).size < 2 for t, _ in groups):
         return
     best = common_skew_naive([(list(t), list(d)) for t, d in groups])

@@ -16,8 +16,10 @@ from ldanalyze.simulation import decision_log, simulate
 
 from .conftest import IN_CI
 
-pytestmark = [pytest.mark.ns2, pytest.mark.skipif(
-    shutil.which("g++") is None and not IN_CI, reason="building ns-2 needs g++ (CI installs it)")]
+pytestmark = [
+    pytest.mark.ns2,
+    pytest.mark.skipif(shutil.which("g++") is None and not IN_CI, reason="building ns-2 needs g++ (CI installs it)"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +29,17 @@ def ns():
 
 
 def run(ns, folder, **scenario):
-    scenario = {"traffic": "tfrc", "topology": "wlh", "flows": 1, "loss": "uniform", "rate": 0.078, "seed": 1,
-                "duration": 30, "warmup": 5, **scenario}
+    scenario = {
+        "traffic": "tfrc",
+        "topology": "wlh",
+        "flows": 1,
+        "loss": "uniform",
+        "rate": 0.078,
+        "seed": 1,
+        "duration": 30,
+        "warmup": 5,
+        **scenario,
+    }
     path, _ = simulate(scenario, folder, ns)
     return path
 
@@ -114,11 +125,14 @@ def test_measured_counts_what_crossed_the_bottleneck():
     the radio after the bottleneck, one dropped by the queue): 3 crossed, 24,000 bits in 2 s."""
     import pandas as pd
 
-    packets = pd.DataFrame({
-        "flow": pd.Categorical(["1", "1", "1", "1", "100"]), "size": [1000] * 5,
-        "t_send": [1.0, 1.5, 2.0, 3.0, 1.0],
-        "fate": pd.Categorical(["delivered", "wireless", "congestion", "delivered", "delivered"]),
-    })
+    packets = pd.DataFrame(
+        {
+            "flow": pd.Categorical(["1", "1", "1", "1", "100"]),
+            "size": [1000] * 5,
+            "t_send": [1.0, 1.5, 2.0, 3.0, 1.0],
+            "fate": pd.Categorical(["delivered", "wireless", "congestion", "delivered", "delivered"]),
+        }
+    )
     m = closedloop.measured(packets, ["1"], fair_share_bps=20_000.0).set_index("flow")
     assert m.loc["1", "carried_bps"] == pytest.approx(12_000.0)
     assert m.loc["1", "thput"] == pytest.approx(0.6)

@@ -16,24 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ldanalyze.control import (
-    REGISTRY,
-    PathModel,
-    Signals,
-    controller_state,
-    get_controller,
-    replay,
-)
-from ldanalyze.control.ldaplus import (
-    RULE_ADD,
-    RULE_CUT,
-    RULE_EXP,
-    RULE_FLOOR,
-    RULE_NONE,
-    RULE_TCP,
-    LdaPlus,
-    pftk,
-)
+from ldanalyze.control import REGISTRY, PathModel, Signals, controller_state, get_controller, replay
+from ldanalyze.control.ldaplus import RULE_ADD, RULE_CUT, RULE_EXP, RULE_FLOOR, RULE_NONE, RULE_TCP, LdaPlus, pftk
 from ldanalyze.control.models import pftk_rate
 from ldanalyze.errors import UsageError
 
@@ -50,11 +34,15 @@ def fake_signals(arrivals, losses=(), capacity=(1e5,), s=1000.0):
     start = np.ones(len(rows), bool)
     start[1:] = flow[1:] != flow[:-1]
     sig = types.SimpleNamespace(
-        start=start, flow=flow,
-        t_recv=np.array([r[1] for r in rows], float), seq=np.array([r[2] for r in rows], np.int64),
-        R=np.array([r[3] for r in rows], float), s=np.full(len(rows), float(s)),
+        start=start,
+        flow=flow,
+        t_recv=np.array([r[1] for r in rows], float),
+        seq=np.array([r[2] for r in rows], np.int64),
+        R=np.array([r[3] for r in rows], float),
+        s=np.full(len(rows), float(s)),
         capacity=np.array(capacity, float),
-        loss_at=np.array([x[0] for x in losses], np.int64), loss_seq=np.array([x[1] for x in losses], np.int64),
+        loss_at=np.array([x[0] for x in losses], np.int64),
+        loss_seq=np.array([x[1] for x in losses], np.int64),
     )
     return sig, np.array([x[2] for x in losses], bool)
 
@@ -62,13 +50,21 @@ def fake_signals(arrivals, losses=(), capacity=(1e5,), s=1000.0):
 def twin_input(sig, congestion):
     """The twin's input (tests/naive.py's format) plus ``capacity`` (bytes/s) per arrival."""
     arrivals = [
-        {"start": bool(sig.start[i]), "t_recv": float(sig.t_recv[i]), "t": float(sig.t_recv[i]),
-         "seq": int(sig.seq[i]), "s": float(sig.s[i]), "R": float(sig.R[i]),
-         "capacity": float(sig.capacity[sig.flow[i]])}
+        {
+            "start": bool(sig.start[i]),
+            "t_recv": float(sig.t_recv[i]),
+            "t": float(sig.t_recv[i]),
+            "seq": int(sig.seq[i]),
+            "s": float(sig.s[i]),
+            "R": float(sig.R[i]),
+            "capacity": float(sig.capacity[sig.flow[i]]),
+        }
         for i in range(len(sig.t_recv))
     ]
-    losses = [{"at": int(a), "seq": int(q), "t": math.nan, "congestion": bool(c)}
-              for a, q, c in zip(sig.loss_at, sig.loss_seq, congestion, strict=True)]
+    losses = [
+        {"at": int(a), "seq": int(q), "t": math.nan, "congestion": bool(c)}
+        for a, q, c in zip(sig.loss_at, sig.loss_seq, congestion, strict=True)
+    ]
     return arrivals, losses
 
 
@@ -285,8 +281,10 @@ def real_twin_input(sig: Signals, congestion):
     columns = {k: getattr(sig, k).tolist() for k in keys}
     cap = sig.capacity[sig.flow].tolist()
     arrivals = [{**{k: columns[k][i] for k in keys}, "capacity": cap[i]} for i in range(len(sig.t))]
-    losses = [{"at": int(a), "seq": int(q), "t": float(t), "congestion": bool(c)}
-              for a, q, t, c in zip(sig.loss_at, sig.loss_seq, sig.loss_t, congestion, strict=True)]
+    losses = [
+        {"at": int(a), "seq": int(q), "t": float(t), "congestion": bool(c)}
+        for a, q, t, c in zip(sig.loss_at, sig.loss_seq, sig.loss_t, congestion, strict=True)
+    ]
     return arrivals, losses
 
 
@@ -297,8 +295,9 @@ def test_twin_on_generated_tables(data):
     feedback = data.draw(st.booleans(), label="feedback")
     rtt = data.draw(rtt_samples(packets), label="rtt") if feedback else ()
     sig = Signals.of(timeline(packets, rtt))
-    congestion = np.array(data.draw(st.lists(st.booleans(), min_size=len(sig.loss_at), max_size=len(sig.loss_at))),
-                          dtype=bool)
+    congestion = np.array(
+        data.draw(st.lists(st.booleans(), min_size=len(sig.loss_at), max_size=len(sig.loss_at))), dtype=bool
+    )
     for params in ({}, {"T": 0.05}, {"T": 0.02, "r_0": 400_000.0, "A_0": 2_000.0, "D": 2.0}, {"T": 0.004}):
         got, _ = LdaPlus(**params).run(sig, congestion)
         want = naive.controller_ldaplus(*real_twin_input(sig, congestion), **params)
@@ -308,10 +307,17 @@ def test_twin_on_generated_tables(data):
 def steady_flow(n=400, loss_every=32):
     """One flow, a packet every 1/16 s, delay 1/8 s (exact in binary), every loss_every-th packet
     lost (wireless)."""
-    return [{"flow": "1", "seq": k, "uid": k, "t_send": k / 16,
-             "t_recv": math.nan if k % loss_every == loss_every - 1 else k / 16 + 0.125,
-             "fate": "wireless" if k % loss_every == loss_every - 1 else "delivered"}
-            for k in range(n)]
+    return [
+        {
+            "flow": "1",
+            "seq": k,
+            "uid": k,
+            "t_send": k / 16,
+            "t_recv": math.nan if k % loss_every == loss_every - 1 else k / 16 + 0.125,
+            "fate": "wireless" if k % loss_every == loss_every - 1 else "delivered",
+        }
+        for k in range(n)
+    ]
 
 
 def test_replay_omniscient_beats_unaware_on_wireless_losses():
@@ -344,8 +350,9 @@ def test_kernel_is_deterministic_and_rates_positive():
 def test_state_holds_the_last_report_of_the_flow(data):
     packets = data.draw(packet_tables(max_packets=100), label="packets")
     sig = Signals.of(timeline(packets))
-    congestion = np.array(data.draw(st.lists(st.booleans(), min_size=len(sig.loss_at), max_size=len(sig.loss_at))),
-                          dtype=bool)
+    congestion = np.array(
+        data.draw(st.lists(st.booleans(), min_size=len(sig.loss_at), max_size=len(sig.loss_at))), dtype=bool
+    )
     rate, state = LdaPlus(T=0.01, A_0=800.0).run(sig, congestion)
     assert set(state) == {"report", "l", "A_bps", "r_tcp_bps", "rule"} and len(state) == 5
     held = {}

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from ldanalyze.control.models import (
     aimd_throughput,
-    fairness_by_group,
     congestion_decision_probability,
+    fairness_by_group,
     jain_fairness_index,
     lim_throughput,
     model_throughputs,
@@ -251,9 +251,14 @@ def test_jain_and_deviation_agree(x):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(st.one_of(st.floats(0.0, 1e9), st.sampled_from([0.0, 1.0, 1e6])), min_size=1, max_size=8),
-                min_size=1, max_size=12),
-       st.randoms(use_true_random=False))
+@given(
+    st.lists(
+        st.lists(st.one_of(st.floats(0.0, 1e9), st.sampled_from([0.0, 1.0, 1e6])), min_size=1, max_size=8),
+        min_size=1,
+        max_size=12,
+    ),
+    st.randoms(use_true_random=False),
+)
 def test_fairness_by_group_is_the_per_group_functions(groups, random):
     """All groups at once (the rows shuffled) give what the functions give group by group, to
     rounding; NaN where they give NaN (a single flow, every flow at 0)."""
@@ -312,8 +317,15 @@ def test_bad_arguments(call, message):
 
 
 def test_model_throughputs_on_score_rows_by_hand():
-    scores = pd.DataFrame({"lda": ["unaware", "perfect"], "congestion_rate": [0.01, 0.01],
-                           "wireless_rate": [0.03, 0.03], "A_c": [1.0, 1.0], "A_w": [0.0, 1.0]})
+    scores = pd.DataFrame(
+        {
+            "lda": ["unaware", "perfect"],
+            "congestion_rate": [0.01, 0.01],
+            "wireless_rate": [0.03, 0.03],
+            "A_c": [1.0, 1.0],
+            "A_w": [0.0, 1.0],
+        }
+    )
     out = model_throughputs(scores, 1000, 0.1, propagation_delay=0.05)
     # eq. 3, NewReno, p = 0.04: (1/0.1)·sqrt(0.96/(0.5·0.04)) = 10·sqrt(48) = 69.282 pkt/s
     assert out["aimd_bps"].tolist() == pytest.approx([69.282032 * 8000] * 2)

@@ -22,11 +22,12 @@ def paced_flow(n, lost=None, *, owd=2.0**-4, pause_after=None, pause=0.0, size=1
     lost = lost or {}
     t = np.arange(n) * UNIT
     if pause_after is not None:
-        t[pause_after + 1:] += pause
+        t[pause_after + 1 :] += pause
     fate = [lost.get(i, "delivered") for i in range(n)]
     t_recv = np.where([f == "delivered" for f in fate], t + owd, np.nan)
-    table = make_packet_table(flow=["1"] * n, seq=np.arange(n), uid=np.arange(n), t_send=t, t_recv=t_recv,
-                              fate=fate, size=[size] * n)
+    table = make_packet_table(
+        flow=["1"] * n, seq=np.arange(n), uid=np.arange(n), t_send=t, t_recv=t_recv, fate=fate, size=[size] * n
+    )
     return dataclasses.replace(build_timeline(table), meta={"clock": "common"})
 
 

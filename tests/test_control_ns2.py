@@ -30,8 +30,7 @@ CASES = [
     ("wlh_tfrc_1flow_high", "tfrc:rto_factor=2.75:receive=trace", ["1"], (0.93, 1.07), 0.80),  # 0.994 / 0.846
     ("wb_tfrc_2flow_medium", "tfrc:receive=trace", ["1", "2"], (1.0, 1.12), 0.95),  # 1.064, 1.069 / 0.988, 0.975
     ("wlh_mix_4flow_high", "tfrc:receive=trace", ["1", "2", "3"], (0.78, 0.94), 0.70),  # 0.84-0.88 / 0.76-0.92
-    ("wlh_mix_4flow_high", "tfrc:rto_factor=2.75:discounting=true:receive=trace", ["1", "2", "3"], (0.95, 1.08),
-     0.78),
+    ("wlh_mix_4flow_high", "tfrc:rto_factor=2.75:discounting=true:receive=trace", ["1", "2", "3"], (0.95, 1.08), 0.78),
     # NewReno with ns-2's window_ 20 and minrto_ 0.2; allowed rate capped at the capacity first
     ("wlh_tcp_1flow_high", "newreno:max_window=20:min_rto=0.2", ["1"], (1.0, 1.15), 0.70),  # 1.063 / 0.764
     ("wlh_mix_4flow_high", "newreno:max_window=20:min_rto=0.2", ["4"], (1.0, 1.2), 0.75),  # 1.100 / 0.807

@@ -31,8 +31,12 @@ def test_throughput_equation_by_hand():
     assert throughput_equation(1000.0, 0.1, 0.1, 1.0, 4.0) == pytest.approx(17701.02, rel=1e-6)
     # the kernel's copy agrees with the reference model everywhere
     for p in (1e-6, 1e-3, 0.05, 0.3, 1.0):
-        assert throughput_equation(762.0, 0.13, p, 1.0, 4.0) == pytest.approx(float(tfrc_rate(762.0, 0.13, p)), rel=1e-12)
-        assert throughput_equation(762.0, 0.13, p, 1.0, 2.5) == pytest.approx(float(tfrc_rate(762.0, 0.13, p, rto=0.325)), rel=1e-12)
+        assert throughput_equation(762.0, 0.13, p, 1.0, 4.0) == pytest.approx(
+            float(tfrc_rate(762.0, 0.13, p)), rel=1e-12
+        )
+        assert throughput_equation(762.0, 0.13, p, 1.0, 2.5) == pytest.approx(
+            float(tfrc_rate(762.0, 0.13, p, rto=0.325)), rel=1e-12
+        )
 
 
 @pytest.mark.parametrize("target", [50.0, 1e3, 2e4, 1e6])

@@ -7,7 +7,6 @@ must then allow the same rate after every arrival.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -21,20 +20,52 @@ from .test_lda_twins import timeline
 
 #: controller name -> parameter sets to replay (the defaults first)
 VARIANTS = {
-    "tfrc": [{}, {"discounting": True}, {"n": 4, "b": 2.0, "rto_factor": 2.5, "t_mbi": 1.0}, {"receive": "trace"},
-             {"receive": "trace", "discounting": True}],
+    "tfrc": [
+        {},
+        {"discounting": True},
+        {"n": 4, "b": 2.0, "rto_factor": 2.5, "t_mbi": 1.0},
+        {"receive": "trace"},
+        {"receive": "trace", "discounting": True},
+    ],
     "ldaplus": [{}, {"T": 0.05}, {"T": 0.02, "r_0": 400_000.0, "A_0": 2_000.0, "D": 2.0}],
-    "westwood_be": [{}, {"tau": 0.01, "initial_window": 1.0, "max_window": 4.0, "min_rto": 0.01}, {"tau": 0.05, "lda_in_slow_start": False}],
-    "westwood_abse": [{}, {"beta": 0.0, "N": 2.0, "history": 1, "min_rto": 0.01}, {"beta": 1.0, "history": 3, "max_window": 3.0, "lda_in_slow_start": False}],
-    "xrtp": [{}, {"estimator": "ewma", "alpha": 0.6}, {"pair_gap": 0.001, "n": 3, "width": 0.6, "jitters": 1, "halving": "loss"}, {"estimator": "ewma", "alpha": 0.0, "pair_gap": 2**-10, "jitters": 2}],
+    "westwood_be": [
+        {},
+        {"tau": 0.01, "initial_window": 1.0, "max_window": 4.0, "min_rto": 0.01},
+        {"tau": 0.05, "lda_in_slow_start": False},
+    ],
+    "westwood_abse": [
+        {},
+        {"beta": 0.0, "N": 2.0, "history": 1, "min_rto": 0.01},
+        {"beta": 1.0, "history": 3, "max_window": 3.0, "lda_in_slow_start": False},
+    ],
+    "xrtp": [
+        {},
+        {"estimator": "ewma", "alpha": 0.6},
+        {"pair_gap": 0.001, "n": 3, "width": 0.6, "jitters": 1, "halving": "loss"},
+        {"estimator": "ewma", "alpha": 0.0, "pair_gap": 2**-10, "jitters": 2},
+    ],
     "newreno": [{}, {"initial_window": 1.0, "max_window": 4.0, "min_rto": 0.01}],
 }
 
 
 def twin_inputs(sig: Signals, congestion: np.ndarray):
     """The twin's plain input: one dict per arrival, one per detected loss."""
-    keys = ("start", "t_recv", "t_send", "t", "seq", "size", "s", "R", "srtt", "rttvar", "rtt_min", "rtt", "jitter",
-            "new")
+    keys = (
+        "start",
+        "t_recv",
+        "t_send",
+        "t",
+        "seq",
+        "size",
+        "s",
+        "R",
+        "srtt",
+        "rttvar",
+        "rtt_min",
+        "rtt",
+        "jitter",
+        "new",
+    )
     columns = {k: getattr(sig, k).tolist() for k in keys}
     columns["capacity"] = sig.capacity[sig.flow].tolist()  # bytes/s of the arrival's flow
     arrivals = [{k: columns[k][i] for k in (*keys, "capacity")} for i in range(len(sig.t))]
@@ -60,8 +91,9 @@ def test_twin_kernels_match(name, data):
     feedback = data.draw(st.booleans(), label="feedback")
     rtt = data.draw(rtt_samples(packets), label="rtt") if feedback else ()
     sig = Signals.of(timeline(packets, rtt))
-    congestion = np.array(data.draw(st.lists(st.booleans(), min_size=len(sig.loss_at), max_size=len(sig.loss_at))),
-                          dtype=bool)
+    congestion = np.array(
+        data.draw(st.lists(st.booleans(), min_size=len(sig.loss_at), max_size=len(sig.loss_at))), dtype=bool
+    )
     for params in VARIANTS[name]:
         check(sig, congestion, name, params)
 

@@ -19,9 +19,26 @@ from .test_control_newreno import UNIT, paced_flow
 KEYS = ("rate", "ere", "sample", "alpha", "T", "tau", "U", "cwnd", "ssthresh")
 
 
-def kernel(t, size=100.0, *, abse=False, new=False, s=100.0, srtt=0.1, rttvar=0.0, rtt_min=0.05, losses=(),
-           tau=0.1, beta=0.6, N=10.0, history=10, initial_window=4.0, max_window=math.inf, min_rto=1.0,
-           lda_in_slow_start=True):
+def kernel(
+    t,
+    size=100.0,
+    *,
+    abse=False,
+    new=False,
+    s=100.0,
+    srtt=0.1,
+    rttvar=0.0,
+    rtt_min=0.05,
+    losses=(),
+    tau=0.1,
+    beta=0.6,
+    N=10.0,
+    history=10,
+    initial_window=4.0,
+    max_window=math.inf,
+    min_rto=1.0,
+    lda_in_slow_start=True,
+):
     """One flow's ACKs at sender times ``t`` through the kernel; per-arrival values may be
     scalars. ``new=False`` (duplicates) keeps the window still: their bytes still count.
     ``losses``: (arrival index, nominal time, congestion?) triples. Rates in bytes/s."""
@@ -36,9 +53,30 @@ def kernel(t, size=100.0, *, abse=False, new=False, s=100.0, srtt=0.1, rttvar=0.
     loss_at = np.array([a for a, _, _ in losses], np.int64)
     loss_t = np.array([x for _, x, _ in losses], float)
     congestion = np.array([c for _, _, c in losses], bool)
-    out = westwood_kernel(start, t, t, column(size), column(new, bool), column(s), column(srtt), column(rttvar),
-                          column(rtt_min), loss_at, loss_t, congestion, abse, tau, beta, N, history,
-                          initial_window, max_window, min_rto, lda_in_slow_start, True)
+    out = westwood_kernel(
+        start,
+        t,
+        t,
+        column(size),
+        column(new, bool),
+        column(s),
+        column(srtt),
+        column(rttvar),
+        column(rtt_min),
+        loss_at,
+        loss_t,
+        congestion,
+        abse,
+        tau,
+        beta,
+        N,
+        history,
+        initial_window,
+        max_window,
+        min_rto,
+        lda_in_slow_start,
+        True,
+    )
     return dict(zip(KEYS, out, strict=True))
 
 
@@ -355,9 +393,15 @@ def test_registry_specs_and_parameter_checks():
     [c] = parse_controllers("westwood_abse:N=5:history=3:lda_in_slow_start=false")
     assert (c.N, c.history, c.lda_in_slow_start) == (5, 3, False)
     assert parse_controllers(c.spec) == [c] and type(c)(**c.params()) == c
-    for name, bad in (("westwood_be", {"tau": 0}), ("westwood_abse", {"beta": 1.5}), ("westwood_abse", {"N": -1}),
-                      ("westwood_abse", {"history": 0}), ("westwood_abse", {"history": 2.5}),
-                      ("westwood_be", {"max_window": 0.5}), ("westwood_be", {"lda_in_slow_start": "yes"}),
-                      ("westwood_be", {"min_rto": 0})):
+    for name, bad in (
+        ("westwood_be", {"tau": 0}),
+        ("westwood_abse", {"beta": 1.5}),
+        ("westwood_abse", {"N": -1}),
+        ("westwood_abse", {"history": 0}),
+        ("westwood_abse", {"history": 2.5}),
+        ("westwood_be", {"max_window": 0.5}),
+        ("westwood_be", {"lda_in_slow_start": "yes"}),
+        ("westwood_be", {"min_rto": 0}),
+    ):
         with pytest.raises(UsageError, match=next(iter(bad))):
             get_controller(name, **bad)

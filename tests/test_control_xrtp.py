@@ -11,12 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ldanalyze.control import (
-    Signals,
-    controller_state,
-    get_controller,
-    parse_controllers,
-)
+from ldanalyze.control import Signals, controller_state, get_controller, parse_controllers
 from ldanalyze.control.xrtp import KDE_RTOL, Xrtp, kde_estimate, kde_push, kde_reference
 from ldanalyze.errors import UsageError
 from ldanalyze.packets import make_packet_table
@@ -36,9 +31,13 @@ S = 128  # every packet's size (bytes), hence the segment size s
 def flow(rows, clock="common"):
     """rows: (seq, t_send, t_recv or None, fate); one flow of S-byte packets."""
     table = make_packet_table(
-        flow=["1"] * len(rows), seq=[r[0] for r in rows], uid=np.arange(len(rows)),
-        t_send=[r[1] for r in rows], t_recv=[np.nan if r[2] is None else r[2] for r in rows],
-        fate=[r[3] for r in rows], size=[S] * len(rows),
+        flow=["1"] * len(rows),
+        seq=[r[0] for r in rows],
+        uid=np.arange(len(rows)),
+        t_send=[r[1] for r in rows],
+        t_recv=[np.nan if r[2] is None else r[2] for r in rows],
+        fate=[r[3] for r in rows],
+        size=[S] * len(rows),
     )
     return dataclasses.replace(build_timeline(table), meta={"clock": clock})
 
@@ -117,8 +116,15 @@ def test_a_pair_needs_consecutive_sequence_numbers_and_a_positive_receive_spacin
 
 
 def test_pairs_never_span_two_flows():
-    one = make_packet_table(flow=["1", "2"], seq=[0, 1], uid=[0, 1], t_send=[0.0, 0.0],
-                            t_recv=[OWD, OWD + 0.125], fate=["delivered"] * 2, size=[S, S])
+    one = make_packet_table(
+        flow=["1", "2"],
+        seq=[0, 1],
+        uid=[0, 1],
+        t_send=[0.0, 0.0],
+        t_recv=[OWD, OWD + 0.125],
+        fate=["delivered"] * 2,
+        size=[S, S],
+    )
     table = dataclasses.replace(build_timeline(one), meta={"clock": "common"})
     assert state(table)["sample_bps"].isna().all()
 
@@ -173,15 +179,14 @@ bandwidths = st.one_of(
 
 
 @settings(max_examples=300, deadline=None)
-@given(samples=st.lists(bandwidths, min_size=1, max_size=40), n=st.integers(1, 12),
-       width=st.floats(0.01, 3.0))
+@given(samples=st.lists(bandwidths, min_size=1, max_size=40), n=st.integers(1, 12), width=st.floats(0.01, 3.0))
 def test_linear_kde_agrees_with_the_quadratic_one(samples, n, width):
     """Fig. 2's O(n) update and the O(n²) estimator agree within KDE_RTOL after every sample."""
     obs, pdf = np.zeros(n), np.zeros(n)
     m = 0
     for k, x in enumerate(samples):
         m = kde_push(obs, pdf, m, x, width)
-        window = samples[max(0, k + 1 - n): k + 1]
+        window = samples[max(0, k + 1 - n) : k + 1]
         assert obs[:m].tolist() == window
         ref_pdf, ref_est = kde_reference(window, width, n)
         np.testing.assert_allclose(pdf[:m], ref_pdf, rtol=KDE_RTOL)
@@ -289,10 +294,17 @@ def test_halving_before_the_first_sample_leaves_no_trace():
 
 def test_flows_start_afresh():
     a = make_packet_table(
-        flow=["1", "1", "2", "2"], seq=[0, 1, 0, 1], uid=[0, 1, 2, 3], t_send=[0.0, 0.0, 0.0, 1.0],
-        t_recv=[OWD, OWD + 0.125, OWD, 1 + OWD], fate=["delivered"] * 4, size=[S] * 4)
-    st_ = controller_state(dataclasses.replace(build_timeline(a), meta={"clock": "common"}),
-                           get_controller("xrtp"), "omniscient")
+        flow=["1", "1", "2", "2"],
+        seq=[0, 1, 0, 1],
+        uid=[0, 1, 2, 3],
+        t_send=[0.0, 0.0, 0.0, 1.0],
+        t_recv=[OWD, OWD + 0.125, OWD, 1 + OWD],
+        fate=["delivered"] * 4,
+        size=[S] * 4,
+    )
+    st_ = controller_state(
+        dataclasses.replace(build_timeline(a), meta={"clock": "common"}), get_controller("xrtp"), "omniscient"
+    )
     assert np.isnan(st_["rate_bps"].iloc[0]) and st_["rate_bps"].iloc[1] == 1024 * 8
     assert st_["rate_bps"].iloc[2:].isna().all()  # flow 2 has no pair: no rate
 
@@ -307,11 +319,18 @@ def test_parameters_round_trip_and_bad_ones_are_refused():
     numeric = get_controller("xrtp", alpha=0.6, n=4, width=0.5, pair_gap=0.001, jitters=2)
     assert parse_controllers(numeric.spec) == [numeric]
     assert parse_controllers("xrtp:estimator=ewma:halving=loss") == [Xrtp(estimator="ewma", halving="loss")]
-    for bad, word in [({"estimator": "mode"}, "estimator"), ({"halving": "rtt"}, "halving"),
-                      ({"alpha": 1.5}, "alpha"), ({"n": 0}, "n"), ({"n": 2.5}, "n"),
-                      ({"jitters": 0}, "jitters"), ({"width": 0}, "width"),
-                      ({"width": float("inf")}, "width"), ({"pair_gap": -1e-3}, "pair_gap"),
-                      ({"pair_gap": float("nan")}, "pair_gap")]:
+    for bad, word in [
+        ({"estimator": "mode"}, "estimator"),
+        ({"halving": "rtt"}, "halving"),
+        ({"alpha": 1.5}, "alpha"),
+        ({"n": 0}, "n"),
+        ({"n": 2.5}, "n"),
+        ({"jitters": 0}, "jitters"),
+        ({"width": 0}, "width"),
+        ({"width": float("inf")}, "width"),
+        ({"pair_gap": -1e-3}, "pair_gap"),
+        ({"pair_gap": float("nan")}, "pair_gap"),
+    ]:
         with pytest.raises(UsageError, match=word):
             get_controller("xrtp", **bad)
 
@@ -340,8 +359,9 @@ def test_kernel_matches_the_twin(data):
     packets = data.draw(packet_tables(max_packets=120), label="packets")
     rtt = data.draw(rtt_samples(packets), label="rtt") if data.draw(st.booleans(), label="feedback") else ()
     sig = Signals.of(timeline(packets, rtt))
-    congestion = np.array(data.draw(st.lists(st.booleans(), min_size=len(sig.loss_at),
-                                             max_size=len(sig.loss_at))), dtype=bool)
+    congestion = np.array(
+        data.draw(st.lists(st.booleans(), min_size=len(sig.loss_at), max_size=len(sig.loss_at))), dtype=bool
+    )
     arrivals, losses = twin_inputs_with_send_times(sig, congestion)
     for params in VARIANTS["xrtp"]:
         want = np.asarray(naive.controller_xrtp(arrivals, losses, **params), dtype=float) * 8

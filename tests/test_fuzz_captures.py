@@ -18,7 +18,8 @@ from ldanalyze.errors import TraceError, UsageError
 from .conftest import TRACES
 
 SOURCES = sorted((pathlib.Path(__file__).parent / "data" / "real").glob("*.pcap*")) + [
-    TRACES / "captures" / "lab_receiver.pcap"]
+    TRACES / "captures" / "lab_receiver.pcap"
+]
 DATA = {p.name: p.read_bytes() for p in SOURCES}
 
 
@@ -31,16 +32,16 @@ def damaged(draw, name: str) -> bytes:
         if kind == "flip":
             data[at] ^= 1 << draw(st.integers(0, 7))
         elif kind == "truncate":
-            del data[draw(st.integers(max(24, len(data) // 2), len(data))):]
+            del data[draw(st.integers(max(24, len(data) // 2), len(data))) :]
         elif kind == "splice":
             data[at:at] = draw(st.binary(min_size=1, max_size=16))
         elif kind == "duplicate":
             size = draw(st.integers(1, 200))
-            data[at:at] = data[at:at + size]
+            data[at:at] = data[at : at + size]
         elif kind == "drop":
-            del data[at:at + draw(st.integers(1, 200))]
+            del data[at : at + draw(st.integers(1, 200))]
         else:  # a 32-bit field (a length, a timestamp) replaced by an extreme value
-            data[at:at + 4] = draw(st.sampled_from((b"\xff\xff\xff\xff", b"\x00\x00\x00\x00", b"\x7f\xff\xff\xff")))
+            data[at : at + 4] = draw(st.sampled_from((b"\xff\xff\xff\xff", b"\x00\x00\x00\x00", b"\x7f\xff\xff\xff")))
         if len(data) < 24:
             break
     return bytes(data)

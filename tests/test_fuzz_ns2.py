@@ -44,18 +44,18 @@ LINES = {name: _lines(path) for name, path in SOURCES.items()}
 def damaged(draw, name: str) -> bytes:
     lines = LINES[name]
     start = draw(st.integers(0, len(lines) - WINDOW))
-    window = list(lines[start:start + WINDOW])
+    window = list(lines[start : start + WINDOW])
     for _ in range(draw(st.integers(1, 4))):
         kind = draw(st.sampled_from(("flip", "truncate", "splice", "drop", "duplicate", "field")))
         i = draw(st.integers(0, len(window) - 1))
         line = window[i]
         if kind == "flip" and line:
             at = draw(st.integers(0, len(line) - 1))
-            window[i] = line[:at] + bytes([line[at] ^ (1 << draw(st.integers(0, 7)))]) + line[at + 1:]
+            window[i] = line[:at] + bytes([line[at] ^ (1 << draw(st.integers(0, 7)))]) + line[at + 1 :]
         elif kind == "truncate":
             window[i] = line[: draw(st.integers(0, len(line)))]
         elif kind == "splice":
-            window[i] = line[: len(line) // 2] + draw(st.binary(min_size=1, max_size=12)) + line[len(line) // 2:]
+            window[i] = line[: len(line) // 2] + draw(st.binary(min_size=1, max_size=12)) + line[len(line) // 2 :]
         elif kind == "drop":
             del window[i]
         elif kind == "duplicate":
@@ -113,8 +113,11 @@ TAGGED = (
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 30)), min_size=1, max_size=40),
-       st.integers(0, 10_000), st.binary(max_size=8))
+@given(
+    st.lists(st.tuples(st.integers(0, 2), st.integers(0, 30)), min_size=1, max_size=40),
+    st.integers(0, 10_000),
+    st.binary(max_size=8),
+)
 def test_damaged_tagged_lines_are_read_or_refused_cleanly(tmp_path_factory, events, cut, junk):
     text = "".join(TAGGED[kind].format(uid=uid) for kind, uid in events).encode()
     cut = min(cut, len(text))

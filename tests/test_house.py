@@ -13,8 +13,12 @@ PACKAGE = ROOT / "ldanalyze"
 
 
 def test_the_layers_contract_is_kept():
-    done = subprocess.run([sys.executable, "-c", "from importlinter.cli import lint_imports_command; "
-                           "lint_imports_command()"], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0 and "0 broken" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
 
 
@@ -59,7 +63,7 @@ def test_no_import_circle():
         path.append(module)
         for target in sorted(edges[module]):
             if state.get(target) == 1:
-                return path[path.index(target):] + [target]
+                return path[path.index(target) :] + [target]
             if target not in state and (circle := visit(target)):
                 return circle
         state[module] = 2
@@ -70,3 +74,21 @@ def test_no_import_circle():
         if module not in state:
             circle = visit(module)
             assert circle is None, " -> ".join(circle)
+
+
+def _run(*command: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", *command], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_ruff_finds_nothing_and_the_code_is_formatted():
+    """ruff's rules and line length are in pyproject.toml (``ruff format`` fixes the layout)."""
+    linted = _run("ruff", "check", "ldanalyze", "tests", "benchmarks", "docs", "notebooks")
+    assert linted.returncode == 0, linted.stdout[-3000:]
+    formatted = _run("ruff", "format", "--check", "ldanalyze", "tests", "benchmarks", "docs", "notebooks")
+    assert formatted.returncode == 0, formatted.stdout[-3000:]
+
+
+def test_mypy_passes_on_the_typed_modules():
+    """The modules [tool.mypy] lists (the packet table, timeline, LDAs, controllers, scoring)."""
+    checked = _run("mypy")
+    assert checked.returncode == 0, checked.stdout[-3000:]

@@ -17,16 +17,18 @@ import pytest
 
 import ldanalyze as la
 from ldanalyze.cli import main
-from ldanalyze.io.labels import apply_labels, write_labels
 from ldanalyze.io.capture.vantage import read_vantages
+from ldanalyze.io.labels import apply_labels, write_labels
 
 from .conftest import IN_CI
 from .netns_lab import LabConfig, lab_unavailable, run_lab
 
 LAB_UNAVAILABLE = lab_unavailable()
 # skipped where the lab cannot be built, except in CI, where the tests run and fail
-pytestmark = [pytest.mark.lab, pytest.mark.skipif(LAB_UNAVAILABLE is not None and not IN_CI,
-                                                  reason=f"{LAB_UNAVAILABLE} (CI runs it)")]
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.skipif(LAB_UNAVAILABLE is not None and not IN_CI, reason=f"{LAB_UNAVAILABLE} (CI runs it)"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -67,9 +69,11 @@ def test_chain_recovers_the_kernel_drop_counters_exactly(lab, traced):
     assert udp["seq"].min() == 1
     assert len(udp) == lab.iperf3["end"]["sum"]["packets"]
     segments = {s["segment"]: (s["cause"], s["lost"], s["unobserved"]) for s in traced.meta["segments"]}
-    assert segments == {"sender.pcap>r1.pcap": ("wireless", lab.wireless_drops, 0),
-                        "r1.pcap>r2.pcap": ("congestion", lab.congestion_drops, 0),
-                        "r2.pcap>receiver.pcap": ("lost", 0, 0)}
+    assert segments == {
+        "sender.pcap>r1.pcap": ("wireless", lab.wireless_drops, 0),
+        "r1.pcap>r2.pcap": ("congestion", lab.congestion_drops, 0),
+        "r2.pcap>receiver.pcap": ("lost", 0, 0),
+    }
     assert [v["unmatched"] for v in traced.meta["vantages"]] == [0, 0, 0, 0]
     # sequence numbers are iperf3's own, so labels line up with a receiver-only read
     assert traced.meta["flows"][udp_label(lab)]["kind"] == "iperf3"
@@ -121,9 +125,27 @@ def test_ldas_scored_on_the_lab(traced):
 
 def test_cli_scores_the_vantage_chain(lab, capsys):
     c = lab.captures
-    code = main(["score", "--vantage", str(c["sender"]), "--vantage", f"{c['r1']}:wireless",
-                 "--vantage", f"{c['r2']}:congestion", "--vantage", str(c["receiver"]), "--clocks", "common",
-                 "--format", "json", "--bootstrap", "0", "--controller", "none"])
+    code = main(
+        [
+            "score",
+            "--vantage",
+            str(c["sender"]),
+            "--vantage",
+            f"{c['r1']}:wireless",
+            "--vantage",
+            f"{c['r2']}:congestion",
+            "--vantage",
+            str(c["receiver"]),
+            "--clocks",
+            "common",
+            "--format",
+            "json",
+            "--bootstrap",
+            "0",
+            "--controller",
+            "none",
+        ]
+    )
     assert code == 0
     out = capsys.readouterr().out
     assert '"omniscient"' in out and '"spike"' in out

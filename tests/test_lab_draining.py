@@ -18,10 +18,13 @@ from .conftest import IN_CI
 from .netns_lab import LabConfig, lab_unavailable, run_lab
 
 LAB_UNAVAILABLE = lab_unavailable()
-pytestmark = [pytest.mark.lab, pytest.mark.skipif(LAB_UNAVAILABLE is not None and not IN_CI,
-                                                  reason=f"{LAB_UNAVAILABLE} (CI runs it)")]
-CONFIG = LabConfig(duration_s=6, rate="1M", tbf_rate="3mbit", tbf_steps=((2.0, "700kbit"), (3.5, "3mbit")),
-                   wireless_drop_percent=4)
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.skipif(LAB_UNAVAILABLE is not None and not IN_CI, reason=f"{LAB_UNAVAILABLE} (CI runs it)"),
+]
+CONFIG = LabConfig(
+    duration_s=6, rate="1M", tbf_rate="3mbit", tbf_steps=((2.0, "700kbit"), (3.5, "3mbit")), wireless_drop_percent=4
+)
 
 
 @pytest.fixture(scope="module")

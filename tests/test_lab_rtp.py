@@ -16,13 +16,24 @@ from ldanalyze.io.capture.vantage import read_vantages
 from .conftest import IN_CI
 from .netns_lab import LabConfig, lab_unavailable, run_lab
 
-LAB_UNAVAILABLE = lab_unavailable() or (None if shutil.which("gst-launch-1.0") else
-                                        "the RTP lab needs gst-launch-1.0 (gstreamer1.0-tools)")
-pytestmark = [pytest.mark.lab, pytest.mark.skipif(LAB_UNAVAILABLE is not None and not IN_CI,
-                                                  reason=f"{LAB_UNAVAILABLE} (CI runs it)")]
+LAB_UNAVAILABLE = lab_unavailable() or (
+    None if shutil.which("gst-launch-1.0") else "the RTP lab needs gst-launch-1.0 (gstreamer1.0-tools)"
+)
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.skipif(LAB_UNAVAILABLE is not None and not IN_CI, reason=f"{LAB_UNAVAILABLE} (CI runs it)"),
+]
 # 85.6 kbit/s of frames on the wire into a 70 kbit/s bucket of nine frames' room: tail drops
-CONFIG = LabConfig(duration_s=6, traffic="rtp-audio", port=5004, length=172, wireless_drop_percent=4,
-                   tbf_rate="70kbit", tbf_burst_bytes=1600, tbf_limit_bytes=2000)
+CONFIG = LabConfig(
+    duration_s=6,
+    traffic="rtp-audio",
+    port=5004,
+    length=172,
+    wireless_drop_percent=4,
+    tbf_rate="70kbit",
+    tbf_burst_bytes=1600,
+    tbf_limit_bytes=2000,
+)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +63,11 @@ def udp_packets(path, label: str) -> int:
             ip = dpkt.ethernet.Ethernet(frame).data
             if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.udp.UDP):
                 count += (socket.inet_ntoa(ip.src), ip.data.sport, socket.inet_ntoa(ip.dst), ip.data.dport) == (
-                    src_ip, int(sport), dst_ip, int(dport))
+                    src_ip,
+                    int(sport),
+                    dst_ip,
+                    int(dport),
+                )
     return count
 
 
@@ -87,8 +102,7 @@ def test_the_receiver_alone_finds_the_same_losses_in_the_rtp_stream(rtp_lab):
 
     reports = capture_sender_reports(decode_capture(lab.captures["receiver"], head_bytes=48))
     source = "RTCP sender reports" if int(info["ssrc"], 16) in reports else "payload type"
-    assert (info["kind"], info["payload_type"], info["clock_rate"], info["clock_source"]) == (
-        "rtp", 8, 8000, source)
+    assert (info["kind"], info["payload_type"], info["clock_rate"], info["clock_source"]) == ("rtp", 8, 8000, source)
     if source == "RTCP sender reports":
         assert info["sender_reports"] >= 2 and abs(info["sender_report_rate"] / 8000 - 1) < 0.01
     truth = traced.packets[traced.packets["flow"] == rtp_label(lab)]

@@ -20,10 +20,20 @@ from .conftest import IN_CI
 from .netns_lab import LabConfig, lab_unavailable, run_lab
 
 LAB_UNAVAILABLE = lab_unavailable()
-pytestmark = [pytest.mark.lab, pytest.mark.skipif(LAB_UNAVAILABLE is not None and not IN_CI,
-                                                  reason=f"{LAB_UNAVAILABLE} (CI runs it)")]
-CONFIG = LabConfig(duration_s=5, traffic="iperf3-tcp", rate="3M", wireless_drop_percent=2, both_ways=True,
-                   tbf_rate="2mbit", tbf_burst_bytes=6000, tbf_limit_bytes=30000)
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.skipif(LAB_UNAVAILABLE is not None and not IN_CI, reason=f"{LAB_UNAVAILABLE} (CI runs it)"),
+]
+CONFIG = LabConfig(
+    duration_s=5,
+    traffic="iperf3-tcp",
+    rate="3M",
+    wireless_drop_percent=2,
+    both_ways=True,
+    tbf_rate="2mbit",
+    tbf_burst_bytes=6000,
+    tbf_limit_bytes=30000,
+)
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +84,11 @@ def test_the_receiver_alone_finds_the_losses_it_can_see(tcp):
     delivered = truth[truth["fate"] == "delivered"]
     first_arrival = delivered.groupby("seq")["t_recv"].min()
     lost = set(truth.loc[truth["fate"].isin(["wireless", "congestion"]), "seq"])
-    visible = {s for s in lost if s in first_arrival.index
-               and ((delivered["seq"] > s) & (delivered["t_recv"] < first_arrival[s])).any()}
+    visible = {
+        s
+        for s in lost
+        if s in first_arrival.index and ((delivered["seq"] > s) & (delivered["t_recv"] < first_arrival[s])).any()
+    }
     rx = received.packets[received.packets["flow"] == data_flow(lab)]
     found = set(rx.loc[rx["fate"] == "lost", "seq"])
     # everything found was really lost, and almost every visible loss is found. Two CI runs each

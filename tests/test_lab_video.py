@@ -25,12 +25,23 @@ from .conftest import IN_CI
 from .netns_lab import LabConfig, lab_unavailable, run_lab
 
 LAB_UNAVAILABLE = lab_unavailable() or next(
-    (f"the video lab needs {tool}" for tool in ("gst-launch-1.0", "tshark") if not shutil.which(tool)), None)
-pytestmark = [pytest.mark.lab, pytest.mark.skipif(LAB_UNAVAILABLE is not None and not IN_CI,
-                                                  reason=f"{LAB_UNAVAILABLE} (CI runs it)")]
+    (f"the video lab needs {tool}" for tool in ("gst-launch-1.0", "tshark") if not shutil.which(tool)), None
+)
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.skipif(LAB_UNAVAILABLE is not None and not IN_CI, reason=f"{LAB_UNAVAILABLE} (CI runs it)"),
+]
 # about 1 Mbit/s of VP8, FEC and RTX on the wire into a 0.9 Mbit/s bucket
-CONFIG = LabConfig(duration_s=6, traffic="rtp-video", port=5004, wireless_drop_percent=3, tbf_rate="900kbit",
-                   tbf_burst_bytes=4000, tbf_limit_bytes=12000, snaplen=200)
+CONFIG = LabConfig(
+    duration_s=6,
+    traffic="rtp-video",
+    port=5004,
+    wireless_drop_percent=3,
+    tbf_rate="900kbit",
+    tbf_burst_bytes=4000,
+    tbf_limit_bytes=12000,
+    snaplen=200,
+)
 MEDIA_PT, RTX_PT, FEC_PT = 96, 97, 122
 
 
@@ -58,8 +69,15 @@ def rtp_packets(path) -> list[dict]:
                 continue
             rtp = dpkt.rtp.RTP(ip.data.data)
             start = 12 + 4 * rtp.cc
-            out.append({"ssrc": rtp.ssrc, "pt": rtp.pt, "seq": rtp.seq, "ts": rtp.ts,
-                        "osn": int.from_bytes(ip.data.data[start:start + 2], "big")})
+            out.append(
+                {
+                    "ssrc": rtp.ssrc,
+                    "pt": rtp.pt,
+                    "seq": rtp.seq,
+                    "ts": rtp.ts,
+                    "osn": int.from_bytes(ip.data.data[start : start + 2], "big"),
+                }
+            )
     return out
 
 
@@ -88,8 +106,12 @@ def test_the_receiver_alone_finds_the_media_streams_losses_repairs_and_fec(video
     lab, traced, _, received = video
     label, info = media_stream(received)
     # tshark's stream table: the same packet count for the media SSRC
-    table = subprocess.run(["tshark", "-r", str(lab.captures["receiver"]), "-o", "rtp.heuristic_rtp:TRUE", "-q",
-                            "-z", "rtp,streams"], capture_output=True, text=True, check=True).stdout
+    table = subprocess.run(
+        ["tshark", "-r", str(lab.captures["receiver"]), "-o", "rtp.heuristic_rtp:TRUE", "-q", "-z", "rtp,streams"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     (line,) = [row for row in table.splitlines() if info["ssrc"].upper().replace("0X", "0x") in row]
     packets_lost = re.search(r"\s(\d+)\s+(-?\d+) \(-?[\d.]+%\)", line)  # Pkts, then Lost (share)
     assert (int(packets_lost.group(1)), int(packets_lost.group(2))) == (info["packets"], info["lost"])

@@ -17,12 +17,21 @@ from ldanalyze.io.capture.vantage import read_vantages
 from .conftest import IN_CI
 from .netns_lab import LabConfig, lab_unavailable, run_lab
 
-LAB_UNAVAILABLE = lab_unavailable() or (None if importlib.util.find_spec("aiortc") else
-                                        "the WebRTC lab needs aiortc (pip install '.[test]')")
-pytestmark = [pytest.mark.lab, pytest.mark.skipif(LAB_UNAVAILABLE is not None and not IN_CI,
-                                                  reason=f"{LAB_UNAVAILABLE} (CI runs it)")]
-CONFIG = LabConfig(duration_s=6, traffic="webrtc", wireless_drop_percent=3, tbf_rate="2500kbit",
-                   tbf_limit_bytes=20000, tbf_burst_bytes=4000)
+LAB_UNAVAILABLE = lab_unavailable() or (
+    None if importlib.util.find_spec("aiortc") else "the WebRTC lab needs aiortc (pip install '.[test]')"
+)
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.skipif(LAB_UNAVAILABLE is not None and not IN_CI, reason=f"{LAB_UNAVAILABLE} (CI runs it)"),
+]
+CONFIG = LabConfig(
+    duration_s=6,
+    traffic="webrtc",
+    wireless_drop_percent=3,
+    tbf_rate="2500kbit",
+    tbf_limit_bytes=20000,
+    tbf_burst_bytes=4000,
+)
 
 
 @pytest.fixture(scope="module")

@@ -26,14 +26,35 @@ from hypothesis import strategies as st
 
 from ldanalyze.errors import TraceError
 from ldanalyze.io.labels import LabelWarning, apply_labels, write_labels
-from ldanalyze.packets import CONGESTION, DELIVERED, FATE_DTYPE, FATES, LOSS_FATES, LOST, WIRELESS, Trace, \
-    empty_rtt, make_packet_table
+from ldanalyze.packets import (
+    CONGESTION,
+    DELIVERED,
+    FATE_DTYPE,
+    FATES,
+    LOSS_FATES,
+    LOST,
+    WIRELESS,
+    Trace,
+    empty_rtt,
+    make_packet_table,
+)
 
 from .conftest import write_text
 
-HAND = [("a", 0, DELIVERED), ("a", 1, LOST), ("a", 2, LOST), ("a", 3, DELIVERED), ("a", 2, DELIVERED),
-        ("a", 4, LOST), ("a", 4, LOST), ("a", 5, DELIVERED),
-        ("b", 10, DELIVERED), ("b", 11, CONGESTION), ("b", 12, LOST), ("b", 14, DELIVERED)]
+HAND = [
+    ("a", 0, DELIVERED),
+    ("a", 1, LOST),
+    ("a", 2, LOST),
+    ("a", 3, DELIVERED),
+    ("a", 2, DELIVERED),
+    ("a", 4, LOST),
+    ("a", 4, LOST),
+    ("a", 5, DELIVERED),
+    ("b", 10, DELIVERED),
+    ("b", 11, CONGESTION),
+    ("b", 12, LOST),
+    ("b", 14, DELIVERED),
+]
 HAND_FATES = [fate for _, _, fate in HAND]
 PREAMBLE = "# causes of the losses of hand.tr\n\n"  # lines 1-2: the header is line 3
 CAUSE_OF = {"congestion": CONGESTION, "wireless": WIRELESS, "unknown": LOST, "lost": LOST}
@@ -44,9 +65,14 @@ def trace_of(rows: list[tuple[str, int, str]], path: str = "hand.tr") -> Trace:
     flow, seq, fate = zip(*rows)
     t_send = np.arange(len(rows)) * 0.01
     delivered = np.array(fate) == DELIVERED
-    packets = make_packet_table(flow=list(flow), seq=np.array(seq, np.int64), t_send=t_send,
-                                t_recv=np.where(delivered, t_send + 0.05, np.nan), size=np.full(len(rows), 100),
-                                fate=pd.Categorical(fate, dtype=FATE_DTYPE))
+    packets = make_packet_table(
+        flow=list(flow),
+        seq=np.array(seq, np.int64),
+        t_send=t_send,
+        t_recv=np.where(delivered, t_send + 0.05, np.nan),
+        size=np.full(len(rows), 100),
+        fate=pd.Categorical(fate, dtype=FATE_DTYPE),
+    )
     return Trace(packets=packets, rtt=empty_rtt(), path=path, format="hand", meta={})
 
 
@@ -79,15 +105,37 @@ def test_labels_without_tx_apply_to_every_lost_transmission(tmp_path, gz):
     counted; the one loss left without a label warns and keeps its fate. Plain or gzip."""
     trace = trace_of(HAND)
     before = trace.packets.copy(deep=True)
-    path = write_text(tmp_path / "labels.csv", PREAMBLE + "flow,seq,cause\na,1,congestion\na,2,wireless\n\n"
-                 "# a retransmitted packet lost twice\na,4,Congestion\nb,11, wireless\n", gz=gz)
+    path = write_text(
+        tmp_path / "labels.csv",
+        PREAMBLE + "flow,seq,cause\na,1,congestion\na,2,wireless\n\n"
+        "# a retransmitted packet lost twice\na,4,Congestion\nb,11, wireless\n",
+        gz=gz,
+    )
     with pytest.warns(LabelWarning, match=r"hand.tr: 1 lost packet\(s\) have no label"):
         out = apply_labels(trace, path)
-    assert fates(out) == [DELIVERED, CONGESTION, WIRELESS, DELIVERED, DELIVERED, CONGESTION, CONGESTION, DELIVERED,
-                          DELIVERED, WIRELESS, LOST, DELIVERED]
+    assert fates(out) == [
+        DELIVERED,
+        CONGESTION,
+        WIRELESS,
+        DELIVERED,
+        DELIVERED,
+        CONGESTION,
+        CONGESTION,
+        DELIVERED,
+        DELIVERED,
+        WIRELESS,
+        LOST,
+        DELIVERED,
+    ]
     assert reasons(out) == ["", "label", "label", "", "", "label", "label", "", "", "label", "", ""]
-    assert out.meta["labels"] == {"path": str(path), "labels": 4, "labeled": 5, "unlabeled": 1, "changed": 1,
-                                  "outside": 0}
+    assert out.meta["labels"] == {
+        "path": str(path),
+        "labels": 4,
+        "labeled": 5,
+        "unlabeled": 1,
+        "changed": 1,
+        "outside": 0,
+    }
     pd.testing.assert_frame_equal(trace.packets, before)  # the input trace is left as it was
     assert trace.meta == {} and fates(trace) == HAND_FATES
 
@@ -96,16 +144,36 @@ def test_labels_with_tx_apply_to_that_transmission_only(tmp_path):
     """With a tx column a label names one transmission: a,4 tx 1 changes, a,4 tx 0 does not."""
     path = write_text(tmp_path / "labels.csv", "flow,seq,tx,cause\na,4,1,wireless\na,2,0,congestion\n")
     out = labelled(trace_of(HAND), path)
-    assert fates(out) == [DELIVERED, LOST, CONGESTION, DELIVERED, DELIVERED, LOST, WIRELESS, DELIVERED,
-                          DELIVERED, CONGESTION, LOST, DELIVERED]
-    assert out.meta["labels"] == {"path": str(path), "labels": 2, "labeled": 2, "unlabeled": 4, "changed": 0,
-                                  "outside": 0}
+    assert fates(out) == [
+        DELIVERED,
+        LOST,
+        CONGESTION,
+        DELIVERED,
+        DELIVERED,
+        LOST,
+        WIRELESS,
+        DELIVERED,
+        DELIVERED,
+        CONGESTION,
+        LOST,
+        DELIVERED,
+    ]
+    assert out.meta["labels"] == {
+        "path": str(path),
+        "labels": 2,
+        "labeled": 2,
+        "unlabeled": 4,
+        "changed": 0,
+        "outside": 0,
+    }
 
 
 def test_a_label_for_every_loss_gives_no_warning(tmp_path):
     """Columns may come in any order, with extra ones ignored; every loss labelled: no warning."""
-    path = write_text(tmp_path / "labels.csv", "cause,note,seq,flow\nwireless,x,1,a\nwireless,,2,a\ncongestion,,4,a\n"
-                 "congestion,,11,b\ncongestion,y,12,b\n")
+    path = write_text(
+        tmp_path / "labels.csv",
+        "cause,note,seq,flow\nwireless,x,1,a\nwireless,,2,a\ncongestion,,4,a\ncongestion,,11,b\ncongestion,y,12,b\n",
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         out = apply_labels(trace_of(HAND), path)
@@ -144,22 +212,40 @@ BAD = {
     "empty file": ("", None, "no header line"),
     "only comments": (PREAMBLE + "# nothing else\n", None, "no header line"),
     "header lacks cause": (PREAMBLE + "flow,seq,reason\na,1,wireless\n", 3, "the header lacks column(s) cause"),
-    "too few fields": (PREAMBLE + "flow,seq,cause\na,1,wireless\n\n# next\na,2\n", 7,
-                       "2 fields where the header has 3"),
+    "too few fields": (
+        PREAMBLE + "flow,seq,cause\na,1,wireless\n\n# next\na,2\n",
+        7,
+        "2 fields where the header has 3",
+    ),
     "seq not an integer": (PREAMBLE + "flow,seq,cause\na,1.5,wireless\n", 4, "seq '1.5' is not an integer"),
     "negative seq": (PREAMBLE + "flow,seq,cause\n# below\na,-3,wireless\n", 5, "seq -3 is negative"),
     "tx not an integer": (PREAMBLE + "flow,seq,tx,cause\na,1,,wireless\n", 4, "tx '' is not an integer"),
     "unknown cause": (PREAMBLE + "flow,seq,cause\na,1,wireless\na,2,wirless\n", 5, "unknown cause 'wirless'"),
-    "two causes for a packet": (PREAMBLE + "flow,seq,cause\na,1,congestion\n\n# again\na,1,wireless\n", 7,
-                                "flow a seq 1: cause wireless here but congestion on line 4"),
-    "flow the trace lacks": (PREAMBLE + "flow,seq,cause\na,1,wireless\nc,1,wireless\n", 5,
-                             "flow c seq 1 (its flows: a, b)"),
-    "delivered packet": (PREAMBLE + "flow,seq,cause\na,1,wireless\n\na,3,wireless\n", 6,
-                         "does not have as lost; this one: flow a seq 3"),
-    "delivered transmission": (PREAMBLE + "flow,seq,tx,cause\na,2,1,wireless\n", 4,
-                               "does not have as lost; this one: flow a seq 2"),
-    "seq inside the range the trace lacks": (PREAMBLE + "flow,seq,cause\n#\nb,13,congestion\n", 5,
-                                             "hand.tr does not have; this one: flow b seq 13"),
+    "two causes for a packet": (
+        PREAMBLE + "flow,seq,cause\na,1,congestion\n\n# again\na,1,wireless\n",
+        7,
+        "flow a seq 1: cause wireless here but congestion on line 4",
+    ),
+    "flow the trace lacks": (
+        PREAMBLE + "flow,seq,cause\na,1,wireless\nc,1,wireless\n",
+        5,
+        "flow c seq 1 (its flows: a, b)",
+    ),
+    "delivered packet": (
+        PREAMBLE + "flow,seq,cause\na,1,wireless\n\na,3,wireless\n",
+        6,
+        "does not have as lost; this one: flow a seq 3",
+    ),
+    "delivered transmission": (
+        PREAMBLE + "flow,seq,tx,cause\na,2,1,wireless\n",
+        4,
+        "does not have as lost; this one: flow a seq 2",
+    ),
+    "seq inside the range the trace lacks": (
+        PREAMBLE + "flow,seq,cause\n#\nb,13,congestion\n",
+        5,
+        "hand.tr does not have; this one: flow b seq 13",
+    ),
 }
 
 
@@ -204,15 +290,27 @@ def test_write_labels_round_trip(tmp_path):
     assert write_labels(trace, path) == 6
     written = pd.read_csv(path, dtype={"flow": str})
     assert list(written.columns) == ["flow", "seq", "tx", "cause"]
-    assert written.values.tolist() == [["a", 1, 0, "congestion"], ["a", 2, 0, "wireless"], ["a", 4, 0, "congestion"],
-                                       ["a", 4, 1, "unknown"], ["b", 11, 0, "wireless"], ["b", 12, 0, "unknown"]]
+    assert written.values.tolist() == [
+        ["a", 1, 0, "congestion"],
+        ["a", 2, 0, "wireless"],
+        ["a", 4, 0, "congestion"],
+        ["a", 4, 1, "unknown"],
+        ["b", 11, 0, "wireless"],
+        ["b", 12, 0, "unknown"],
+    ]
     blank = trace_of([(flow, seq, LOST if fate in LOSS_FATES else fate) for flow, seq, fate in rows])
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # every loss has its label
         out = apply_labels(blank, path)
     assert fates(out) == fates(trace)
-    assert out.meta["labels"] == {"path": str(path), "labels": 6, "labeled": 6, "unlabeled": 0, "changed": 0,
-                                  "outside": 0}
+    assert out.meta["labels"] == {
+        "path": str(path),
+        "labels": 6,
+        "labeled": 6,
+        "unlabeled": 0,
+        "changed": 0,
+        "outside": 0,
+    }
 
 
 @dataclasses.dataclass
@@ -271,9 +369,12 @@ def test_labels_set_exactly_the_labelled_losses(tmp_path, case):
 def test_labels_with_and_without_tx_must_agree_on_a_packet():
     """A table may hold ``a,4`` (every lost transmission, tx -1) and ``a,4`` tx 1: they name
     the same packet, so a clash is an error at the later line, and agreement labels it once."""
+
     def table(second_cause):
-        return pd.DataFrame({"flow": ["a", "a"], "seq": [4, 4], "tx": [-1, 1], "cause": [WIRELESS, second_cause],
-                             "line": [2, 3]})
+        return pd.DataFrame(
+            {"flow": ["a", "a"], "seq": [4, 4], "tx": [-1, 1], "cause": [WIRELESS, second_cause], "line": [2, 3]}
+        )
+
     with pytest.raises(TraceError, match="cause congestion here but wireless on line 2") as caught:
         labelled(trace_of(HAND), table(CONGESTION))
     assert caught.value.line == 3

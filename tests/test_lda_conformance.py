@@ -23,7 +23,7 @@ NAMES = list(REGISTRY)
 REPLAYS = [Replay(), Replay(update_first=False, gap_delay="previous"), Replay(detection=3)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sample(name: str) -> la.Trace:
     return la.read_trace(TRACES / f"{name}.tr.gz")
 
@@ -48,8 +48,14 @@ def test_deterministic_and_one_decision_per_lost_packet(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_no_loss_no_decision_and_empty_trace(name):
     t = np.arange(20) * 0.01
-    table = make_packet_table(flow=["a"] * 20, seq=np.arange(20), t_send=t, t_recv=t + 0.05 + (t % 0.03),
-                              fate=["delivered"] * 20, size=[500] * 20)
+    table = make_packet_table(
+        flow=["a"] * 20,
+        seq=np.arange(20),
+        t_send=t,
+        t_recv=t + 0.05 + (t % 0.03),
+        fate=["delivered"] * 20,
+        size=[500] * 20,
+    )
     tl = build_timeline(table)
     tl.meta["clock"] = "common"
     assert classify(tl, [name]).empty
@@ -60,8 +66,14 @@ def test_no_loss_no_decision_and_empty_trace(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_all_lost_is_all_undetected(name):
-    table = make_packet_table(flow=["a"] * 5, seq=np.arange(5), t_send=np.arange(5.0), t_recv=[np.nan] * 5,
-                              fate=["wireless"] * 5, size=[500] * 5)
+    table = make_packet_table(
+        flow=["a"] * 5,
+        seq=np.arange(5),
+        t_send=np.arange(5.0),
+        t_recv=[np.nan] * 5,
+        fate=["wireless"] * 5,
+        size=[500] * 5,
+    )
     d = classify(build_timeline(table), [name])
     assert d["decision"].astype(str).tolist() == ["undetected"] * 5
 
@@ -92,7 +104,7 @@ def test_prefix_invariance(trace, replay):
         assert len(early) > 0
         merged = early.merge(part, on=["lda", "uid"], how="left", suffixes=("", "_part"))
         pd.testing.assert_series_equal(
-            merged["decision"].astype(str), merged["decision_part"].astype(str), check_names=False,
+            merged["decision"].astype(str), merged["decision_part"].astype(str), check_names=False
         )
 
 
@@ -197,8 +209,14 @@ class _Mutable(LDA):
         return Verdict(wireless=np.zeros(len(f.n), bool))
 
 
-@pytest.mark.parametrize(("lda", "rule"), [(_AboveTheMedian(), "causal: "), (_Alternating(), "one decision per gap: "),
-                                           (_Mutable(), "parameters round trip: the LDA is not frozen")])
+@pytest.mark.parametrize(
+    ("lda", "rule"),
+    [
+        (_AboveTheMedian(), "causal: "),
+        (_Alternating(), "one decision per gap: "),
+        (_Mutable(), "parameters round trip: the LDA is not frozen"),
+    ],
+)
 def test_the_kit_names_the_rule_a_broken_lda_breaks(lda, rule):
     with pytest.raises(AssertionError, match=f"check_lda\\({lda.name}\\): {rule}"):
         check_lda(lda)

@@ -28,8 +28,9 @@ def flow(*packets, clock="common"):
         else:
             t_recv.append(tr)
             fate.append("delivered")
-    table = make_packet_table(flow=["1"] * len(seq), seq=seq, t_send=t_send, t_recv=t_recv,
-                              fate=fate, size=[1000] * len(seq))
+    table = make_packet_table(
+        flow=["1"] * len(seq), seq=seq, t_send=t_send, t_recv=t_recv, fate=fate, size=[1000] * len(seq)
+    )
     tl = build_timeline(table)
     tl.meta["clock"] = clock
     return tl
@@ -52,6 +53,7 @@ def spaced(t_gap, *, before=3, spacing=0.25, lost=1, cause="wireless", delay=1.0
 
 
 # --- Biaz, mBiaz ------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("n", [1, 2, 3])
 def test_biaz_lower_bound_is_inclusive_upper_exclusive(n):
@@ -80,12 +82,20 @@ def test_biaz_tmin_is_updated_on_every_arrival_and_only_from_consecutive_sequenc
     pk = [(0, 0, 1), (1, 0.5, 1.5), (2, 1.0, 2.0), (3, 1.5, "wireless"), (4, 2.0, 3.0)]
     assert decisions(flow(*pk), get_lda("biaz")) == ["wireless"]
     # a non-consecutive pair 0.25 apart (seq 0 → 2) must not lower T_min
-    pk2 = [(0, 0, 1), (2, 0.25, 1.25), (1, 0.3, "congestion"), (3, 0.75, 1.75), (4, 1.25, 2.25),
-           (5, 1.5, "wireless"), (6, 2.0, 3.25)]
+    pk2 = [
+        (0, 0, 1),
+        (2, 0.25, 1.25),
+        (1, 0.3, "congestion"),
+        (3, 0.75, 1.75),
+        (4, 1.25, 2.25),
+        (5, 1.5, "wireless"),
+        (6, 2.0, 3.25),
+    ]
     assert decisions(flow(*pk2), get_lda("biaz"))[-1] == "wireless"
 
 
 # --- WIN-LDA+ ---------------------------------------------------------------------------------
+
 
 def test_win_ldaplus_bounds_both_inclusive_and_observation_period():
     win = get_lda("win_ldaplus", T_obs=0.5)
@@ -98,14 +108,14 @@ def test_win_ldaplus_bounds_both_inclusive_and_observation_period():
 
 def test_win_ldaplus_freezes_tmin_after_observation():
     # T_min 0.5 learnt in the first second; later a 0.25 pair does not lower it
-    pk = [(0, 0, 1), (1, 0.5, 1.5), (2, 1.0, 2.0), (3, 2.0, 2.75), (4, 2.25, 3.0), (5, 2.5, "wireless"),
-          (6, 3.0, 4.0)]
+    pk = [(0, 0, 1), (1, 0.5, 1.5), (2, 1.0, 2.0), (3, 2.0, 2.75), (4, 2.25, 3.0), (5, 2.5, "wireless"), (6, 3.0, 4.0)]
     # T_i = 1.0 = 2·T_min(0.5) → wireless; with an unfrozen T_min 0.25 it would be 4·T_min → congestion
     assert decisions(flow(*pk), get_lda("win_ldaplus", T_obs=1.5)) == ["wireless"]
     assert decisions(flow(*pk), get_lda("biaz")) == ["congestion"]
 
 
 # --- Spike, WRO-LDA+ --------------------------------------------------------------------------
+
 
 def delays(*ds, lost_after=None, cause="congestion"):
     """Arrivals 1 s apart with the given one-way delays; one packet lost after index ``lost_after``."""
@@ -145,6 +155,7 @@ def test_spike_state_trace():
 
 # --- ZigZag -----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("n, threshold", [(1, 0.0), (2, 0.25), (3, 0.5), (4, 0.75), (6, 0.75)])
 def test_zigzag_threshold_per_burst_length(n, threshold):
     # alpha 1/2: after delays 0, 1 → mean 0.5, dev 0.5 (dev with the updated mean, gain 2·alpha)
@@ -177,6 +188,7 @@ def test_gap_delay_previous_uses_p_i():
 
 
 # --- ZBS --------------------------------------------------------------------------------------
+
 
 def steady(count, spacing, extra_delay=2**-6):
     """One flow, sent and received every ``spacing`` s; the first packet is the fastest."""
@@ -211,6 +223,7 @@ def test_zbs_reports_scheme_and_usage():
 
 # --- adaptive RTT -----------------------------------------------------------------------------
 
+
 def test_adaptive_rtt_equation_2_boundary():
     # classify-first: one sample x = 1 → Tbar 1, Tdev 0.5, T_p 1 → threshold 1 + 0.5·(2·1 − 1) = 1.5
     lda = get_lda("adaptive_rtt", delay="owd")
@@ -227,7 +240,7 @@ def test_adaptive_rtt_needs_absolute_delay():
     with pytest.raises(UsageError, match="propagation_delay"):
         classify(tl, ["adaptive_rtt"])
     with pytest.raises(UsageError, match="one clock"):
-        classify(tl, ["adaptive_rtt:delay=\"owd\""])
+        classify(tl, ['adaptive_rtt:delay="owd"'])
     d = classify(tl, [get_lda("adaptive_rtt", propagation_delay=0.5)])
     # x = 0.5 then 0.5 + 0 (the min moved to... no: delays 1, 1) → T = 0.5 ≤ threshold → wireless
     assert d["decision"].astype(str).tolist() == ["wireless"]
@@ -244,6 +257,7 @@ def test_adaptive_rtt_uses_rtt_samples_before_the_loss():
 
 
 # --- XRTP -------------------------------------------------------------------------------------
+
 
 def test_xrtp_positive_then_negative_jitter_is_congestion():
     # delays rise 0 → 0.25 → 0.5 (two positive jitters), then the revealing packet 0.25: negative
@@ -268,9 +282,18 @@ def test_xrtp_position_test_needs_l1_over_deviation():
 
 # --- shared semantics -------------------------------------------------------------------------
 
+
 def test_detection_after_three_arrivals_and_undetected_at_the_end():
-    pk = [(0, 0.0, 1.0), (1, 0.25, "congestion"), (2, 0.5, 1.5), (3, 0.75, 1.75), (4, 1.0, 2.0),
-          (5, 1.25, "wireless"), (6, 1.5, 2.5), (7, 1.75, 2.75)]
+    pk = [
+        (0, 0.0, 1.0),
+        (1, 0.25, "congestion"),
+        (2, 0.5, 1.5),
+        (3, 0.75, 1.75),
+        (4, 1.0, 2.0),
+        (5, 1.25, "wireless"),
+        (6, 1.5, 2.5),
+        (7, 1.75, 2.75),
+    ]
     d = classify(flow(*pk), ["unaware"], replay=Replay(detection=3)).sort_values("seq")
     assert d["decision"].astype(str).tolist() == ["congestion", "undetected"]
     assert d["t_decide"].iloc[0] == 2.0

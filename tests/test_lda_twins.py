@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ldanalyze.errors import UsageError
 from ldanalyze import read_trace
+from ldanalyze.errors import UsageError
 from ldanalyze.lda import Replay, classify, get_lda, lda_state
 from ldanalyze.packets import make_packet_table
 from ldanalyze.timeline import build_timeline
@@ -34,8 +34,14 @@ from .strategies import packet_tables, rtt_samples
 def flow_of(rows, flow="1"):
     """rows: (seq, t_send, t_recv or None, fate); uids are the row numbers."""
     return [
-        {"flow": flow, "seq": seq, "uid": uid, "t_send": t_send,
-         "t_recv": math.nan if t_recv is None else t_recv, "fate": fate}
+        {
+            "flow": flow,
+            "seq": seq,
+            "uid": uid,
+            "t_send": t_send,
+            "t_recv": math.nan if t_recv is None else t_recv,
+            "fate": fate,
+        }
         for uid, (seq, t_send, t_recv, fate) in enumerate(rows)
     ]
 
@@ -45,8 +51,15 @@ def one_gap(t_i, t_min=0.25):
     n = 1; delays are all 1 s, so only receive spacings differ."""
     t1 = 1.0 + t_min
     t3 = t1 + t_i
-    return flow_of([(0, 0.0, 1.0, "delivered"), (1, t_min, t1, "delivered"), (2, 0.5, None, "wireless"),
-                    (3, t3 - 1.0, t3, "delivered"), (4, t3, t3 + 1.0, "delivered")])
+    return flow_of(
+        [
+            (0, 0.0, 1.0, "delivered"),
+            (1, t_min, t1, "delivered"),
+            (2, 0.5, None, "wireless"),
+            (3, t3 - 1.0, t3, "delivered"),
+            (4, t3, t3 + 1.0, "delivered"),
+        ]
+    )
 
 
 def decide(name, packets, params=None, **replay):
@@ -65,8 +78,9 @@ def test_hand_biaz_band_is_closed_below_and_open_above():
 
 def test_hand_biaz_needs_t_min_and_p_i():
     # seq 0 lost: no P_i, so T_i is undefined → congestion; seq 1, 3 never consecutive: no T_min
-    p = flow_of([(0, 0.0, None, "wireless"), (1, 0.1, 1.1, "delivered"), (2, 0.2, None, "wireless"),
-                 (3, 0.3, 1.3, "delivered")])
+    p = flow_of(
+        [(0, 0.0, None, "wireless"), (1, 0.1, 1.1, "delivered"), (2, 0.2, None, "wireless"), (3, 0.3, 1.3, "delivered")]
+    )
     assert decide("biaz", p) == {0: "congestion", 2: "congestion"}
 
 
@@ -80,9 +94,15 @@ def test_hand_update_first_decides_with_the_state_before_the_revealing_arrival()
 def test_hand_win_ldaplus_band_is_closed_and_waits_for_the_observation_period():
     def flow(t_i):
         # T_min = 0.25 learned at 1.25 < t0 + T_obs = 2.0; the 0.75 spacing at 2.0 is not learned
-        return flow_of([(0, 0.0, 1.0, "delivered"), (1, 0.25, 1.25, "delivered"),
-                        (2, 1.0, 2.0, "delivered"), (3, 1.1, None, "wireless"),
-                        (4, 1.0 + t_i, 2.0 + t_i, "delivered")])
+        return flow_of(
+            [
+                (0, 0.0, 1.0, "delivered"),
+                (1, 0.25, 1.25, "delivered"),
+                (2, 1.0, 2.0, "delivered"),
+                (3, 1.1, None, "wireless"),
+                (4, 1.0 + t_i, 2.0 + t_i, "delivered"),
+            ]
+        )
 
     assert decide("win_ldaplus", flow(0.75), {"T_obs": 1.0}) == {3: "wireless"}  # (n+2)·T_min
     assert decide("win_ldaplus", flow(0.5), {"T_obs": 1.0}) == {3: "wireless"}  # (n+1)·T_min
@@ -93,8 +113,14 @@ def test_hand_win_ldaplus_band_is_closed_and_waits_for_the_observation_period():
 def test_hand_zigzag_threshold_and_gap_delay():
     # d = 0.5, 0.5, (lost), 0.25: after the revealing arrival mean = 0.4921875,
     # dev = 1/16 · 0.2421875; n = 1 → threshold mean − dev ≈ 0.477
-    p = flow_of([(0, 0.0, 0.5, "delivered"), (1, 0.25, 0.75, "delivered"), (2, 0.5, None, "congestion"),
-                 (3, 0.75, 1.0, "delivered")])
+    p = flow_of(
+        [
+            (0, 0.0, 0.5, "delivered"),
+            (1, 0.25, 0.75, "delivered"),
+            (2, 0.5, None, "congestion"),
+            (3, 0.75, 1.0, "delivered"),
+        ]
+    )
     assert decide("zigzag", p) == {2: "wireless"}  # 0.25 < 0.477
     assert decide("zigzag", p, gap_delay="previous") == {2: "congestion"}  # 0.5 ≥ 0.477
     # equal delays: dev = 0, threshold = mean; not strictly below → congestion
@@ -106,8 +132,14 @@ def test_hand_spike_enters_and_leaves():
     def flow(d_last):
         # d = 0.125, 0.5 (enters: start = 0.3125), then the gap's revealing delay; with those
         # extremes start = 0.3125 and end = 0.25
-        return flow_of([(0, 0.0, 0.125, "delivered"), (1, 0.25, 0.75, "delivered"),
-                        (2, 0.5, None, "wireless"), (3, 1.0, 1.0 + d_last, "delivered")])
+        return flow_of(
+            [
+                (0, 0.0, 0.125, "delivered"),
+                (1, 0.25, 0.75, "delivered"),
+                (2, 0.5, None, "wireless"),
+                (3, 1.0, 1.0 + d_last, "delivered"),
+            ]
+        )
 
     assert decide("spike", flow(0.25)) == {2: "congestion"}  # not below end: stays in spike
     assert decide("spike", flow(0.1875)) == {2: "wireless"}  # below end: leaves
@@ -121,8 +153,7 @@ def test_hand_zbs_switches_to_mbiaz_when_the_lock_expires():
     def flow(arrivals, t_i):
         # consecutive arrivals 0.25 s apart (T_min = T_avg = 0.25, T_narr = 1: mBiaz), delays
         # 0.5 then 0.625 (above min + 0.05·T_min: not Spike); then one loss and T_i
-        rows = [(j, 1.0 + 0.25 * j - (0.5 if j == 0 else 0.625), 1.0 + 0.25 * j, "delivered")
-                for j in range(arrivals)]
+        rows = [(j, 1.0 + 0.25 * j - (0.5 if j == 0 else 0.625), 1.0 + 0.25 * j, "delivered") for j in range(arrivals)]
         t_r = rows[-1][2] + t_i
         rows += [(arrivals, t_r - 1.0, None, "wireless"), (arrivals + 1, t_r - 0.625, t_r, "delivered")]
         return flow_of(rows)
@@ -139,15 +170,22 @@ def test_hand_zbs_switches_to_mbiaz_when_the_lock_expires():
 
 def test_hand_adaptive_rtt_owd():
     def flow(d_last):
-        return flow_of([(0, 0.0, 0.125, "delivered"), (1, 0.25, 0.375, "delivered"),
-                        (2, 0.5, None, "wireless"), (3, 0.75, 0.75 + d_last, "delivered")])
+        return flow_of(
+            [
+                (0, 0.0, 0.125, "delivered"),
+                (1, 0.25, 0.375, "delivered"),
+                (2, 0.5, None, "wireless"),
+                (3, 0.75, 0.75 + d_last, "delivered"),
+            ]
+        )
 
     # constant delays: T = Tbar = T_p, threshold Tbar + Tdev > T → wireless
     assert decide("adaptive_rtt", flow(0.125)) == {2: "wireless"}
     # a delay three times the others is far above Tbar + Tdev·(2·(T_p/Tbar)² − 1)
     assert decide("adaptive_rtt", flow(0.375)) == {2: "congestion"}
     assert decide("adaptive_rtt", flow(0.375), {"delay": "propagation", "propagation_delay": 0.125}) == {
-        2: "congestion"}
+        2: "congestion"
+    }
     with pytest.raises(ValueError):
         decide("adaptive_rtt", flow(0.375), clock_common=False)
 
@@ -162,30 +200,52 @@ def test_hand_adaptive_rtt_takes_the_last_rtt_sample_before_the_decision():
 
 def test_hand_xrtp_jitter_run_then_drop_is_congestion():
     # jitters of arrivals 1, 2 are +1/8, the revealing arrival's is −1/4
-    p = flow_of([(0, 0.0, 1.0, "delivered"), (1, 0.25, 1.375, "delivered"), (2, 0.5, 1.75, "delivered"),
-                 (3, 0.75, None, "wireless"), (4, 1.0, 1.75, "delivered")])
+    p = flow_of(
+        [
+            (0, 0.0, 1.0, "delivered"),
+            (1, 0.25, 1.375, "delivered"),
+            (2, 0.5, 1.75, "delivered"),
+            (3, 0.75, None, "wireless"),
+            (4, 1.0, 1.75, "delivered"),
+        ]
+    )
     assert decide("xrtp", p) == {3: "congestion"}
     # with three positive jitters required the run is too short; d_r = 0.75 is the minimum → p = 0
     assert decide("xrtp", p, {"positive_jitters": 3}) == {3: "wireless"}
 
 
 def test_hand_omniscient_undetected_and_detection():
-    p = flow_of([(0, 0.0, 1.0, "delivered"), (1, 0.1, None, "congestion"), (2, 0.2, None, "wireless"),
-                 (3, 0.3, None, "lost"), (4, 0.4, 1.4, "delivered"), (5, 0.5, 1.5, "delivered"),
-                 (6, 0.6, None, "wireless")])
+    p = flow_of(
+        [
+            (0, 0.0, 1.0, "delivered"),
+            (1, 0.1, None, "congestion"),
+            (2, 0.2, None, "wireless"),
+            (3, 0.3, None, "lost"),
+            (4, 0.4, 1.4, "delivered"),
+            (5, 0.5, 1.5, "delivered"),
+            (6, 0.6, None, "wireless"),
+        ]
+    )
     assert decide("omniscient", p) == {1: "congestion", 2: "wireless", 3: "congestion", 6: "undetected"}
-    assert decide("unaware", p, detection=2) == {1: "congestion", 2: "congestion", 3: "congestion",
-                                                 6: "undetected"}
-    assert decide("unaware", p, detection=3) == {1: "undetected", 2: "undetected", 3: "undetected",
-                                                 6: "undetected"}
+    assert decide("unaware", p, detection=2) == {1: "congestion", 2: "congestion", 3: "congestion", 6: "undetected"}
+    assert decide("unaware", p, detection=3) == {1: "undetected", 2: "undetected", 3: "undetected", 6: "undetected"}
 
 
 def test_hand_reordered_packet_fills_the_gap_and_duplicates_count_toward_detection():
     # seq 2 arrives late (not a loss); seq 4 is lost, seq 5 reveals it; the duplicate of 5 and
     # then seq 6 are the 2nd and 3rd arrivals with seq ≥ 5
-    p = flow_of([(0, 0.0, 0.1, "delivered"), (1, 0.1, 0.2, "delivered"), (2, 0.2, 0.6, "delivered"),
-                 (3, 0.3, 0.4, "delivered"), (4, 0.4, None, "congestion"), (5, 0.5, 0.65, "delivered"),
-                 (5, 0.7, 0.8, "delivered"), (6, 0.9, 1.0, "delivered")])
+    p = flow_of(
+        [
+            (0, 0.0, 0.1, "delivered"),
+            (1, 0.1, 0.2, "delivered"),
+            (2, 0.2, 0.6, "delivered"),
+            (3, 0.3, 0.4, "delivered"),
+            (4, 0.4, None, "congestion"),
+            (5, 0.5, 0.65, "delivered"),
+            (5, 0.7, 0.8, "delivered"),
+            (6, 0.9, 1.0, "delivered"),
+        ]
+    )
     assert decide("unaware", p, detection=3) == {4: "congestion"}
     assert decide("unaware", p[:-1], detection=3) == {4: "undetected"}
 
@@ -193,8 +253,15 @@ def test_hand_reordered_packet_fills_the_gap_and_duplicates_count_toward_detecti
 def veno_gap(queueing):
     """Seq 0, 1, 2 arrive 0.25 s apart with delay 1 s, seq 3 is lost, seq 4 arrives at 2.0 s with
     delay 1 + queueing: at seq 4 the last 3 arrivals span 1 s, a receive rate of 3 packets/s."""
-    return flow_of([(0, 0.0, 1.0, "delivered"), (1, 0.25, 1.25, "delivered"), (2, 0.5, 1.5, "delivered"),
-                    (3, 0.75, None, "wireless"), (4, 1.0 - queueing, 2.0, "delivered")])
+    return flow_of(
+        [
+            (0, 0.0, 1.0, "delivered"),
+            (1, 0.25, 1.25, "delivered"),
+            (2, 0.5, 1.5, "delivered"),
+            (3, 0.75, None, "wireless"),
+            (4, 1.0 - queueing, 2.0, "delivered"),
+        ]
+    )
 
 
 def test_hand_veno_backlog_is_strictly_below_beta():
@@ -249,8 +316,11 @@ VARIANTS = {
     "zbs": [{}],
     "win_ldaplus": [{}, {"T_obs": 0.05}, {"T_obs": 2.0}],
     "wro_ldaplus": [{}, {"K": 0.75, "B": 0.25}, {"K": 0.5, "B": 0.5}],
-    "xrtp": [{}, {"positive_jitters": 1, "threshold": 0.5, "n": 4, "l1": 1, "alpha": 0.25},
-             {"positive_jitters": 3, "threshold": 0.25, "n": 2, "l1": 0}],
+    "xrtp": [
+        {},
+        {"positive_jitters": 1, "threshold": 0.5, "n": 4, "l1": 1, "alpha": 0.25},
+        {"positive_jitters": 3, "threshold": 0.25, "n": 2, "l1": 0},
+    ],
     "veno": [{}, {"beta": 0.5, "window": 1}, {"beta": 20.0, "window": 3}],
 }
 
@@ -269,12 +339,14 @@ def timeline(packets, rtt=(), clock="common"):
     """The kernels' Timeline of the twin's input: packet dicts, (flow, t, rtt) samples, clock."""
     columns = {k: [p[k] for p in packets] for k in ("flow", "seq", "uid", "t_send", "t_recv", "fate")}
     table = make_packet_table(**columns, size=[100] * len(packets))
-    rows = pd.DataFrame({
-        "flow": pd.Series([s[0] for s in rtt], dtype=object),
-        "t": pd.Series([s[1] for s in rtt], dtype=float),
-        "seq": pd.Series([0] * len(rtt), dtype="int64"),
-        "rtt": pd.Series([s[2] for s in rtt], dtype=float),
-    })
+    rows = pd.DataFrame(
+        {
+            "flow": pd.Series([s[0] for s in rtt], dtype=object),
+            "t": pd.Series([s[1] for s in rtt], dtype=float),
+            "seq": pd.Series([0] * len(rtt), dtype="int64"),
+            "rtt": pd.Series([s[2] for s in rtt], dtype=float),
+        }
+    )
     return dataclasses.replace(build_timeline(table), rtt=rows, meta={"clock": clock})
 
 

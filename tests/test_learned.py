@@ -28,9 +28,16 @@ from . import naive
 from .conftest import TRACES
 from .strategies import packet_tables
 
-SMALL = [str(TRACES / name) for name in ("wlh_tfrc_1flow_high.tr.gz", "wlh_mix_4flow_high.tr.gz",
-                                         "wb_tfrc_2flow_medium.tr.gz", "wlh_cbr_1flow_bursty.tr.gz",
-                                         "wlh_tcp_1flow_high.tr.gz")]
+SMALL = [
+    str(TRACES / name)
+    for name in (
+        "wlh_tfrc_1flow_high.tr.gz",
+        "wlh_mix_4flow_high.tr.gz",
+        "wb_tfrc_2flow_medium.tr.gz",
+        "wlh_cbr_1flow_bursty.tr.gz",
+        "wlh_tcp_1flow_high.tr.gz",
+    )
+]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
@@ -46,24 +53,35 @@ def test_features_agree_with_the_twin(packets, update_first, gap_delay, detectio
         expected = twin[(flow, int(first))]
         for name in FEATURES:
             a, b = ours[name].iat[i], expected[name]
-            assert (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), \
-                (flow, int(first), name, a, b)
+            assert (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), (
+                flow,
+                int(first),
+                name,
+                a,
+                b,
+            )
 
 
 def _trace(packets):
     from ldanalyze.packets import Trace, empty_rtt
 
     columns = {k: [p[k] for p in packets] for k in ("flow", "seq", "uid", "t_send", "t_recv", "fate")}
-    return Trace(packets=make_packet_table(**columns, size=[100] * len(packets)), rtt=empty_rtt(), path="generated",
-                 format="generated")
+    return Trace(
+        packets=make_packet_table(**columns, size=[100] * len(packets)),
+        rtt=empty_rtt(),
+        path="generated",
+        format="generated",
+    )
 
 
 def test_hand_computed_features_of_one_gap():
     """Seq 0..3 arrive 0.25 s apart with delays 1.0, 1.1, 1.3, 1.2; seq 4 is lost to the radio;
     seq 5 arrives 0.5 s after seq 3 with delay 1.4."""
     delays = {0: 1.0, 1: 1.1, 2: 1.3, 3: 1.2, 5: 1.4}
-    packets = [{"flow": "1", "seq": s, "uid": s, "t_send": 0.25 * s, "t_recv": 0.25 * s + delays[s],
-                "fate": "delivered"} for s in (0, 1, 2, 3)]
+    packets = [
+        {"flow": "1", "seq": s, "uid": s, "t_send": 0.25 * s, "t_recv": 0.25 * s + delays[s], "fate": "delivered"}
+        for s in (0, 1, 2, 3)
+    ]
     packets.append({"flow": "1", "seq": 4, "uid": 4, "t_send": 1.0, "t_recv": math.nan, "fate": "wireless"})
     t5 = packets[3]["t_recv"] + 0.5
     packets.append({"flow": "1", "seq": 5, "uid": 5, "t_send": t5 - 1.4, "t_recv": t5, "fate": "delivered"})
@@ -84,8 +102,16 @@ def test_labels_follow_the_majority_of_a_gaps_causes():
     packets, t = [], 0.0
     for seq, fate in enumerate(fates):
         t += 0.1
-        packets.append({"flow": "1", "seq": seq, "uid": seq, "t_send": t, "t_recv": math.nan if fate else t + 0.05,
-                        "fate": fate or "delivered"})
+        packets.append(
+            {
+                "flow": "1",
+                "seq": seq,
+                "uid": seq,
+                "t_send": t,
+                "t_recv": math.nan if fate else t + 0.05,
+                "fate": fate or "delivered",
+            }
+        )
     timeline = build_timeline(_trace(packets))
     # gaps: {0,1,2}: 2 wireless of 3 -> 1; {4,5,6}: 1 congestion, 2 unknown -> NaN
     labels = gap_labels(timeline)
@@ -99,8 +125,11 @@ def test_features_are_causal():
     trace = la.read_trace(SMALL[1])
     cut = trace.packets["t_send"].quantile(0.5)
     early = trace.packets[trace.packets["t_send"] <= cut]
-    short_timeline = build_timeline(la.Trace(packets=early.reset_index(drop=True), rtt=trace.rtt, path=trace.path,
-                                             format=trace.format, meta=trace.meta))
+    short_timeline = build_timeline(
+        la.Trace(
+            packets=early.reset_index(drop=True), rtt=trace.rtt, path=trace.path, format=trace.format, meta=trace.meta
+        )
+    )
     short = gap_features(Features.of(short_timeline, Replay()))
     keys = ["flow", "first_seq"]
     a = pd.concat([timeline.gaps[keys].astype(str), full], axis=1)
@@ -150,7 +179,10 @@ def test_the_learned_lda_classifies_through_the_api_and_the_cli(model_file, tmp_
     decisions = classify(timeline, [lda, "zbs"])
     learned = decisions[decisions["lda"] == lda.spec]
     assert len(learned) == len(timeline.losses) and set(learned["decision"].astype(str)) <= {
-        "congestion", "wireless", "undetected"}
+        "congestion",
+        "wireless",
+        "undetected",
+    }
     for text in ("all", "all,biaz:upper=1.4", ["all"]):  # only when named
         assert "learned" not in [x.name for x in parse_ldas(text)]
     out = tmp_path / "d.csv"
@@ -189,8 +221,16 @@ def test_training_needs_both_causes_and_a_known_model():
     for seq in range(40):
         t += 0.1
         lost = seq % 7 == 3
-        packets.append({"flow": "1", "seq": seq, "uid": seq, "t_send": t, "t_recv": math.nan if lost else t + 0.05,
-                        "fate": "wireless" if lost else "delivered"})
+        packets.append(
+            {
+                "flow": "1",
+                "seq": seq,
+                "uid": seq,
+                "t_send": t,
+                "t_recv": math.nan if lost else t + 0.05,
+                "fate": "wireless" if lost else "delivered",
+            }
+        )
     only_wireless = learn.analyse(_trace(packets))
     with pytest.raises(UsageError, match="every one of the 6 labelled gaps has the same cause"):
         learn.fit([only_wireless])
@@ -232,8 +272,16 @@ def test_the_evaluation_figure_shows_every_lda_per_group_and_the_importances(lab
 def test_train_takes_a_capture_chain_and_a_labelled_capture(tmp_path, capsys):
     chain = TRACES / "captures"
     model = tmp_path / "chain.skops"
-    vantages = ["--vantage", str(chain / "lab_sender.pcap"), "--vantage", f"{chain / 'lab_r1.pcap'}:wireless",
-                "--vantage", f"{chain / 'lab_r2.pcap'}:congestion", "--vantage", str(chain / "lab_receiver.pcap")]
+    vantages = [
+        "--vantage",
+        str(chain / "lab_sender.pcap"),
+        "--vantage",
+        f"{chain / 'lab_r1.pcap'}:wireless",
+        "--vantage",
+        f"{chain / 'lab_r2.pcap'}:congestion",
+        "--vantage",
+        str(chain / "lab_receiver.pcap"),
+    ]
     assert main(["train", *vantages, "-o", str(model), "--model", "logistic"]) == 0
     bundle = load_model(model)
     assert bundle["trained_on"] == ["lab_sender.pcap+lab_r1.pcap+lab_r2.pcap+lab_receiver.pcap"] and bundle["gaps"] > 30
@@ -243,5 +291,18 @@ def test_train_takes_a_capture_chain_and_a_labelled_capture(tmp_path, capsys):
     # the receiver's capture alone knows no cause; with the chain's labels file it does
     assert main(["train", str(chain / "lab_receiver.pcap"), "-o", str(tmp_path / "r.skops")]) == 2
     assert "no gap with a known cause" in capsys.readouterr().err
-    assert main(["train", str(chain / "lab_receiver.pcap"), "--labels", str(labels), "-o", str(tmp_path / "r.skops"),
-                 "--model", "logistic"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                str(chain / "lab_receiver.pcap"),
+                "--labels",
+                str(labels),
+                "-o",
+                str(tmp_path / "r.skops"),
+                "--model",
+                "logistic",
+            ]
+        )
+        == 0
+    )

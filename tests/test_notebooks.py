@@ -32,15 +32,21 @@ def _kinds(book) -> list[list[str]]:
     for cell in book.cells:
         if cell.cell_type != "code":
             continue
-        kinds.append([out.get("name") or ("image/png" if "image/png" in out.get("data", {}) else out["output_type"])
-                      for out in cell.get("outputs", [])])
+        kinds.append(
+            [
+                out.get("name") or ("image/png" if "image/png" in out.get("data", {}) else out["output_type"])
+                for out in cell.get("outputs", [])
+            ]
+        )
     return kinds
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs_and_its_published_copy_is_current(path):
     book = nbformat.read(path, as_version=4)
-    NotebookClient(book, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(
+        book, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
     images = sum(1 for kinds in _kinds(book) for kind in kinds if kind == "image/png")
     assert images >= 1, f"{path.name} drew no figure"
     errors = [out for cell in book.cells for out in cell.get("outputs", []) if out.get("output_type") == "error"]

@@ -21,7 +21,12 @@ def run_scenario(tmp_path, **params):
     ns = require_binary("ns")
     out, em = tmp_path / "run.tr", tmp_path / "run.em"
     args = [f"{k}={v}" for k, v in params.items()] + [f"out={out}", f"emtrace={em}"]
-    subprocess.run([ns, str(TRACES.parent / "ldanalyze" / "data" / "paper000.tcl"), *args], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [ns, str(TRACES.parent / "ldanalyze" / "data" / "paper000.tcl"), *args],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     with open(em) as f:
         em_uids = {int(line.split()[11]) for line in f if line.strip()}
     return out, em_uids
@@ -31,8 +36,16 @@ def run_scenario(tmp_path, **params):
 def test_labelled_wireless_loss_rate_matches_configured_rate(tmp_path, emplace, reason):
     rate = 0.1
     path, em_uids = run_scenario(
-        tmp_path, topology="wlh", flows=1, traffic="cbr", loss="uniform", rate=rate,
-        duration=60, seed=4242, cbr_share=0.9, emplace=emplace,
+        tmp_path,
+        topology="wlh",
+        flows=1,
+        traffic="cbr",
+        loss="uniform",
+        rate=rate,
+        duration=60,
+        seed=4242,
+        cbr_share=0.9,
+        emplace=emplace,
     )
     p = read_trace(path).packets
     p = p[p["flow"] == "1"]
@@ -48,8 +61,7 @@ def test_labelled_wireless_loss_rate_matches_configured_rate(tmp_path, emplace, 
 def test_congestion_drops_happen_only_at_full_queues(tmp_path):
     """A TCP flow and bursty cross traffic overflow the 6-packet wireless-link queue."""
     path, em_uids = run_scenario(
-        tmp_path, topology="wlh", flows=1, traffic="tcp", loss="uniform", rate=0.02, duration=40,
-        seed=99, cross="expoo",
+        tmp_path, topology="wlh", flows=1, traffic="tcp", loss="uniform", rate=0.02, duration=40, seed=99, cross="expoo"
     )
     trace = read_trace(path)
     p = trace.packets

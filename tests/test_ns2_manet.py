@@ -22,11 +22,21 @@ SCENARIO = dict(x=1000, y=500, speed=20, pause=0, duration=20, seed=1)
 
 # the documented table (ldanalyze/io/ns2/wireless.py), restated: "LEVEL/REASON" of the last drop
 ORACLE_CAUSES = {
-    "IFQ/---": "congestion", "IFQ/IFQ": "congestion",
-    "MAC/ERR": "wireless", "MAC/COL": "wireless", "MAC/RET": "wireless",
-    "RTR/IFQ": "route", "RTR/NRTE": "route", "RTR/TOUT": "route", "RTR/CBK": "route", "RTR/LOOP": "route",
-    "RTR/TTL": "route", "RTR/SAL": "route", "IFQ/ARP": "route",
-    "IFQ/END": "in flight", "(none)": "in flight",
+    "IFQ/---": "congestion",
+    "IFQ/IFQ": "congestion",
+    "MAC/ERR": "wireless",
+    "MAC/COL": "wireless",
+    "MAC/RET": "wireless",
+    "RTR/IFQ": "route",
+    "RTR/NRTE": "route",
+    "RTR/TOUT": "route",
+    "RTR/CBK": "route",
+    "RTR/LOOP": "route",
+    "RTR/TTL": "route",
+    "RTR/SAL": "route",
+    "IFQ/ARP": "route",
+    "IFQ/END": "in flight",
+    "(none)": "in flight",
 }
 
 
@@ -40,24 +50,32 @@ def manet(tmp_path_factory):
         for fmt in FORMATS:
             out = work / f"{agent}_{fmt}.tr"
             args = [f"{k}={v}" for k, v in SCENARIO.items()] + [f"rp={agent}", f"format={fmt}", f"out={out}"]
-            subprocess.run([ns, str(TRACES / "wireless" / "manet.tcl"), *args], check=True, capture_output=True,
-                           timeout=300, cwd=work)
+            subprocess.run(
+                [ns, str(TRACES / "wireless" / "manet.tcl"), *args],
+                check=True,
+                capture_output=True,
+                timeout=300,
+                cwd=work,
+            )
             paths[agent, fmt] = out
     return paths
 
 
 def oracle(path) -> pd.DataFrame:
     """flowcounts.awk's tables → per data flow: sent, delivered, and lost packets by cause."""
-    text = subprocess.run(["awk", "-f", str(TRACES / "wireless" / "flowcounts.awk"), str(path)], check=True,
-                          capture_output=True, text=True).stdout
+    text = subprocess.run(
+        ["awk", "-f", str(TRACES / "wireless" / "flowcounts.awk"), str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     counts, by_last = text.split("LOST by last drop line:")
     rows = {}
     for line in counts.strip().splitlines()[1:]:
         flow, _fid, kind, sent, _recv, delivered, *_ = line.split()
         if kind != "ack":
             src, dst = flow.split(">")
-            rows[src.replace(":", ".") + ">" + dst.replace(":", ".")] = {"sent": int(sent),
-                                                                        "delivered": int(delivered)}
+            rows[src.replace(":", ".") + ">" + dst.replace(":", ".")] = {"sent": int(sent), "delivered": int(delivered)}
     header, *lines = by_last.strip().splitlines()
     reasons = header.split()[1:]
     for line in lines:
@@ -111,8 +129,9 @@ def test_old_new_and_tagged_twins_read_the_same(manet, agent):
     assert old.packets.equals(new.packets)
     a, b = old.packets, tagged.packets
     same = ["flow", "seq", "uid", "size", "t_recv"]
-    pd.testing.assert_frame_equal(a[same].reset_index(drop=True), b[same].reset_index(drop=True),
-                                  check_categorical=False, atol=1e-8)
+    pd.testing.assert_frame_equal(
+        a[same].reset_index(drop=True), b[same].reset_index(drop=True), check_categorical=False, atol=1e-8
+    )
     # the tagged format prints no drop reason: ARP's drops read as queue drops there
     arp = (a["reason"] == "IFQ ARP").to_numpy()
     assert (b["fate"].to_numpy()[arp] == "congestion").all()
@@ -146,18 +165,21 @@ def lines(drops, *, delivered=()):
     return out
 
 
-@pytest.mark.parametrize("steps, fate", [
-    ([("IFQ", "---", 1.1)], "congestion"),
-    ([("IFQ", "IFQ", 1.1)], "congestion"),
-    ([("RTR", "IFQ", 1.1)], "route"),         # the route-wait buffer, not the interface queue
-    ([("RTR", "NRTE", 1.1)], "route"),
-    ([("RTR", "CBK", 1.1)], "route"),          # link break with no MAC retry failure
-    ([("MAC", "RET", 1.1), ("RTR", "CBK", 1.1)], "wireless"),  # CBK echoing the RET
-    ([("RTR", "CBK", 1.1), ("MAC", "RET", 1.1)], "wireless"),
-    ([("MAC", "RET", 1.1), ("RTR", "CBK", 1.2)], "route"),     # a later callback decides
-    ([("MAC", "COL", 1.1)], "wireless"),
-    ([("RTR", "XYZ", 1.1)], "lost"),
-])
+@pytest.mark.parametrize(
+    "steps, fate",
+    [
+        ([("IFQ", "---", 1.1)], "congestion"),
+        ([("IFQ", "IFQ", 1.1)], "congestion"),
+        ([("RTR", "IFQ", 1.1)], "route"),  # the route-wait buffer, not the interface queue
+        ([("RTR", "NRTE", 1.1)], "route"),
+        ([("RTR", "CBK", 1.1)], "route"),  # link break with no MAC retry failure
+        ([("MAC", "RET", 1.1), ("RTR", "CBK", 1.1)], "wireless"),  # CBK echoing the RET
+        ([("RTR", "CBK", 1.1), ("MAC", "RET", 1.1)], "wireless"),
+        ([("MAC", "RET", 1.1), ("RTR", "CBK", 1.2)], "route"),  # a later callback decides
+        ([("MAC", "COL", 1.1)], "wireless"),
+        ([("RTR", "XYZ", 1.1)], "lost"),
+    ],
+)
 def test_cause_of_the_last_drop_line(write_trace, steps, fate):
     p = read_trace(write_trace(lines([steps], delivered=[1]))).packets
     assert p.loc[p["uid"] == 0, "fate"].item() == fate
@@ -191,7 +213,9 @@ def test_tagged_lines_with_braced_values(write_trace):
     p = trace.packets
     assert trace.format == "ns2-wireless-tagged"
     assert p[["flow", "seq", "size", "fate", "reason"]].astype(str).values.tolist() == [
-        ["0.0>2.0", "3", "512", "delivered", ""], ["0.0>2.0", "4", "512", "route", "RTR ?"]]
+        ["0.0>2.0", "3", "512", "delivered", ""],
+        ["0.0>2.0", "4", "512", "route", "RTR ?"],
+    ]
 
 
 def test_other_line_kinds_are_skipped_unless_nothing_parses(write_trace):
@@ -199,8 +223,10 @@ def test_other_line_kinds_are_skipped_unless_nothing_parses(write_trace):
     trace = read_trace(write_trace(text + lines([], delivered=[0])))
     assert trace.meta["skipped_lines"] == {"Sconfig": 1, "SFs": 1}
     with pytest.raises(TraceError, match="no ns-2 wireless packet line"):
-        read_trace(write_trace(text + ["M 5.00000 4 (200.00, 400.00, 0.00), (100.00, 300.00), 10.00"]),
-                   format="ns2-wireless-old")
+        read_trace(
+            write_trace(text + ["M 5.00000 4 (200.00, 400.00, 0.00), (100.00, 300.00), 10.00"]),
+            format="ns2-wireless-old",
+        )
 
 
 def test_new_format_line_without_a_node_is_a_clear_error(write_trace):
@@ -218,12 +244,33 @@ def test_cli_amends_the_drop_table_and_maps_route_losses(write_trace, capsys):
     assert "route: losses to routing and mobility" in out
     assert main(["inspect", path, "--drop-cause", "RTR CBK=wireless", "--json"]) == 0
     assert '"RTR CBK": "wireless"' in capsys.readouterr().out
-    assert main(["score", path, "--lda", "biaz", "--bootstrap", "0", "--controller", "none", "--format", "csv",
-                 "--route-as", "wireless"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                path,
+                "--lda",
+                "biaz",
+                "--bootstrap",
+                "0",
+                "--controller",
+                "none",
+                "--format",
+                "csv",
+                "--route-as",
+                "wireless",
+            ]
+        )
+        == 0
+    )
     row = capsys.readouterr().out.splitlines()
     header, values = row[0].split(","), row[1].split(",")
     record = dict(zip(header, values))
-    assert (record["route_as"], record["route"], record["wireless"], record["congestion"]) == ("wireless", "1", "1",
-                                                                                               "1")
+    assert (record["route_as"], record["route"], record["wireless"], record["congestion"]) == (
+        "wireless",
+        "1",
+        "1",
+        "1",
+    )
     assert main(["inspect", path, "--drop-cause", "RTR CBK=radio"]) == 2
     assert "causes: 'RTR CBK': 'radio'" in capsys.readouterr().err

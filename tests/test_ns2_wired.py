@@ -156,9 +156,14 @@ def test_rtt_karn_rule_skips_retransmitted_and_repeated_acks(write_trace):
 def test_gzip_and_small_blocks_give_the_same_table(write_trace):
     lines = []
     for k in range(30):
-        lines += delivered(k, k, shift=0.1 * k) if k % 7 else [
-            _shift(x, 0.1 * k) for x in hop0(k, k) + [ENQ1.format(seq=k, uid=k), DRP1.format(t="1.010", seq=k, uid=k)]
-        ]
+        lines += (
+            delivered(k, k, shift=0.1 * k)
+            if k % 7
+            else [
+                _shift(x, 0.1 * k)
+                for x in hop0(k, k) + [ENQ1.format(seq=k, uid=k), DRP1.format(t="1.010", seq=k, uid=k)]
+            ]
+        )
     plain = read_ns2_wired(write_trace(lines)).packets
     gz = read_ns2_wired(write_trace(lines, gz=True)).packets
     small = read_ns2_wired(write_trace(lines), block_bytes=97).packets
@@ -174,9 +179,14 @@ def test_a_pool_worker_reads_on_one_thread_with_the_same_result(write_trace, mon
 
     lines = []
     for k in range(30):
-        lines += delivered(k, k, shift=0.1 * k) if k % 7 else [
-            _shift(x, 0.1 * k) for x in hop0(k, k) + [ENQ1.format(seq=k, uid=k), DRP1.format(t="1.010", seq=k, uid=k)]
-        ]
+        lines += (
+            delivered(k, k, shift=0.1 * k)
+            if k % 7
+            else [
+                _shift(x, 0.1 * k)
+                for x in hop0(k, k) + [ENQ1.format(seq=k, uid=k), DRP1.format(t="1.010", seq=k, uid=k)]
+            ]
+        )
     path = write_trace(lines)
     pipelined = read_ns2_wired(path, block_bytes=97).packets
 
@@ -217,7 +227,7 @@ def test_generated_traces_match_truth_and_naive_twin(tmp_path_factory, synth):
         assert p.loc[uid, "t_send"] == t_send
         assert (math.isnan(t_recv) and math.isnan(p.loc[uid, "t_recv"])) or p.loc[uid, "t_recv"] == t_recv
     # tx counts transmissions of a (flow, seq) in send order
-    for (flow, seq), grp in tr.packets.groupby(["flow", "seq"]):
+    for _, grp in tr.packets.groupby(["flow", "seq"]):
         assert sorted(grp["tx"]) == list(range(len(grp)))
         assert np.all(np.diff(grp.sort_values(["t_send", "uid"])["tx"]) == 1)
 

@@ -28,8 +28,9 @@ def twin(path):
     """(packets, skipped lines) from the plain twin, or the line number it refuses."""
     lines = [text for _, text in iter_lines(path)]
     try:
-        rows, skipped, _feedback = naive.read_ns2_wireless_naive(lines, set(DATA_TYPES), set(FEEDBACK_TYPES),
-                                                                 DROP_CAUSES)
+        rows, skipped, _feedback = naive.read_ns2_wireless_naive(
+            lines, set(DATA_TYPES), set(FEEDBACK_TYPES), DROP_CAUSES
+        )
     except ValueError as exc:
         return int(re.match(r"line (\d+)", str(exc)).group(1)), None
     if not rows:
@@ -72,27 +73,38 @@ TYPES = ("cbr", "cbr", "tcp", "ack", "AODV")
 
 
 def old_line(ev, t, node, level, why, uid, ptype, src, dst, seq):
-    return (f"{ev} {t:.9f} _{node}_ {level:>3} {why:>4} {uid} {ptype} 532 [13a 1 0 800] ------- "
-            f"[{src[0]}:{src[1]} {dst[0]}:{dst[1]} 30 1] [{seq}] 0 0")
+    return (
+        f"{ev} {t:.9f} _{node}_ {level:>3} {why:>4} {uid} {ptype} 532 [13a 1 0 800] ------- "
+        f"[{src[0]}:{src[1]} {dst[0]}:{dst[1]} 30 1] [{seq}] 0 0"
+    )
 
 
 def new_line(ev, t, node, level, why, uid, ptype, src, dst, seq):
     ev = "d" if ev == "D" else ev
-    return (f"{ev} -t {t:.9f} -Hs {node} -Hd -2 -Ni {node} -Nx 0.00 -Ny 0.00 -Nz 0.00 -Ne -1.000000 -Nl {level} "
-            f"-Nw {why} -Ma 0 -Md 0 -Ms 0 -Mt 0 -Is {src[0]}.{src[1]} -Id {dst[0]}.{dst[1]} -It {ptype} -Il 532 "
-            f"-If 1 -Ii {uid} -Iv 32 -Pn {ptype} -Pi {seq} -Pf 0 -Po 0")
+    return (
+        f"{ev} -t {t:.9f} -Hs {node} -Hd -2 -Ni {node} -Nx 0.00 -Ny 0.00 -Nz 0.00 -Ne -1.000000 -Nl {level} "
+        f"-Nw {why} -Ma 0 -Md 0 -Ms 0 -Mt 0 -Is {src[0]}.{src[1]} -Id {dst[0]}.{dst[1]} -It {ptype} -Il 532 "
+        f"-If 1 -Ii {uid} -Iv 32 -Pn {ptype} -Pi {seq} -Pf 0 -Po 0"
+    )
 
 
 def tagged_line(ev, t, node, level, why, uid, ptype, src, dst, seq):
     ev = {"s": "+", "f": "h", "D": "d"}.get(ev, ev)
-    return (f"{ev} {t!r} -s {node} -d -1 -p {ptype} -k {level} -i {uid} -N:loc {{1.00 2.00 0.00}} "
-            f"-N:en -1.000000 -M:dur 0 -M:s 0 -M:d 0 -M:t 0 -IP:s {src[0]} -IP:sp {src[1]} -IP:d {dst[0]} "
-            f"-IP:dp {dst[1]} -p {ptype} -e 532 -c 1 -i {uid} -IP:ttl 32 -{ptype}:s {seq} -{ptype}:f 0")
+    return (
+        f"{ev} {t!r} -s {node} -d -1 -p {ptype} -k {level} -i {uid} -N:loc {{1.00 2.00 0.00}} "
+        f"-N:en -1.000000 -M:dur 0 -M:s 0 -M:d 0 -M:t 0 -IP:s {src[0]} -IP:sp {src[1]} -IP:d {dst[0]} "
+        f"-IP:dp {dst[1]} -p {ptype} -e 532 -c 1 -i {uid} -IP:ttl 32 -{ptype}:s {seq} -{ptype}:f 0"
+    )
 
 
-OTHER = ("M 5.00000 4 (200.00, 400.00, 0.00), (100.00, 300.00), 10.00", "N -t 1.001376 -n 3 -e 99.949874",
-         "Sconfig 0.00000 tap: on snoop: rts? on errs? on", "SFs 1.02 _0_ 1 [0 -> 5] 1(1) to 5 [0 5]",
-         "SSendFailure 2.0 _1_ 2 0", "")
+OTHER = (
+    "M 5.00000 4 (200.00, 400.00, 0.00), (100.00, 300.00), 10.00",
+    "N -t 1.001376 -n 3 -e 99.949874",
+    "Sconfig 0.00000 tap: on snoop: rts? on errs? on",
+    "SFs 1.02 _0_ 1 [0 -> 5] 1(1) to 5 [0 5]",
+    "SSendFailure 2.0 _1_ 2 0",
+    "",
+)
 WRITERS = (old_line, new_line, tagged_line)
 
 
@@ -108,10 +120,16 @@ def line_mix(draw):
         t += draw(st.sampled_from((0.0, 0.001, 0.25, 1 / 3)))
         node = draw(st.integers(0, 3))
         fields = dict(
-            ev=draw(st.sampled_from(EVENTS)), t=t, node=node, level=draw(st.sampled_from(LEVELS)),
-            why=draw(st.sampled_from(REASONS)), uid=draw(st.integers(0, 12)), ptype=draw(st.sampled_from(TYPES)),
+            ev=draw(st.sampled_from(EVENTS)),
+            t=t,
+            node=node,
+            level=draw(st.sampled_from(LEVELS)),
+            why=draw(st.sampled_from(REASONS)),
+            uid=draw(st.integers(0, 12)),
+            ptype=draw(st.sampled_from(TYPES)),
             src=(draw(st.integers(0, 3)), draw(st.integers(0, 2))),
-            dst=(draw(st.sampled_from((node, 1, -1))), draw(st.integers(0, 2))), seq=draw(st.integers(0, 20)),
+            dst=(draw(st.sampled_from((node, 1, -1))), draw(st.integers(0, 2))),
+            seq=draw(st.integers(0, 20)),
         )
         writer = WRITERS[fmt if fmt is not None else draw(st.integers(0, 2))]
         if draw(st.integers(0, 6)) == 0:  # the MAC gives up and the routing agent echoes it

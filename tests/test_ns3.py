@@ -35,9 +35,14 @@ UNAVAILABLE = scenario.unavailable()
 pytestmark = pytest.mark.skipif(UNAVAILABLE is not None and not IN_CI, reason=f"{UNAVAILABLE} (CI runs it)")
 SEQ_TS = FieldSpec.parse("seq=0:4,time=4:8:ns")  # ns-3's SeqTsHeader
 RUNS = {  # scenario → its parameters, the causes it must hold
-    "wifi": ({"duration": 12, "stations": 3, "retries": 1, "speed": 4.0, "seed": 3},
-             ("wireless/retry-limit", "congestion/queue-disc")),
-    "lte": ({"duration": 10, "ues": 3, "seed": 1}, ("wireless/radio", "congestion/queue-disc", "congestion/enb-buffer")),
+    "wifi": (
+        {"duration": 12, "stations": 3, "retries": 1, "speed": 4.0, "seed": 3},
+        ("wireless/retry-limit", "congestion/queue-disc"),
+    ),
+    "lte": (
+        {"duration": 10, "ues": 3, "seed": 1},
+        ("wireless/radio", "congestion/queue-disc", "congestion/enb-buffer"),
+    ),
 }
 
 
@@ -125,8 +130,10 @@ def test_ldanalyze_reads_each_receiver_with_its_labels(run):
 def test_ldas_score_on_the_run(run):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        traces = [apply_labels(la.read_trace(run.pcap(i), payload=SEQ_TS, skew="keep"), run.labels_file(i))
-                  for i in range(run.receivers)]
+        traces = [
+            apply_labels(la.read_trace(run.pcap(i), payload=SEQ_TS, skew="keep"), run.labels_file(i))
+            for i in range(run.receivers)
+        ]
     batch = analyze_traces(traces, "all")
     scores = la.score(batch.decisions, batch.summary, by="pooled", bootstrap=0).set_index("lda")
     assert scores.loc["unaware", "M_w"] == 1.0 and scores.loc["unaware", "M_c"] == 0.0

@@ -12,8 +12,17 @@ from ldanalyze.packets import FATES, make_packet_table, natural_sorted, validate
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["1", "2", "10", "a:0.1>2.1", "b"]), st.integers(0, 5),
-                          st.floats(0, 10), st.sampled_from(FATES)), max_size=40))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["1", "2", "10", "a:0.1>2.1", "b"]),
+            st.integers(0, 5),
+            st.floats(0, 10),
+            st.sampled_from(FATES),
+        ),
+        max_size=40,
+    )
+)
 def test_rows_keep_their_flow_and_are_sorted(rows):
     if not rows:
         return
@@ -65,8 +74,10 @@ def test_transmission_index_counts_earlier_rows_of_the_same_number(rows, ordered
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 2), st.sampled_from([0.0, 1.0, 2.5, np.nan]), st.integers(0, 3)),
-                max_size=30), st.booleans())
+@given(
+    st.lists(st.tuples(st.integers(0, 2), st.sampled_from([0.0, 1.0, 2.5, np.nan]), st.integers(0, 3)), max_size=30),
+    st.booleans(),
+)
 def test_sorting_order_is_a_stable_sort_by_the_keys(rows, presorted):
     """The row order of Python's stable sort on the key tuples (NaN last, as numpy sorts)."""
     from ldanalyze.packets import sorting_order
@@ -74,8 +85,10 @@ def test_sorting_order_is_a_stable_sort_by_the_keys(rows, presorted):
     if presorted:
         rows = sorted(rows, key=lambda r: (r[0], np.isnan(r[1]), 0 if np.isnan(r[1]) else r[1], r[2]))
     keys = [np.array([r[k] for r in rows]) for k in range(3)]
-    expect = sorted(range(len(rows)), key=lambda i: (rows[i][0], np.isnan(rows[i][1]),
-                                                      0 if np.isnan(rows[i][1]) else rows[i][1], rows[i][2]))
+    expect = sorted(
+        range(len(rows)),
+        key=lambda i: (rows[i][0], np.isnan(rows[i][1]), 0 if np.isnan(rows[i][1]) else rows[i][1], rows[i][2]),
+    )
     order = sorting_order(*keys)
     assert (list(range(len(rows))) if order is None else order.tolist()) == expect
     if presorted and not np.isnan(keys[1]).any():  # NaN never compares in order: it takes the sort
@@ -83,11 +96,19 @@ def test_sorting_order_is_a_stable_sort_by_the_keys(rows, presorted):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["1", "2", "10"]), st.integers(0, 6), st.sampled_from([0.0, 0.5, 1.0, 2.0])),
-                max_size=30),
-       st.lists(st.tuples(st.sampled_from(["1", "2", "10", "x"]), st.sampled_from([0.0, 0.5, 1.0, 1.5, 3.0]),
-                          st.integers(-1, 7)), max_size=30),
-       st.booleans())
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["1", "2", "10"]), st.integers(0, 6), st.sampled_from([0.0, 0.5, 1.0, 2.0])),
+        max_size=30,
+    ),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["1", "2", "10", "x"]), st.sampled_from([0.0, 0.5, 1.0, 1.5, 3.0]), st.integers(-1, 7)
+        ),
+        max_size=30,
+    ),
+    st.booleans(),
+)
 def test_rtt_from_feedback_matches_naive_twin(packets, feedback, categorical):
     """Retransmitted seqnos (Karn), feedback before the send, repeated and lower seqnos, ties in
     time, a flow with no packets, flow labels whose string and natural orders differ."""
@@ -95,11 +116,20 @@ def test_rtt_from_feedback_matches_naive_twin(packets, feedback, categorical):
 
     from . import naive
 
-    table = pd.DataFrame({"flow": pd.Categorical([p[0] for p in packets], categories=["1", "2", "10"]),
-                          "seq": np.array([p[1] for p in packets], np.int64),
-                          "t_send": np.array([p[2] for p in packets], np.float64)})
-    fb = pd.DataFrame({"flow": [f[0] for f in feedback], "t": np.array([f[1] for f in feedback], np.float64),
-                       "seq": np.array([f[2] for f in feedback], np.int64)})
+    table = pd.DataFrame(
+        {
+            "flow": pd.Categorical([p[0] for p in packets], categories=["1", "2", "10"]),
+            "seq": np.array([p[1] for p in packets], np.int64),
+            "t_send": np.array([p[2] for p in packets], np.float64),
+        }
+    )
+    fb = pd.DataFrame(
+        {
+            "flow": [f[0] for f in feedback],
+            "t": np.array([f[1] for f in feedback], np.float64),
+            "seq": np.array([f[2] for f in feedback], np.int64),
+        }
+    )
     if categorical:
         fb["flow"] = fb["flow"].astype("category")
     got = rtt_from_feedback(table, fb)
@@ -109,8 +139,12 @@ def test_rtt_from_feedback_matches_naive_twin(packets, feedback, categorical):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["1", "2", "10", "x", None]), max_size=20),
-       st.lists(st.sampled_from(["1", "2", "10", "y"]), unique=True, max_size=4), st.booleans(), st.booleans())
+@given(
+    st.lists(st.sampled_from(["1", "2", "10", "x", None]), max_size=20),
+    st.lists(st.sampled_from(["1", "2", "10", "y"]), unique=True, max_size=4),
+    st.booleans(),
+    st.booleans(),
+)
 def test_label_positions_match_a_lookup_row_by_row(rows, labels, categorical, unused_category):
     """Each row's position in ``labels`` as strings, -1 for a missing label or none; from a
     categorical (with a category no row uses) or from plain values."""

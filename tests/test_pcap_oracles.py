@@ -63,8 +63,16 @@ def ours(capture):
         if r["status"] != S_DECODED or r["flags"] & F_FIRST_FRAGMENT or r["caplen"] != r["wirelen"]:
             continue
         f = flows.iloc[int(r["flow"])]
-        out[i] = (r["ts_ns"] / 1e9, f.src, f.dst, int(f.sport), int(f.dport), int(r["ip_id"]) if f.ip_ver == 4 else 0,
-                  int(r["ip_len"]), bytes(r["head"][: r["head_len"]]))
+        out[i] = (
+            r["ts_ns"] / 1e9,
+            f.src,
+            f.dst,
+            int(f.sport),
+            int(f.dport),
+            int(r["ip_id"]) if f.ip_ver == 4 else 0,
+            int(r["ip_len"]),
+            bytes(r["head"][: r["head_len"]]),
+        )
     return out
 
 
@@ -107,9 +115,16 @@ def dpkt_fields(path, linktype):
             family = socket.AF_INET if v4 else socket.AF_INET6
             upper = ip.data
             ported = isinstance(upper, (dpkt.udp.UDP, dpkt.tcp.TCP))
-            out[i] = (float(ts), socket.inet_ntop(family, ip.src), socket.inet_ntop(family, ip.dst),
-                      upper.sport if ported else 0, upper.dport if ported else 0, ip.id if v4 else 0,
-                      ip.len if v4 else 40 + ip.plen, bytes(upper.data)[:16] if ported else bytes(upper)[:16])
+            out[i] = (
+                float(ts),
+                socket.inet_ntop(family, ip.src),
+                socket.inet_ntop(family, ip.dst),
+                upper.sport if ported else 0,
+                upper.dport if ported else 0,
+                ip.id if v4 else 0,
+                ip.len if v4 else 40 + ip.plen,
+                bytes(upper.data)[:16] if ported else bytes(upper)[:16],
+            )
     return out
 
 
@@ -119,12 +134,22 @@ BOTH = ("dpkt", "scapy")
 # 0x88a8 in Linux cooked headers) and reads the null/loop family in one byte order, with its own
 # set of IPv6 families.
 FIXTURE_LINKS = [
-    (1, {}, BOTH), (1, {"vlans": (0x8100,)}, BOTH), (1, {"vlans": (0x88A8, 0x8100)}, BOTH),
-    (1, {"vlans": (0x9100,)}, ("dpkt",)), (113, {}, BOTH), (276, {}, BOTH),
-    (0, {"af_order": "<", "af6": 30}, ("dpkt",)), (0, {"af_order": "<", "af6": 10}, ("scapy",)),
-    (0, {"af_order": ">", "af6": 24}, ("dpkt",)), (108, {"af_order": ">", "af6": 24}, ("dpkt",)),
-    (108, {"af_order": ">", "af6": 10}, ("scapy",)), (101, {}, BOTH), (228, {}, BOTH),
-    (105, {"wifi": "data"}, BOTH), (105, {"wifi": "qos"}, BOTH), (127, {"wifi": "qos"}, BOTH),
+    (1, {}, BOTH),
+    (1, {"vlans": (0x8100,)}, BOTH),
+    (1, {"vlans": (0x88A8, 0x8100)}, BOTH),
+    (1, {"vlans": (0x9100,)}, ("dpkt",)),
+    (113, {}, BOTH),
+    (276, {}, BOTH),
+    (0, {"af_order": "<", "af6": 30}, ("dpkt",)),
+    (0, {"af_order": "<", "af6": 10}, ("scapy",)),
+    (0, {"af_order": ">", "af6": 24}, ("dpkt",)),
+    (108, {"af_order": ">", "af6": 24}, ("dpkt",)),
+    (108, {"af_order": ">", "af6": 10}, ("scapy",)),
+    (101, {}, BOTH),
+    (228, {}, BOTH),
+    (105, {"wifi": "data"}, BOTH),
+    (105, {"wifi": "qos"}, BOTH),
+    (127, {"wifi": "qos"}, BOTH),
     (192, {"wifi": "qos-4addr"}, ("scapy",)),
 ]
 
@@ -134,9 +159,13 @@ def test_dpkt_and_scapy_find_the_same_fields(tmp_path, linktype, options, oracle
     flows = [Endpoints(), Endpoints(proto="tcp", sport=40000, dport=80), Endpoints(proto="icmp")]
     if linktype != 228:
         flows += [SIX, TCP6]
-    records = [Record(NS + 1000 * k + 7, link_frame(linktype, ip_packet(e, bytes(range(k, k + 40)), ip_id=k, tsval=k,
-                                                                       ip_options=k == 1), **options))
-               for k, e in enumerate(flows)]
+    records = [
+        Record(
+            NS + 1000 * k + 7,
+            link_frame(linktype, ip_packet(e, bytes(range(k, k + 40)), ip_id=k, tsval=k, ip_options=k == 1), **options),
+        )
+        for k, e in enumerate(flows)
+    ]
     path = tmp_path / "d.pcap"
     write_pcap(path, records, linktype)
     mine = ours(decode(path))
@@ -162,14 +191,24 @@ def scapy_fields(path):
             while isinstance(layer, IPV6_EXTENSIONS):
                 layer = layer.payload
             body = bytes(upper.payload) if upper is not None else bytes(layer)
-            out[i] = (float(p.time), ip.src, ip.dst, upper.sport if upper else 0, upper.dport if upper else 0,
-                      ip.id if v4 else 0, ip.len if v4 else 40 + ip.plen, body[:16])
+            out[i] = (
+                float(p.time),
+                ip.src,
+                ip.dst,
+                upper.sport if upper else 0,
+                upper.dport if upper else 0,
+                ip.id if v4 else 0,
+                ip.len if v4 else 40 + ip.plen,
+                body[:16],
+            )
     return out
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(data=frame_lists(linktypes=(1, 101, 105, 113, 127, 192, 276), tpids=(0x8100,)),
-       container=st.sampled_from(["pcap", "pcapng"]))
+@given(
+    data=frame_lists(linktypes=(1, 101, 105, 113, 127, 192, 276), tpids=(0x8100,)),
+    container=st.sampled_from(["pcap", "pcapng"]),
+)
 def test_scapy_finds_the_same_fields(tmp_path_factory, data, container):
     linktype, records = data
     records = [r for r in records if b"\x08\x06" not in r.frame[12:14]]  # ARP has no IP fields
@@ -202,7 +241,8 @@ def tshark(*args) -> str:
 STREAM = re.compile(
     r"^\s*[\d.]+\s+[\d.]+\s+(?P<src>\S+)\s+(?P<sport>\d+)\s+(?P<dst>\S+)\s+(?P<dport>\d+)\s+(?P<ssrc>0x[0-9a-fA-F]+)"
     r"\s+.+?\s+(?P<pkts>\d+)\s+(?P<lost>-?\d+) \([^)]*\)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(?P<jmin>[\d.]+)\s+"
-    r"(?P<jmean>[\d.]+)\s+(?P<jmax>[\d.]+)")
+    r"(?P<jmean>[\d.]+)\s+(?P<jmax>[\d.]+)"
+)
 
 
 def tshark_rtp_streams(path) -> dict:
@@ -247,8 +287,11 @@ def compare_rtp(path):
         assert int(row["pkts"]) == info["packets"]
         assert int(row["lost"]) == lost.get(label, 0)
         jitter_ms = arrivals.loc[arrivals["flow"] == label, "jitter_rfc3550"].to_numpy()[1:] * 1e3
-        for ours_ms, theirs_ms in ((jitter_ms.min(), row["jmin"]), (jitter_ms.mean(), row["jmean"]),
-                                   (jitter_ms.max(), row["jmax"])):
+        for ours_ms, theirs_ms in (
+            (jitter_ms.min(), row["jmin"]),
+            (jitter_ms.mean(), row["jmean"]),
+            (jitter_ms.max(), row["jmax"]),
+        ):
             assert ours_ms == pytest.approx(float(theirs_ms), abs=6e-4)  # tshark rounds to µs
 
 
@@ -258,9 +301,15 @@ def test_tshark_rtp_lost_and_jitter_with_wrap_and_reordering(tmp_path):
     voice[10], voice[11] = voice[11], voice[10]
     voice[40], voice[43] = voice[43], voice[40]
     other = list(range(100, 160))
-    path = rtp_capture(tmp_path, "rtp.pcap", [(Endpoints(), 0x1234, voice, 2**32 - 3200),
-                                             (Endpoints(sport=5006, dport=6002), 0xBEEF, other, 77),
-                                             (SIX, 0x42, [s for s in range(1, 70) if s % 9], 2**31)])
+    path = rtp_capture(
+        tmp_path,
+        "rtp.pcap",
+        [
+            (Endpoints(), 0x1234, voice, 2**32 - 3200),
+            (Endpoints(sport=5006, dport=6002), 0xBEEF, other, 77),
+            (SIX, 0x42, [s for s in range(1, 70) if s % 9], 2**31),
+        ],
+    )
     compare_rtp(path)
 
 
@@ -286,12 +335,19 @@ def test_tshark_rtp_on_generated_flows(tmp_path_factory, flow):
 
 @needs_binary("tshark")
 def test_tshark_counts_the_same_packets(tmp_path):
-    frames = [link_frame(1, ip_packet(e, rtp_payload(k, 160 * k, 5), ip_id=k))
-              for k, e in enumerate([Endpoints(), SIX, Endpoints(proto="tcp", sport=1, dport=2)] * 7)]
+    frames = [
+        link_frame(1, ip_packet(e, rtp_payload(k, 160 * k, 5), ip_id=k))
+        for k, e in enumerate([Endpoints(), SIX, Endpoints(proto="tcp", sport=1, dport=2)] * 7)
+    ]
     iface = Iface(1, tsresol=0x80 | 20)
-    sections = [([iface], [("epb", 0, iface.ticks(NS + k * 10**6), Record(0, f)) for k, f in enumerate(frames[:10])]),
-                ([iface, Iface(101)], [("pb", 0, k, Record(0, f)) for k, f in enumerate(frames[10:])]
-                 + [("epb", 1, 5, Record(0, bytes(ip_packet(Endpoints(), b"raw"))))])]
+    sections = [
+        ([iface], [("epb", 0, iface.ticks(NS + k * 10**6), Record(0, f)) for k, f in enumerate(frames[:10])]),
+        (
+            [iface, Iface(101)],
+            [("pb", 0, k, Record(0, f)) for k, f in enumerate(frames[10:])]
+            + [("epb", 1, 5, Record(0, bytes(ip_packet(Endpoints(), b"raw"))))],
+        ),
+    ]
     ng = tmp_path / "c.pcapng"
     ng.write_bytes(pcapng_bytes(sections[:1]) + pcapng_bytes(sections[1:], big=True))
     plain = tmp_path / "c.pcap"
@@ -299,8 +355,22 @@ def test_tshark_counts_the_same_packets(tmp_path):
     for path in (ng, plain):
         capture = decode(path)
         assert len(tshark("-r", str(path), "-T", "fields", "-e", "frame.number").split()) == len(capture.records)
-        fields = tshark("-r", str(path), "-T", "fields", "-E", "separator=,", "-e", "ip.src", "-e", "ipv6.src",
-                        "-e", "udp.srcport", "-e", "tcp.srcport")
+        fields = tshark(
+            "-r",
+            str(path),
+            "-T",
+            "fields",
+            "-E",
+            "separator=,",
+            "-e",
+            "ip.src",
+            "-e",
+            "ipv6.src",
+            "-e",
+            "udp.srcport",
+            "-e",
+            "tcp.srcport",
+        )
         theirs = {}
         for line in fields.splitlines():
             key = tuple(x for x in line.split(",") if x)

@@ -49,8 +49,11 @@ LABEL = "10.0.0.1:5004>10.0.0.2:6000/udp"
 def capture_of(tmp_path, payloads_at, ends=UDP, name="c.pcap", linktype=1):
     """A pcap of one flow: (capture time ns, payload) pairs."""
     path = tmp_path / name
-    write_pcap(path, [Record(ns, link_frame(linktype, ip_packet(ends, p, ip_id=k))) for k, (ns, p) in
-                      enumerate(payloads_at)], linktype)
+    write_pcap(
+        path,
+        [Record(ns, link_frame(linktype, ip_packet(ends, p, ip_id=k))) for k, (ns, p) in enumerate(payloads_at)],
+        linktype,
+    )
     return path
 
 
@@ -102,13 +105,16 @@ def video(tmp_path, rate, pt=96, frames=40, per_frame=3, name="v.pcap"):
     return capture_of(tmp_path, payloads, name=name)
 
 
-@pytest.mark.parametrize("rate, pt, expected, source", [
-    (90000, 96, 90000.0, "inferred"),
-    (48000, 111, 48000.0, "inferred"),
-    (90000, 26, 90000.0, "payload type"),  # JPEG: static 90 kHz
-    (50000, 26, 90000.0, "payload type"),  # a static type's rate is the RFC's, whatever the data say
-    (12345, 96, pytest.approx(12345, rel=2e-3), "inferred (not a usual rate)"),
-])
+@pytest.mark.parametrize(
+    "rate, pt, expected, source",
+    [
+        (90000, 96, 90000.0, "inferred"),
+        (48000, 111, 48000.0, "inferred"),
+        (90000, 26, 90000.0, "payload type"),  # JPEG: static 90 kHz
+        (50000, 26, 90000.0, "payload type"),  # a static type's rate is the RFC's, whatever the data say
+        (12345, 96, pytest.approx(12345, rel=2e-3), "inferred (not a usual rate)"),
+    ],
+)
 def test_rtp_clock_rate_inferred_and_snapped(tmp_path, rate, pt, expected, source):
     trace = read(video(tmp_path, rate, pt))
     info = trace.meta["flows"][LABEL]
@@ -125,14 +131,20 @@ def test_rtp_clock_rate_given_wins_unless_the_stream_contradicts_it(tmp_path):
     assert trace.meta["flows"][LABEL]["clock_source"] == "given"
     frame_sent = rows(trace).groupby((rows(trace)["seq"] - 100) // 3)["t_send"].min()  # per frame: its first
     assert frame_sent.max() - frame_sent.min() == pytest.approx(39 * 0.04 * 90000 / 88000)
-    with pytest.raises(UsageError, match=r"clock rate 45000 Hz contradicts stream .* advances (89,99\d|90,00\d) ticks.*0x0000004d=90000"):
+    with pytest.raises(
+        UsageError,
+        match=r"clock rate 45000 Hz contradicts stream .* advances (89,99\d|90,00\d) ticks.*0x0000004d=90000",
+    ):
         read(path, clock_rate=45000)
 
 
 def test_rtp_clock_rate_cannot_be_inferred_from_too_short_a_capture(tmp_path):
     path = capture_of(tmp_path, [(NS + k * 1000, rtp_payload(k, 3000 * k, 5, pt=96)) for k in range(4)])
-    with pytest.raises(TraceError, match="too few packets over too short a time to infer the clock rate; "
-                                         "give its clock rate \\(command line: --clock-rate HZ\\)"):
+    with pytest.raises(
+        TraceError,
+        match="too few packets over too short a time to infer the clock rate; "
+        "give its clock rate \\(command line: --clock-rate HZ\\)",
+    ):
         read(path, flows=[LABEL])
     assert read(path, clock_rate=90000).meta["flows"][LABEL]["clock_source"] == "given"
     # at the sender no send time is read from the payload: nothing to infer
@@ -156,20 +168,31 @@ def test_rtp_streams_split_by_ssrc_and_rtcp_left_out(tmp_path):
 
 
 # -- iperf -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("kind, maker, counters64, first", [
-    ("iperf3", iperf3_payload, False, 1),
-    ("iperf3-64", iperf3_payload, True, 2**32 + 7),
-    ("iperf2", iperf2_payload, False, 0),
-    ("iperf2-64", iperf2_payload, True, 2**33 - 2),
-])
+@pytest.mark.parametrize(
+    "kind, maker, counters64, first",
+    [
+        ("iperf3", iperf3_payload, False, 1),
+        ("iperf3-64", iperf3_payload, True, 2**32 + 7),
+        ("iperf2", iperf2_payload, False, 0),
+        ("iperf2-64", iperf2_payload, True, 2**33 - 2),
+    ],
+)
 def test_iperf_sequence_and_send_time(tmp_path, kind, maker, counters64, first):
     sent = [T0 + 10 + k * 0.001 for k in range(8)]
     keep = [0, 1, 2, 4, 5, 7]  # 3 and 6 lost
     payloads = [(NS - 10**9, struct.pack(">I", 0x36373839))]  # iperf3's UDP connect message
     payloads += [(round((sent[k] + 0.03) * 1e9), maker(first + k, sent[k], counters64=counters64)) for k in keep]
     if kind.startswith("iperf2"):  # the end-of-test datagram repeats the last id, negated
-        payloads.append((NS + 10**10, maker(-(first + 7) & (2**64 - 1) if counters64 else -(first + 7) & 0xFFFFFFFF,
-                                            sent[7], counters64=counters64)))
+        payloads.append(
+            (
+                NS + 10**10,
+                maker(
+                    -(first + 7) & (2**64 - 1) if counters64 else -(first + 7) & 0xFFFFFFFF,
+                    sent[7],
+                    counters64=counters64,
+                ),
+            )
+        )
     trace = read(capture_of(tmp_path, payloads))
     info = trace.meta["flows"][LABEL]
     assert info["kind"] == kind
@@ -199,11 +222,18 @@ TCP_LABEL = "10.0.0.1:40000>10.0.0.2:80/tcp"
 def tcp_capture(tmp_path, segments, name="tcp.pcap", timestamps=True):
     """segments: (capture ms, relative byte seq, length, tsval ms); a SYN with MSS 1000 first."""
     isn = 2**32 - 1500  # the byte numbers wrap
-    records = [Record(NS, link_frame(1, ip_packet(TCP_FLOW, b"", tcp_seq=isn, tcp_flags="S", mss=1000,
-                                                  tsval=5000 if timestamps else None)))]
+    records = [
+        Record(
+            NS,
+            link_frame(
+                1, ip_packet(TCP_FLOW, b"", tcp_seq=isn, tcp_flags="S", mss=1000, tsval=5000 if timestamps else None)
+            ),
+        )
+    ]
     for at, rel, length, tsval in segments:
-        packet = ip_packet(TCP_FLOW, bytes(length), tcp_seq=(isn + 1 + rel) % 2**32,
-                           tsval=tsval if timestamps else None)
+        packet = ip_packet(
+            TCP_FLOW, bytes(length), tcp_seq=(isn + 1 + rel) % 2**32, tsval=tsval if timestamps else None
+        )
         records.append(Record(NS + at * 10**6, link_frame(1, packet)))
     path = tmp_path / name
     write_pcap(path, records, 1)
@@ -211,21 +241,33 @@ def tcp_capture(tmp_path, segments, name="tcp.pcap", timestamps=True):
 
 
 def test_tcp_receiver_holes_and_retransmissions(tmp_path):
-    segments = [(10, 0, 1000, 5010), (11, 1000, 1000, 5011), (13, 3000, 1000, 5013),  # 2000 missing
-                (14, 4000, 1000, 5014), (60, 2000, 1000, 5060),  # its retransmission, 47 ticks later
-                (61, 7000, 500, 5061),  # 5000..7000 never arrives: two segments of MSS 1000
-                (62, 7500, 1000, 5062), (63, 7500, 1000, 5062)]  # a duplicate
+    segments = [
+        (10, 0, 1000, 5010),
+        (11, 1000, 1000, 5011),
+        (13, 3000, 1000, 5013),  # 2000 missing
+        (14, 4000, 1000, 5014),
+        (60, 2000, 1000, 5060),  # its retransmission, 47 ticks later
+        (61, 7000, 500, 5061),  # 5000..7000 never arrives: two segments of MSS 1000
+        (62, 7500, 1000, 5062),
+        (63, 7500, 1000, 5062),
+    ]  # a duplicate
     trace = read(tcp_capture(tmp_path, segments))
     info = trace.meta["flows"][TCP_LABEL]
     assert (info["kind"], info["mss"], info["clock_rate"], info["clock_source"]) == ("tcp", 1000, 1000.0, "inferred")
     r = rows(trace, TCP_LABEL).sort_values(["seq", "tx"])
     table = list(zip(r["seq"], r["tx"], r["fate"], r["reason"]))
     assert table == [
-        (0, 0, "delivered", ""), (1, 0, "delivered", ""),
-        (2, 0, "lost", "retransmitted"), (2, 1, "delivered", ""),
-        (3, 0, "delivered", ""), (4, 0, "delivered", ""),
-        (5, 0, "lost", "seq-gap"), (6, 0, "lost", "seq-gap"),
-        (7, 0, "delivered", ""), (8, 0, "delivered", ""), (8, 1, "delivered", ""),
+        (0, 0, "delivered", ""),
+        (1, 0, "delivered", ""),
+        (2, 0, "lost", "retransmitted"),
+        (2, 1, "delivered", ""),
+        (3, 0, "delivered", ""),
+        (4, 0, "delivered", ""),
+        (5, 0, "lost", "seq-gap"),
+        (6, 0, "lost", "seq-gap"),
+        (7, 0, "delivered", ""),
+        (8, 0, "delivered", ""),
+        (8, 1, "delivered", ""),
     ]
     lost = r[r["fate"] == "lost"].set_index("seq")["t_send"]
     assert lost.loc[2] == pytest.approx(5.012, abs=1e-9)  # between seq 1 and 3's TSval (5.011, 5.013 s)
@@ -234,8 +276,13 @@ def test_tcp_receiver_holes_and_retransmissions(tmp_path):
 
 
 def test_tcp_sender_sees_retransmissions_as_transmissions(tmp_path):
-    segments = [(10, 0, 1000, 5010), (11, 1000, 1000, 5011), (12, 2000, 1000, 5012), (50, 1000, 1000, 5050),
-                (51, 2999, 1, 5051)]  # a keep-alive: its byte was sent before
+    segments = [
+        (10, 0, 1000, 5010),
+        (11, 1000, 1000, 5011),
+        (12, 2000, 1000, 5012),
+        (50, 1000, 1000, 5050),
+        (51, 2999, 1, 5051),
+    ]  # a keep-alive: its byte was sent before
     trace = read(tcp_capture(tmp_path, segments, timestamps=False), vantage="sender")
     r = rows(trace, TCP_LABEL)
     assert list(zip(r["seq"], r["tx"])) == [(0, 0), (1, 0), (2, 0), (1, 1), (2, 1)]
@@ -248,8 +295,9 @@ def test_tcp_acknowledgements_are_skipped_quietly(tmp_path):
     path = tcp_capture(tmp_path, [(10, 0, 1000, 5010), (40, 1000, 1000, 5040), (70, 2000, 1000, 5070)])
     back = Endpoints(proto="tcp", src="10.0.0.2", dst="10.0.0.1", sport=80, dport=40000)
     records = [Record(NS + k * 10**6, link_frame(1, ip_packet(back, b"", tcp_flags="A", tsval=k))) for k in range(3)]
-    data = path.read_bytes() + b"".join(struct.pack("<IIII", r.ts_ns // 10**9, r.ts_ns % 10**9, len(r.frame),
-                                                      len(r.frame)) + r.frame for r in records)
+    data = path.read_bytes() + b"".join(
+        struct.pack("<IIII", r.ts_ns // 10**9, r.ts_ns % 10**9, len(r.frame), len(r.frame)) + r.frame for r in records
+    )
     path.write_bytes(data)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -257,16 +305,22 @@ def test_tcp_acknowledgements_are_skipped_quietly(tmp_path):
     assert list(trace.meta["flows"]) == [TCP_LABEL]
     assert trace.meta["skipped_flows"] == {
         "10.0.0.2:80>10.0.0.1:40000/tcp": f"no TCP payload (acknowledgements only) (first packet at byte "
-                                          f"{len(data) - 3 * (16 + len(records[0].frame))})"}
+        f"{len(data) - 3 * (16 + len(records[0].frame))})"
+    }
 
 
 def test_tcp_ports_reused_by_a_second_connection(tmp_path):
     first = tcp_capture(tmp_path, [(10 + 30 * k, 1000 * k, 1000, 5010 + 30 * k) for k in range(4)], name="a.pcap")
     later = ip_packet(TCP_FLOW, bytes(1000), tcp_seq=2**31, tsval=9000)
-    data = first.read_bytes() + struct.pack("<IIII", T0 + 5, 0, len(bytes(link_frame(1, later))),
-                                            len(bytes(link_frame(1, later)))) + link_frame(1, later)
+    data = (
+        first.read_bytes()
+        + struct.pack("<IIII", T0 + 5, 0, len(bytes(link_frame(1, later))), len(bytes(link_frame(1, later))))
+        + link_frame(1, later)
+    )
     first.write_bytes(data)
-    with pytest.raises(TraceError, match="segment numbers: only 75% of the steps between consecutive packets are small"):
+    with pytest.raises(
+        TraceError, match="segment numbers: only 75% of the steps between consecutive packets are small"
+    ):
         read(first, flows=[TCP_LABEL])
 
 
@@ -285,8 +339,10 @@ def test_segment_index_by_hand():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 40), st.sampled_from([100, 500, 1000, 1])), min_size=1, max_size=25),
-       st.sampled_from([100, 500, 1000]))
+@given(
+    st.lists(st.tuples(st.integers(0, 40), st.sampled_from([100, 500, 1000, 1])), min_size=1, max_size=25),
+    st.sampled_from([100, 500, 1000]),
+)
 def test_segment_index_agrees_with_the_twin(segments, mss):
     segments = [(s * 250, n) for s, n in segments]
     start = np.array(sorted({s for s, _ in segments}))
@@ -296,18 +352,22 @@ def test_segment_index_agrees_with_the_twin(segments, mss):
 
 
 # -- generic field specs -----------------------------------------------------------------------
-@pytest.mark.parametrize("units, encode, scale", [
-    ("ms", lambda t: struct.pack(">Q", round(t * 1e3)), 1e-3),
-    ("ntp", lambda t: struct.pack(">II", int(t), round((t % 1) * 2**32)), None),
-    ("sec+nsec", lambda t: struct.pack(">II", int(t), round((t % 1) * 1e9)), None),
-    (1e5, lambda t: struct.pack(">Q", round(t * 1e5)), 1e-5),
-])
+@pytest.mark.parametrize(
+    "units, encode, scale",
+    [
+        ("ms", lambda t: struct.pack(">Q", round(t * 1e3)), 1e-3),
+        ("ntp", lambda t: struct.pack(">II", int(t), round((t % 1) * 2**32)), None),
+        ("sec+nsec", lambda t: struct.pack(">II", int(t), round((t % 1) * 1e9)), None),
+        (1e5, lambda t: struct.pack(">Q", round(t * 1e5)), 1e-5),
+    ],
+)
 def test_generic_field_spec(tmp_path, units, encode, scale):
     spec = FieldSpec(seq=Field(10, 2, "little"), send_time=Field(2, 8), time_units=units, name="mine")
     sent = [T0 + 1.25 + 0.01 * k for k in range(5)]
-    payloads = [(NS + 2 * 10**9 + k * 10**7,
-                 b"\xee\xee" + encode(sent[k]) + struct.pack("<H", (65534 + k) % 65536) + bytes(8))
-                for k in (0, 1, 3, 4)]
+    payloads = [
+        (NS + 2 * 10**9 + k * 10**7, b"\xee\xee" + encode(sent[k]) + struct.pack("<H", (65534 + k) % 65536) + bytes(8))
+        for k in (0, 1, 3, 4)
+    ]
     trace = read(capture_of(tmp_path, payloads), payload=spec)
     r = rows(trace).sort_values("seq")
     assert r["seq"].tolist() == [65534, 65535, 65536, 65537, 65538]  # 2-byte counter unwrapped
@@ -359,8 +419,17 @@ def test_bad_options(tmp_path):
 def test_packets_without_timestamps_cannot_make_a_trace(tmp_path):
     frames = [link_frame(1, ip_packet(UDP, rtp_payload(k, 160 * k, 3))) for k in range(4)]
     path = tmp_path / "spb.pcapng"
-    path.write_bytes(pcapng_bytes([([Iface(1)], [("epb", 0, 10**6 * T0 + k, Record(0, f)) for k, f in
-                                                 enumerate(frames[:3])] + [("spb", Record(0, frames[3]))])]))
+    path.write_bytes(
+        pcapng_bytes(
+            [
+                (
+                    [Iface(1)],
+                    [("epb", 0, 10**6 * T0 + k, Record(0, f)) for k, f in enumerate(frames[:3])]
+                    + [("spb", Record(0, frames[3]))],
+                )
+            ]
+        )
+    )
     spb_at = len(pcapng_bytes([([Iface(1)], [("epb", 0, 0, Record(0, f)) for f in frames[:3]])]))
     with pytest.raises(TraceError, match="1 packets come from simple packet blocks, which carry no timestamp") as info:
         read(path, vantage="sender")
@@ -368,8 +437,14 @@ def test_packets_without_timestamps_cannot_make_a_trace(tmp_path):
 
 
 def test_snaplen_cut_payloads_are_counted(tmp_path):
-    records = [Record(NS + k * 20_000_000, link_frame(1, ip_packet(UDP, rtp_payload(k, 160 * k, 9))),
-                      snaplen=None if k != 2 else 14 + 28 + 6) for k in range(5)]
+    records = [
+        Record(
+            NS + k * 20_000_000,
+            link_frame(1, ip_packet(UDP, rtp_payload(k, 160 * k, 9))),
+            snaplen=None if k != 2 else 14 + 28 + 6,
+        )
+        for k in range(5)
+    ]
     path = tmp_path / "cut.pcap"
     write_pcap(path, records, 1)
     trace = read(path)
@@ -454,8 +529,14 @@ def test_gather_rows_is_plain_indexing(n, head_bytes, data):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(0, 30), st.integers(1, 24), st.sampled_from((1, 2, 4, 8)), st.sampled_from(("big", "little")),
-       st.booleans(), st.data())
+@given(
+    st.integers(0, 30),
+    st.integers(1, 24),
+    st.sampled_from((1, 2, 4, 8)),
+    st.sampled_from(("big", "little")),
+    st.booleans(),
+    st.data(),
+)
 def test_field_read_is_the_plain_twin(n, head_bytes, width, order, signed, data):
     """A field read in place from the records' strided heads equals the plain one-row-at-a-time
     twin, for every width, byte order and sign (8 bytes unsigned: wrapped into int64, as the
@@ -463,16 +544,19 @@ def test_field_read_is_the_plain_twin(n, head_bytes, width, order, signed, data)
     from ldanalyze.io.capture.linklayer import record_dtype
 
     records = np.zeros(n, record_dtype(head_bytes))
-    records["head"] = np.array(data.draw(st.lists(st.integers(0, 255), min_size=n * head_bytes,
-                                                  max_size=n * head_bytes)), np.uint8).reshape(n, head_bytes)
+    records["head"] = np.array(
+        data.draw(st.lists(st.integers(0, 255), min_size=n * head_bytes, max_size=n * head_bytes)), np.uint8
+    ).reshape(n, head_bytes)
     offset = data.draw(st.integers(0, head_bytes))
     field = Field(offset, width, order, signed)
     if offset + width > head_bytes:
         with pytest.raises(IndexError, match="beyond"):
             field.read(records["head"])
         return
-    expected = [v - (1 << 64) if v >= 1 << 63 else v
-                for v in naive.read_field(records["head"].tolist(), offset, width, order, signed)]
+    expected = [
+        v - (1 << 64) if v >= 1 << 63 else v
+        for v in naive.read_field(records["head"].tolist(), offset, width, order, signed)
+    ]
     for head in (records["head"], np.ascontiguousarray(records["head"])):
         got = field.read(head)
         assert got.dtype == np.int64 and got.tolist() == expected

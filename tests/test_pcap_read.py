@@ -62,13 +62,25 @@ def as_twin(capture):
     for r in capture.records:
         flags = int(r["flags"])
         rec = {
-            "ts_ns": None if r["ts_ns"] == NO_TIME else int(r["ts_ns"]), "offset": int(r["offset"]),
-            "iface": int(r["iface"]), "caplen": int(r["caplen"]), "wirelen": int(r["wirelen"]),
-            "status": STATUS_NAMES[r["status"]], "flow": None, "first_fragment": bool(flags & F_FIRST_FRAGMENT),
-            "ip_ver": int(r["ip_ver"]), "proto": int(r["proto"]), "ttl": int(r["ttl"]), "ip_len": int(r["ip_len"]),
-            "ip_id": int(r["ip_id"]), "payload_len": int(r["payload_len"]),
-            "head": bytes(r["head"][: r["head_len"]]), "payload_hash": int(r["payload_hash"]),
-            "tcp_seq": int(r["tcp_seq"]), "tcp_ack": int(r["tcp_ack"]), "tcp_flags": int(r["tcp_flags"]),
+            "ts_ns": None if r["ts_ns"] == NO_TIME else int(r["ts_ns"]),
+            "offset": int(r["offset"]),
+            "iface": int(r["iface"]),
+            "caplen": int(r["caplen"]),
+            "wirelen": int(r["wirelen"]),
+            "status": STATUS_NAMES[r["status"]],
+            "flow": None,
+            "first_fragment": bool(flags & F_FIRST_FRAGMENT),
+            "ip_ver": int(r["ip_ver"]),
+            "proto": int(r["proto"]),
+            "ttl": int(r["ttl"]),
+            "ip_len": int(r["ip_len"]),
+            "ip_id": int(r["ip_id"]),
+            "payload_len": int(r["payload_len"]),
+            "head": bytes(r["head"][: r["head_len"]]),
+            "payload_hash": int(r["payload_hash"]),
+            "tcp_seq": int(r["tcp_seq"]),
+            "tcp_ack": int(r["tcp_ack"]),
+            "tcp_flags": int(r["tcp_flags"]),
             "tcp_tsval": int(r["tcp_tsval"]) if flags & F_TCP_TIMESTAMP else None,
             "tcp_tsecr": int(r["tcp_tsecr"]) if flags & F_TCP_TIMESTAMP else None,
             "tcp_mss": int(r["tcp_mss"]) if flags & F_TCP_MSS else None,
@@ -139,13 +151,20 @@ def sections_capture(tmp_path):
     every packet block type, a name resolution block and a block of unknown type."""
     e1, e2, e3 = Iface(1, tsresol=9), Iface(101), Iface(276, tsresol=0x80 | 20, tsoffset=3)
     frame = {lt: udp_frame(lt) for lt in (1, 101, 276)}
-    first = pcapng_bytes([([e1, e2], [
-        ("epb", 0, e1.ticks(NS + 1), Record(0, frame[1])),
-        ("block", 4, b"\x00\x00\x00\x00"),  # name resolution: skipped quietly
-        ("epb", 1, e2.ticks(NS + 2000), Record(0, frame[101])),
-        ("spb", Record(0, frame[1])),
-        ("block", 0x1234, b"abcd"),  # not in the specification
-    ])])
+    first = pcapng_bytes(
+        [
+            (
+                [e1, e2],
+                [
+                    ("epb", 0, e1.ticks(NS + 1), Record(0, frame[1])),
+                    ("block", 4, b"\x00\x00\x00\x00"),  # name resolution: skipped quietly
+                    ("epb", 1, e2.ticks(NS + 2000), Record(0, frame[101])),
+                    ("spb", Record(0, frame[1])),
+                    ("block", 0x1234, b"abcd"),  # not in the specification
+                ],
+            )
+        ]
+    )
     second = pcapng_bytes([([e3], [("pb", 0, e3.ticks(NS + 5 * 10**9), Record(0, frame[276]))])], big=True)
     path = tmp_path / "s.pcapng"
     path.write_bytes(first + second)
@@ -162,8 +181,9 @@ def test_pcapng_sections_interfaces_and_blocks(tmp_path):
     assert capture.counts["sections"] == 2 and capture.counts["decoded"] == 4
     assert r["ts_ns"][[0, 1]].tolist() == [NS + 1, NS + 2000]
     assert r["ts_ns"][2] == NO_TIME and math.isnan(capture.times()[2])
-    assert r["ts_ns"][3] == Iface(276, tsresol=0x80 | 20, tsoffset=3).ns(Iface(276, tsresol=0x80 | 20, tsoffset=3)
-                                                                           .ticks(NS + 5 * 10**9))
+    assert r["ts_ns"][3] == Iface(276, tsresol=0x80 | 20, tsoffset=3).ns(
+        Iface(276, tsresol=0x80 | 20, tsoffset=3).ticks(NS + 5 * 10**9)
+    )
     assert len(capture.flows) == 1  # the same 5-tuple on every interface
     assert capture.counts["blocks_skipped"] == {"0x4": 1, "0x1234": 1}
     assert any("1 packets from simple packet blocks carry no timestamp" in n for n in notes)
@@ -238,7 +258,8 @@ def test_every_link_type_gives_the_same_packet(tmp_path, linktype):
 def test_ipv6_on_linktype_229_and_on_null_with_every_address_family(tmp_path):
     six = Endpoints(6, "udp", "2001:db8::1", "2001:db8::2", 5004, 6000)
     frames = [(229, udp_frame(229, ends=six))] + [
-        (0, udp_frame(0, ends=six, af_order=order, af6=af)) for order in "<>" for af in (10, 24, 28, 30)]
+        (0, udp_frame(0, ends=six, af_order=order, af6=af)) for order in "<>" for af in (10, 24, 28, 30)
+    ]
     for linktype, frame in frames:
         path = tmp_path / f"{linktype}.pcap"
         write_pcap(path, [Record(NS, frame)], linktype)
@@ -262,12 +283,20 @@ def test_wifi_frames_that_carry_no_ip_are_counted(tmp_path):
     write_pcap(path, [Record(NS + k, udp_frame(105, wifi=w)) for k, w in enumerate(kinds)], 105)
     capture = same_as_twin(path)
     assert [STATUS_NAMES[s] for s in capture.records["status"]] == [
-        "decoded", "decoded", "decoded", "wifi_not_data", "wifi_not_data", "wifi_protected"]
+        "decoded",
+        "decoded",
+        "decoded",
+        "wifi_not_data",
+        "wifi_not_data",
+        "wifi_protected",
+    ]
     assert capture.counts["wifi_not_data"] == 2 and capture.counts["wifi_protected"] == 1
 
 
-@pytest.mark.parametrize("flags, status", [("", "decoded"), ("TSFT", "decoded"), ("pad", "decoded"),
-                                           ("TSFT+pad", "decoded"), ("badFCS", "bad_fcs")])
+@pytest.mark.parametrize(
+    "flags, status",
+    [("", "decoded"), ("TSFT", "decoded"), ("pad", "decoded"), ("TSFT+pad", "decoded"), ("badFCS", "bad_fcs")],
+)
 def test_radiotap_length_and_flags(tmp_path, flags, status):
     path = tmp_path / "r.pcap"
     write_pcap(path, [Record(NS, udp_frame(127, wifi="qos", radiotap=flags))], 127)
@@ -277,8 +306,10 @@ def test_radiotap_length_and_flags(tmp_path, flags, status):
 
 def test_ipv4_options_and_ipv6_extension_headers(tmp_path):
     six = Endpoints(6, "udp", "2001:db8::1", "2001:db8::2", 5004, 6000)
-    packets = [ip_packet(UDP, b"x" * 20, ip_options=True, ip_id=5),
-               ip_packet(six, b"x" * 20, ext=("hbh", "routing", "frag", "dest"), ip_id=99)]
+    packets = [
+        ip_packet(UDP, b"x" * 20, ip_options=True, ip_id=5),
+        ip_packet(six, b"x" * 20, ext=("hbh", "routing", "frag", "dest"), ip_id=99),
+    ]
     path = tmp_path / "o.pcap"
     write_pcap(path, [Record(NS + k, link_frame(1, p)) for k, p in enumerate(packets)], 1)
     capture = same_as_twin(path)
@@ -315,8 +346,12 @@ def test_records_cut_before_their_headers_are_counted_not_guessed(tmp_path):
     assert r["head_len"][3] == 0 and r["payload_hash"][3] == 0  # payload cut: flow, but no hash
     assert capture.counts["too_short"] == 3
     offset = 24 + (16 + len(frame))
-    assert notes == [(f"{path}: 3 packets too short to decode (cut by the snap length before the headers their "
-                     f"flow needs; first at byte {offset}): they have no flow")]
+    assert notes == [
+        (
+            f"{path}: 3 packets too short to decode (cut by the snap length before the headers their "
+            f"flow needs; first at byte {offset}): they have no flow"
+        )
+    ]
 
 
 def test_tcp_options(tmp_path):
@@ -332,14 +367,16 @@ def test_tcp_options(tmp_path):
 def test_list_flows(tmp_path):
     back = Endpoints(src="10.0.0.2", dst="10.0.0.1", sport=6000, dport=5004)
     ping = Endpoints(proto="icmp")
-    records = [Record(NS + 20_000_000 * k, link_frame(1, ip_packet(UDP, rtp_payload(k, 160 * k, 7))))
-               for k in range(5)]
+    records = [Record(NS + 20_000_000 * k, link_frame(1, ip_packet(UDP, rtp_payload(k, 160 * k, 7)))) for k in range(5)]
     records += [Record(NS + 1, udp_frame(ends=back)), Record(NS + 2, udp_frame(ends=ping))]
     path = tmp_path / "f.pcap"
     write_pcap(path, sorted(records, key=lambda r: r.ts_ns), 1)
     flows = list_flows(path)
-    assert flows["flow"].tolist() == ["10.0.0.1:5004>10.0.0.2:6000/udp", "10.0.0.2:6000>10.0.0.1:5004/udp",
-                                      "10.0.0.1>10.0.0.2/icmp"]
+    assert flows["flow"].tolist() == [
+        "10.0.0.1:5004>10.0.0.2:6000/udp",
+        "10.0.0.2:6000>10.0.0.1:5004/udp",
+        "10.0.0.1>10.0.0.2/icmp",
+    ]
     rtp = flows.iloc[0]
     assert (rtp.packets, rtp.bytes, rtp.payload, rtp.proto) == (5, 5 * (20 + 8 + 172), "rtp", "udp")
     assert (rtp["first"], rtp["last"]) == (pytest.approx(T0), pytest.approx(T0 + 0.08))
@@ -406,8 +443,12 @@ def test_truncated_last_record_warns_and_keeps_the_rest(tmp_path):
     capture, notes = decode(path)
     second = 24 + 16 + len(udp_frame())
     assert len(capture.records) == 1 and capture.counts["truncated_records"] == 1
-    assert notes == [(f"{path}: the capture ends inside a record at byte {second} "
-                     f"({16 + len(udp_frame()) - 10} of {16 + len(udp_frame())} bytes): that record is ignored")]
+    assert notes == [
+        (
+            f"{path}: the capture ends inside a record at byte {second} "
+            f"({16 + len(udp_frame()) - 10} of {16 + len(udp_frame())} bytes): that record is ignored"
+        )
+    ]
     path.write_bytes(good[: second + 7])  # cut inside the record header
     capture, notes = decode(path)
     assert len(capture.records) == 1 and f"at byte {second} (7 of 16 bytes)" in notes[0]
@@ -416,7 +457,7 @@ def test_truncated_last_record_warns_and_keeps_the_rest(tmp_path):
 def test_corrupt_record_length(tmp_path):
     data = bytearray(one_record_pcap(tmp_path).read_bytes())
     second = 24 + 16 + len(udp_frame())
-    data[second + 8: second + 12] = struct.pack("<I", 10**8)
+    data[second + 8 : second + 12] = struct.pack("<I", 10**8)
     path = tmp_path / "bad.pcap"
     path.write_bytes(bytes(data))
     expect_error(path, "record claims 100000000 captured bytes", "corrupt", offset=second)
@@ -427,21 +468,39 @@ def test_unsupported_link_type(tmp_path):
     write_pcap(path, [Record(NS, b"\x00" * 40)], 147)
     expect_error(path, "unsupported link type 147", "1 ethernet", offset=20)
     ng = tmp_path / "lt.pcapng"
-    ng.write_bytes(pcapng_bytes([([Iface(1), Iface(147)], [
-        ("epb", 0, 0, Record(0, udp_frame())), ("epb", 1, 0, Record(0, b"\x00" * 40)),
-        ("epb", 1, 0, Record(0, b"\x00" * 40))])]))
+    ng.write_bytes(
+        pcapng_bytes(
+            [
+                (
+                    [Iface(1), Iface(147)],
+                    [
+                        ("epb", 0, 0, Record(0, udp_frame())),
+                        ("epb", 1, 0, Record(0, b"\x00" * 40)),
+                        ("epb", 1, 0, Record(0, b"\x00" * 40)),
+                    ],
+                )
+            ]
+        )
+    )
     capture, notes = decode(ng)
     assert capture.counts["unsupported_link"] == 2 and capture.counts["decoded"] == 1
     second_idb = len(pcapng_bytes([([Iface(1)], [])]))
-    assert notes == [(f"{ng}: 2 packets on interface 1 (link type 147, described at byte {second_idb}) skipped: "
-                     "link type not supported")]
+    assert notes == [
+        (
+            f"{ng}: 2 packets on interface 1 (link type 147, described at byte {second_idb}) skipped: "
+            "link type not supported"
+        )
+    ]
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda b: b[:32] + struct.pack("<I", 30) + b[36:], "has length 30 (a multiple of 4"),
-    (lambda b: b[:-4] + struct.pack("<I", 12), "does not end with its length"),
-    (lambda b: b[:24] + struct.pack("<I", 32) + b[28:], "block of type 0xa0d0d0a and length 28 does not end"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda b: b[:32] + struct.pack("<I", 30) + b[36:], "has length 30 (a multiple of 4"),
+        (lambda b: b[:-4] + struct.pack("<I", 12), "does not end with its length"),
+        (lambda b: b[:24] + struct.pack("<I", 32) + b[28:], "block of type 0xa0d0d0a and length 28 does not end"),
+    ],
+)
 def test_pcapng_corrupt_blocks(tmp_path, damage, message):
     body = pcapng_bytes([([Iface(1)], [("epb", 0, 0, Record(0, udp_frame()))])])
     path = tmp_path / "bad.pcapng"
@@ -474,7 +533,9 @@ def test_capture_cut_inside_a_trailing_statistics_block(tmp_path):
     capture, notes = decode(path)
     isb_at = len(whole) - 52
     assert len(capture.records) == 1 and capture.counts["truncated_records"] == 1
-    assert notes == [f"{path}: the capture ends inside a block at byte {isb_at} (32 of 52 bytes): that block is ignored"]
+    assert notes == [
+        f"{path}: the capture ends inside a block at byte {isb_at} (32 of 52 bytes): that block is ignored"
+    ]
 
 
 def test_gzip_damage(tmp_path):
@@ -505,8 +566,9 @@ def test_no_decodable_flow(tmp_path):
     from scapy.layers.l2 import ARP, Ether
 
     write_pcap(path, [Record(NS + k, bytes(Ether() / ARP())) for k in range(3)], 1)
-    expect_error(path, "no decodable flow with sequence numbers: 3 records, 0 decoded into 0 flows",
-                 reader=read_capture)
+    expect_error(
+        path, "no decodable flow with sequence numbers: 3 records, 0 decoded into 0 flows", reader=read_capture
+    )
 
 
 def test_flow_without_sequence_numbers(tmp_path):
@@ -519,13 +581,22 @@ def test_flow_without_sequence_numbers(tmp_path):
         trace = read_capture(path, skew="keep")  # 20 ms of RTP ticks 1 ms apart: no clock to fit
     first_dns = 24 + 5 * (16 + len(records[0].frame))
     assert trace.meta["skipped_flows"]["10.0.0.1:53>10.0.0.2:40000/udp"].endswith(f"(first packet at byte {first_dns})")
-    expect_error(path, "flow 10.0.0.1:53>10.0.0.2:40000/udp: no sequence numbers found", offset=first_dns,
-                 reader=read_capture, flows=["10.0.0.1:53>10.0.0.2:40000/udp"])
+    expect_error(
+        path,
+        "flow 10.0.0.1:53>10.0.0.2:40000/udp: no sequence numbers found",
+        offset=first_dns,
+        reader=read_capture,
+        flows=["10.0.0.1:53>10.0.0.2:40000/udp"],
+    )
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.integers(-1, 4), st.one_of(st.just(NO_TIME), st.integers(0, 10**12)),
-                          st.integers(0, 65535)), max_size=60))
+@given(
+    st.lists(
+        st.tuples(st.integers(-1, 4), st.one_of(st.just(NO_TIME), st.integers(0, 10**12)), st.integers(0, 65535)),
+        max_size=60,
+    )
+)
 def test_flow_extents_match_pandas(rows):
     """Packets, bytes, first and last time per flow (records without a flow or a time left out)."""
     import pandas as pd

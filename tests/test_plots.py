@@ -31,8 +31,9 @@ def test_timeline_marks_every_detected_loss_and_each_decision(mix):
     tl, _ = mix
     fig = la.plot.timeline(tl, "4", ["zbs", "spike"], window=(20, 60))
     rott, iat, strip, state = fig.axes[:4]
-    losses = tl.losses[(tl.losses["flow"].astype(str) == "4") & tl.losses["detected"]
-                       & tl.losses["t_detect"].between(20, 60)]
+    losses = tl.losses[
+        (tl.losses["flow"].astype(str) == "4") & tl.losses["detected"] & tl.losses["t_detect"].between(20, 60)
+    ]
     marked = sum(len(c.get_offsets()) for c in rott.collections)
     assert marked == len(losses) > 0
     assert sum(len(c.get_offsets()) for c in strip.collections) == 2 * len(losses)
@@ -64,8 +65,7 @@ def test_confusion_and_rates_and_across(mix):
     assert "open-loop" in ax.get_title()
     with pytest.raises(UsageError, match="rates=True"):
         la.plot.rates(la.replay(tl, "tfrc", "zbs", rates=False))
-    two = pd.concat([scores.assign(trace="a"),
-                     scores.assign(trace="b", congestion_rate=scores["congestion_rate"] * 2)])
+    two = pd.concat([scores.assign(trace="a"), scores.assign(trace="b", congestion_rate=scores["congestion_rate"] * 2)])
     ax = la.plot.across(two, x="congestion_rate").axes[0]
     assert len(ax.get_lines()) == len(scores) and ax.get_xlabel() == "congestion_rate (%)"
 

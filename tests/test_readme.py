@@ -49,8 +49,21 @@ def repository_view(tmp_path, monkeypatch):
 
 def test_the_readme_shows_commands_of_every_kind():
     shown = {shlex.split(line)[1] for line in COMMANDS}
-    assert shown >= {"inspect", "timeline", "classify", "replay", "score", "labels", "batch", "sweep", "report",
-                     "reproduce", "agreement", "train", "evaluate"}
+    assert shown >= {
+        "inspect",
+        "timeline",
+        "classify",
+        "replay",
+        "score",
+        "labels",
+        "batch",
+        "sweep",
+        "report",
+        "reproduce",
+        "agreement",
+        "train",
+        "evaluate",
+    }
 
 
 def test_every_readme_command_runs_as_shown(repository_view, capsys):
@@ -68,9 +81,22 @@ def test_every_readme_command_runs_as_shown(repository_view, capsys):
             code = stop.code
         captured = capsys.readouterr()
         assert code == 0, f"{line}\n{captured.err[-2000:]}"
-    for name in ("packets.parquet", "decisions.parquet", "rates.parquet", "scores.md", "labels.csv", "junit.xml",
-                 "summary.md", "results.parquet", "spike.png", "spike.csv", "report.html", "model.skops",
-                 "lab_labels.csv", "out"):
+    for name in (
+        "packets.parquet",
+        "decisions.parquet",
+        "rates.parquet",
+        "scores.md",
+        "labels.csv",
+        "junit.xml",
+        "summary.md",
+        "results.parquet",
+        "spike.png",
+        "spike.csv",
+        "report.html",
+        "model.skops",
+        "lab_labels.csv",
+        "out",
+    ):
         assert (repository_view / name).exists(), name
 
 

@@ -31,8 +31,12 @@ MAIN_STREAMS = 5
 
 
 def tshark_streams(path: pathlib.Path) -> list[dict]:
-    out = subprocess.run([require_binary("tshark"), "-r", str(path), "-o", "rtp.heuristic_rtp:TRUE", "-q", "-z",
-                          "rtp,streams"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [require_binary("tshark"), "-r", str(path), "-o", "rtp.heuristic_rtp:TRUE", "-q", "-z", "rtp,streams"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     rows = []
     for line in out.splitlines():
         f = line.split()
@@ -41,8 +45,17 @@ def tshark_streams(path: pathlib.Path) -> list[dict]:
         i = 7
         while not (f[i].isdigit() and f[i + 2].startswith("(")):
             i += 1
-        rows.append({"src": f[2], "sport": int(f[3]), "dst": f[4], "dport": int(f[5]), "ssrc": f[6].lower(),
-                     "packets": int(f[i]), "lost": int(f[i + 1])})
+        rows.append(
+            {
+                "src": f[2],
+                "sport": int(f[3]),
+                "dst": f[4],
+                "dport": int(f[5]),
+                "ssrc": f[6].lower(),
+                "packets": int(f[i]),
+                "lost": int(f[i + 1]),
+            }
+        )
     return rows
 
 
@@ -68,8 +81,9 @@ def test_every_main_stream_matches_tshark(path):
         why = EXPLAINED.get((path.name, s["sport"], s["ssrc"]))
         if why:
             assert key not in found
-            skipped = " ".join(f"{k} {v}" for k, v in {**trace.meta["skipped_streams"],
-                                                      **trace.meta["skipped_flows"]}.items())
+            skipped = " ".join(
+                f"{k} {v}" for k, v in {**trace.meta["skipped_streams"], **trace.meta["skipped_flows"]}.items()
+            )
             assert why in skipped and s["ssrc"] in skipped or why == "TCP" and "TCP flow cannot carry rtp" in skipped
             continue
         assert key in found, f"{key} missing"
@@ -84,9 +98,15 @@ def test_every_main_stream_matches_tshark(path):
 # the host each capture was taken on, read by hand from the files: its private address is an end
 # of every flow and its packets carry TTL 64, where the peers' arrive lowered; no single address
 # is an end of every flow in the others (discord: a server's view; rtp: two hosts on one LAN)
-HOSTS = {"stun_wa_call.pcapng": "192.168.12.156", "skype-conference-call.pcap": "192.168.2.20",
-         "stun_signal.pcapng": "192.168.12.169", "telegram_videocall.pcapng": "192.168.12.169",
-         "discord.pcap": None, "rtp.pcapng": None, "stun_dtls_rtp.pcapng": None}
+HOSTS = {
+    "stun_wa_call.pcapng": "192.168.12.156",
+    "skype-conference-call.pcap": "192.168.2.20",
+    "stun_signal.pcapng": "192.168.12.169",
+    "telegram_videocall.pcapng": "192.168.12.169",
+    "discord.pcap": None,
+    "rtp.pcapng": None,
+    "stun_dtls_rtp.pcapng": None,
+}
 
 
 @pytest.mark.parametrize("name", sorted(HOSTS))

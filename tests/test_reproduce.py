@@ -26,8 +26,14 @@ def quick(tmp_path_factory):
 @needs_binary("ns")
 def test_the_quick_suite_writes_every_output(quick):
     for suffix in ("", "_cbr"):  # TFRC (the paper's), constant-rate UDP
-        for name in ("table_II_wlh{}.md", "table_III_wb{}.md", "figure_wlh{}.png", "figure_wb{}.png",
-                     "zbs_usage{}.csv", "figure_13_zbs{}.png"):
+        for name in (
+            "table_II_wlh{}.md",
+            "table_III_wb{}.md",
+            "figure_wlh{}.png",
+            "figure_wb{}.png",
+            "zbs_usage{}.csv",
+            "figure_13_zbs{}.png",
+        ):
             assert (quick / name.format(suffix)).stat().st_size > 200, name.format(suffix)
     for name in ("README.md", "results.csv", "checks.csv"):
         assert (quick / name).stat().st_size > 200, name
@@ -85,16 +91,23 @@ def test_the_papers_statements_are_computed_from_the_numbers(quick):
         traffic_results = results[results["traffic"] == traffic]
         computed = paper_checks(traffic_results, pd.read_csv(quick / f"zbs_usage{suffix}.csv"))
         if traffic == "tfrc":
-            computed = pd.concat([computed, scale_checks(pd.read_csv(quick / "table_VI_results.csv"), traffic_results,
-                                                         128), sweep_checks(sweeps)], ignore_index=True)
+            computed = pd.concat(
+                [
+                    computed,
+                    scale_checks(pd.read_csv(quick / "table_VI_results.csv"), traffic_results, 128),
+                    sweep_checks(sweeps),
+                ],
+                ignore_index=True,
+            )
         pd.testing.assert_frame_equal(computed, mine)
     # a default on the frontier is said to be
     table = sweeps[("zigzag", "wlh")].copy()
     table.loc[table["default"], ["M_c", "M_w"]] = 0.0
     table["pareto"] = pareto(table["M_c"].to_numpy(), table["M_w"].to_numpy())
     flipped_sweeps = {**sweeps, ("zigzag", "wlh"): table}
-    assert sweep_checks(flipped_sweeps).set_index("claim").filter(like="zigzag's default", axis=0)["holds"].tolist() == [
-        "yes"]
+    assert sweep_checks(flipped_sweeps).set_index("claim").filter(like="zigzag's default", axis=0)[
+        "holds"
+    ].tolist() == ["yes"]
     # a statement flips with the numbers it rests on
     flipped = results.copy()
     flipped = flipped[flipped["traffic"] == "tfrc"]
@@ -117,8 +130,12 @@ def test_the_closed_loop_stands_beside_the_open_loop_and_the_paper(quick):
     assert one.loc["omniscient", "thput"] > 0.95 > one.loc["unaware", "thput"]
     assert one.loc["omniscient", "M_w"] == 0 and one.loc["unaware", "M_w"] == 1
     table = (quick / "table_II_wlh_closed.md").read_text()
-    for row in ("| thput (closed) |", "| thput (open) |", "| thput (paper) | 84 | 99 | 99 | 99 | 99 | 98 | - |",
-                "| M_w (paper) | 100 | 0 | 6.3 | 6.6 | 58 | 66 | - |"):
+    for row in (
+        "| thput (closed) |",
+        "| thput (open) |",
+        "| thput (paper) | 84 | 99 | 99 | 99 | 99 | 98 | - |",
+        "| M_w (paper) | 100 | 0 | 6.3 | 6.6 | 58 | 66 | - |",
+    ):
         assert row in table
     checks = pd.read_csv(quick / "checks_closed.csv")
     assert {"holds_open", "holds_closed", "why"} <= set(checks.columns) and len(checks) >= 10

@@ -33,8 +33,12 @@ def call(tmp_path, *, holes=(10, 20), repaired=(10, 25), probes=3, noise=2, odd=
         if seq not in holes:
             out.append((NS + seq * 20_000_000, packet(1000 + seq, 960 * seq, MEDIA, 96)))
     for k, osn in enumerate(repaired):
-        out.append((NS + (osn + 2) * 20_000_000 + 5, packet(7 + k, 960 * osn, RTX_SSRC, 97,
-                                                           struct.pack(">H", 1000 + osn) + b"\x22" * 40)))
+        out.append(
+            (
+                NS + (osn + 2) * 20_000_000 + 5,
+                packet(7 + k, 960 * osn, RTX_SSRC, 97, struct.pack(">H", 1000 + osn) + b"\x22" * 40),
+            )
+        )
     for k in range(probes):
         out.append((NS + (30 + k) * 20_000_000 + 7, packet(1060 + k, 960 * 30, MEDIA, 96, b"", padding=200)))
     for k in range(noise):
@@ -109,16 +113,17 @@ def test_header_fields_match_the_twin(payloads):
     for i, (body, kept) in enumerate(payloads):
         head[i, :kept] = np.frombuffer(body[:kept], np.uint8)
     kinds, hlen, padding, osn, fec = rtp.header_fields(head, head_len, payload_len)
-    got = [(rtp.KIND_NAMES[k], int(h), bool(p), int(o), bool(f))
-           for k, h, p, o, f in zip(kinds, hlen, padding, osn, fec)]
+    got = [
+        (rtp.KIND_NAMES[k], int(h), bool(p), int(o), bool(f)) for k, h, p, o, f in zip(kinds, hlen, padding, osn, fec)
+    ]
     assert got == [rtp_header(body[:kept], len(body), rtp.FEC_SPAN) for body, kept in payloads]
 
 
 def test_header_lengths_count_csrcs_and_extensions():
     head = np.zeros((3, 48), np.uint8)
-    head[0, 0] = 0x80                       # 12
-    head[1, 0] = 0x82                       # 2 CSRCs: 20
-    head[2, 0] = 0x90                       # extension of 3 words: 12 + 4 + 12
+    head[0, 0] = 0x80  # 12
+    head[1, 0] = 0x82  # 2 CSRCs: 20
+    head[2, 0] = 0x90  # extension of 3 words: 12 + 4 + 12
     head[2, 14:16] = [0, 3]
     payload_len = np.full(3, 100)
     assert rtp.header_fields(head, np.full(3, 48), payload_len)[1].tolist() == [12, 20, 28]
@@ -128,15 +133,30 @@ def test_header_lengths_count_csrcs_and_extensions():
 def test_header_fields_pin_the_rule_boundaries():
     """RFC 7983's first-byte ranges at their edges, RTCP's second-byte range (RFC 5761), the
     255-byte padding limit and the FEC span at 48 and 49 packets back."""
+
     def one(first=0x80, second=96, kept=48, payload_len=100, body=b""):
         head = np.zeros((1, 48), np.uint8)
         head[0, 0], head[0, 1] = first, second
-        head[0, 12:12 + len(body)] = np.frombuffer(body, np.uint8)
+        head[0, 12 : 12 + len(body)] = np.frombuffer(body, np.uint8)
         fields = rtp.header_fields(head, np.array([kept]), np.array([payload_len]))
         return (rtp.KIND_NAMES[fields[0][0]], *(x[0].item() for x in fields[1:]))
 
-    edges = {3: "stun", 4: "other", 15: "other", 16: "zrtp", 19: "zrtp", 20: "dtls", 63: "dtls", 64: "turn",
-             79: "turn", 80: "other", 127: "other", 128: "rtp", 191: "rtp", 192: "other"}
+    edges = {
+        3: "stun",
+        4: "other",
+        15: "other",
+        16: "zrtp",
+        19: "zrtp",
+        20: "dtls",
+        63: "dtls",
+        64: "turn",
+        79: "turn",
+        80: "other",
+        127: "other",
+        128: "rtp",
+        191: "rtp",
+        192: "other",
+    }
     assert {b: one(first=b)[0] for b in edges} == edges
     assert [one(second=s)[0] for s in (191, 192, 223, 224)] == ["rtp", "rtcp", "rtcp", "rtp"]
     assert one(kept=11)[0] == "other"  # too short a header to be RTP
@@ -154,8 +174,9 @@ def test_header_fields_pin_the_rule_boundaries():
 def sender_report(ssrc, ntp_seconds, rtp_ts):
     whole = int(ntp_seconds)
     frac = int((ntp_seconds - whole) * 2**32)
-    return (bytes([0x80, 200]) + struct.pack(">HIIII", 6, ssrc, whole, frac, rtp_ts % 2**32)
-            + struct.pack(">II", 10, 1000))
+    return (
+        bytes([0x80, 200]) + struct.pack(">HIIII", 6, ssrc, whole, frac, rtp_ts % 2**32) + struct.pack(">II", 10, 1000)
+    )
 
 
 def test_rtcp_sender_reports_give_the_media_clock_rate(tmp_path):
@@ -165,15 +186,19 @@ def test_rtcp_sender_reports_give_the_media_clock_rate(tmp_path):
     for seq in range(40):
         t = seq * 0.033 + (0.5 if seq >= 20 else 0.0)  # a 0.5 s pause in sending, timestamps go on
         out.append((NS + int(t * 1e9), packet(seq, int(90000 * seq * 0.033), MEDIA, 100)))
-    for k, t in enumerate((0.1, 1.1)):
+    for t in (0.1, 1.1):
         out.append((NS + int(t * 1e9) + 3, sender_report(MEDIA, 3_900_000_000 + t, int(90000 * t) + 7)))
     trace = read(capture_of(tmp_path, sorted(out)))
     (info,) = trace.meta["flows"].values()
     assert (info["clock_rate"], info["clock_source"], info["sender_reports"]) == (90000, "RTCP sender reports", 2)
     assert info["sender_report_rate"] == pytest.approx(90000, rel=1e-6)
     # the RTP timestamp wraps between two reports one second apart; reports 0.2 s apart are too close
-    wrap = [sender_report(7, 100.0, 2**32 - 45000), sender_report(7, 101.0, 45000), sender_report(8, 5.0, 0),
-            sender_report(8, 5.2, 18000)]
+    wrap = [
+        sender_report(7, 100.0, 2**32 - 45000),
+        sender_report(7, 101.0, 45000),
+        sender_report(8, 5.0, 0),
+        sender_report(8, 5.2, 18000),
+    ]
     head = np.stack([np.frombuffer(r + bytes(48 - len(r)), np.uint8) for r in wrap])
     found = rtp.sender_report_rates(head, np.full(4, 28), np.ones(4, bool))
     assert found == {7: (pytest.approx(90000), 2)}
@@ -210,12 +235,13 @@ def test_extension_values_match_the_twin(packets, width, kept):
     head_len = np.zeros(len(packets), np.int64)
     for i, p in enumerate(packets):
         cut = p[:kept]
-        head[i, :len(cut)] = np.frombuffer(cut, np.uint8)
+        head[i, : len(cut)] = np.frombuffer(cut, np.uint8)
         head_len[i] = len(cut)
     expected = [rtp_extension_values_naive(p[:kept], width) for p in packets]
     counts = rtp.extension_counts(head, head_len, width)
     assert {k: int(n) for k, n in enumerate(counts) if n} == {
-        k: sum(k in e for e in expected) for k in set().union(*expected)}
+        k: sum(k in e for e in expected) for k in set().union(*expected)
+    }
     for ident in set().union(*expected) | {1}:
         got = rtp.extension_values(head, head_len, width, ident)
         assert got.tolist() == [e.get(ident, -1) for e in expected]
@@ -247,9 +273,15 @@ def test_transport_wide_sequence_numbers_make_one_stream_of_a_webrtc_flow(tmp_pa
     out = []
     for n in range(40):
         sent = 1.0 + n * 0.010
-        ext = (struct.pack(">HH", 0xBEDE, 2) + bytes([0x32]) + (int(sent * 2**18) % 2**24).to_bytes(3, "big")
-               + bytes([0x51]) + (60000 + n).to_bytes(4, "big")[2:] + b"\x00")
-        ssrc, pt = ((MEDIA, 111) if n % 3 else (0x77, 96))
+        ext = (
+            struct.pack(">HH", 0xBEDE, 2)
+            + bytes([0x32])
+            + (int(sent * 2**18) % 2**24).to_bytes(3, "big")
+            + bytes([0x51])
+            + (60000 + n).to_bytes(4, "big")[2:]
+            + b"\x00"
+        )
+        ssrc, pt = (MEDIA, 111) if n % 3 else (0x77, 96)
         if n in (7, 12):
             continue
         rtp_header = struct.pack(">BBHII", 0x90, pt, n // 3, 960 * n, ssrc)
@@ -311,5 +343,6 @@ def test_a_video_frame_takes_the_rott_of_its_first_arrival(tmp_path):
     audio, _ = video(tmp_path / "audio", per_frame=1, fec_every=10**6, loss=())
     one = read(audio, payload="rtp", clock_rate=90000)
     assert "frames" not in one.meta["flows"][LABEL]
-    np.testing.assert_allclose(one.packets["t_send"].to_numpy() - one.packets["t_send"].iloc[0],
-                               np.arange(30) * 0.04, atol=1e-9)
+    np.testing.assert_allclose(
+        one.packets["t_send"].to_numpy() - one.packets["t_send"].iloc[0], np.arange(30) * 0.04, atol=1e-9
+    )

@@ -68,8 +68,11 @@ def test_wireless_sample_counts(fmt):
     s = build_timeline(trace).summary().set_index("flow")
     for flow, (sent, got, congestion, wireless, route) in WIRELESS_COUNTS.items():
         assert (s.loc[flow, "sent"], s.loc[flow, "delivered"]) == (sent, got)
-        assert (s.loc[flow, "congestion"], s.loc[flow, "wireless"], s.loc[flow, "route"]) == (congestion, wireless,
-                                                                                              route)
+        assert (s.loc[flow, "congestion"], s.loc[flow, "wireless"], s.loc[flow, "route"]) == (
+            congestion,
+            wireless,
+            route,
+        )
 
 
 @pytest.mark.parametrize("name", ["wlan", "wlan_simple"])

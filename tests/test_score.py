@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ldanalyze.scoring as score_module
+from ldanalyze.cli import main
 from ldanalyze.errors import UsageError
 from ldanalyze.report.tables import text_table
-from ldanalyze.cli import main
 from ldanalyze.scoring import COUNTS, METRICS, score, tally
 
 from .conftest import TRACES
@@ -75,12 +75,15 @@ ROUTED = table(
 )
 
 
-@pytest.mark.parametrize("route_as, expected", [
-    # (scored, congestion, wireless, M_c, M_w)
-    ("excluded", (3, 2, 1, 0.0, 0.0)),
-    ("wireless", (6, 2, 4, 0.0, 1 / 4)),
-    ("congestion", (6, 5, 1, 2 / 5, 0.0)),
-])
+@pytest.mark.parametrize(
+    "route_as, expected",
+    [
+        # (scored, congestion, wireless, M_c, M_w)
+        ("excluded", (3, 2, 1, 0.0, 0.0)),
+        ("wireless", (6, 2, 4, 0.0, 1 / 4)),
+        ("congestion", (6, 5, 1, 2 / 5, 0.0)),
+    ],
+)
 def test_route_losses_are_left_out_or_scored_as_asked(route_as, expected):
     row = one(score(ROUTED, bootstrap=0, route_as=route_as), flow="1", lda="x")
     assert (row["losses"], row["route"], row["undetected"], row["route_as"]) == (7, 4, 1, route_as)
@@ -234,7 +237,8 @@ def test_by_trace_pooled_and_mean_differ():
     rows = (
         losses("1", "x", C, W, 1)  # flow 1: M_c = 1
         + losses("2", "x", C, C, 9)  # flow 2: M_c = 0
-        + losses("3", "x", W, C, 2) + losses("3", "x", W, W, 2, first_gap=5)  # flow 3: M_c undefined
+        + losses("3", "x", W, C, 2)
+        + losses("3", "x", W, W, 2, first_gap=5)  # flow 3: M_c undefined
     )
     df = table(rows)
     pooled = score(df, by="trace", bootstrap=0).iloc[0]
@@ -258,7 +262,11 @@ def test_mean_is_nan_when_no_flow_defines_it():
 
 
 def test_pooled_over_traces_sums_the_flows():
-    rows = losses("1", "x", C, W, 2, trace="a") + losses("1", "x", C, C, 6, trace="b") + losses("1", "y", W, W, 3, trace="b")
+    rows = (
+        losses("1", "x", C, W, 2, trace="a")
+        + losses("1", "x", C, C, 6, trace="b")
+        + losses("1", "y", W, W, 3, trace="b")
+    )
     df = table(rows, trace=True)
     by_flow = score(df, bootstrap=0)
     pooled = score(df, by="pooled", bootstrap=0)
@@ -545,8 +553,11 @@ def test_bootstrap_intervals_are_sane(rows, seed):
 
 
 @settings(max_examples=60, deadline=None)
-@given(rows=st.lists(row_strategy, min_size=1, max_size=40), by=st.sampled_from(["flow", "trace", "pooled"]),
-       seed=st.integers(0, 2**32))
+@given(
+    rows=st.lists(row_strategy, min_size=1, max_size=40),
+    by=st.sampled_from(["flow", "trace", "pooled"]),
+    seed=st.integers(0, 2**32),
+)
 def test_a_tally_scores_as_its_decisions(rows, by, seed):
     """Tallied (per flow, LDA, cause and decision, or per burst too), the decisions give the same
     tables, the burst bootstrap's resamples included; tallied again, the same tally."""
@@ -562,8 +573,16 @@ def test_a_tally_scores_as_its_decisions(rows, by, seed):
 
 
 def test_a_tally_by_hand():
-    decisions = table([("a", "1", "x", 0, C, W), ("a", "1", "x", 0, C, W), ("a", "1", "x", -1, C, W),
-                       ("a", "1", "x", -1, C, W), ("a", "1", "x", 2, W, W)], trace=True)
+    decisions = table(
+        [
+            ("a", "1", "x", 0, C, W),
+            ("a", "1", "x", 0, C, W),
+            ("a", "1", "x", -1, C, W),
+            ("a", "1", "x", -1, C, W),
+            ("a", "1", "x", 2, W, W),
+        ],
+        trace=True,
+    )
     assert tally(decisions)[["cause", "decision", "weight"]].values.tolist() == [[C, W, 4], [W, W, 1]]
     # per burst: burst 0 is one row of two; each loss outside a burst (gap -1) a row of its own
     assert tally(decisions, bursts=True)[["gap", "weight"]].values.tolist() == [[0, 2], [-1, 1], [-1, 1], [2, 1]]

@@ -34,13 +34,28 @@ def pareto_naive(m_c, m_w):
         if not (np.isfinite(m_c[i]) and np.isfinite(m_w[i])):
             out.append(False)
             continue
-        out.append(not any(np.isfinite(m_c[j]) and np.isfinite(m_w[j]) and m_c[j] <= m_c[i] and m_w[j] <= m_w[i]
-                           and (m_c[j] < m_c[i] or m_w[j] < m_w[i]) for j in range(len(m_c))))
+        out.append(
+            not any(
+                np.isfinite(m_c[j])
+                and np.isfinite(m_w[j])
+                and m_c[j] <= m_c[i]
+                and m_w[j] <= m_w[i]
+                and (m_c[j] < m_c[i] or m_w[j] < m_w[i])
+                for j in range(len(m_c))
+            )
+        )
     return np.array(out)
 
 
-@given(st.lists(st.tuples(st.sampled_from([0.0, 0.1, 0.25, 0.5, 1.0, np.nan]),
-                          st.sampled_from([0.0, 0.2, 0.5, 0.75, 1.0, np.nan])), min_size=1, max_size=30))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([0.0, 0.1, 0.25, 0.5, 1.0, np.nan]), st.sampled_from([0.0, 0.2, 0.5, 0.75, 1.0, np.nan])
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
 def test_the_frontier_matches_its_twin(points):
     m_c, m_w = (np.array(v, float) for v in zip(*points))
     np.testing.assert_array_equal(pareto(m_c, m_w), pareto_naive(m_c, m_w))
@@ -52,8 +67,9 @@ def test_a_sweep_scores_each_point_as_plain_scoring_does():
     assert len(table) == 2 * 3 - 1 + 1  # the default (1/3, 1/2) is added
     assert table["default"].sum() == 1
     timeline = la.build_timeline(la.read_trace(TRACE))
-    plain = la.score(la.classify(timeline, "spike:alpha=0.9:beta=0.2,spike"), timeline.summary(), by="pooled",
-                     bootstrap=0).set_index("lda")
+    plain = la.score(
+        la.classify(timeline, "spike:alpha=0.9:beta=0.2,spike"), timeline.summary(), by="pooled", bootstrap=0
+    ).set_index("lda")
     got = table.set_index("spec")
     for spec in ("spike:alpha=0.9:beta=0.2", "spike"):
         assert (got.loc[spec, "M_c"], got.loc[spec, "M_w"]) == (plain.loc[spec, "M_c"], plain.loc[spec, "M_w"])
@@ -78,8 +94,10 @@ def test_a_grid_the_lda_refuses_or_does_not_know_is_an_error():
 
 def test_the_command_line_sweep(tmp_path, capsys):
     out, png = tmp_path / "zigzag.csv", tmp_path / "zigzag.png"
-    assert main(["sweep", "zigzag", TRACE, "--param", "alpha=0.0078125,0.03125,0.125", "-o", str(out),
-                 "--plot", str(png)]) == 0
+    assert (
+        main(["sweep", "zigzag", TRACE, "--param", "alpha=0.0078125,0.03125,0.125", "-o", str(out), "--plot", str(png)])
+        == 0
+    )
     printed = capsys.readouterr().out
     table = pd.read_csv(out)
     assert list(table["alpha"]) == [0.0078125, 0.03125, 0.125] and table["default"].sum() == 1
@@ -92,7 +110,10 @@ def test_the_frontier_plot_shows_the_grid_the_frontier_and_the_defaults():
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     on = "on" if table.loc[table["default"], "pareto"].iloc[0] else "off"
     front = table[table["pareto"]]
-    assert labels == ["grid points (3)", f"frontier ({len(front)}, labelled with its parameters)",
-                      f"default alpha=0.0312 ({on} the frontier)"]
+    assert labels == [
+        "grid points (3)",
+        f"frontier ({len(front)}, labelled with its parameters)",
+        f"default alpha=0.0312 ({on} the frontier)",
+    ]
     # each frontier point named by its parameter (none closer than 5 points to another here)
     assert sorted(t.get_text() for t in fig.axes[0].texts) == sorted(f"{a:.3g}" for a in front["alpha"])

@@ -24,7 +24,8 @@ from .conftest import TRACES
 from .test_fuzz_captures import DATA, damaged
 
 REAL = sorted((pathlib.Path(__file__).parent / "data" / "real").glob("*.pcap*")) + sorted(
-    (TRACES / "captures").glob("*.pcap"))
+    (TRACES / "captures").glob("*.pcap")
+)
 
 
 def both(monkeypatch, call):
@@ -80,8 +81,10 @@ def test_envelope_line_interpreted(points):
     d = np.array([p[1] for p in points])
     with np.errstate(all="ignore"):  # (5e-324, 1.0): a slope of inf, an intercept of NaN, in both
         hull = clocks._lower_hull(t, d)
-        np.testing.assert_array_equal(clocks._envelope_line(t, d, hull),
-                                      tiering.interpreted(clocks._envelope_line)(t, d, tiering.interpreted(clocks._lower_hull)(t, d)))
+        np.testing.assert_array_equal(
+            clocks._envelope_line(t, d, hull),
+            tiering.interpreted(clocks._envelope_line)(t, d, tiering.interpreted(clocks._lower_hull)(t, d)),
+        )
 
 
 @settings(max_examples=200, deadline=None)
@@ -89,8 +92,9 @@ def test_envelope_line_interpreted(points):
 def test_rfc3550_jitter_interpreted(values):
     abs_d = np.array([v[0] for v in values], np.float64)
     starts = np.array([v[1] for v in values], bool)
-    assert np.array_equal(timeline.rfc3550_jitter(abs_d, starts),
-                          tiering.interpreted(timeline.rfc3550_jitter)(abs_d, starts))
+    assert np.array_equal(
+        timeline.rfc3550_jitter(abs_d, starts), tiering.interpreted(timeline.rfc3550_jitter)(abs_d, starts)
+    )
 
 
 # -- the choice ----------------------------------------------------------------------------------
@@ -132,15 +136,20 @@ def test_the_choice_follows_the_setting_and_the_estimate(monkeypatch):
 
 
 def test_compile_cost_counts_the_kernels_called():
-    assert tiering.compile_s(pcap.walk_pcap) > tiering.compile_s(pcap.decode_frame) > tiering.compile_s(
-        pcap.decode_frame.py_func.__globals__["network_start"]) > tiering.COMPILE_BASE_S
+    assert (
+        tiering.compile_s(pcap.walk_pcap)
+        > tiering.compile_s(pcap.decode_frame)
+        > tiering.compile_s(pcap.decode_frame.py_func.__globals__["network_start"])
+        > tiering.COMPILE_BASE_S
+    )
 
 
 def test_twins_call_twins_not_compiled_kernels():
     twin = tiering._twin(pcap.walk_pcap)
     assert not isinstance(twin.__globals__["decode_frame"], type(pcap.walk_pcap))
     assert twin.__globals__["decode_frame"].__globals__["network_start"] is tiering._twin(
-        pcap.decode_frame.py_func.__globals__["network_start"])
+        pcap.decode_frame.py_func.__globals__["network_start"]
+    )
 
 
 @pytest.mark.parametrize("name", ["wlh_mix_4flow_high.tr.gz", "wb_tfrc_2flow_medium.tr.gz"])

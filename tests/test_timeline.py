@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ldanalyze.packets import LOSS_FATES, make_packet_table, validate_packets
-from ldanalyze.packets import unwrap_sequence
+from ldanalyze.packets import LOSS_FATES, make_packet_table, unwrap_sequence, validate_packets
 from ldanalyze.timeline import build_timeline, rfc3550_jitter
 
 from . import naive
@@ -27,14 +26,24 @@ def table(rows, flow="f"):
     """rows: (seq, t_send, t_recv or None, fate)."""
     seq, t_send, t_recv, fate = zip(*rows)
     return pt(
-        flow=[flow] * len(rows), seq=list(seq), t_send=list(t_send),
-        t_recv=[np.nan if r is None else r for r in t_recv], fate=list(fate),
+        flow=[flow] * len(rows),
+        seq=list(seq),
+        t_send=list(t_send),
+        t_recv=[np.nan if r is None else r for r in t_recv],
+        fate=list(fate),
     )
 
 
 def test_reordered_packet_fills_its_gap_and_is_not_a_loss():
-    p = table([(0, 0.0, 0.10, "delivered"), (1, 0.1, 0.20, "delivered"), (2, 0.2, 0.45, "delivered"),
-               (3, 0.3, 0.40, "delivered"), (4, 0.4, 0.50, "delivered")])
+    p = table(
+        [
+            (0, 0.0, 0.10, "delivered"),
+            (1, 0.1, 0.20, "delivered"),
+            (2, 0.2, 0.45, "delivered"),
+            (3, 0.3, 0.40, "delivered"),
+            (4, 0.4, 0.50, "delivered"),
+        ]
+    )
     tl = build_timeline(p)
     assert tl.arrivals["seq"].tolist() == [0, 1, 3, 2, 4]
     assert tl.arrivals["kind"].astype(str).tolist() == ["in_order", "in_order", "in_order", "late", "in_order"]
@@ -45,8 +54,14 @@ def test_reordered_packet_fills_its_gap_and_is_not_a_loss():
 
 
 def test_burst_loss_gap_and_arrival_times():
-    p = table([(0, 0.0, 0.10, "delivered"), (1, 0.1, None, "wireless"), (2, 0.2, None, "congestion"),
-               (3, 0.3, 0.42, "delivered")])
+    p = table(
+        [
+            (0, 0.0, 0.10, "delivered"),
+            (1, 0.1, None, "wireless"),
+            (2, 0.2, None, "congestion"),
+            (3, 0.3, 0.42, "delivered"),
+        ]
+    )
     tl = build_timeline(p)
     assert len(tl.gaps) == 1
     g = tl.gaps.iloc[0]
@@ -58,16 +73,28 @@ def test_burst_loss_gap_and_arrival_times():
 
 
 def test_duplicates_are_flagged_and_do_not_open_gaps():
-    p = table([(0, 0.0, 0.1, "delivered"), (1, 0.1, 0.2, "delivered"), (1, 0.15, 0.25, "delivered"),
-               (2, 0.2, 0.3, "delivered")])
+    p = table(
+        [
+            (0, 0.0, 0.1, "delivered"),
+            (1, 0.1, 0.2, "delivered"),
+            (1, 0.15, 0.25, "delivered"),
+            (2, 0.2, 0.3, "delivered"),
+        ]
+    )
     tl = build_timeline(p)
     assert tl.arrivals["kind"].astype(str).tolist() == ["in_order", "in_order", "duplicate", "in_order"]
     assert tl.gaps.empty
 
 
 def test_leading_and_trailing_losses():
-    p = table([(0, 0.0, None, "congestion"), (1, 0.1, 0.2, "delivered"), (2, 0.2, None, "wireless"),
-               (3, 0.3, None, "unobserved")])
+    p = table(
+        [
+            (0, 0.0, None, "congestion"),
+            (1, 0.1, 0.2, "delivered"),
+            (2, 0.2, None, "wireless"),
+            (3, 0.3, None, "unobserved"),
+        ]
+    )
     tl = build_timeline(p)
     lead = tl.gaps.iloc[0]
     assert (lead["first_seq"], lead["n"]) == (0, 1) and math.isnan(lead["t_prev_recv"]) and math.isnan(lead["prev_seq"])
@@ -77,8 +104,11 @@ def test_leading_and_trailing_losses():
 
 def test_tcp_retransmission_fills_the_gap_it_left():
     p = pt(
-        flow=["t"] * 4, seq=[5, 6, 7, 5], t_send=[0.0, 0.1, 0.2, 0.5],
-        t_recv=[np.nan, 0.2, 0.3, 0.6], fate=["congestion", "delivered", "delivered", "delivered"],
+        flow=["t"] * 4,
+        seq=[5, 6, 7, 5],
+        t_send=[0.0, 0.1, 0.2, 0.5],
+        t_recv=[np.nan, 0.2, 0.3, 0.6],
+        fate=["congestion", "delivered", "delivered", "delivered"],
     )
     assert p["tx"].tolist() == [0, 0, 0, 1]
     tl = build_timeline(p)
@@ -154,8 +184,9 @@ def test_timeline_properties(packets):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(-30000, 30000), max_size=80), st.integers(0, 10**6),
-       st.sampled_from([2**16, 2**15 + 1, 1000]))
+@given(
+    st.lists(st.integers(-30000, 30000), max_size=80), st.integers(0, 10**6), st.sampled_from([2**16, 2**15 + 1, 1000])
+)
 def test_unwrap_recovers_steps_smaller_than_half_the_space(steps, start, modulus):
     steps = [x % (modulus // 2) * (1 if x >= 0 else -1) for x in steps]
     true = np.cumsum([start] + steps)
@@ -167,8 +198,7 @@ def test_unwrap_recovers_steps_smaller_than_half_the_space(steps, start, modulus
 
 def test_unwrap_in_build_timeline():
     seqs = [65534, 65535, 0, 2]  # 1 is lost across the wrap
-    p = pt(flow=["r"] * 4, seq=seqs, t_send=[0, 1, 2, 3], t_recv=[0.1, 1.1, 2.1, 3.1],
-                          fate=["delivered"] * 4)
+    p = pt(flow=["r"] * 4, seq=seqs, t_send=[0, 1, 2, 3], t_recv=[0.1, 1.1, 2.1, 3.1], fate=["delivered"] * 4)
     lost = pt(flow=["r"], seq=[1], t_send=[2.5], t_recv=[np.nan], fate=["wireless"])
     tl = build_timeline(pd.concat([p, lost]).sort_values("t_send", ignore_index=True), seq_modulus=65536)
     assert tl.arrivals["seq"].tolist() == [65534, 65535, 65536, 65538]
@@ -209,7 +239,9 @@ def test_summary_statistics_equal_pandas_describe(packets):
 def test_lazily_read_timeline_reads_a_table_when_first_used():
     from ldanalyze.timeline import Timeline
 
-    eager = build_timeline(table([(0, 0.0, 0.1, "delivered"), (1, 0.1, None, "congestion"), (2, 0.2, 0.3, "delivered")]))
+    eager = build_timeline(
+        table([(0, 0.0, 0.1, "delivered"), (1, 0.1, None, "congestion"), (2, 0.2, 0.3, "delivered")])
+    )
     read = []
 
     def load(name):
@@ -222,4 +254,4 @@ def test_lazily_read_timeline_reads_a_table_when_first_used():
     assert read == ["losses"]
     assert lazy == eager and sorted(read) == sorted(Timeline.TABLES)  # comparing reads the rest, once each
     with pytest.raises(AttributeError, match="no attribute 'arivals'"):
-        lazy.arivals
+        _ = lazy.arivals

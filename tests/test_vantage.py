@@ -141,7 +141,8 @@ def test_losses_take_the_cause_of_their_segment(tmp_path):
     assert [s for s, f in fates.items() if f == "congestion"] == [10, 30, 31]
     assert trace.meta["segments"] == [
         {"segment": "s.pcap>r1.pcap", "cause": "wireless", "lost": 3, "unobserved": 0},
-        {"segment": "r1.pcap>d.pcap", "cause": "congestion", "lost": 3, "unobserved": 0}]
+        {"segment": "r1.pcap>d.pcap", "cause": "congestion", "lost": 3, "unobserved": 0},
+    ]
     lost = trace.packets[trace.packets["fate"] != "delivered"]
     assert sorted(lost["reason"].astype(str).unique()) == ["r1.pcap>d.pcap", "s.pcap>r1.pcap"]
     assert trace.meta["flows"][LABEL]["kind"] == "iperf3" and trace.format == "vantages"
@@ -211,8 +212,10 @@ def test_packets_outside_a_capture_window_are_unobserved(tmp_path):
     packets[3].times[2] = None
     packets[4].times[2] = None
     with pytest.warns(CaptureWarning, match="r1.pcap: 3 packet\\(s\\) seen further down the path are missing"):
-        trace = read_vantages(write_chain(tmp_path, packets)[:1] + [
-            Vantage(str(tmp_path / "r1.pcap"), "wireless"), Vantage(str(tmp_path / "d.pcap"), "congestion")])
+        trace = read_vantages(
+            write_chain(tmp_path, packets)[:1]
+            + [Vantage(str(tmp_path / "r1.pcap"), "wireless"), Vantage(str(tmp_path / "d.pcap"), "congestion")]
+        )
     fates = fates_by_seq(trace)
     assert [s for s, f in fates.items() if f == "unobserved"] == [3, 4, *range(40, 50)]
     assert [s for s, f in fates.items() if f in ("wireless", "congestion", "lost")] == [20]
@@ -288,7 +291,8 @@ def test_ipv6_flows_match_by_payload(tmp_path):
             p.times[1:] = [p.times[0] + 0.001, None if i == 8 else p.times[0] + 0.002]
     trace = read(write_chain(tmp_path, packets))
     assert fates_by_seq(trace, "[2001:db8::1]:40000>[2001:db8::2]:5201/udp") == {
-        i: {5: "wireless", 8: "congestion"}.get(i, "delivered") for i in range(12)}
+        i: {5: "wireless", 8: "congestion"}.get(i, "delivered") for i in range(12)
+    }
 
 
 def test_tcp_retransmissions_are_transmissions_of_their_segment(tmp_path):

@@ -31,8 +31,16 @@ REGISTRY: dict[str, type[Controller]] = {
 BASELINES = ("omniscient", "unaware")
 
 __all__ = [
-    "REGISTRY", "Controller", "PathModel", "Signals", "ReplayResult", "get_controller",
-    "parse_controllers", "replay", "controller_state", "OPEN_LOOP_NOTE",
+    "REGISTRY",
+    "Controller",
+    "PathModel",
+    "Signals",
+    "ReplayResult",
+    "get_controller",
+    "parse_controllers",
+    "replay",
+    "controller_state",
+    "OPEN_LOOP_NOTE",
 ]
 
 
@@ -108,10 +116,18 @@ def replay(
             rate, _ = ctl.run(sig, sig.congestion(congestion[lda_of == k]))
             stats.append(summarize_rates(sig, rate))
             if rates and spec in specs:
-                rate_blocks.append(pd.DataFrame({
-                    "lda": spec, "controller": ctl.spec, "flow": flows[sig.flow],
-                    "t": sig.t, "seq": sig.seq, "rate_bps": rate,
-                }))
+                rate_blocks.append(
+                    pd.DataFrame(
+                        {
+                            "lda": spec,
+                            "controller": ctl.spec,
+                            "flow": flows[sig.flow],
+                            "t": sig.t,
+                            "seq": sig.seq,
+                            "rate_bps": rate,
+                        }
+                    )
+                )
     summary = _summary_table(stats, [c.spec for c in chosen], names, flows)
     _add_ratios(summary, reference)
     kept = summary["lda"].cat.codes.to_numpy() < len(specs)  # the baselines added for the ratios go
@@ -128,14 +144,18 @@ def _summary_table(stats: list[dict], controllers: list[str], ldas: list[str], f
     few milliseconds, and per-run frames would dominate it)."""
     runs = len(controllers) * len(ldas)
     columns = {name: np.concatenate([s[name] for s in stats]) for name in stats[0]} if stats else {}
-    return pd.DataFrame({
-        "lda": pd.Categorical.from_codes(np.repeat(np.tile(np.arange(len(ldas)), len(controllers)), len(flows)),
-                                         dtype=labels_dtype(ldas)),
-        "controller": pd.Categorical.from_codes(np.repeat(np.arange(runs) // max(len(ldas), 1), len(flows)),
-                                                dtype=labels_dtype(controllers)),
-        "flow": np.tile(flows, runs),
-        **columns,
-    })
+    return pd.DataFrame(
+        {
+            "lda": pd.Categorical.from_codes(
+                np.repeat(np.tile(np.arange(len(ldas)), len(controllers)), len(flows)), dtype=labels_dtype(ldas)
+            ),
+            "controller": pd.Categorical.from_codes(
+                np.repeat(np.arange(runs) // max(len(ldas), 1), len(flows)), dtype=labels_dtype(controllers)
+            ),
+            "flow": np.tile(flows, runs),
+            **columns,
+        }
+    )
 
 
 def _add_ratios(summary: pd.DataFrame, reference) -> None:
@@ -172,8 +192,9 @@ def controller_state(
     [lda_obj] = parse_ldas(lda) if isinstance(lda, str) else parse_ldas([lda])
     decisions = classify(timeline, [lda_obj], replay=replay)["decision"].astype(str).to_numpy()
     rate, state = ctl.run(sig, sig.congestion(decisions))
-    out = pd.DataFrame({"flow": np.asarray(sig.flows, dtype=object)[sig.flow], "t": sig.t, "seq": sig.seq,
-                        "rate_bps": rate})
+    out = pd.DataFrame(
+        {"flow": np.asarray(sig.flows, dtype=object)[sig.flow], "t": sig.t, "seq": sig.seq, "rate_bps": rate}
+    )
     for key, values in state.items():
         out[key] = values
     return out

@@ -40,8 +40,9 @@ def binned_rate(t: np.ndarray, rate: np.ndarray, edges: np.ndarray) -> np.ndarra
         return np.diff(np.interp(edges, t, area)) / np.diff(np.interp(edges, t, span))
 
 
-def agreement(rates: pd.DataFrame, timeline: Timeline, bin_s: float = 1.0,
-              capacity_bps: pd.Series | None = None) -> pd.DataFrame:
+def agreement(
+    rates: pd.DataFrame, timeline: Timeline, bin_s: float = 1.0, capacity_bps: pd.Series | None = None
+) -> pd.DataFrame:
     """Per (lda, controller, flow) of a replay's ``rates``: the allowed rate against the rate the
     trace's sender sent, over the ``bin_s`` bins that lie wholly within the flow's replay.
 
@@ -68,8 +69,17 @@ def agreement(rates: pd.DataFrame, timeline: Timeline, bin_s: float = 1.0,
         a, r, c = allowed[ok], real[ok], allowed_capped[ok]
         corr = float(np.corrcoef(a, r)[0, 1]) if a.size > 2 and a.std() > 0 and r.std() > 0 else np.nan
         mean_a, mean_r = (float(a.mean()), float(r.mean())) if a.size else (np.nan, np.nan)
-        rows.append({"lda": lda, "controller": ctl, "flow": flow, "bins": int(a.size), "allowed_bps": mean_a,
-                     "sent_bps": mean_r, "ratio": mean_a / mean_r if mean_r > 0 else np.nan,
-                     "capped_ratio": float(c.mean()) / mean_r if mean_r > 0 and c.size else np.nan,
-                     "correlation": corr})
+        rows.append(
+            {
+                "lda": lda,
+                "controller": ctl,
+                "flow": flow,
+                "bins": int(a.size),
+                "allowed_bps": mean_a,
+                "sent_bps": mean_r,
+                "ratio": mean_a / mean_r if mean_r > 0 else np.nan,
+                "capped_ratio": float(c.mean()) / mean_r if mean_r > 0 and c.size else np.nan,
+                "correlation": corr,
+            }
+        )
     return pd.DataFrame(rows)

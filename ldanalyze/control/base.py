@@ -123,12 +123,33 @@ class Signals:
         cap = _capacities(f, code, seg, len(flows), path)
         loss_at, loss_seq, loss_t, loss_row = _loss_events(timeline, f)
         return cls(
-            timeline=timeline, replay=replay, path=path, flows=flows, start=f.start, flow=code, t=t,
-            t_recv=f.t, t_send=a["t_send"].to_numpy(np.float64), seq=a["seq"].to_numpy(np.int64), size=size,
-            new=(a["kind"] != KIND_DUPLICATE).to_numpy(), s=seg[code], rtt=rtt, R=R, srtt=srtt,
-            rttvar=rttvar, rtt_min=rtt_min, jitter=f.jitter, spacing=f.spacing,
-            loss_at=loss_at, loss_seq=loss_seq, loss_t=loss_t, loss_row=loss_row,
-            capacity=cap, reverse_delay=rev, rtt_source=source,
+            timeline=timeline,
+            replay=replay,
+            path=path,
+            flows=flows,
+            start=f.start,
+            flow=code,
+            t=t,
+            t_recv=f.t,
+            t_send=a["t_send"].to_numpy(np.float64),
+            seq=a["seq"].to_numpy(np.int64),
+            size=size,
+            new=(a["kind"] != KIND_DUPLICATE).to_numpy(),
+            s=seg[code],
+            rtt=rtt,
+            R=R,
+            srtt=srtt,
+            rttvar=rttvar,
+            rtt_min=rtt_min,
+            jitter=f.jitter,
+            spacing=f.spacing,
+            loss_at=loss_at,
+            loss_seq=loss_seq,
+            loss_t=loss_t,
+            loss_row=loss_row,
+            capacity=cap,
+            reverse_delay=rev,
+            rtt_source=source,
         )
 
     def save(self, file: str | os.PathLike) -> None:
@@ -188,8 +209,12 @@ def _segment_sizes(timeline: Timeline, flows: list[str]) -> np.ndarray:
     none)."""
     p = timeline.packets
     size = p["size"].to_numpy(np.float64)
-    return np.array([np.median(size[rows]) if rows.size else np.nan
-                     for rows in _rows_of(label_positions(p["flow"], [str(x) for x in flows]), len(flows))])
+    return np.array(
+        [
+            np.median(size[rows]) if rows.size else np.nan
+            for rows in _rows_of(label_positions(p["flow"], [str(x) for x in flows]), len(flows))
+        ]
+    )
 
 
 def _rows_of(position: np.ndarray, n: int) -> list[np.ndarray]:
@@ -197,7 +222,7 @@ def _rows_of(position: np.ndarray, n: int) -> list[np.ndarray]:
     row order: one stable sort, not a pass over the rows per group."""
     order = np.argsort(position, kind="stable")
     bounds = np.searchsorted(position[order], np.arange(n + 1))
-    return [order[bounds[k]: bounds[k + 1]] for k in range(n)]
+    return [order[bounds[k] : bounds[k + 1]] for k in range(n)]
 
 
 def _rtt_plan(timeline, flows, code, f, path):
@@ -209,8 +234,9 @@ def _rtt_plan(timeline, flows, code, f, path):
     """
     rtt = timeline.rtt
     feedback = _rows_of(label_positions(rtt["flow"], [str(x) for x in flows]), len(flows))
-    fb_t, fb_rtt, fb_seq = (rtt[name].to_numpy(dtype) for name, dtype in
-                            (("t", np.float64), ("rtt", np.float64), ("seq", np.int64)))
+    fb_t, fb_rtt, fb_seq = (
+        rtt[name].to_numpy(dtype) for name, dtype in (("t", np.float64), ("rtt", np.float64), ("seq", np.int64))
+    )
     a_seq, a_owd = timeline.arrivals["seq"].to_numpy(np.int64), timeline.arrivals["owd"].to_numpy(np.float64)
     rev = np.zeros(len(flows))
     sources, samples = [], []

@@ -77,21 +77,27 @@ from .base import Controller, LazyState, Signals
 
 #: codes of ``rule`` in the state: which rule set the rate at the last report
 RULE_NONE, RULE_ADD, RULE_EXP, RULE_TCP, RULE_CUT, RULE_FLOOR = 0, 1, 2, 3, 4, 5
-RULES = {RULE_NONE: "none", RULE_ADD: "A_add", RULE_EXP: "A_exp", RULE_TCP: "A_TCP",
-         RULE_CUT: "r(1-sqrt(l))", RULE_FLOOR: "r_TCP"}
+RULES = {
+    RULE_NONE: "none",
+    RULE_ADD: "A_add",
+    RULE_EXP: "A_exp",
+    RULE_TCP: "A_TCP",
+    RULE_CUT: "r(1-sqrt(l))",
+    RULE_FLOOR: "r_TCP",
+}
 
 
 @njit(cache=True)
 def pftk(M, rtt, l, D):
     """r_TCP (bytes/s), paper 002 eq. 1 with t_out = 4·rtt: the kernel's ``models.pftk_rate``."""
     t_out = 4.0 * rtt
-    return M / (rtt * np.sqrt(2.0 * D * l / 3.0)
-                + t_out * min(1.0, 3.0 * np.sqrt(3.0 * D * l / 8.0)) * l * (1.0 + 32.0 * l * l))
+    return M / (
+        rtt * np.sqrt(2.0 * D * l / 3.0) + t_out * min(1.0, 3.0 * np.sqrt(3.0 * D * l / 8.0)) * l * (1.0 + 32.0 * l * l)
+    )
 
 
 @njit(cache=True)
-def ldaplus_kernel(start, t_recv, seq, s, tau, flow, capacity, loss_at, loss_seq, congestion,
-                   T, r0, A0, D):
+def ldaplus_kernel(start, t_recv, seq, s, tau, flow, capacity, loss_at, loss_seq, congestion, T, r0, A0, D):
     """Replay LDA+ (module docstring). Returns the rate r after every arrival (bytes/s) and, per
     report: the reporting arrival, l, A (bytes/s), r_TCP (bytes/s, NaN for a report without
     loss) and the rule that set r.
@@ -193,8 +199,14 @@ def ldaplus_kernel(start, t_recv, seq, s, tau, flow, capacity, loss_at, loss_seq
         while li < L and loss_at[li] < f1:
             li += 1
         f0 = f1
-    return (r_out, rep_at[:n_rep].copy(), l_rep[:n_rep].copy(), A_rep[:n_rep].copy(),
-            rtcp_rep[:n_rep].copy(), rule_rep[:n_rep].copy())
+    return (
+        r_out,
+        rep_at[:n_rep].copy(),
+        l_rep[:n_rep].copy(),
+        A_rep[:n_rep].copy(),
+        rtcp_rep[:n_rep].copy(),
+        rule_rep[:n_rep].copy(),
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,8 +234,20 @@ class LdaPlus(Controller):
         before a flow's first report l and r_tcp_bps are NaN, A_bps is A_0 and rule 0."""
         rate, at, l, A, r_tcp, rule = call(
             ldaplus_kernel,
-            sig.start, sig.t_recv, sig.seq, sig.s, sig.R, sig.flow, sig.capacity, sig.loss_at, sig.loss_seq,
-            np.asarray(congestion, np.bool_), float(self.T), self.r_0 / 8.0, self.A_0 / 8.0, float(self.D),
+            sig.start,
+            sig.t_recv,
+            sig.seq,
+            sig.s,
+            sig.R,
+            sig.flow,
+            sig.capacity,
+            sig.loss_at,
+            sig.loss_seq,
+            np.asarray(congestion, np.bool_),
+            float(self.T),
+            self.r_0 / 8.0,
+            self.A_0 / 8.0,
+            float(self.D),
             us_per_item=3,
         )
         rate *= 8.0

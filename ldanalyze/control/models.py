@@ -150,9 +150,7 @@ def _lim_rates(congestion_loss_rate, wireless_loss_rate, accuracy_congestion, ac
     return p_c, p_w, called_congestion
 
 
-def congestion_decision_probability(
-    congestion_loss_rate, wireless_loss_rate, accuracy_congestion, accuracy_wireless
-):
+def congestion_decision_probability(congestion_loss_rate, wireless_loss_rate, accuracy_congestion, accuracy_wireless):
     """Pr(c|l), the chance that the LDA calls a loss congestion: paper 003 §3.3 eq. 4.
 
     Pr(c|l) = (1/p)·[p_c·A_c + p_w·(1 − A_w)], with A_c, A_w the LDA's accuracies on congestion
@@ -168,9 +166,7 @@ def congestion_decision_probability(
         return called_congestion / (p_c + p_w)
 
 
-def lim_throughput(
-    packet_size, rtt, congestion_loss_rate, wireless_loss_rate, accuracy_congestion, accuracy_wireless
-):
+def lim_throughput(packet_size, rtt, congestion_loss_rate, wireless_loss_rate, accuracy_congestion, accuracy_wireless):
     """Steady-state throughput in bytes/s of TCP that halves cwnd only on losses its LDA calls
     congestion: paper 003 §3.3 eq. 8 (x_prd) with Pr(c|l) from eq. 4, times S.
 
@@ -287,8 +283,10 @@ def model_throughputs(scores, packet_size, rtt, propagation_delay=None):
     """
     missing = [c for c in ("congestion_rate", "wireless_rate", "A_c", "A_w") if c not in scores]
     if missing:
-        raise UsageError(f"model_throughputs: the scores have no column {', '.join(missing)} "
-                         "(score the decisions with the timeline summary)")
+        raise UsageError(
+            f"model_throughputs: the scores have no column {', '.join(missing)} "
+            "(score the decisions with the timeline summary)"
+        )
     out = scores.copy()
     p_c = scores["congestion_rate"].to_numpy(np.float64)
     p_w = scores["wireless_rate"].to_numpy(np.float64)

@@ -25,8 +25,9 @@ from .window import MIN_SSTHRESH, reno_growth, starts_reduction, timed_out
 
 
 @njit(cache=True)
-def newreno_kernel(start, t_recv, new, s, srtt, rttvar, loss_at, loss_t, congestion,
-                   initial_window, max_window, min_rto, keep_state):
+def newreno_kernel(
+    start, t_recv, new, s, srtt, rttvar, loss_at, loss_t, congestion, initial_window, max_window, min_rto, keep_state
+):
     """Per arrival: the allowed rate (bytes/s) and, with ``keep_state`` (else empty arrays),
     cwnd and ssthresh after it (segments)."""
     N = t_recv.shape[0]
@@ -77,12 +78,26 @@ class NewReno(Controller):
     def __post_init__(self) -> None:
         check_positive(self.name, initial_window=self.initial_window, min_rto=self.min_rto)
         if self.max_window is not None and not (isinstance(self.max_window, (int, float)) and self.max_window >= 1):
-            raise UsageError(f"{self.name}: max_window must be a number of segments ≥ 1 (or None), not {self.max_window!r}")
+            raise UsageError(
+                f"{self.name}: max_window must be a number of segments ≥ 1 (or None), not {self.max_window!r}"
+            )
 
     def run(self, sig: Signals, congestion: np.ndarray):
         max_window = np.inf if self.max_window is None else float(self.max_window)
-        args = (sig.start, sig.t_recv, sig.new, sig.s, sig.srtt, sig.rttvar, sig.loss_at, sig.loss_t, congestion,
-                float(self.initial_window), max_window, float(self.min_rto))
+        args = (
+            sig.start,
+            sig.t_recv,
+            sig.new,
+            sig.s,
+            sig.srtt,
+            sig.rttvar,
+            sig.loss_at,
+            sig.loss_t,
+            congestion,
+            float(self.initial_window),
+            max_window,
+            float(self.min_rto),
+        )
         rate = call(newreno_kernel, *args, False, us_per_item=8)[0]
         rate *= 8.0  # bytes/s → bits/s, in place
         keys = ("cwnd", "ssthresh", "srtt")

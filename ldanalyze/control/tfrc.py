@@ -89,8 +89,27 @@ def mean_loss_interval(hist, disc, k, i0, w, discounting):
 
 
 @njit(cache=True)
-def tfrc_kernel(start, t_recv, t, seq, size, s, R, capacity, loss_at, loss_seq, loss_t, congestion,
-                w, discounting, b, rto_factor, t_mbi, model_receive, keep_state):
+def tfrc_kernel(
+    start,
+    t_recv,
+    t,
+    seq,
+    size,
+    s,
+    R,
+    capacity,
+    loss_at,
+    loss_seq,
+    loss_t,
+    congestion,
+    w,
+    discounting,
+    b,
+    rto_factor,
+    t_mbi,
+    model_receive,
+    keep_state,
+):
     """Replay TFRC: per arrival the allowed rate X (bytes/s) after it, the loss event rate p
     the receiver last reported, X_recv, and the number of loss events so far (these three only
     with ``keep_state``; else empty arrays). ``model_receive``: X_recv is the modelled rate X
@@ -232,9 +251,23 @@ class Tfrc(Controller):
 
     def run(self, sig: Signals, congestion: np.ndarray):
         args = (
-            sig.start, sig.t_recv, sig.t, sig.seq, sig.size, sig.s, sig.R, sig.capacity[sig.flow],
-            sig.loss_at, sig.loss_seq, sig.loss_t, np.asarray(congestion, dtype=np.bool_),
-            interval_weights(self.n), bool(self.discounting), float(self.b), float(self.rto_factor), float(self.t_mbi),
+            sig.start,
+            sig.t_recv,
+            sig.t,
+            sig.seq,
+            sig.size,
+            sig.s,
+            sig.R,
+            sig.capacity[sig.flow],
+            sig.loss_at,
+            sig.loss_seq,
+            sig.loss_t,
+            np.asarray(congestion, dtype=np.bool_),
+            interval_weights(self.n),
+            bool(self.discounting),
+            float(self.b),
+            float(self.rto_factor),
+            float(self.t_mbi),
             self.receive == "model",
         )
         rate = call(tfrc_kernel, *args, False, us_per_item=12)[0]

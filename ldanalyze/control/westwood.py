@@ -107,9 +107,30 @@ def first_after(t, th, lo, hi, guess):
 
 
 @njit(cache=True)
-def westwood_kernel(start, t, t_recv, size, new, s, srtt, rttvar, rtt_min, loss_at, loss_t, congestion,
-                    abse, tau, beta, N, history, initial_window, max_window, min_rto, lda_in_slow_start,
-                    keep_state):
+def westwood_kernel(
+    start,
+    t,
+    t_recv,
+    size,
+    new,
+    s,
+    srtt,
+    rttvar,
+    rtt_min,
+    loss_at,
+    loss_t,
+    congestion,
+    abse,
+    tau,
+    beta,
+    N,
+    history,
+    initial_window,
+    max_window,
+    min_rto,
+    lda_in_slow_start,
+    keep_state,
+):
     """Per arrival: the allowed rate (bytes/s) and, with ``keep_state`` (else empty arrays), the
     state after it: ERE ŝ and sample s_k (bytes/s), α_k, T_k (s), τ_k (s), U_k (bytes/s), cwnd
     and ssthresh (segments).
@@ -264,27 +285,59 @@ class _Westwood(Controller):
     def __post_init__(self) -> None:
         check_positive(self.name, initial_window=self.initial_window, min_rto=self.min_rto)
         if self.max_window is not None and not (isinstance(self.max_window, (int, float)) and self.max_window >= 1):
-            raise UsageError(f"{self.name}: max_window must be a number of segments ≥ 1 (or None), not {self.max_window!r}")
+            raise UsageError(
+                f"{self.name}: max_window must be a number of segments ≥ 1 (or None), not {self.max_window!r}"
+            )
         if not isinstance(self.lda_in_slow_start, bool):
             raise UsageError(f"{self.name}: lda_in_slow_start must be true or false, not {self.lda_in_slow_start!r}")
 
-    def _replay(self, sig: Signals, congestion: np.ndarray, abse: bool, tau: float, beta: float, N: float,
-                history: int):
+    def _replay(
+        self, sig: Signals, congestion: np.ndarray, abse: bool, tau: float, beta: float, N: float, history: int
+    ):
         max_window = np.inf if self.max_window is None else float(self.max_window)
         args = (
-            sig.start, sig.t, sig.t_recv, sig.size, sig.new, sig.s, sig.srtt, sig.rttvar,
-            sig.rtt_min, sig.loss_at, sig.loss_t, np.asarray(congestion, dtype=np.bool_), abse, float(tau),
-            float(beta), float(N), int(history), float(self.initial_window), max_window, float(self.min_rto),
+            sig.start,
+            sig.t,
+            sig.t_recv,
+            sig.size,
+            sig.new,
+            sig.s,
+            sig.srtt,
+            sig.rttvar,
+            sig.rtt_min,
+            sig.loss_at,
+            sig.loss_t,
+            np.asarray(congestion, dtype=np.bool_),
+            abse,
+            float(tau),
+            float(beta),
+            float(N),
+            int(history),
+            float(self.initial_window),
+            max_window,
+            float(self.min_rto),
             bool(self.lda_in_slow_start),
         )
         rate = call(westwood_kernel, *args, False, us_per_item=10)[0]
-        keys = ("ere_bps", "sample_bps", "alpha", "T_k", "tau_k") + (("U_k_bps",) if abse else ()) + (
-            "cwnd", "ssthresh", "srtt")
+        keys = (
+            ("ere_bps", "sample_bps", "alpha", "T_k", "tau_k")
+            + (("U_k_bps",) if abse else ())
+            + ("cwnd", "ssthresh", "srtt")
+        )
 
         def state():
             _, ere, smp, alpha, T, tau_k, U, cwnd, ssthresh = call(westwood_kernel, *args, True, us_per_item=10)
-            out = {"ere_bps": ere * 8.0, "sample_bps": smp * 8.0, "alpha": alpha, "T_k": T, "tau_k": tau_k,
-                   "U_k_bps": U * 8.0, "cwnd": cwnd, "ssthresh": ssthresh, "srtt": sig.srtt}
+            out = {
+                "ere_bps": ere * 8.0,
+                "sample_bps": smp * 8.0,
+                "alpha": alpha,
+                "T_k": T,
+                "tau_k": tau_k,
+                "U_k_bps": U * 8.0,
+                "cwnd": cwnd,
+                "ssthresh": ssthresh,
+                "srtt": sig.srtt,
+            }
             return {k: out[k] for k in keys}
 
         rate *= 8.0  # bytes/s → bits/s, in place

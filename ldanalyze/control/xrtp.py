@@ -118,8 +118,27 @@ def kde_reference(samples, width: float, n: int | None = None) -> tuple[np.ndarr
 
 
 @njit(cache=True)
-def xrtp_kernel(start, t_recv, t_send, seq, size, s, R, jitter, loss_at, loss_t, congestion,
-                use_kde, alpha, n, width, pair_gap, jitters, per_event, keep_state):
+def xrtp_kernel(
+    start,
+    t_recv,
+    t_send,
+    seq,
+    size,
+    s,
+    R,
+    jitter,
+    loss_at,
+    loss_t,
+    congestion,
+    use_kde,
+    alpha,
+    n,
+    width,
+    pair_gap,
+    jitters,
+    per_event,
+    keep_state,
+):
     """Replay XRTP (module docstring): per arrival the allowed rate (bytes/s), the packet-pair
     sample it gave (NaN if none), the bandwidth estimate (KDE, or the samples' EWMA) and the
     eq. 10 cut last computed (NaN before the history is full)."""
@@ -244,16 +263,32 @@ class Xrtp(Controller):
 
     def run(self, sig: Signals, congestion: np.ndarray):
         args = (
-            sig.start, sig.t_recv, sig.t_send, sig.seq, sig.size, sig.s, sig.R,
-            sig.jitter, sig.loss_at, sig.loss_t, np.asarray(congestion, dtype=np.bool_),
-            self.estimator == "kde", float(self.alpha), int(self.n), float(self.width),
-            float(self.pair_gap), int(self.jitters), self.halving == "event",
+            sig.start,
+            sig.t_recv,
+            sig.t_send,
+            sig.seq,
+            sig.size,
+            sig.s,
+            sig.R,
+            sig.jitter,
+            sig.loss_at,
+            sig.loss_t,
+            np.asarray(congestion, dtype=np.bool_),
+            self.estimator == "kde",
+            float(self.alpha),
+            int(self.n),
+            float(self.width),
+            float(self.pair_gap),
+            int(self.jitters),
+            self.halving == "event",
         )
         rate = call(xrtp_kernel, *args, False, us_per_item=4)[0]
         rate *= 8.0  # bytes/s → bits/s, in place
         keys = ("sample_bps", "estimate_bps", "cut_bps")
-        return rate, LazyState(keys, lambda: {
-            k: v * 8.0 for k, v in zip(keys, call(xrtp_kernel, *args, True, us_per_item=4)[1:], strict=True)})
+        return rate, LazyState(
+            keys,
+            lambda: {k: v * 8.0 for k, v in zip(keys, call(xrtp_kernel, *args, True, us_per_item=4)[1:], strict=True)},
+        )
 
 
 CONTROLLERS = (Xrtp,)

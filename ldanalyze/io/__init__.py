@@ -12,11 +12,11 @@ from typing import Any
 
 from ..errors import UsageError
 from ..packets import Trace
+from .capture.payload import Field, FieldSpec
+from .capture.pcap import decode_capture, list_flows, read_capture
 from .detect import FORMATS, NS2_WIRED, NS2_WIRELESS, PCAP, PCAPNG, detect_format
 from .ns2.wired import read_ns2_wired
 from .ns2.wireless import read_ns2_wireless
-from .capture.payload import Field, FieldSpec
-from .capture.pcap import decode_capture, list_flows, read_capture
 
 READERS = {
     NS2_WIRED: read_ns2_wired,
@@ -39,5 +39,13 @@ def read_trace(path: str | os.PathLike, format: str = "auto", **options: Any) ->
     return reader(path, **options)
 
 
-__all__ = ["read_trace", "detect_format", "FORMATS", "read_capture", "decode_capture", "list_flows", "Field",
-           "FieldSpec"]
+__all__ = [
+    "read_trace",
+    "detect_format",
+    "FORMATS",
+    "read_capture",
+    "decode_capture",
+    "list_flows",
+    "Field",
+    "FieldSpec",
+]

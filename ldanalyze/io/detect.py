@@ -54,9 +54,13 @@ def detect_format(path: str | os.PathLike) -> str:
         if "\x00" in lines[0] or "\ufffd" in lines[0]:  # binary: a capture whose header is damaged, say
             with open_binary(path) as f:
                 first = f.read(4)
-            raise TraceError(path, f"unknown trace format: binary, but not a pcap or pcapng capture (it starts "
-                             f"with {first.hex()}, no capture's magic number: a1b2c3d4 or a1b23c4d in either "
-                             "byte order, or 0a0d0d0a)", offset=0)
+            raise TraceError(
+                path,
+                f"unknown trace format: binary, but not a pcap or pcapng capture (it starts "
+                f"with {first.hex()}, no capture's magic number: a1b2c3d4 or a1b23c4d in either "
+                "byte order, or 0a0d0d0a)",
+                offset=0,
+            )
         raise TraceError(
             path,
             "unknown trace format: neither an ns-2 wired trace (ev time from to type size flags "

@@ -43,33 +43,52 @@ def read_labels(path: str | os.PathLike) -> pd.DataFrame:
     """The labels of a file: columns ``flow, seq, tx`` (-1: every transmission), ``cause`` and
     ``line`` (its line in the file)."""
     path = os.fspath(path)
-    rows = ((number, next(csv.reader([text]))) for number, text in iter_lines(path)
-            if text.strip() and not text.lstrip().startswith("#"))
+    rows = (
+        (number, next(csv.reader([text])))
+        for number, text in iter_lines(path)
+        if text.strip() and not text.lstrip().startswith("#")
+    )
     header_line, header = next(rows, (None, None))
     if header is None:
         raise TraceError(path, "the labels file has no header line (flow,seq,cause)")
     names = [h.strip().lstrip("\ufeff") for h in header]  # a byte-order mark, as spreadsheets write
     missing = [c for c in REQUIRED if c not in names]
     if missing:
-        raise TraceError(path, f"the header lacks column(s) {', '.join(missing)} (it needs flow, seq, cause; "
-                         "tx is optional)", line=header_line, text=",".join(header))
+        raise TraceError(
+            path,
+            f"the header lacks column(s) {', '.join(missing)} (it needs flow, seq, cause; tx is optional)",
+            line=header_line,
+            text=",".join(header),
+        )
     column = {name: names.index(name) for name in (*REQUIRED, "tx") if name in names}
     flows, seqs, txs, causes, lines = [], [], [], [], []
     for number, fields in rows:
         if len(fields) < len(names):
-            raise TraceError(path, f"{len(fields)} fields where the header has {len(names)}", line=number,
-                             text=",".join(fields))
+            raise TraceError(
+                path, f"{len(fields)} fields where the header has {len(names)}", line=number, text=",".join(fields)
+            )
         cause = fields[column["cause"]].strip().lower()
         if cause not in CAUSE_NAMES:
-            raise TraceError(path, f"unknown cause {cause!r} (congestion, wireless, route or unknown)", line=number,
-                             text=",".join(fields))
+            raise TraceError(
+                path,
+                f"unknown cause {cause!r} (congestion, wireless, route or unknown)",
+                line=number,
+                text=",".join(fields),
+            )
         flows.append(fields[column["flow"]].strip())
         seqs.append(_integer(fields[column["seq"]], "seq", path, number, fields))
         txs.append(_integer(fields[column["tx"]], "tx", path, number, fields) if "tx" in column else -1)
         causes.append(CAUSE_NAMES[cause])
         lines.append(number)
-    labels = pd.DataFrame({"flow": flows, "seq": np.array(seqs, np.int64), "tx": np.array(txs, np.int64),
-                           "cause": causes, "line": np.array(lines, np.int64)})
+    labels = pd.DataFrame(
+        {
+            "flow": flows,
+            "seq": np.array(seqs, np.int64),
+            "tx": np.array(txs, np.int64),
+            "cause": causes,
+            "line": np.array(lines, np.int64),
+        }
+    )
     _check_agreement(labels, path)
     return labels
 
@@ -94,8 +113,12 @@ def _check_agreement(labels: pd.DataFrame, path: str) -> None:
     clash = merged[merged["cause"] != merged["cause_first"]]
     if not clash.empty:
         row = clash.iloc[0]
-        raise TraceError(path, f"flow {row['flow']} seq {row['seq']}: cause {row['cause']} here but "
-                         f"{row['cause_first']} on line {row['line_first']}", line=int(row["line"]))
+        raise TraceError(
+            path,
+            f"flow {row['flow']} seq {row['seq']}: cause {row['cause']} here but "
+            f"{row['cause_first']} on line {row['line_first']}",
+            line=int(row["line"]),
+        )
 
 
 def apply_labels(trace: Trace, labels: pd.DataFrame | str | os.PathLike) -> Trace:
@@ -104,9 +127,15 @@ def apply_labels(trace: Trace, labels: pd.DataFrame | str | os.PathLike) -> Trac
     source = "<labels>" if isinstance(labels, pd.DataFrame) else os.fspath(labels)
     table = labels if isinstance(labels, pd.DataFrame) else read_labels(labels)
     packets = trace.packets.copy()
-    rows = pd.DataFrame({"flow": packets["flow"].astype(str).to_numpy(), "seq": packets["seq"].to_numpy(),
-                         "tx": packets["tx"].to_numpy(), "row": np.arange(len(packets)),
-                         "loss": packets["fate"].isin(LOSS_FATES).to_numpy()})
+    rows = pd.DataFrame(
+        {
+            "flow": packets["flow"].astype(str).to_numpy(),
+            "seq": packets["seq"].to_numpy(),
+            "tx": packets["tx"].to_numpy(),
+            "row": np.arange(len(packets)),
+            "loss": packets["fate"].isin(LOSS_FATES).to_numpy(),
+        }
+    )
     any_tx = table[table["tx"] < 0].drop(columns="tx").merge(rows, on=["flow", "seq"], how="left")
     one_tx = table[table["tx"] >= 0].merge(rows, on=["flow", "seq", "tx"], how="left")
     joined = pd.concat([any_tx, one_tx], ignore_index=True)
@@ -122,11 +151,22 @@ def apply_labels(trace: Trace, labels: pd.DataFrame | str | os.PathLike) -> Trac
     lost = packets["fate"].isin(LOSS_FATES).to_numpy()
     unlabeled = int(lost.sum() - target.shape[0])
     if unlabeled:
-        warnings.warn(f"{trace.path}: {unlabeled} lost packet(s) have no label in {source}; they keep their "
-                      "fate", LabelWarning, stacklevel=2)
-    meta = {**trace.meta, "labels": {"path": source, "labels": len(table), "labeled": int(target.shape[0]),
-                                     "unlabeled": unlabeled, "changed": changed,
-                                     "outside": outside}}
+        warnings.warn(
+            f"{trace.path}: {unlabeled} lost packet(s) have no label in {source}; they keep their fate",
+            LabelWarning,
+            stacklevel=2,
+        )
+    meta = {
+        **trace.meta,
+        "labels": {
+            "path": source,
+            "labels": len(table),
+            "labeled": int(target.shape[0]),
+            "unlabeled": unlabeled,
+            "changed": changed,
+            "outside": outside,
+        },
+    }
     return dataclasses.replace(trace, packets=packets, meta=meta)
 
 
@@ -144,20 +184,31 @@ def _check_targets(joined: pd.DataFrame, trace: Trace, source: str) -> tuple[pd.
         bad = joined[inside].sort_values("line").iloc[0]
         flows = trace.flows
         hint = "" if bad["flow"] in flows else f" (its flows: {', '.join(flows[:5])}{' ...' if len(flows) > 5 else ''})"
-        raise TraceError(source, f"{int(inside.sum())} label(s) name packets {trace.path} does not have; this one: "
-                         f"flow {bad['flow']} seq {bad['seq']}{hint}", line=int(bad["line"]))
+        raise TraceError(
+            source,
+            f"{int(inside.sum())} label(s) name packets {trace.path} does not have; this one: "
+            f"flow {bad['flow']} seq {bad['seq']}{hint}",
+            line=int(bad["line"]),
+        )
     joined = joined[~outside]
     per_line = joined.groupby("line")["loss"].any()
     not_lost = per_line[~per_line.astype(bool)]
     if not not_lost.empty:
         line = int(not_lost.index.min())
         bad = joined[joined["line"] == line].iloc[0]
-        raise TraceError(source, f"{len(not_lost)} label(s) name packets {trace.path} does not have as lost; this "
-                         f"one: flow {bad['flow']} seq {bad['seq']}", line=line)
+        raise TraceError(
+            source,
+            f"{len(not_lost)} label(s) name packets {trace.path} does not have as lost; this "
+            f"one: flow {bad['flow']} seq {bad['seq']}",
+            line=line,
+        )
     if outside.any():
-        warnings.warn(f"{source}: {int(outside.sum())} label(s) name packets outside the sequence range of their flow "
-                      f"in {trace.path} (before its first or after its last packet); they are left out",
-                      LabelWarning, stacklevel=3)
+        warnings.warn(
+            f"{source}: {int(outside.sum())} label(s) name packets outside the sequence range of their flow "
+            f"in {trace.path} (before its first or after its last packet); they are left out",
+            LabelWarning,
+            stacklevel=3,
+        )
     return joined, int(outside.sum())
 
 
@@ -170,8 +221,12 @@ def _one_cause_per_packet(joined: pd.DataFrame, source: str) -> pd.DataFrame:
     clash = clash[clash["cause"] != clash["cause_first"]]
     if not clash.empty:
         row = clash.iloc[0]
-        raise TraceError(source, f"flow {row['flow']} seq {row['seq']}: cause {row['cause']} here but "
-                         f"{row['cause_first']} on line {row['line_first']}", line=int(row["line"]))
+        raise TraceError(
+            source,
+            f"flow {row['flow']} seq {row['seq']}: cause {row['cause']} here but "
+            f"{row['cause_first']} on line {row['line_first']}",
+            line=int(row["line"]),
+        )
     return first
 
 
@@ -179,7 +234,13 @@ def write_labels(trace: Trace, path: str | os.PathLike | io.TextIOBase) -> int:
     """Write the losses of ``trace`` as a labels file (``flow,seq,tx,cause``); returns the rows."""
     lost = trace.packets[trace.packets["fate"].isin(LOSS_FATES)]
     names = {CONGESTION: "congestion", WIRELESS: "wireless", LOST: "unknown"}
-    table = pd.DataFrame({"flow": lost["flow"].astype(str), "seq": lost["seq"], "tx": lost["tx"],
-                          "cause": lost["fate"].astype(str).map(names)})
+    table = pd.DataFrame(
+        {
+            "flow": lost["flow"].astype(str),
+            "seq": lost["seq"],
+            "tx": lost["tx"],
+            "cause": lost["fate"].astype(str).map(names),
+        }
+    )
     table.to_csv(path, index=False)
     return len(table)

@@ -34,9 +34,7 @@ def open_binary(path: str | os.PathLike) -> BinaryIO:
     return gzip.open(path, "rb") if gz else open(path, "rb")
 
 
-def iter_blocks(
-    path: str | os.PathLike, block_bytes: int
-) -> Iterator[tuple[object, int]]:
+def iter_blocks(path: str | os.PathLike, block_bytes: int) -> Iterator[tuple[object, int]]:
     """Yield ``(block, offset)``: buffers that end at a line boundary, and where they start.
 
     ``offset`` counts bytes of the (decompressed) text. Plain files are memory-mapped and

@@ -18,8 +18,8 @@ from ..errors import UsageError
 from ..packets import label_positions, labels_dtype
 from ..specs import asks_for_all, build, parse_specs
 from ..timeline import Timeline
-from .base import LDA, Features, Replay, Verdict, take
 from .backlog import Veno
+from .base import LDA, Features, Replay, Verdict, take
 from .baselines import Omniscient, Unaware
 from .interarrival import Biaz, MBiaz, WinLdaPlus
 from .learned import Learned
@@ -30,8 +30,21 @@ from .zbs import SCHEMES, Zbs
 
 REGISTRY: dict[str, type[LDA]] = {
     cls.name: cls
-    for cls in (Unaware, Omniscient, Biaz, MBiaz, Spike, ZigZag, Zbs, WinLdaPlus, WroLdaPlus, AdaptiveRtt, Xrtp,
-                Veno, Learned)
+    for cls in (
+        Unaware,
+        Omniscient,
+        Biaz,
+        MBiaz,
+        Spike,
+        ZigZag,
+        Zbs,
+        WinLdaPlus,
+        WroLdaPlus,
+        AdaptiveRtt,
+        Xrtp,
+        Veno,
+        Learned,
+    )
 }
 DECISIONS = ("congestion", "wireless", "undetected")
 DECISION_DTYPE = pd.CategoricalDtype(list(DECISIONS))
@@ -39,8 +52,18 @@ CONGESTION, WIRELESS, UNDETECTED = range(3)
 SCHEME_DTYPE = pd.CategoricalDtype([*SCHEMES, ""])
 
 __all__ = [
-    "LDA", "Replay", "Features", "Verdict", "REGISTRY", "DECISIONS", "get_lda", "parse_ldas",
-    "classify", "lda_state", "optional_specs", "runnable_ldas",
+    "LDA",
+    "Replay",
+    "Features",
+    "Verdict",
+    "REGISTRY",
+    "DECISIONS",
+    "get_lda",
+    "parse_ldas",
+    "classify",
+    "lda_state",
+    "optional_specs",
+    "runnable_ldas",
 ]
 
 
@@ -113,17 +136,21 @@ def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) ->
     flows = timeline.flows
     flow = label_positions(losses["flow"], flows)
     every = np.tile(np.arange(n), k)
-    return pd.DataFrame({
-        "lda": pd.Categorical.from_codes(np.repeat(np.arange(k), n), dtype=labels_dtype(lda.spec for lda in chosen)),
-        "flow": pd.Categorical.from_codes(np.tile(flow, k), dtype=labels_dtype(flows)),
-        **{name: np.tile(losses[name].to_numpy(), k) for name in ("seq", "tx", "uid")},
-        "gap": np.tile(gap, k),
-        "n": np.tile(losses["n"].to_numpy(), k),
-        "cause": pd.Categorical(losses["cause"]).take(every),
-        "decision": pd.Categorical.from_codes(decision.ravel(), dtype=DECISION_DTYPE),
-        "t_decide": np.tile(take(f.t, at, np.nan), k),
-        "scheme": pd.Categorical.from_codes(scheme.ravel(), dtype=SCHEME_DTYPE),
-    })
+    return pd.DataFrame(
+        {
+            "lda": pd.Categorical.from_codes(
+                np.repeat(np.arange(k), n), dtype=labels_dtype(lda.spec for lda in chosen)
+            ),
+            "flow": pd.Categorical.from_codes(np.tile(flow, k), dtype=labels_dtype(flows)),
+            **{name: np.tile(losses[name].to_numpy(), k) for name in ("seq", "tx", "uid")},
+            "gap": np.tile(gap, k),
+            "n": np.tile(losses["n"].to_numpy(), k),
+            "cause": pd.Categorical(losses["cause"]).take(every),
+            "decision": pd.Categorical.from_codes(decision.ravel(), dtype=DECISION_DTYPE),
+            "t_decide": np.tile(take(f.t, at, np.nan), k),
+            "scheme": pd.Categorical.from_codes(scheme.ravel(), dtype=SCHEME_DTYPE),
+        }
+    )
 
 
 def lda_state(timeline: Timeline, lda: LDA | str, *, replay: Replay | None = None) -> pd.DataFrame:

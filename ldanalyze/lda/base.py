@@ -124,11 +124,22 @@ class Features:
         gidx = rev if replay.gap_delay == "revealing" else prev
         gdelay = take(d, gidx, np.nan)
         return cls(
-            timeline=timeline, replay=replay, start=start, t=t, d=d,
-            jitter=a["jitter"].to_numpy(np.float64), spacing=spacing, tavg_sample=tavg_sample,
-            t0=t0, n=g["n"].to_numpy(np.int64),
+            timeline=timeline,
+            replay=replay,
+            start=start,
+            t=t,
+            d=d,
+            jitter=a["jitter"].to_numpy(np.float64),
+            spacing=spacing,
+            tavg_sample=tavg_sample,
+            t0=t0,
+            n=g["n"].to_numpy(np.int64),
             Ti=(g["t_next_recv"] - g["t_prev_recv"]).to_numpy(np.float64),
-            rev=rev, at=at, si=si, gidx=gidx, gdelay=gdelay,
+            rev=rev,
+            at=at,
+            si=si,
+            gidx=gidx,
+            gdelay=gdelay,
         )
 
 

@@ -49,8 +49,20 @@ from .interarrival import Biaz, MBiaz, tmin_state
 from .kernels import ewma_mean_dev, running_min_max
 from .rott import Spike, ZigZag
 
-FEATURES = ("n", "ti_tmin", "rott_position", "rott_z", "jitter_tmin", "trend", "since_loss", "recent_lost",
-            "biaz", "mbiaz", "spike", "zigzag")
+FEATURES = (
+    "n",
+    "ti_tmin",
+    "rott_position",
+    "rott_z",
+    "jitter_tmin",
+    "trend",
+    "since_loss",
+    "recent_lost",
+    "biaz",
+    "mbiaz",
+    "spike",
+    "zigzag",
+)
 STACKED = {"biaz": Biaz(), "mbiaz": MBiaz(), "spike": Spike(), "zigzag": ZigZag()}
 EWMA_GAIN = 1 / 32
 TREND_ARRIVALS = 8
@@ -168,26 +180,42 @@ def make_model(kind: str = "gbt", seed: int = 0):
     handled natively), a random forest or a logistic regression (NaN imputed by the median)."""
     sklearn = _sklearn()
     if kind == "gbt":  # small trees: predicting 190k gaps takes 0.09 s (200 deep trees: 0.6 s, 1-2 points better)
-        return sklearn.ensemble.HistGradientBoostingClassifier(max_iter=30, max_depth=4, max_leaf_nodes=15,
-                                                               early_stopping=False, random_state=seed)
+        return sklearn.ensemble.HistGradientBoostingClassifier(
+            max_iter=30, max_depth=4, max_leaf_nodes=15, early_stopping=False, random_state=seed
+        )
     if kind == "rf":
-        return sklearn.pipeline.Pipeline([
-            ("impute", sklearn.impute.SimpleImputer(strategy="median")),
-            ("forest", sklearn.ensemble.RandomForestClassifier(n_estimators=200, min_samples_leaf=5,
-                                                               random_state=seed))])
+        return sklearn.pipeline.Pipeline(
+            [
+                ("impute", sklearn.impute.SimpleImputer(strategy="median")),
+                (
+                    "forest",
+                    sklearn.ensemble.RandomForestClassifier(n_estimators=200, min_samples_leaf=5, random_state=seed),
+                ),
+            ]
+        )
     if kind == "logistic":
-        return sklearn.pipeline.Pipeline([
-            ("impute", sklearn.impute.SimpleImputer(strategy="median")),
-            ("scale", sklearn.preprocessing.StandardScaler()),
-            ("logistic", sklearn.linear_model.LogisticRegression(max_iter=2000))])
+        return sklearn.pipeline.Pipeline(
+            [
+                ("impute", sklearn.impute.SimpleImputer(strategy="median")),
+                ("scale", sklearn.preprocessing.StandardScaler()),
+                ("logistic", sklearn.linear_model.LogisticRegression(max_iter=2000)),
+            ]
+        )
     raise UsageError(f"model must be one of {', '.join(MODELS)}, not {kind!r}")
 
 
 def save_model(model, path: str | os.PathLike, *, kind: str, trained_on: list[str], gaps: int) -> None:
     """Write a fitted model with what it needs to be used and trusted again (skops format)."""
     skops = _skops()
-    bundle = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "features": list(FEATURES), "kind": kind,
-              "trained_on": list(trained_on), "gaps": int(gaps), "model": model}
+    bundle = {
+        "format": MODEL_FORMAT,
+        "version": MODEL_VERSION,
+        "features": list(FEATURES),
+        "kind": kind,
+        "trained_on": list(trained_on),
+        "gaps": int(gaps),
+        "model": model,
+    }
     skops.io.dump(bundle, os.fspath(path))
 
 
@@ -212,8 +240,9 @@ def load_model(path: str | os.PathLike) -> dict:
     if not isinstance(bundle, dict) or bundle.get("format") != MODEL_FORMAT:
         raise UsageError(f"{path}: not an ldanalyze learned-LDA model")
     if bundle.get("version") != MODEL_VERSION or bundle.get("features") != list(FEATURES):
-        raise UsageError(f"{path}: made for other features (version {bundle.get('version')}); retrain it "
-                         "with `ldanalyze train`")
+        raise UsageError(
+            f"{path}: made for other features (version {bundle.get('version')}); retrain it with `ldanalyze train`"
+        )
     return bundle
 
 

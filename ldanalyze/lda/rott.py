@@ -82,12 +82,14 @@ class TwoThresholdLDA(LDA):
     def state(self, f: Features) -> pd.DataFrame:
         _, hi_frac, _, lo_frac = self.fractions
         lo, hi = call(running_min_max, f.d, f.start)
-        return pd.DataFrame({
-            "d": f.d,
-            "start_threshold": lo + hi_frac * (hi - lo),
-            "end_threshold": lo + lo_frac * (hi - lo),
-            "congested": call(hysteresis, f.d, f.start, hi_frac, lo_frac, self.inclusive).astype(bool),
-        })
+        return pd.DataFrame(
+            {
+                "d": f.d,
+                "start_threshold": lo + hi_frac * (hi - lo),
+                "end_threshold": lo + lo_frac * (hi - lo),
+                "congested": call(hysteresis, f.d, f.start, hi_frac, lo_frac, self.inclusive).astype(bool),
+            }
+        )
 
 
 @dataclasses.dataclass(frozen=True)

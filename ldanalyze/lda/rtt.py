@@ -10,7 +10,6 @@ absolute delays. Exact semantics and the delay sources: ``docs/ldas.md``.
 from __future__ import annotations
 
 import dataclasses
-
 from typing import Literal
 
 import numpy as np
@@ -56,6 +55,7 @@ class AdaptiveRtt(LDA):
         deciding = {str(flow) for flow in pd.unique(timeline.gaps["flow"])}
         with_rtt = {str(flow) for flow in pd.unique(timeline.rtt["flow"])}
         if self.delay == "auto":
+
             def pick(flow: str) -> str:
                 if flow in with_rtt:
                     return "rtt"
@@ -70,10 +70,13 @@ class AdaptiveRtt(LDA):
                     "common, so its absolute delay is unknown; give its propagation delay (command line: "
                     "--lda adaptive_rtt:propagation_delay=SECONDS; Python: propagation_delay=...)"
                 )
+
             return pd.Series([pick(flow) for flow in flows], index=flows, dtype=object)
         if self.delay == "owd" and not timeline.clock_common and deciding:
-            raise UsageError(f"{self.name}: delay='owd' needs sender and receiver on one clock, "
-                             "which this trace does not declare; use 'propagation' or 'rtt'")
+            raise UsageError(
+                f"{self.name}: delay='owd' needs sender and receiver on one clock, "
+                "which this trace does not declare; use 'propagation' or 'rtt'"
+            )
         if self.delay == "rtt":
             missing = [flow for flow in flows if flow not in with_rtt and flow in deciding]
             if missing:
@@ -145,4 +148,3 @@ class AdaptiveRtt(LDA):
         mean, dev = call(ewma_mean_dev, x, f.start, 1 / 8, 1 / 4, True)
         lo, _ = call(running_min_max, x, f.start)
         return pd.DataFrame({"x": x, "T_bar": mean, "T_dev": dev, "T_p": lo})
-

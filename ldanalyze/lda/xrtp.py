@@ -95,7 +95,13 @@ class Xrtp(LDA):
 
     def state(self, f: Features) -> pd.DataFrame:
         mean, dev, run, count, lo, hi = self._state(f)
-        return pd.DataFrame({
-            "d": f.d, "mean": mean, "dev": dev, "positive_run": run, "over_deviation": count,
-            "position": (f.d - lo) / np.where(hi > lo, hi - lo, np.nan),
-        })
+        return pd.DataFrame(
+            {
+                "d": f.d,
+                "mean": mean,
+                "dev": dev,
+                "positive_run": run,
+                "over_deviation": count,
+                "position": (f.d - lo) / np.where(hi > lo, hi - lo, np.nan),
+            }
+        )

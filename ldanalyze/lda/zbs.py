@@ -101,8 +101,18 @@ class Zbs(LDA):
         b1, b2, b3 = self.narr_bounds
         scheme, tavg = call(
             zbs_schemes,
-            f.t, f.d, f.tavg_sample, tmin, f.start, self.delay_frac, b1, b2, b3, self.gain,
-            self.lock_time, self.lock_packets,
+            f.t,
+            f.d,
+            f.tavg_sample,
+            tmin,
+            f.start,
+            self.delay_frac,
+            b1,
+            b2,
+            b3,
+            self.gain,
+            self.lock_time,
+            self.lock_packets,
         )
         return scheme, tavg, tmin
 
@@ -118,10 +128,14 @@ class Zbs(LDA):
 
     def state(self, f: Features) -> pd.DataFrame:
         scheme, tavg, tmin = self.schemes(f)
-        return pd.DataFrame({
-            "scheme": pd.Categorical.from_codes(scheme.astype(np.int64), categories=list(SCHEMES)),
-            "T_avg": tavg, "T_min": tmin, "T_narr": tavg / tmin,
-        })
+        return pd.DataFrame(
+            {
+                "scheme": pd.Categorical.from_codes(scheme.astype(np.int64), categories=list(SCHEMES)),
+                "T_avg": tavg,
+                "T_min": tmin,
+                "T_narr": tavg / tmin,
+            }
+        )
 
     def usage(self, timeline) -> pd.DataFrame:
         """Per flow, the share of time each base scheme was in force (paper 000 Fig. 13).

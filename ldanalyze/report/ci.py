@@ -30,24 +30,46 @@ JSON_SCHEMA = {
         "schema_version": {"const": SCHEMA_VERSION},
         "ldanalyze": {"type": "string"},
         "passed": {"type": "boolean"},
-        "traces": {"type": "object", "required": ["scored", "failed", "passed_over"],
-                   "properties": {k: {"type": "integer", "minimum": 0}
-                                  for k in ("scored", "without_losses", "failed", "passed_over")}},
-        "results": {"type": "array",
-                    "description": "scores as ldanalyze.scoring.score names them: shares (M_c, M_w, accuracy, the "
-                                   "loss rates, thput) are fractions, not percent; rates in bits/s; times in seconds",
-                    "items": {**_ROW, "required": ["scope", "trace", "flow", "lda", "M_c", "M_w"],
-                              "properties": {"scope": {"enum": ["flow", "trace", "pooled"]},
-                                             **{name: {"type": ["number", "null"], "minimum": 0, "maximum": 1}
-                                                for name in ("M_c", "M_w", "accuracy", "congestion_rate",
-                                                             "wireless_rate")}}}},
+        "traces": {
+            "type": "object",
+            "required": ["scored", "failed", "passed_over"],
+            "properties": {
+                k: {"type": "integer", "minimum": 0} for k in ("scored", "without_losses", "failed", "passed_over")
+            },
+        },
+        "results": {
+            "type": "array",
+            "description": "scores as ldanalyze.scoring.score names them: shares (M_c, M_w, accuracy, the "
+            "loss rates, thput) are fractions, not percent; rates in bits/s; times in seconds",
+            "items": {
+                **_ROW,
+                "required": ["scope", "trace", "flow", "lda", "M_c", "M_w"],
+                "properties": {
+                    "scope": {"enum": ["flow", "trace", "pooled"]},
+                    **{
+                        name: {"type": ["number", "null"], "minimum": 0, "maximum": 1}
+                        for name in ("M_c", "M_w", "accuracy", "congestion_rate", "wireless_rate")
+                    },
+                },
+            },
+        },
         "errors": {"type": "array", "items": {**_ROW, "required": ["trace", "error"]}},
-        "checks": {"type": "array", "items": {**_ROW, "required": ["check", "status", "message"],
-                                              "properties": {"status": {"enum": ["pass", "fail", "undefined",
-                                                                                 "regressed", "missing"]}}}},
-        "passed_over": {"type": "array", "items": {**_ROW, "required": ["path", "why"],
-                                                   "properties": {"path": {"type": "string"},
-                                                                  "why": {"type": "string"}}}},
+        "checks": {
+            "type": "array",
+            "items": {
+                **_ROW,
+                "required": ["check", "status", "message"],
+                "properties": {"status": {"enum": ["pass", "fail", "undefined", "regressed", "missing"]}},
+            },
+        },
+        "passed_over": {
+            "type": "array",
+            "items": {
+                **_ROW,
+                "required": ["path", "why"],
+                "properties": {"path": {"type": "string"}, "why": {"type": "string"}},
+            },
+        },
     },
 }
 FAILED = ("fail", "regressed", "missing")
@@ -80,15 +102,32 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else str(value)
 
 
-def json_report(results: pd.DataFrame, errors: pd.DataFrame, checks: pd.DataFrame, *, passed_over: dict[str, str],
-                without_losses: int, passed: bool) -> dict:
+def json_report(
+    results: pd.DataFrame,
+    errors: pd.DataFrame,
+    checks: pd.DataFrame,
+    *,
+    passed_over: dict[str, str],
+    without_losses: int,
+    passed: bool,
+) -> dict:
     """The JSON report (``JSON_SCHEMA``); ``passed_over``: each file passed over → why."""
 
-    return {"schema_version": SCHEMA_VERSION, "ldanalyze": VERSION, "passed": passed,
-            "traces": {"scored": scored_traces(results), "without_losses": int(without_losses),
-                       "failed": int(len(errors)), "passed_over": len(passed_over)},
-            "results": _records(results), "errors": _records(errors), "checks": _records(checks),
-            "passed_over": [{"path": path, "why": why} for path, why in passed_over.items()]}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "ldanalyze": VERSION,
+        "passed": passed,
+        "traces": {
+            "scored": scored_traces(results),
+            "without_losses": int(without_losses),
+            "failed": int(len(errors)),
+            "passed_over": len(passed_over),
+        },
+        "results": _records(results),
+        "errors": _records(errors),
+        "checks": _records(checks),
+        "passed_over": [{"path": path, "why": why} for path, why in passed_over.items()],
+    }
 
 
 def report_text(report: dict) -> str:
@@ -120,15 +159,19 @@ def scored_traces(results: pd.DataFrame) -> int:
     return int(results.loc[results["scope"] == "trace", "trace"].nunique()) if len(results) else 0
 
 
-def counts_line(results: pd.DataFrame, errors: pd.DataFrame, *, passed_over: dict[str, str],
-                without_losses: int) -> str:
+def counts_line(
+    results: pd.DataFrame, errors: pd.DataFrame, *, passed_over: dict[str, str], without_losses: int
+) -> str:
     """How many traces were scored, had nothing to score, failed, and how many files were
     passed over and why (counted by reason)."""
     reasons = pd.Series(list(passed_over.values()), dtype=object).value_counts()
     why = ", ".join(f"{n} {reason}" for reason, n in reasons.items())
-    return (f"{scored_traces(results)} trace(s) scored"
-            + (f", {without_losses} without losses (nothing to score)" if without_losses else "")
-            + f", {len(errors)} failed, {len(passed_over)} file(s) passed over" + (f" ({why})" if why else ""))
+    return (
+        f"{scored_traces(results)} trace(s) scored"
+        + (f", {without_losses} without losses (nothing to score)" if without_losses else "")
+        + f", {len(errors)} failed, {len(passed_over)} file(s) passed over"
+        + (f" ({why})" if why else "")
+    )
 
 
 def junit_xml(traces: list[str], errors: pd.DataFrame, checks: pd.DataFrame) -> str:
@@ -161,8 +204,9 @@ def failed_lines(checks: pd.DataFrame, shown: int = 10) -> list[str]:
     """The failed checks as lines for a log: the first ``shown``, then how many more."""
     bad = _failed(checks)
     lines = [f"FAILED {_check_name(row)} [{_where(row)}]: {row['message']}" for _, row in bad.head(shown).iterrows()]
-    return lines + ([f"... and {len(bad) - shown} more failed checks (--summary or --json lists all)"]
-                    if len(bad) > shown else [])
+    return lines + (
+        [f"... and {len(bad) - shown} more failed checks (--summary or --json lists all)"] if len(bad) > shown else []
+    )
 
 
 def _failed(checks: pd.DataFrame) -> pd.DataFrame:
@@ -181,8 +225,11 @@ def _check_name(row: pd.Series) -> str:
 
 def _where(row: pd.Series) -> str:
     """Where a check looked: scope, trace, flow, LDA (and the baseline's LDA it was compared with)."""
-    parts = [str(row[k]) for k in ("scope", "trace", "flow", "lda") if k in row and str(row[k]) != "*"
-             and not (isinstance(row[k], float) and math.isnan(row[k]))]
+    parts = [
+        str(row[k])
+        for k in ("scope", "trace", "flow", "lda")
+        if k in row and str(row[k]) != "*" and not (isinstance(row[k], float) and math.isnan(row[k]))
+    ]
     old = row.get("baseline_lda")
     if isinstance(old, str) and old != row.get("lda"):
         parts.append(f"(baseline: {old})")
@@ -194,13 +241,25 @@ def _row(*cells) -> str:
     return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
 
 
-def markdown_summary(results: pd.DataFrame, errors: pd.DataFrame, checks: pd.DataFrame, *, passed: bool,
-                     passed_over: dict[str, str], without_losses: int, listed: int = 50) -> str:
+def markdown_summary(
+    results: pd.DataFrame,
+    errors: pd.DataFrame,
+    checks: pd.DataFrame,
+    *,
+    passed: bool,
+    passed_over: dict[str, str],
+    without_losses: int,
+    listed: int = 50,
+) -> str:
     """The job summary: verdict, counts, failed checks, failed traces, the files passed over
     (folded; the first ``listed``) and the pooled scores."""
     verdict = "passed" if passed else "**failed**"
-    out = [f"### ldanalyze batch: {verdict}", "",
-           counts_line(results, errors, passed_over=passed_over, without_losses=without_losses) + ".", ""]
+    out = [
+        f"### ldanalyze batch: {verdict}",
+        "",
+        counts_line(results, errors, passed_over=passed_over, without_losses=without_losses) + ".",
+        "",
+    ]
     bad = _failed(checks)
     if len(bad):
         out += ["#### Failed checks", "", "| check | where | detail |", "|---|---|---|"]
@@ -215,8 +274,12 @@ def markdown_summary(results: pd.DataFrame, errors: pd.DataFrame, checks: pd.Dat
             out.append(_row(row["trace"], str(row["error"]).splitlines()[0]))
         out.append("")
     if passed_over:
-        out += [f"<details><summary>Files passed over ({len(passed_over)})</summary>", "",
-                "| file | why |", "|---|---|"]
+        out += [
+            f"<details><summary>Files passed over ({len(passed_over)})</summary>",
+            "",
+            "| file | why |",
+            "|---|---|",
+        ]
         out += [_row(path, why) for path, why in list(passed_over.items())[:listed]]
         if len(passed_over) > listed:
             out.append(f"| ... {len(passed_over) - listed} more (the JSON report lists all) | |")

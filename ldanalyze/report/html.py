@@ -67,8 +67,12 @@ def build_report(traces, *, ldas="all", controller="tfrc", timeline_ldas=("zbs",
         tl = build_timeline(trace)
         decisions = classify(tl, ldas)
         decisions.insert(0, "trace", str(trace.path))
-        part = [f'<h2 id="{anchor}">{html.escape(str(trace.path))}</h2>', trace_html(trace),
-                "<h3>Flows</h3>", html_table(summary_shown(tl.summary()))]
+        part = [
+            f'<h2 id="{anchor}">{html.escape(str(trace.path))}</h2>',
+            trace_html(trace),
+            "<h3>Flows</h3>",
+            html_table(summary_shown(tl.summary())),
+        ]
         throughput = None
         if controller:
             try:
@@ -88,10 +92,13 @@ def build_report(traces, *, ldas="all", controller="tfrc", timeline_ldas=("zbs",
         part.append(_png(plots.mc_mw(scores, per_flow)))
         flow = worst_flow(decisions)
         if flow is not None:
-            chosen = [x for x in timeline_ldas if x in set(decisions["lda"].astype(str))] or \
-                [str(decisions["lda"].cat.categories[0])]
-            part += [f"<h3>Timeline of flow {html.escape(flow)}, the worst classified</h3>",
-                     _png(plots.timeline(tl, flow, chosen))]
+            chosen = [x for x in timeline_ldas if x in set(decisions["lda"].astype(str))] or [
+                str(decisions["lda"].cat.categories[0])
+            ]
+            part += [
+                f"<h3>Timeline of flow {html.escape(flow)}, the worst classified</h3>",
+                _png(plots.timeline(tl, flow, chosen)),
+            ]
             if controller:
                 try:
                     rates = replay(tl, [controller], chosen[:2] + ["omniscient", "unaware"])
@@ -100,9 +107,10 @@ def build_report(traces, *, ldas="all", controller="tfrc", timeline_ldas=("zbs",
                     part.append(f"<p class='note'>no rate plot: {html.escape(str(exc))}</p>")
         sections.append("\n".join(part))
     stamp = time.strftime("%Y-%m-%d %H:%M")
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ldanalyze report</title>"
-            f"<style>{CSS}</style></head><body><h1>ldanalyze report</h1>"
-            f"<p class='note'>ldanalyze {VERSION}, {stamp}. Throughput is an open-loop replay: the trace's "
-            f"timing is fixed; rates are what each controller would have allowed.</p>"
-            f"<nav>{''.join(toc)}</nav>{''.join(sections)}</body></html>\n")
-
+    return (
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ldanalyze report</title>"
+        f"<style>{CSS}</style></head><body><h1>ldanalyze report</h1>"
+        f"<p class='note'>ldanalyze {VERSION}, {stamp}. Throughput is an open-loop replay: the trace's "
+        f"timing is fixed; rates are what each controller would have allowed.</p>"
+        f"<nav>{''.join(toc)}</nav>{''.join(sections)}</body></html>\n"
+    )

@@ -31,7 +31,15 @@ from ..errors import UsageError
 
 # Okabe-Ito
 BLACK, ORANGE, SKY, GREEN, YELLOW, BLUE, VERMILLION, PURPLE = (
-    "#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
+    "#000000",
+    "#E69F00",
+    "#56B4E9",
+    "#009E73",
+    "#F0E442",
+    "#0072B2",
+    "#D55E00",
+    "#CC79A7",
+)
 PALETTE = (BLUE, VERMILLION, GREEN, ORANGE, PURPLE, SKY, YELLOW, BLACK)
 DECISION_COLOUR = {"congestion": VERMILLION, "wireless": BLUE, "undetected": "#999999"}
 CAUSE_MARKER = {"congestion": "v", "wireless": "o", "route": "s", "lost": "X"}
@@ -76,7 +84,7 @@ def decimate(t: np.ndarray, y: np.ndarray, points: int = MAX_POINTS) -> tuple[np
     for pick in (np.nanargmin, np.nanargmax):
         idx = np.empty(bins, np.int64)
         for b in range(bins):
-            segment = finite[edges[b]:edges[b + 1]]
+            segment = finite[edges[b] : edges[b + 1]]
             idx[b] = edges[b] + (pick(segment) if np.isfinite(segment).any() else 0)
         keep.append(idx)
     rows = np.unique(np.concatenate(keep))
@@ -111,8 +119,7 @@ def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, r
     origin = float(t[0]) if t.size and t[0] > 1e8 else 0.0
     panels = 3 + (1 if state and ldas else 0)
     ratios = [3, 2, 0.4 + 0.35 * max(len(ldas), 1)] + ([2] if panels == 4 else [])
-    fig, axes = plt.subplots(panels, 1, sharex=True, figsize=figsize, height_ratios=ratios,
-                             constrained_layout=True)
+    fig, axes = plt.subplots(panels, 1, sharex=True, figsize=figsize, height_ratios=ratios, constrained_layout=True)
     rott = a["rott"].to_numpy(np.float64) * 1e3
     t = t - origin
     axes[0].plot(*decimate(t, rott), color=BLACK, linewidth=0.7, label="ROTT")
@@ -129,8 +136,17 @@ def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, r
     for name, marker in CAUSE_MARKER.items():
         chosen = cause == name
         if chosen.any():
-            axes[0].scatter(detect[chosen], y_loss[chosen], marker=marker, s=28,
-                            facecolor="none", edgecolor=BLACK, linewidth=0.9, zorder=3, label=f"lost: {name}")
+            axes[0].scatter(
+                detect[chosen],
+                y_loss[chosen],
+                marker=marker,
+                s=28,
+                facecolor="none",
+                edgecolor=BLACK,
+                linewidth=0.9,
+                zorder=3,
+                label=f"lost: {name}",
+            )
     legend_outside(axes[0])
 
     strip = axes[2]
@@ -146,20 +162,45 @@ def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, r
                 for decision, colour in DECISION_COLOUR.items():
                     chosen = (cause == cause_name) & (decided == decision)
                     if chosen.any():
-                        strip.scatter(detect[chosen], np.full(chosen.sum(), row),
-                                      marker=marker, s=30, color=colour,
-                                      edgecolor=np.where(wrong[chosen], BLACK, colour), linewidth=0.8, zorder=3)
+                        strip.scatter(
+                            detect[chosen],
+                            np.full(chosen.sum(), row),
+                            marker=marker,
+                            s=30,
+                            color=colour,
+                            edgecolor=np.where(wrong[chosen], BLACK, colour),
+                            linewidth=0.8,
+                            zorder=3,
+                        )
         strip.set_yticks(range(len(names)), names)
         strip.set_ylim(-0.6, len(names) - 0.4)
-        handles = [plt.Line2D([], [], marker="s", linestyle="", color=c, label=f"decided {d}")
-                   for d, c in DECISION_COLOUR.items()]
-        handles.append(plt.Line2D([], [], marker="o", linestyle="", markerfacecolor="white",
-                                  markeredgecolor=BLACK, label="black edge: wrong"))
+        handles = [
+            plt.Line2D([], [], marker="s", linestyle="", color=c, label=f"decided {d}")
+            for d, c in DECISION_COLOUR.items()
+        ]
+        handles.append(
+            plt.Line2D(
+                [],
+                [],
+                marker="o",
+                linestyle="",
+                markerfacecolor="white",
+                markeredgecolor=BLACK,
+                label="black edge: wrong",
+            )
+        )
         strip.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     else:
         strip.set_yticks([])
-        strip.text(0.5, 0.5, "no loss detected in this window", transform=strip.transAxes, ha="center",
-                   va="center", color="#777777")
+        strip.text(
+            0.5,
+            0.5,
+            "no loss detected in this window",
+            transform=strip.transAxes,
+            ha="center",
+            va="center",
+            color="#777777",
+        )
     style_axes(strip, None, None)
     strip.grid(False)
 
@@ -169,8 +210,11 @@ def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, r
         if window is not None:
             st = st[(st["t_recv"] >= window[0]) & (st["t_recv"] <= window[1])]
         _state_panel(axes[3], st, ldas[0], origin)
-    axes[-1].set_xlabel("receive time (s)" if not origin else
-                        f"time since the flow's first arrival (s; that is {pd.Timestamp(origin, unit='s'):%Y-%m-%d %H:%M:%S} UTC)")
+    axes[-1].set_xlabel(
+        "receive time (s)"
+        if not origin
+        else f"time since the flow's first arrival (s; that is {pd.Timestamp(origin, unit='s'):%Y-%m-%d %H:%M:%S} UTC)"
+    )
     source = " + ".join(part.rsplit("/", 1)[-1] for part in str(tl.meta.get("path") or "trace").split("+"))
     fig.suptitle(f"{source}: flow {flow}", fontsize=11)
     return fig
@@ -195,19 +239,42 @@ def _state_panel(ax, st: pd.DataFrame, lda, origin: float = 0.0) -> None:
                 right = right or ax.twinx()
                 target = right
             scale, shift = (1e3, floor) if column in SECONDS else (1.0, 0.0)
-            target.plot(*decimate(t, (values.to_numpy(np.float64) - shift) * scale), color=PALETTE[k % len(PALETTE)],
-                        linewidth=0.8, label=column if column in SECONDS else f"{column} (right)")
+            target.plot(
+                *decimate(t, (values.to_numpy(np.float64) - shift) * scale),
+                color=PALETTE[k % len(PALETTE)],
+                linewidth=0.8,
+                label=column if column in SECONDS else f"{column} (right)",
+            )
             k += 1
         elif values.dtype.kind == "b":
-            ax.fill_between(t, 0, 1, where=values.to_numpy(bool), transform=ax.get_xaxis_transform(),
-                            color=ORANGE, alpha=0.18, linewidth=0, step="post", label=column)
+            ax.fill_between(
+                t,
+                0,
+                1,
+                where=values.to_numpy(bool),
+                transform=ax.get_xaxis_transform(),
+                color=ORANGE,
+                alpha=0.18,
+                linewidth=0,
+                step="post",
+                label=column,
+            )
         else:
             codes, labels = pd.factorize(values.astype(str))
             for j, label in enumerate(labels):
                 if label:
-                    ax.fill_between(t, 0.92, 1.0, where=codes == j, transform=ax.get_xaxis_transform(),
-                                    color=PALETTE[(4 + j) % len(PALETTE)], alpha=0.5, linewidth=0, step="post",
-                                    label=f"{column}: {label}")
+                    ax.fill_between(
+                        t,
+                        0.92,
+                        1.0,
+                        where=codes == j,
+                        transform=ax.get_xaxis_transform(),
+                        color=PALETTE[(4 + j) % len(PALETTE)],
+                        alpha=0.5,
+                        linewidth=0,
+                        step="post",
+                        label=f"{column}: {label}",
+                    )
     handles, labels = ax.get_legend_handles_labels()
     if right is not None:
         more = right.get_legend_handles_labels()
@@ -215,8 +282,16 @@ def _state_panel(ax, st: pd.DataFrame, lda, origin: float = 0.0) -> None:
         style_axes(right, None, None)
         right.grid(False)
         right.spines["right"].set_visible(True)
-    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.06 if right is not None else 1.01, 1.0),
-              fontsize=8, frameon=False, title="ms less the clocks' offset" if floor else None, title_fontsize=8)
+    ax.legend(
+        handles,
+        labels,
+        loc="upper left",
+        bbox_to_anchor=(1.06 if right is not None else 1.01, 1.0),
+        fontsize=8,
+        frameon=False,
+        title="ms less the clocks' offset" if floor else None,
+        title_fontsize=8,
+    )
     style_axes(ax, None, f"{lda} state (ms)")
 
 
@@ -233,8 +308,15 @@ def mc_mw(scores: pd.DataFrame, per_flow: pd.DataFrame | None = None, ax=None, t
         name = str(row["lda"])
         if per_flow is not None:
             flows = per_flow[per_flow["lda"].astype(str) == name]
-            ax.scatter(flows["M_c"] * 100, flows["M_w"] * 100, s=12, color=colour, alpha=0.3, linewidth=0,
-                       marker=MARKERS[k % len(MARKERS)])
+            ax.scatter(
+                flows["M_c"] * 100,
+                flows["M_w"] * 100,
+                s=12,
+                color=colour,
+                alpha=0.3,
+                linewidth=0,
+                marker=MARKERS[k % len(MARKERS)],
+            )
         x, y = row["M_c"] * 100, row["M_w"] * 100
         if not (np.isfinite(x) and np.isfinite(y)):
             continue
@@ -246,14 +328,26 @@ def mc_mw(scores: pd.DataFrame, per_flow: pd.DataFrame | None = None, ax=None, t
                 yerr = [[y - row[f"M_w{lo}"] * 100], [row[f"M_w{hi}"] * 100 - y]]
             if xerr is not None or yerr is not None:
                 break
-        ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt=MARKERS[k % len(MARKERS)], color=colour, markersize=7,
-                    capsize=2, linewidth=1, label=name)
+        ax.errorbar(
+            x,
+            y,
+            xerr=xerr,
+            yerr=yerr,
+            fmt=MARKERS[k % len(MARKERS)],
+            color=colour,
+            markersize=7,
+            capsize=2,
+            linewidth=1,
+            label=name,
+        )
     ax.scatter([0], [0], marker="*", s=160, color=GREEN, zorder=4, clip_on=False, label="ideal")
     ax.set_xlim(-3, 103)
     ax.set_ylim(-3, 103)
     style_axes(ax, "M_c: congestion losses called wireless (%)", "M_w: wireless losses called congestion (%)")
-    ax.set_title(title or "misclassification: M_c against M_w" + (" (faint: per flow)" if per_flow is not None
-                                                                  else ""), fontsize=10)
+    ax.set_title(
+        title or "misclassification: M_c against M_w" + (" (faint: per flow)" if per_flow is not None else ""),
+        fontsize=10,
+    )
     legend_outside(ax)
     return fig if fig is not None else ax.figure
 
@@ -268,16 +362,22 @@ def confusion(scores: pd.DataFrame, ncols: int = 4):
         raise UsageError("confusion plot: no score rows")
     ncols = min(ncols, n)
     nrows = (n + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 2.5 * nrows), constrained_layout=True,
-                             squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 2.5 * nrows), constrained_layout=True, squeeze=False)
     for ax, (_, row) in zip(axes.flat, rows.iterrows()):
         matrix = np.array([[row["CC"], row["CW"]], [row["WC"], row["WW"]]], dtype=np.float64) * 100
         ax.imshow(matrix, cmap="Blues", vmin=0, vmax=100)
         for i in range(2):
             for j in range(2):
                 value = matrix[i, j]
-                ax.text(j, i, "-" if not np.isfinite(value) else f"{value:.1f}", ha="center", va="center",
-                        color="white" if np.isfinite(value) and value > 55 else BLACK, fontsize=10)
+                ax.text(
+                    j,
+                    i,
+                    "-" if not np.isfinite(value) else f"{value:.1f}",
+                    ha="center",
+                    va="center",
+                    color="white" if np.isfinite(value) and value > 55 else BLACK,
+                    fontsize=10,
+                )
         ax.set_xticks([0, 1], ["congestion", "wireless"], fontsize=8)
         ax.set_yticks([0, 1], ["congestion", "wireless"], fontsize=8)
         ax.set_xlabel("true cause", fontsize=8)
@@ -311,22 +411,31 @@ def rates(result, flow=None, controller=None, ldas=None, *, capacity_bps=None, a
             continue
         t, r = decimate(part["t"].to_numpy(np.float64), part["rate_bps"].to_numpy(np.float64) / 1e3)
         if name in ("omniscient", "unaware"):
-            ax.step(t, r, where="post", color=BLACK if name == "omniscient" else "#888888", linestyle="--",
-                    linewidth=0.7, alpha=0.6, zorder=1, label=name)
+            ax.step(
+                t,
+                r,
+                where="post",
+                color=BLACK if name == "omniscient" else "#888888",
+                linestyle="--",
+                linewidth=0.7,
+                alpha=0.6,
+                zorder=1,
+                label=name,
+            )
         else:
             ax.step(t, r, where="post", color=PALETTE[k % len(PALETTE)], linewidth=0.8, alpha=0.9, label=name)
             k += 1
     if capacity_bps:
         ax.axhline(capacity_bps / 1e3, color=GREEN, linewidth=1, linestyle=":", label="capacity")
     style_axes(ax, "time (s)", "allowed rate (kb/s)")
-    ax.set_title(f"{controller}, flow {flow}: allowed rate (open-loop replay: the trace's timing is fixed)",
-                 fontsize=10)
+    ax.set_title(
+        f"{controller}, flow {flow}: allowed rate (open-loop replay: the trace's timing is fixed)", fontsize=10
+    )
     legend_outside(ax)
     return fig if fig is not None else ax.figure
 
 
-def across(scores: pd.DataFrame, x: str, metric: str = "M_c", ax=None, xlabel: str | None = None,
-           connect: bool = True):
+def across(scores: pd.DataFrame, x: str, metric: str = "M_c", ax=None, xlabel: str | None = None, connect: bool = True):
     """``metric`` (%) against ``x`` over traces: per LDA the per-trace rows of
     ``score(..., by="trace")`` (x: a score column, e.g. congestion_rate, or one you add), joined
     by a line when ``connect`` (a sweep of one scenario, as in paper 000 Figs. 8-9)."""
@@ -339,8 +448,15 @@ def across(scores: pd.DataFrame, x: str, metric: str = "M_c", ax=None, xlabel: s
         fig, ax = plt.subplots(figsize=(6.5, 4.5), constrained_layout=True)
     for k, (name, part) in enumerate(scores.groupby(scores["lda"].astype(str), sort=False)):
         part = part.sort_values(x)
-        ax.plot(part[x] * (100 if x.endswith("_rate") else 1), part[metric] * 100, marker=MARKERS[k % len(MARKERS)],
-                markersize=5, color=PALETTE[k % len(PALETTE)], linewidth=1 if connect else 0, label=name)
+        ax.plot(
+            part[x] * (100 if x.endswith("_rate") else 1),
+            part[metric] * 100,
+            marker=MARKERS[k % len(MARKERS)],
+            markersize=5,
+            color=PALETTE[k % len(PALETTE)],
+            linewidth=1 if connect else 0,
+            label=name,
+        )
     style_axes(ax, xlabel or (f"{x} (%)" if x.endswith("_rate") else x), f"{metric} (%)")
     legend_outside(ax)
     return fig if fig is not None else ax.figure
@@ -380,24 +496,52 @@ def sweep(table: pd.DataFrame, ax=None, title: str | None = None):
     if ax is None:
         fig, ax = plt.subplots(figsize=(7.5, 5.5), constrained_layout=True)
     params = table.attrs.get("params", [])
-    ax.scatter(table["M_c"] * 100, table["M_w"] * 100, s=18, color=BLUE, alpha=0.3, linewidth=0,
-               label=f"grid points ({len(table)})")
+    ax.scatter(
+        table["M_c"] * 100,
+        table["M_w"] * 100,
+        s=18,
+        color=BLUE,
+        alpha=0.3,
+        linewidth=0,
+        label=f"grid points ({len(table)})",
+    )
     front = table[table["pareto"]].sort_values(["M_c", "M_w"])
-    ax.plot(front["M_c"] * 100, front["M_w"] * 100, "-o", color=VERMILLION, markersize=5, linewidth=1.2,
-            label=f"frontier ({len(front)}, labelled with its parameters)" if len(front) <= 12 else
-            f"frontier ({len(front)})")
+    ax.plot(
+        front["M_c"] * 100,
+        front["M_w"] * 100,
+        "-o",
+        color=VERMILLION,
+        markersize=5,
+        linewidth=1.2,
+        label=f"frontier ({len(front)}, labelled with its parameters)"
+        if len(front) <= 12
+        else f"frontier ({len(front)})",
+    )
     if len(front) <= 12:  # which setting gives which trade-off (labels 5 points apart, not overprinted)
         placed = []
         for row in front.itertuples():
             if any(math.hypot(row.M_c * 100 - x, row.M_w * 100 - y) < 5 for x, y in placed):
                 continue
             placed.append((row.M_c * 100, row.M_w * 100))
-            ax.annotate(", ".join(f"{getattr(row, p):.3g}" for p in params), (row.M_c * 100, row.M_w * 100),
-                        xytext=(5, 4), textcoords="offset points", fontsize=7, color=VERMILLION)
+            ax.annotate(
+                ", ".join(f"{getattr(row, p):.3g}" for p in params),
+                (row.M_c * 100, row.M_w * 100),
+                xytext=(5, 4),
+                textcoords="offset points",
+                fontsize=7,
+                color=VERMILLION,
+            )
     for row in table[table["default"]].itertuples():
         where = "on the frontier" if row.pareto else "off the frontier"
-        ax.scatter([row.M_c * 100], [row.M_w * 100], marker="*", s=220, color=BLACK, zorder=5,
-                   label=f"default {', '.join(f'{p}={getattr(row, p):.3g}' for p in params)} ({where})")
+        ax.scatter(
+            [row.M_c * 100],
+            [row.M_w * 100],
+            marker="*",
+            s=220,
+            color=BLACK,
+            zorder=5,
+            label=f"default {', '.join(f'{p}={getattr(row, p):.3g}' for p in params)} ({where})",
+        )
     ax.set_xlim(-3, 103)
     ax.set_ylim(-3, 103)
     style_axes(ax, "M_c: congestion losses called wireless (%)", "M_w: wireless losses called congestion (%)")
@@ -424,8 +568,17 @@ def evaluation(scores: pd.DataFrame, importance: pd.DataFrame | None = None):
         y = mine["accuracy"].to_numpy() * 100
         err = [y - mine["accuracy_lo"].to_numpy() * 100, mine["accuracy_hi"].to_numpy() * 100 - y]
         colour = BLACK if lda == "learned" else PALETTE[k % len(PALETTE)]
-        ax.errorbar(x, y, yerr=err, fmt=MARKERS[k % len(MARKERS)], color=colour, markersize=7 if lda == "learned" else 5,
-                    capsize=2, linewidth=1, label=lda)
+        ax.errorbar(
+            x,
+            y,
+            yerr=err,
+            fmt=MARKERS[k % len(MARKERS)],
+            color=colour,
+            markersize=7 if lda == "learned" else 5,
+            capsize=2,
+            linewidth=1,
+            label=lda,
+        )
     ax.set_xticks(np.arange(len(groups)), groups)
     ax.set_ylim(0, 100)
     style_axes(ax, "held-out group (trained on the others)", "accuracy on its losses (%)")
@@ -437,8 +590,13 @@ def evaluation(scores: pd.DataFrame, importance: pd.DataFrame | None = None):
         table = table.loc[table.mean(axis=1).sort_values().index]
         height = 0.8 / table.shape[1]
         for k, group in enumerate(table.columns):
-            ax.barh(np.arange(len(table)) + (k - (table.shape[1] - 1) / 2) * height, table[group], height=height,
-                    color=PALETTE[k % len(PALETTE)], label=f"held out {group}")
+            ax.barh(
+                np.arange(len(table)) + (k - (table.shape[1] - 1) / 2) * height,
+                table[group],
+                height=height,
+                color=PALETTE[k % len(PALETTE)],
+                label=f"held out {group}",
+            )
         ax.set_yticks(np.arange(len(table)), table.index)
         ax.axvline(0, color=BLACK, linewidth=0.6)
         style_axes(ax, "drop of gap accuracy when shuffled", None)

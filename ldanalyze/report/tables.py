@@ -42,9 +42,11 @@ ROWS = (
 #: rows shown only when the scores carry them (a controller replay was joined)
 OPTIONAL = ("thput", "vs_omniscient", "vs_unaware", "fairness_std", "jain")
 IGNORED_MARK = " †"
-IGNORED_NOTE = ("† above the omniscient receiver's while calling congestion losses wireless (M_c > 0): that "
-                "throughput rests on ignored congestion; closed loop such a sender fills the queue and loses more "
-                "(docs/controllers.md)")
+IGNORED_NOTE = (
+    "† above the omniscient receiver's while calling congestion losses wireless (M_c > 0): that "
+    "throughput rests on ignored congestion; closed loop such a sender fills the queue and loses more "
+    "(docs/controllers.md)"
+)
 
 
 def _cell(row: pd.Series, column: str, kind: str) -> str:
@@ -91,22 +93,32 @@ def blocks(scores: pd.DataFrame):
             title += f", flows scored: {first['flows_scored']}"
         unknown = int(first["unknown"]) if "unknown" in group.columns else 0
         if unknown and unknown == int(first["losses"]) - int(first.get("undetected", 0)):
-            title += (f" (no ground truth: the cause of each of its {unknown} losses is unknown, so nothing is "
-                      "scored; give --labels or a --vantage chain)")
+            title += (
+                f" (no ground truth: the cause of each of its {unknown} losses is unknown, so nothing is "
+                "scored; give --labels or a --vantage chain)"
+            )
         elif "congestion_rate" in group.columns and not _missing(first["congestion_rate"]):
-            title += (f" (true loss rates of the flows scored: congestion {first['congestion_rate'] * 100:.2f} %, "
-                      f"wireless {first['wireless_rate'] * 100:.2f} %"
-                      + (f"; {unknown} losses of unknown cause left out)" if unknown else ")"))
+            title += (
+                f" (true loss rates of the flows scored: congestion {first['congestion_rate'] * 100:.2f} %, "
+                f"wireless {first['wireless_rate'] * 100:.2f} %"
+                + (f"; {unknown} losses of unknown cause left out)" if unknown else ")")
+            )
         if "route_as" in group.columns and first["route"] > 0:
             mapping = first["route_as"]
-            title += (" (route losses left out of M_c/M_w)" if mapping == "excluded"
-                      else f" (route losses scored as {mapping})")
+            title += (
+                " (route losses left out of M_c/M_w)"
+                if mapping == "excluded"
+                else f" (route losses scored as {mapping})"
+            )
         if "flows" in group.columns:
             title += f" (metrics averaged over {int(first['flows'])} flows)"
         if "controller" in group.columns:
             title += f" (thput: {first['controller']}'s modeled throughput, open-loop replay)"
-        rows = [(label if kind != "ci" else ci_label, column, kind) for label, column, kind in ROWS
-                if (kind != "ci" or ci_label) and (column not in OPTIONAL or column in group.columns)]
+        rows = [
+            (label if kind != "ci" else ci_label, column, kind)
+            for label, column, kind in ROWS
+            if (kind != "ci" or ci_label) and (column not in OPTIONAL or column in group.columns)
+        ]
         body = {str(row["lda"]): [_cell(row, column, kind) for _, column, kind in rows] for _, row in group.iterrows()}
         flagged = "ignored_congestion" in group.columns and bool(group["ignored_congestion"].fillna(False).any())
         yield title, pd.DataFrame(body, index=[label for label, _, _ in rows]), IGNORED_NOTE if flagged else ""

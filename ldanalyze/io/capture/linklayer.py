@@ -77,8 +77,15 @@ S_BAD_FCS = 6
 S_UNSUPPORTED_LINK = 7
 S_MALFORMED = 8
 STATUS_NAMES = (
-    "decoded", "too_short", "not_ip", "ip_fragment", "wifi_not_data", "wifi_protected",
-    "bad_fcs", "unsupported_link", "malformed",
+    "decoded",
+    "too_short",
+    "not_ip",
+    "ip_fragment",
+    "wifi_not_data",
+    "wifi_protected",
+    "bad_fcs",
+    "unsupported_link",
+    "malformed",
 )
 
 # -- record flags ------------------------------------------------------------------------------
@@ -181,10 +188,16 @@ def mix64(h):
 @njit(cache=True)
 def u64le(b, i):
     """Eight bytes as a little-endian word, written so that LLVM makes it one load."""
-    return (np.uint64(b[i]) | (np.uint64(b[i + 1]) << np.uint64(8)) | (np.uint64(b[i + 2]) << np.uint64(16))
-            | (np.uint64(b[i + 3]) << np.uint64(24)) | (np.uint64(b[i + 4]) << np.uint64(32))
-            | (np.uint64(b[i + 5]) << np.uint64(40)) | (np.uint64(b[i + 6]) << np.uint64(48))
-            | (np.uint64(b[i + 7]) << np.uint64(56)))
+    return (
+        np.uint64(b[i])
+        | (np.uint64(b[i + 1]) << np.uint64(8))
+        | (np.uint64(b[i + 2]) << np.uint64(16))
+        | (np.uint64(b[i + 3]) << np.uint64(24))
+        | (np.uint64(b[i + 4]) << np.uint64(32))
+        | (np.uint64(b[i + 5]) << np.uint64(40))
+        | (np.uint64(b[i + 6]) << np.uint64(48))
+        | (np.uint64(b[i + 7]) << np.uint64(56))
+    )
 
 
 @njit(cache=True)

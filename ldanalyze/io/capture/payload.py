@@ -63,7 +63,6 @@ naming the flow and its first byte.
 from __future__ import annotations
 
 import collections
-
 import dataclasses
 import math
 
@@ -73,8 +72,7 @@ from numba import njit
 
 from ...clocks import fit_lower_envelope
 from ...errors import TraceError, UsageError
-from ...packets import (DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, make_packet_table, named_flows,
-                        unwrap_sequence)
+from ...packets import DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, make_packet_table, named_flows, unwrap_sequence
 from . import rtp
 from .linklayer import F_TCP_MSS, F_TCP_TIMESTAMP, S_DECODED
 
@@ -88,9 +86,30 @@ PLAUSIBLE_RTP_RATES = (1000.0, 1e6)  # sender-report rates outside are refused (
 USUAL_TSVAL_RATES = (1, 10, 100, 250, 300, 1000, 1024, 10_000, 100_000, 1_000_000, 1_000_000_000)
 # RFC 3551 static payload types and their clock rates
 RTP_STATIC_RATES = {
-    0: 8000, 3: 8000, 4: 8000, 5: 8000, 6: 16000, 7: 8000, 8: 8000, 9: 8000, 10: 44100, 11: 44100,
-    12: 8000, 13: 8000, 14: 90000, 15: 8000, 16: 11025, 17: 22050, 18: 8000, 25: 90000, 26: 90000,
-    28: 90000, 31: 90000, 32: 90000, 33: 90000, 34: 90000,
+    0: 8000,
+    3: 8000,
+    4: 8000,
+    5: 8000,
+    6: 16000,
+    7: 8000,
+    8: 8000,
+    9: 8000,
+    10: 44100,
+    11: 44100,
+    12: 8000,
+    13: 8000,
+    14: 90000,
+    15: 8000,
+    16: 11025,
+    17: 22050,
+    18: 8000,
+    25: 90000,
+    26: 90000,
+    28: 90000,
+    31: 90000,
+    32: 90000,
+    33: 90000,
+    34: 90000,
 }
 MIN_AUTO_PACKETS = 3  # fewer readable packets: too few to recognise a kind
 MAX_STEP = 1000  # largest step between consecutive packets that still looks like a sequence
@@ -133,7 +152,7 @@ class Field:
         field's bytes are viewed as one integer a row, in place (``head`` may be a strided view
         of the records): five times faster than combining them byte by byte. Twin:
         ``tests/naive.read_field``."""
-        column = head[:, self.offset: self.end]
+        column = head[:, self.offset : self.end]
         if column.shape[1] != self.width:
             raise IndexError(f"a {self.width}-byte field at {self.offset} lies beyond the {head.shape[1]} bytes kept")
         kind = f"{'>' if self.order == 'big' else '<'}{'i' if self.signed else 'u'}{self.width}"
@@ -166,8 +185,10 @@ class FieldSpec:
     def __post_init__(self) -> None:
         units = self.time_units
         if isinstance(units, str) and units not in COUNTER_UNITS and units not in PAIR_UNITS:
-            raise UsageError(f"unknown time units {units!r}; use one of "
-                             f"{', '.join([*COUNTER_UNITS, *PAIR_UNITS])}, a rate in Hz, or None")
+            raise UsageError(
+                f"unknown time units {units!r}; use one of "
+                f"{', '.join([*COUNTER_UNITS, *PAIR_UNITS])}, a rate in Hz, or None"
+            )
         if isinstance(units, str) and units in PAIR_UNITS and self.send_time is not None and self.send_time.width != 8:
             raise UsageError(f"time units {units!r} need an 8-byte send_time field")
         if units is not None and not isinstance(units, str) and not units > 0:
@@ -183,8 +204,10 @@ class FieldSpec:
         for item in text.split(","):
             name, sep, value = item.strip().partition("=")
             if not sep or name not in ("seq", "time", "stream") or name in parts:
-                raise UsageError(f"--field {text!r}: expected seq=OFFSET:WIDTH[:ORDER],time=OFFSET:WIDTH:UNITS"
-                                 "[:ORDER][,stream=OFFSET:WIDTH]")
+                raise UsageError(
+                    f"--field {text!r}: expected seq=OFFSET:WIDTH[:ORDER],time=OFFSET:WIDTH:UNITS"
+                    "[:ORDER][,stream=OFFSET:WIDTH]"
+                )
             parts[name] = value.split(":")
         if "seq" not in parts:
             raise UsageError(f"--field {text!r}: the sequence number (seq=OFFSET:WIDTH) is needed")
@@ -211,8 +234,13 @@ class FieldSpec:
             send_time = field(values, 3)
         if len(parts["seq"]) > 3 or ("stream" in parts and len(parts["stream"]) > 3):
             raise UsageError(f"--field {text!r}: too many parts")
-        return cls(seq=field(parts["seq"], 2), send_time=send_time, time_units=units,
-                   stream=field(parts["stream"], 2) if "stream" in parts else None, name="field")
+        return cls(
+            seq=field(parts["seq"], 2),
+            send_time=send_time,
+            time_units=units,
+            stream=field(parts["stream"], 2) if "stream" in parts else None,
+            name="field",
+        )
 
     @property
     def needed_bytes(self) -> int:
@@ -225,8 +253,9 @@ RTP = FieldSpec(seq=Field(2, 2), send_time=Field(4, 4), time_units=None, stream=
 IPERF3 = FieldSpec(seq=Field(8, 4), send_time=Field(0, 8), time_units="sec+usec", name="iperf3")
 IPERF3_64 = FieldSpec(seq=Field(8, 8), send_time=Field(0, 8), time_units="sec+usec", name="iperf3-64")
 IPERF2 = FieldSpec(seq=Field(0, 4, signed=True), send_time=Field(4, 8), time_units="sec+usec", name="iperf2")
-IPERF2_64 = FieldSpec(seq=Field(0, 4), send_time=Field(4, 8), time_units="sec+usec", seq_high=Field(12, 4),
-                      name="iperf2-64")
+IPERF2_64 = FieldSpec(
+    seq=Field(0, 4), send_time=Field(4, 8), time_units="sec+usec", seq_high=Field(12, 4), name="iperf2-64"
+)
 UDP_SPECS = {"rtp": (RTP,), "iperf3": (IPERF3, IPERF3_64), "iperf2": (IPERF2_64, IPERF2)}  # in order of trial
 TCP, UDP = 6, 17
 
@@ -298,9 +327,11 @@ class ClockRates:
         except (TypeError, ValueError):
             hz = math.nan
         if not (math.isfinite(hz) and hz > 0):
-            raise UsageError(f"clock rate {given!r}: give a positive number of Hz (90000), or KEY=HZ pairs joined "
-                             "by commas where KEY is an SSRC (0x1234abcd), an RTP payload type (96) or a stream "
-                             "label")
+            raise UsageError(
+                f"clock rate {given!r}: give a positive number of Hz (90000), or KEY=HZ pairs joined "
+                "by commas where KEY is an SSRC (0x1234abcd), an RTP payload type (96) or a stream "
+                "label"
+            )
         return hz
 
     @staticmethod
@@ -318,8 +349,11 @@ class ClockRates:
         """The rate given for a stream: by its SSRC, else its payload type, else its label, else
         the rate for every stream; None when none applies."""
         keys = dict(self.by_key)
-        for key in (f"0x{ssrc:08x}" if ssrc is not None else None,
-                    str(payload_type) if payload_type is not None else None, label):
+        for key in (
+            f"0x{ssrc:08x}" if ssrc is not None else None,
+            str(payload_type) if payload_type is not None else None,
+            label,
+        ):
             if key is not None and key in keys:
                 return keys[key]
         return self.every
@@ -337,10 +371,12 @@ def check_given_rate(rate: float, ticks: np.ndarray, times: np.ndarray, name: st
     except NotThisKind:
         return
     if not CONTRADICTING[0] <= shown / rate <= CONTRADICTING[1]:
-        raise UsageError(f"clock rate {rate:g} Hz contradicts stream {name}: its clock advances {shown:,.0f} ticks "
-                         f"per second of capture time. A clock rate belongs to one stream: give it per stream "
-                         f"(--clock-rate {key or name}={_snapped(shown):g}, keyed by SSRC, RTP payload type or "
-                         "stream label), or leave it out to have it read from the stream")
+        raise UsageError(
+            f"clock rate {rate:g} Hz contradicts stream {name}: its clock advances {shown:,.0f} ticks "
+            f"per second of capture time. A clock rate belongs to one stream: give it per stream "
+            f"(--clock-rate {key or name}={_snapped(shown):g}, keyed by SSRC, RTP payload type or "
+            "stream label), or leave it out to have it read from the stream"
+        )
 
 
 def _snapped(rate: float) -> float:
@@ -350,10 +386,19 @@ def _snapped(rate: float) -> float:
 
 
 # -- the entry points --------------------------------------------------------------------------
-def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows=None,
-                    clock_rate=None, fallback: str | None = None,
-                    ssrc=None, rtp_sequence: str = "ssrc", reports=None,
-                    host: str | tuple | None = "auto") -> tuple[pd.DataFrame, dict]:
+def capture_packets(
+    capture,
+    *,
+    payload="auto",
+    vantage: str = "receiver",
+    flows=None,
+    clock_rate=None,
+    fallback: str | None = None,
+    ssrc=None,
+    rtp_sequence: str = "ssrc",
+    reports=None,
+    host: str | tuple | None = "auto",
+) -> tuple[pd.DataFrame, dict]:
     """The PacketTable of a decoded one-point capture, and what was taken and skipped
     (``meta['skipped_flows']``: flow label → why).
 
@@ -391,17 +436,25 @@ def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows
         if chosen is not None and flow not in chosen:
             continue
         try:
-            mine = flow_streams(capture, flow, rows, records, payload, times, clock_rate=clock_rate,
-                                forced=chosen is not None and fallback is None,
-                                send_times=receiver and flow not in outgoing, rtp_sequence=rtp_sequence,
-                                reports=reports)
+            mine = flow_streams(
+                capture,
+                flow,
+                rows,
+                records,
+                payload,
+                times,
+                clock_rate=clock_rate,
+                forced=chosen is not None and fallback is None,
+                send_times=receiver and flow not in outgoing,
+                rtp_sequence=rtp_sequence,
+                reports=reports,
+            )
             for stream in mine:
                 stream.info["outgoing"] = flow in outgoing
             streams += mine
         except NotThisKind as why:
             if fallback is not None and not str(why).startswith(ACKS_ONLY):
-                streams += flow_streams(capture, flow, rows, records, fallback, times, forced=True,
-                                        send_times=receiver)
+                streams += flow_streams(capture, flow, rows, records, fallback, times, forced=True, send_times=receiver)
                 continue
             label = capture.flows["label"].iat[flow]
             first = int(records["offset"][0])
@@ -417,15 +470,24 @@ def capture_packets(capture, *, payload="auto", vantage: str = "receiver", flows
             raise TraceError(capture.path, f"no RTP stream with SSRC {', '.join(sorted(chosen_ssrcs))}")
     if not streams:
         counts = capture.counts
-        raise NoSequenceNumbers(capture.path, f"no decodable flow with sequence numbers: {counts['records']} "
-                                f"records, {counts['decoded']} decoded into {len(capture.flows)} flows"
-                                + (f"; {first_reasons(skipped)}" if skipped else "") + FIELD_HINT, skipped=skipped)
+        raise NoSequenceNumbers(
+            capture.path,
+            f"no decodable flow with sequence numbers: {counts['records']} "
+            f"records, {counts['decoded']} decoded into {len(capture.flows)} flows"
+            + (f"; {first_reasons(skipped)}" if skipped else "")
+            + FIELD_HINT,
+            skipped=skipped,
+        )
     skipped_streams = {}
     for stream in streams:
         skipped_streams.update(stream.info.pop("skipped_streams", {}))
     table, per_stream = _packet_rows(capture, streams, times, receiver)
-    meta = {"flows": per_stream, "skipped_flows": skipped, "skipped_streams": skipped_streams,
-            "capture_host": {"address": found[0], "how": found[1]}}
+    meta = {
+        "flows": per_stream,
+        "skipped_flows": skipped,
+        "skipped_streams": skipped_streams,
+        "capture_host": {"address": found[0], "how": found[1]},
+    }
     return table, meta
 
 
@@ -501,7 +563,7 @@ def flow_groups(records: np.ndarray):
     order, starts = _rows_by_flow(records["flow"], records["status"], S_DECODED)
     for flow in range(starts.shape[0] - 1):
         if starts[flow + 1] > starts[flow]:
-            rows = order[starts[flow]: starts[flow + 1]]
+            rows = order[starts[flow] : starts[flow + 1]]
             yield flow, rows, FlowRecords(records, rows)
 
 
@@ -579,8 +641,10 @@ def _chosen_flows(capture, flows) -> tuple[set[int] | None, set[str] | None]:
 
 
 # What to do when no known payload fits: say where the protocol keeps its numbers.
-FIELD_HINT = (". If the packets carry a sequence number and a send time in a layout of their own, say where: "
-              "--field seq=OFF:W,time=OFF:W:UNITS (Python: payload=FieldSpec.parse(...); docs/captures.md)")
+FIELD_HINT = (
+    ". If the packets carry a sequence number and a send time in a layout of their own, say where: "
+    "--field seq=OFF:W,time=OFF:W:UNITS (Python: payload=FieldSpec.parse(...); docs/captures.md)"
+)
 
 
 def first_reasons(skipped: dict[str, str], shown: int = 3) -> str:
@@ -613,11 +677,15 @@ def _gist(why: str) -> str:
 def sender_report_candidates(records: np.ndarray) -> np.ndarray:
     """Records that may be RTCP sender reports: decoded UDP, version 2, packet type 200.
     The rare second byte 200 is looked for first, the other fields only where it is."""
-    out = (records["head"][:, 1] == 200)  # a strided view: one column is read
+    out = records["head"][:, 1] == 200  # a strided view: one column is read
     rows = np.flatnonzero(out)
     some = records[rows]
-    out[rows] = ((some["status"] == S_DECODED) & (some["proto"] == UDP) & (some["head_len"] >= 20)
-                 & (some["head"][:, 0] >> 6 == 2))
+    out[rows] = (
+        (some["status"] == S_DECODED)
+        & (some["proto"] == UDP)
+        & (some["head_len"] >= 20)
+        & (some["head"][:, 0] >> 6 == 2)
+    )
     return out
 
 
@@ -634,9 +702,20 @@ def capture_sender_reports(capture) -> dict[int, tuple[float, int]]:
     return rtp.sender_report_rates(head, head_len, kinds == rtp.RTCP)
 
 
-def flow_streams(capture, flow: int, rows: np.ndarray, records: FlowRecords, payload, times, *,
-                 clock_rate: ClockRates = ClockRates(), forced=False, send_times=True, rtp_sequence="ssrc",
-                 reports=None) -> list[Stream]:
+def flow_streams(
+    capture,
+    flow: int,
+    rows: np.ndarray,
+    records: FlowRecords,
+    payload,
+    times,
+    *,
+    clock_rate: ClockRates = ClockRates(),
+    forced=False,
+    send_times=True,
+    rtp_sequence="ssrc",
+    reports=None,
+) -> list[Stream]:
     """The sequence spaces of one flow (its records and their indices) under ``payload``;
     raises NotThisKind when it does not fit.
 
@@ -646,19 +725,33 @@ def flow_streams(capture, flow: int, rows: np.ndarray, records: FlowRecords, pay
     proto = int(capture.flows["proto"].iat[flow])
     custom = isinstance(payload, FieldSpec)
     if payload == ORDER:
-        return [Stream(label, ORDER, rows, np.arange(rows.shape[0], dtype=np.int64), np.full(rows.shape[0], np.nan),
-                       {"kind": ORDER})]
+        return [
+            Stream(
+                label,
+                ORDER,
+                rows,
+                np.arange(rows.shape[0], dtype=np.int64),
+                np.full(rows.shape[0], np.nan),
+                {"kind": ORDER},
+            )
+        ]
     if proto == TCP:
         if payload in ("auto", "tcp"):
             return [_tcp_stream(label, rows, records, times, clock_rate.of(label), send_times)]
         if not (custom and forced):
-            raise NotThisKind(f"a TCP flow (name it in flows to read it with a {payload_name(payload)} spec)"
-                              if custom else f"a TCP flow cannot carry {payload} packets")
+            raise NotThisKind(
+                f"a TCP flow (name it in flows to read it with a {payload_name(payload)} spec)"
+                if custom
+                else f"a TCP flow cannot carry {payload} packets"
+            )
     elif payload == "tcp":
         raise NotThisKind("not a TCP flow")
     elif not custom and proto != UDP:
-        raise NotThisKind(f"no payload kind is known for IP protocol {proto}" if payload == "auto"
-                          else f"{payload} is carried over UDP, not IP protocol {proto}")
+        raise NotThisKind(
+            f"no payload kind is known for IP protocol {proto}"
+            if payload == "auto"
+            else f"{payload} is carried over UDP, not IP protocol {proto}"
+        )
     if custom:
         specs = (payload,)
     elif payload == "auto":
@@ -669,10 +762,17 @@ def flow_streams(capture, flow: int, rows: np.ndarray, records: FlowRecords, pay
     for spec in specs:
         try:
             if spec is RTP:
-                return _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequence,
-                                    reports=reports)
-            streams = _spec_streams(spec, label, rows, records, times, clock_rate, send_times,
-                                    min_packets=1 if forced or payload != "auto" else MIN_AUTO_PACKETS)
+                return _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequence, reports=reports)
+            streams = _spec_streams(
+                spec,
+                label,
+                rows,
+                records,
+                times,
+                clock_rate,
+                send_times,
+                min_packets=1 if forced or payload != "auto" else MIN_AUTO_PACKETS,
+            )
         except NotThisKind as why:
             reasons.append(f"not {spec.name}: {why}")
             continue
@@ -685,8 +785,9 @@ def flow_streams(capture, flow: int, rows: np.ndarray, records: FlowRecords, pay
     raise NotThisKind(why if payload != "auto" else f"no sequence numbers found ({why})")
 
 
-def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequence="ssrc",
-                 abs_send_time_id=None, reports=None) -> list[Stream]:
+def _rtp_streams(
+    label, rows, records, times, clock_rate, send_times, rtp_sequence="ssrc", abs_send_time_id=None, reports=None
+) -> list[Stream]:
     """The RTP streams of one UDP flow (``rtp.py``: demultiplexing, noise, padding probes,
     retransmission streams); a stream that cannot be read is skipped with its reason, which
     the first stream's ``info['skipped_streams']`` carries. NotThisKind when none is left."""
@@ -696,8 +797,11 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
     kinds, _, padding, osn, fec = rtp.header_fields(head, head_len, payload_len)
     demux = rtp.kind_counts(kinds)
     is_rtp = (kinds == rtp.RTP) & (payload_len >= 12)
-    excluded = {"short_payload": int((payload_len < 12).sum()), "cut_by_snaplen": int(((payload_len >= 12)
-                & (head_len < 12)).sum()), "not_rtp": int(((kinds != rtp.RTP) & (head_len >= 12)).sum())}
+    excluded = {
+        "short_payload": int((payload_len < 12).sum()),
+        "cut_by_snaplen": int(((payload_len >= 12) & (head_len < 12)).sum()),
+        "not_rtp": int(((kinds != rtp.RTP) & (head_len >= 12)).sum()),
+    }
     excluded = {k: v for k, v in excluded.items() if v}  # of the whole flow
     if not is_rtp.any():
         raise NotThisKind(f"no RTP packets ({', '.join(f'{k} {n}' for k, n in demux.items())})")
@@ -714,8 +818,17 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
         mine = is_rtp & (ssrc == key)
         media = mine & ~probe
         if int(count) <= rtp.NOISE_PACKETS:  # noise, unless it is a short retransmission stream
-            small.append({"name": name, "ssrc": f"0x{int(key):08x}", "small": True, "packets": int(count),
-                          "pt": int(head[mine, 1][0] & 0x7F), "osn": osn[mine], "seq16": np.empty(0, np.int64)})
+            small.append(
+                {
+                    "name": name,
+                    "ssrc": f"0x{int(key):08x}",
+                    "small": True,
+                    "packets": int(count),
+                    "pt": int(head[mine, 1][0] & 0x7F),
+                    "osn": osn[mine],
+                    "seq16": np.empty(0, np.int64),
+                }
+            )
             continue
         if int(media.sum()) < MIN_AUTO_PACKETS:
             skipped[name] = f"{int(media.sum())} media packets ({int((mine & probe).sum())} padding-only probes)"
@@ -730,10 +843,18 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
         if problem:
             skipped[name] = f"{problem} ({int(count)} packets)"
             continue
-        candidates.append({"name": name, "ssrc": f"0x{int(key):08x}", "mask": media, "seq": own,
-                           "probes": int((mine & probe).sum()),
-                           "pt": int(np.bincount(head[keep, 1] & 0x7F).argmax()), "packets": int(media.sum()),
-                           "osn": osn[keep]})
+        candidates.append(
+            {
+                "name": name,
+                "ssrc": f"0x{int(key):08x}",
+                "mask": media,
+                "seq": own,
+                "probes": int((mine & probe).sum()),
+                "pt": int(np.bincount(head[keep, 1] & 0x7F).argmax()),
+                "packets": int(media.sum()),
+                "osn": osn[keep],
+            }
+        )
     if reports is None:  # this flow's own RTCP
         reports = rtp.sender_report_rates(head, head_len, kinds == rtp.RTCP)
     if len(candidates) + len(small) > 1:  # what a retransmission stream would refer to
@@ -753,15 +874,25 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
             continue
         pick = _selection(c["mask"])
         mine_head, mine_len, mine_rows = head[pick], head_len[pick], rows[pick]
-        info = {"kind": "rtp", "ssrc": c["ssrc"], "excluded": excluded, "payload_type": c["pt"],
-                "padding_only": c["probes"], **_fec_report(mine_head, fec[pick], c["pt"])}
+        info = {
+            "kind": "rtp",
+            "ssrc": c["ssrc"],
+            "excluded": excluded,
+            "payload_type": c["pt"],
+            "padding_only": c["probes"],
+            **_fec_report(mine_head, fec[pick], c["pt"]),
+        }
         repaired = np.empty(0, np.int64)
         for r, m in pairs.items():
             if m == i:
                 carried = candidates[r]["osn"][candidates[r]["osn"] >= 0]
                 repaired = c["holes"][np.isin(c["holes"] % (1 << 16), carried)]
-                info.update(rtx_stream=candidates[r]["name"], rtx_packets=candidates[r]["packets"],
-                            rtx_payload_type=candidates[r]["pt"], rtx_repaired=int(repaired.size))
+                info.update(
+                    rtx_stream=candidates[r]["name"],
+                    rtx_packets=candidates[r]["packets"],
+                    rtx_payload_type=candidates[r]["pt"],
+                    rtx_repaired=int(repaired.size),
+                )
         sent = np.full(c["packets"], np.nan)
         given = clock_rate.of(c["name"], ssrc=int(c["ssrc"], 16), payload_type=int(c["pt"]))
         rate = given
@@ -774,8 +905,10 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
                 rate = float(nearest) if abs(measured / nearest - 1) <= 0.01 else measured
             else:  # reports whose NTP and RTP times do not belong together: not a clock to use
                 report = None
-                info["sender_report_refused"] = (f"{measured:.3g} Hz is no media clock rate "
-                                                 f"({PLAUSIBLE_RTP_RATES[0]:g}-{PLAUSIBLE_RTP_RATES[1]:g} Hz)")
+                info["sender_report_refused"] = (
+                    f"{measured:.3g} Hz is no media clock rate "
+                    f"({PLAUSIBLE_RTP_RATES[0]:g}-{PLAUSIBLE_RTP_RATES[1]:g} Hz)"
+                )
         extension = None
         if send_times:
             mine_times = times[mine_rows]
@@ -786,8 +919,9 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
             info.update(send_time="abs-send-time", abs_send_time_id=extension)
         elif send_times:
             try:
-                sent = _send_seconds(RTP, mine_head, mine_times, rate, info, c["name"], given=given is not None,
-                                     key=c["ssrc"])
+                sent = _send_seconds(
+                    RTP, mine_head, mine_times, rate, info, c["name"], given=given is not None, key=c["ssrc"]
+                )
                 if given is None and report is not None:
                     info["clock_source"] = "RTCP sender reports"
                 sent = _per_frame(sent, mine_times, info)
@@ -796,10 +930,12 @@ def _rtp_streams(label, rows, records, times, clock_rate, send_times, rtp_sequen
                 continue
         streams.append(Stream(c["name"], "rtp", mine_rows, c["seq"], sent, info, repaired))
     if not streams:
-        raise NotThisKind("no readable RTP stream" + (f" ({first_reasons(skipped)})" if skipped else "")
-                          + (f"; {noise_ssrcs} one-off SSRCs" if noise_ssrcs else ""))
-    streams[0].info.update(demux=demux, noise_ssrcs=noise_ssrcs, noise_packets=noise_packets,
-                           skipped_streams=skipped)
+        raise NotThisKind(
+            "no readable RTP stream"
+            + (f" ({first_reasons(skipped)})" if skipped else "")
+            + (f"; {noise_ssrcs} one-off SSRCs" if noise_ssrcs else "")
+        )
+    streams[0].info.update(demux=demux, noise_ssrcs=noise_ssrcs, noise_packets=noise_packets, skipped_streams=skipped)
     return streams
 
 
@@ -958,8 +1094,9 @@ def _not_a_sequence(seq: np.ndarray) -> str | None:
     return None
 
 
-def _send_seconds(spec: FieldSpec, head, times, clock_rate, info, name, given: bool = True,
-                  key: str | None = None) -> np.ndarray:
+def _send_seconds(
+    spec: FieldSpec, head, times, clock_rate, info, name, given: bool = True, key: str | None = None
+) -> np.ndarray:
     """In-band send times in seconds (on the sender's clock, its own origin) from the
     packets' first payload bytes; a ``clock_rate`` the user ``given`` is checked against the
     stream's own clock (``check_given_rate``)."""
@@ -1007,8 +1144,10 @@ def clock_slope(ticks, times, name) -> float:
     if t.shape[0] >= 2 and np.ptp(k) == 0:
         raise NotThisKind(f"stream {name}: its clock never advances")
     if t.shape[0] < 2 or np.ptp(t) < MIN_CLOCK_SPAN:
-        raise NotThisKind(f"stream {name}: too few packets over too short a time to infer the clock rate; "
-                          "give its clock rate (command line: --clock-rate HZ)")
+        raise NotThisKind(
+            f"stream {name}: too few packets over too short a time to infer the clock rate; "
+            "give its clock rate (command line: --clock-rate HZ)"
+        )
     seconds_per_tick = fit_lower_envelope(k - k.min(), t - t.min()).skew
     if seconds_per_tick <= 0:
         raise NotThisKind(f"stream {name}: the in-band clock does not advance with capture time")
@@ -1039,8 +1178,10 @@ def _tcp_stream(label, rows, records, times, clock_rate, send_times) -> Stream:
     if send_times:
         stamped = (flags[data] & F_TCP_TIMESTAMP) != 0
         if not stamped.all():
-            raise NotThisKind(f"{int((~stamped).sum())} of {stamped.shape[0]} data segments carry no TCP "
-                              "timestamps option: no sender clock")
+            raise NotThisKind(
+                f"{int((~stamped).sum())} of {stamped.shape[0]} data segments carry no TCP "
+                "timestamps option: no sender clock"
+            )
         ticks = unwrap_sequence(records["tcp_tsval"][data].astype(np.int64), 1 << 32)
         if clock_rate is None:
             rate, source = infer_clock_rate(ticks, times[rows[data]], USUAL_TSVAL_RATES, 0.1, label)
@@ -1095,13 +1236,19 @@ def _packet_rows(capture, streams: list[Stream], times, receiver: bool) -> tuple
         t = times[s.rows]
         if np.isnan(t).any():
             first = int(records["offset"][s.rows[np.argmax(np.isnan(t))]])
-            raise TraceError(capture.path, f"flow {s.label}: {int(np.isnan(t).sum())} packets come from simple "
-                             "packet blocks, which carry no timestamp; a trace needs their capture times",
-                             offset=first)
+            raise TraceError(
+                capture.path,
+                f"flow {s.label}: {int(np.isnan(t).sum())} packets come from simple "
+                "packet blocks, which carry no timestamp; a trace needs their capture times",
+                offset=first,
+            )
         if receiver and not s.info.get("outgoing"):
             if np.isnan(s.sent).any():
-                raise TraceError(capture.path, f"flow {s.label}: its {s.kind} packets carry no send time, which a "
-                                 "receiver-side trace needs", offset=int(records["offset"][s.rows[0]]))
+                raise TraceError(
+                    capture.path,
+                    f"flow {s.label}: its {s.kind} packets carry no send time, which a receiver-side trace needs",
+                    offset=int(records["offset"][s.rows[0]]),
+                )
             plans.append((t, True, *_lost_rows(s, t)))
         else:
             plans.append((t, False, None, *_NO_LOSSES))
@@ -1109,14 +1256,21 @@ def _packet_rows(capture, streams: list[Stream], times, receiver: bool) -> tuple
                 s.info["missing"] = int(s.seq.max() - s.seq.min() + 1 - np.unique(s.seq).shape[0])
         per_stream[s.label] = {**s.info, "packets": int(s.rows.shape[0]), "lost": int(plans[-1][3].shape[0])}
     total = sum(s.rows.shape[0] + plan[3].shape[0] for s, plan in zip(streams, plans))
-    out = {"flow": np.empty(total, np.int32), "seq": np.empty(total, np.int64), "uid": np.empty(total, np.int64),
-           "size": np.empty(total, np.int64), "t_send": np.empty(total), "t_recv": np.empty(total),
-           "fate": np.empty(total, np.int8), "reason": np.empty(total, np.int8)}
+    out = {
+        "flow": np.empty(total, np.int32),
+        "seq": np.empty(total, np.int64),
+        "uid": np.empty(total, np.int64),
+        "size": np.empty(total, np.int64),
+        "t_send": np.empty(total),
+        "t_recv": np.empty(total),
+        "fate": np.empty(total, np.int8),
+        "reason": np.empty(total, np.int8),
+    }
     at, next_uid = 0, len(records)
     for i, (s, (t, received, order, lost, lost_reason, lost_sent)) in enumerate(zip(streams, plans)):
         n, k = s.rows.shape[0], lost.shape[0]
         seen, gone = slice(at, at + n), slice(at + n, at + n + k)
-        out["flow"][at: at + n + k] = i
+        out["flow"][at : at + n + k] = i
         rows = s.rows if order is None else s.rows[order]
         out["size"][seen] = records["ip_len"][rows]
         sent, arrived = (s.sent, t) if received else (t, None)
@@ -1132,7 +1286,11 @@ def _packet_rows(capture, streams: list[Stream], times, receiver: bool) -> tuple
         at, next_uid = at + n + k, next_uid + k
     table = make_packet_table(
         flow=pd.Categorical.from_codes(out["flow"], categories=[s.label for s in streams]),
-        seq=out["seq"], uid=out["uid"], size=out["size"], t_send=out["t_send"], t_recv=out["t_recv"],
+        seq=out["seq"],
+        uid=out["uid"],
+        size=out["size"],
+        t_send=out["t_send"],
+        t_recv=out["t_recv"],
         fate=pd.Categorical.from_codes(out["fate"], dtype=FATE_DTYPE),
         reason=pd.Categorical.from_codes(out["reason"], categories=list(REASONS)),
     )

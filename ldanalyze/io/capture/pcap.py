@@ -74,10 +74,18 @@ PCAPNG_BOM = 0x1A2B3C4D
 BLOCK_PB, BLOCK_IDB, BLOCK_SPB, BLOCK_EPB = 2, 1, 3, 6
 # block types the pcapng specification defines that carry no packets: skipped quietly
 KNOWN_BLOCKS = {
-    4: "name resolution", 5: "interface statistics", 7: "IRIG timestamp", 8: "ARINC 429",
-    9: "systemd journal export", 10: "decryption secrets", 0x101: "hone project machine info",
-    0x102: "hone project connection event", 0x201: "sysdig machine info", 0x80000001: "sysdig event",
-    0x00000BAD: "custom", 0x40000BAD: "custom",
+    4: "name resolution",
+    5: "interface statistics",
+    7: "IRIG timestamp",
+    8: "ARINC 429",
+    9: "systemd journal export",
+    10: "decryption secrets",
+    0x101: "hone project machine info",
+    0x102: "hone project connection event",
+    0x201: "sysdig machine info",
+    0x80000001: "sysdig event",
+    0x00000BAD: "custom",
+    0x40000BAD: "custom",
 }
 
 CHUNK_BYTES = 16 << 20  # input window: memory does not grow with the file
@@ -316,17 +324,17 @@ class _Stream:
         rest = self.filled - pos
         if need > self.buf.shape[0]:
             bigger = np.empty(max(need, 2 * self.buf.shape[0]), np.uint8)
-            bigger[:rest] = self.buf[pos:self.filled]
+            bigger[:rest] = self.buf[pos : self.filled]
             self._buffer(bigger)
         elif pos:
-            self.buf[:rest] = self.buf[pos:self.filled]
+            self.buf[:rest] = self.buf[pos : self.filled]
         self.start += pos
         self.filled = rest
         view = memoryview(self.buf)
         got = 0
         while self.filled < self.buf.shape[0]:
             try:
-                k = self.file.readinto(view[self.filled:])
+                k = self.file.readinto(view[self.filled :])
             except zlib.error as exc:
                 raise TraceError(self.path, f"corrupt gzip stream ({exc})", offset=self.start + self.filled) from None
             if not k:
@@ -339,7 +347,7 @@ class _Stream:
         return 0
 
     def uint(self, pos: int, size: int, big: bool) -> int:
-        return int.from_bytes(self.data[pos:pos + size].tobytes(), "big" if big else "little")
+        return int.from_bytes(self.data[pos : pos + size].tobytes(), "big" if big else "little")
 
 
 class _Gunzip:
@@ -423,7 +431,7 @@ class _Output:
         at = 0
         while self.blocks:
             block = self.blocks.pop(0)
-            records[at: at + len(block)] = block
+            records[at : at + len(block)] = block
             at += len(block)
         return records
 
@@ -451,8 +459,11 @@ def capture_format(path: str | os.PathLike) -> str | None:
 
 def head_bytes_for(payload) -> int:
     """Payload bytes to keep per record for reading ``payload`` (RTP: its header and extensions)."""
-    return max(DEFAULT_HEAD_BYTES, payload.needed_bytes if isinstance(payload, payloads.FieldSpec) else 0,
-               RTP_HEAD_BYTES if payload in ("auto", "rtp") else 0)
+    return max(
+        DEFAULT_HEAD_BYTES,
+        payload.needed_bytes if isinstance(payload, payloads.FieldSpec) else 0,
+        RTP_HEAD_BYTES if payload in ("auto", "rtp") else 0,
+    )
 
 
 def decode_capture(
@@ -483,9 +494,13 @@ def decode_into(path: str | os.PathLike, output: _Output, chunk_bytes: int = CHU
         walk.run(output)
         records = output.records()
         capture = Capture(
-            path=path, format=fmt, records=records,
+            path=path,
+            format=fmt,
+            records=records,
             flows=_flow_table(output.keys[: output.n_flows]),
-            interfaces=pd.DataFrame(walk.interfaces), counts=walk.counts, notes=[],
+            interfaces=pd.DataFrame(walk.interfaces),
+            counts=walk.counts,
+            notes=[],
         )
         _account(capture, walk, stream)
     return capture
@@ -521,15 +536,22 @@ class _PcapWalk:
         self.frac_ns = 1 if stream.uint(0, 4, self.big) == PCAP_MAGIC_NS else 1000
         major = stream.uint(4, 2, self.big)
         if major != 2:
-            raise TraceError(path, f"unsupported pcap version {major}.{stream.uint(6, 2, self.big)} (expected 2.4)",
-                             offset=4)
+            raise TraceError(
+                path, f"unsupported pcap version {major}.{stream.uint(6, 2, self.big)} (expected 2.4)", offset=4
+            )
         self.snaplen = stream.uint(16, 4, self.big)
         self.linktype = stream.uint(20, 4, self.big) & 0xFFFF  # upper bits: FCS information
         if self.linktype not in LINK_NAMES:
-            raise TraceError(path, f"unsupported link type {self.linktype} (supported: "
-                             + ", ".join(f"{k} {v}" for k, v in LINK_NAMES.items()) + ")", offset=20)
-        self.interfaces = [_interface_row(0, 0, self.linktype, self.snaplen,
-                                          "1e-9" if self.frac_ns == 1 else "1e-6", 0, "")]
+            raise TraceError(
+                path,
+                f"unsupported link type {self.linktype} (supported: "
+                + ", ".join(f"{k} {v}" for k, v in LINK_NAMES.items())
+                + ")",
+                offset=20,
+            )
+        self.interfaces = [
+            _interface_row(0, 0, self.linktype, self.snaplen, "1e-9" if self.frac_ns == 1 else "1e-6", 0, "")
+        ]
 
     def run(self, output: _Output) -> None:
         stream, pos = self.stream, 24
@@ -537,17 +559,33 @@ class _PcapWalk:
         walk = pick(walk_pcap, stream.interpreted_decode_s())
         while True:
             pos, output.n, output.n_flows, stop, detail = walk(
-                stream.data, pos, stream.filled, stream.start, self.big, self.frac_ns, self.linktype,
-                max_caplen, output.out, output.heads, output.n, output.keys, output.slots, output.n_flows)
+                stream.data,
+                pos,
+                stream.filled,
+                stream.start,
+                self.big,
+                self.frac_ns,
+                self.linktype,
+                max_caplen,
+                output.out,
+                output.heads,
+                output.n,
+                output.keys,
+                output.slots,
+                output.n_flows,
+            )
             if stop == STOP_FULL:
                 output.new_block()
             elif stop == STOP_GROW:
                 output.grow_flows()
             elif stop == STOP_CORRUPT:
                 caplen = stream.uint(pos + 8, 4, self.big)
-                raise TraceError(stream.path, f"record claims {caplen} captured bytes, more than the snap "
-                                 f"length allows ({max_caplen}): the file is corrupt here",
-                                 offset=stream.start + pos)
+                raise TraceError(
+                    stream.path,
+                    f"record claims {caplen} captured bytes, more than the snap "
+                    f"length allows ({max_caplen}): the file is corrupt here",
+                    offset=stream.start + pos,
+                )
             else:
                 pos = stream.refill(pos, detail)
                 if stream.ended:
@@ -573,9 +611,20 @@ class _PcapngWalk:
         walk = pick(walk_pcapng, stream.interpreted_decode_s())
         while True:
             pos, output.n, output.n_flows, stop, detail = walk(
-                stream.data, pos, stream.filled, stream.start, self.big, ifaces,
-                len(self.interfaces) - len(self.section), output.out, output.heads, output.n, output.keys,
-                output.slots, output.n_flows)
+                stream.data,
+                pos,
+                stream.filled,
+                stream.start,
+                self.big,
+                ifaces,
+                len(self.interfaces) - len(self.section),
+                output.out,
+                output.heads,
+                output.n,
+                output.keys,
+                output.slots,
+                output.n_flows,
+            )
             if stop == STOP_FULL:
                 output.new_block()
             elif stop == STOP_GROW:
@@ -598,10 +647,10 @@ class _PcapngWalk:
         btype, blen = stream.uint(pos, 4, big), stream.uint(pos + 4, 4, big)
         what = {
             P_BLOCK_LENGTH: f"block of type 0x{btype:x} has length {blen} (a multiple of 4, at least "
-                            "12, and 32 for packet blocks)",
+            "12, and 32 for packet blocks)",
             P_TRAILER: f"block of type 0x{btype:x} and length {blen} does not end with its length",
             P_IFACE: f"packet block names interface {stream.uint(pos + 8, 4 if btype == BLOCK_EPB else 2, big)}, "
-                     f"but the section has {len(self.section)} interface(s)",
+            f"but the section has {len(self.section)} interface(s)",
             P_NO_IFACE: "simple packet block before any interface description block",
             P_BLOCK_CAPLEN: f"packet block of length {blen} claims {stream.uint(pos + 20, 4, big)} captured bytes",
         }[problem]
@@ -629,21 +678,28 @@ class _PcapngWalk:
         if btype == PCAPNG_SHB:
             bom = stream.uint(pos + 8, 4, False)
             if bom not in (PCAPNG_BOM, 0x4D3C2B1A):
-                raise TraceError(stream.path, f"section header with bad byte-order magic 0x{bom:08x}",
-                                 offset=stream.start + pos + 8)
+                raise TraceError(
+                    stream.path, f"section header with bad byte-order magic 0x{bom:08x}", offset=stream.start + pos + 8
+                )
             self.big = bom != PCAPNG_BOM
         blen = stream.uint(pos + 4, 4, self.big)
         if blen < 12 or blen % 4 or blen > MAX_CAPLEN:
-            raise TraceError(stream.path, f"block of type 0x{btype:x} has length {blen}: the file is corrupt here",
-                             offset=stream.start + pos)
+            raise TraceError(
+                stream.path,
+                f"block of type 0x{btype:x} has length {blen}: the file is corrupt here",
+                offset=stream.start + pos,
+            )
         pos = self._available(pos, blen)
         if pos is None:
             return None
         offset = stream.start + pos
         if stream.uint(pos + blen - 4, 4, self.big) != blen:
-            raise TraceError(stream.path, f"block of type 0x{btype:x} and length {blen} does not end with its "
-                             "length: the file is corrupt here", offset=offset)
-        body = stream.data[pos + 8: pos + blen - 4].tobytes()
+            raise TraceError(
+                stream.path,
+                f"block of type 0x{btype:x} and length {blen} does not end with its length: the file is corrupt here",
+                offset=offset,
+            )
+        body = stream.data[pos + 8 : pos + blen - 4].tobytes()
         if btype == PCAPNG_SHB:
             self._section(body, offset)
         elif btype == BLOCK_IDB:
@@ -659,8 +715,9 @@ class _PcapngWalk:
             raise TraceError(self.stream.path, "section header block too short", offset=offset)
         major, minor = struct.unpack(end + "HH", body[4:8])
         if major != 1:
-            raise TraceError(self.stream.path, f"unsupported pcapng version {major}.{minor} (expected 1.0)",
-                             offset=offset + 12)
+            raise TraceError(
+                self.stream.path, f"unsupported pcapng version {major}.{minor} (expected 1.0)", offset=offset + 12
+            )
         self.counts["sections"] += 1
         self.section = []
 
@@ -682,8 +739,11 @@ class _PcapngWalk:
                 name = value.split(b"\0")[0].decode("utf-8", "replace")
         self.section.append([linktype, snaplen, base, exp, tsoffset * 1_000_000_000])
         resol = f"1e-{exp}" if base == 10 else f"2^-{exp}"
-        self.interfaces.append(_interface_row(len(self.interfaces), self.counts["sections"] - 1, linktype,
-                                              snaplen, resol, tsoffset, name, offset))
+        self.interfaces.append(
+            _interface_row(
+                len(self.interfaces), self.counts["sections"] - 1, linktype, snaplen, resol, tsoffset, name, offset
+            )
+        )
 
 
 def _cut_record(stream: _Stream, pos: int, needed: int) -> tuple[int, int, int] | None:
@@ -695,18 +755,24 @@ def _cut_record(stream: _Stream, pos: int, needed: int) -> tuple[int, int, int] 
 def _options(body: bytes, at: int, end: str):
     """(code, value, offset in body) of each option of a block body, from ``at``."""
     while at + 4 <= len(body):
-        code, length = struct.unpack(end + "HH", body[at: at + 4])
+        code, length = struct.unpack(end + "HH", body[at : at + 4])
         if code == 0:
             return
-        yield code, body[at + 4: at + 4 + length], at
+        yield code, body[at + 4 : at + 4 + length], at
         at += 4 + (length + 3) // 4 * 4
 
 
 def _interface_row(iface, section, linktype, snaplen, tsresol, tsoffset, name, offset=None) -> dict:
     return {
-        "iface": iface, "section": section, "linktype": linktype,
-        "link": LINK_NAMES.get(linktype, "unsupported"), "snaplen": snaplen, "tsresol": tsresol,
-        "tsoffset": tsoffset, "name": name, "offset": offset,
+        "iface": iface,
+        "section": section,
+        "linktype": linktype,
+        "link": LINK_NAMES.get(linktype, "unsupported"),
+        "snaplen": snaplen,
+        "tsresol": tsresol,
+        "tsoffset": tsoffset,
+        "name": name,
+        "offset": offset,
     }
 
 
@@ -726,19 +792,25 @@ def _account(capture: Capture, walk, stream: _Stream) -> None:
         return int(records["offset"][np.argmax(mask)])
 
     if counts["too_short"]:
-        note(f"{counts['too_short']} packets too short to decode (cut by the snap length before the headers "
-             f"their flow needs; first at byte {first_offset(status == S_TOO_SHORT)}): they have no flow")
+        note(
+            f"{counts['too_short']} packets too short to decode (cut by the snap length before the headers "
+            f"their flow needs; first at byte {first_offset(status == S_TOO_SHORT)}): they have no flow"
+        )
     if counts["unsupported_link"]:
         for iface in capture.interfaces.itertuples():
             mask = (status == S_UNSUPPORTED_LINK) & (records["iface"] == iface.iface)
             if mask.any():
-                note(f"{int(mask.sum())} packets on interface {iface.iface} (link type {iface.linktype}, "
-                     f"described at byte {iface.offset}) skipped: link type not supported")
+                note(
+                    f"{int(mask.sum())} packets on interface {iface.iface} (link type {iface.linktype}, "
+                    f"described at byte {iface.offset}) skipped: link type not supported"
+                )
     no_time = int((records["ts_ns"] == NO_TIME).sum())
     counts["no_timestamp"] = no_time
     if no_time:
-        note(f"{no_time} packets from simple packet blocks carry no timestamp: their time is NaN "
-             f"(first at byte {first_offset(records['ts_ns'] == NO_TIME)})")
+        note(
+            f"{no_time} packets from simple packet blocks carry no timestamp: their time is NaN "
+            f"(first at byte {first_offset(records['ts_ns'] == NO_TIME)})"
+        )
     if capture.format == PCAPNG:
         counts["blocks_skipped"] = {f"0x{t:x}": c for t, (c, _) in sorted(walk.skipped.items())}
         for btype, (count, offset) in sorted(walk.skipped.items()):
@@ -749,11 +821,12 @@ def _account(capture: Capture, walk, stream: _Stream) -> None:
         offset, present, needed = walk.truncated
         counts["truncated_records"] = 1
         unit = "block" if capture.format == PCAPNG else "record"
-        note(f"the capture ends inside a {unit} at byte {offset} ({present} of {needed} bytes): "
-             f"that {unit} is ignored")
+        note(f"the capture ends inside a {unit} at byte {offset} ({present} of {needed} bytes): that {unit} is ignored")
     if stream.gzip_cut_at is not None:
-        note(f"the gzip stream ends early, at byte {stream.gzip_cut_at} of the decompressed capture: "
-             "records after it are missing")
+        note(
+            f"the gzip stream ends early, at byte {stream.gzip_cut_at} of the decompressed capture: "
+            "records after it are missing"
+        )
 
 
 def _flow_table(keys: np.ndarray) -> pd.DataFrame:
@@ -770,12 +843,22 @@ def _flow_table(keys: np.ndarray) -> pd.DataFrame:
     src = [address(v, h, lo) for v, h, lo in zip(ver, keys[:, 1], keys[:, 2])]
     dst = [address(v, h, lo) for v, h, lo in zip(ver, keys[:, 3], keys[:, 4])]
     labels = [flow_label(*row) for row in zip(ver, proto, src, sport, dst, dport)]
-    return pd.DataFrame({"label": labels, "ip_ver": ver, "proto": proto, "src": src, "sport": sport,
-                         "dst": dst, "dport": dport})
+    return pd.DataFrame(
+        {"label": labels, "ip_ver": ver, "proto": proto, "src": src, "sport": sport, "dst": dst, "dport": dport}
+    )
 
 
-PROTO_NAMES = {1: "icmp", 6: "tcp", 17: "udp", 33: "dccp", 47: "gre", 50: "esp", 58: "icmpv6", 132: "sctp",
-               136: "udplite"}
+PROTO_NAMES = {
+    1: "icmp",
+    6: "tcp",
+    17: "udp",
+    33: "dccp",
+    47: "gre",
+    50: "esp",
+    58: "icmpv6",
+    132: "sctp",
+    136: "udplite",
+}
 _PORTED = {6, 17, 33, 132, 136}
 
 
@@ -791,8 +874,9 @@ def flow_label(ip_ver: int, proto: int, src: str, sport: int, dst: str, dport: i
 
 
 # -- flows and traces --------------------------------------------------------------------------
-def list_flows(source: Capture | str | os.PathLike, *, kinds: dict[int, str] | None = None,
-               **decode_options) -> pd.DataFrame:
+def list_flows(
+    source: Capture | str | os.PathLike, *, kinds: dict[int, str] | None = None, **decode_options
+) -> pd.DataFrame:
     """One row per flow (5-tuple and direction), in order of first appearance.
 
     Columns: ``flow`` (the label ``read_capture(flows=...)`` takes), ``proto``, ``src``,
@@ -897,11 +981,19 @@ def read_capture(
     if skew not in SKEW_CHOICES:
         raise UsageError(f"skew must be one of {SKEW_CHOICES}, not {skew!r}")
     capture = decode_capture(path, head_bytes=head_bytes_for(payload), chunk_bytes=chunk_bytes)
-    packets, taken = payloads.capture_packets(capture, payload=payload, vantage=vantage, flows=flows,
-                                              clock_rate=clock_rate, ssrc=ssrc, rtp_sequence=rtp_sequence,
-                                              host=_host_option(capture_host))
-    return capture_trace(capture, packets, taken, payload=payload, vantage=vantage, skew=skew,
-                         skew_limit_ppm=skew_limit_ppm)
+    packets, taken = payloads.capture_packets(
+        capture,
+        payload=payload,
+        vantage=vantage,
+        flows=flows,
+        clock_rate=clock_rate,
+        ssrc=ssrc,
+        rtp_sequence=rtp_sequence,
+        host=_host_option(capture_host),
+    )
+    return capture_trace(
+        capture, packets, taken, payload=payload, vantage=vantage, skew=skew, skew_limit_ppm=skew_limit_ppm
+    )
 
 
 def _host_option(capture_host: str | None) -> str | None:
@@ -916,20 +1008,33 @@ def _host_option(capture_host: str | None) -> str | None:
         raise UsageError(f"capture host must be an IP address, auto or none, not {capture_host!r}") from None
 
 
-def capture_trace(capture: Capture, packets: pd.DataFrame, taken: dict, *, payload, vantage: str, skew: str,
-                  skew_limit_ppm: float, pairs: str = "hosts") -> Trace:
+def capture_trace(
+    capture: Capture,
+    packets: pd.DataFrame,
+    taken: dict,
+    *,
+    payload,
+    vantage: str,
+    skew: str,
+    skew_limit_ppm: float,
+    pairs: str = "hosts",
+) -> Trace:
     """The Trace of what ``capture_packets`` took from a capture: warnings for what it skipped,
     the meta ``read_capture`` documents, and the clock skew removed (per ``pairs``)."""
     # the acknowledgements of a TCP connection carry no data by nature: no need to warn
     skipped = {k: v for k, v in taken["skipped_flows"].items() if not v.startswith(payloads.ACKS_ONLY)}
     if skipped:
-        message = (f"{capture.path}: {len(skipped)} flow(s) without sequence numbers skipped "
-                   f"({payloads.reasons_in_brief(skipped)})")
+        message = (
+            f"{capture.path}: {len(skipped)} flow(s) without sequence numbers skipped "
+            f"({payloads.reasons_in_brief(skipped)})"
+        )
         capture.notes.append(message)
         warnings.warn(message, CaptureWarning, stacklevel=3)
     if taken["skipped_streams"]:
-        message = (f"{capture.path}: {len(taken['skipped_streams'])} RTP stream(s) skipped "
-                   f"({payloads.reasons_in_brief(taken['skipped_streams'])})")
+        message = (
+            f"{capture.path}: {len(taken['skipped_streams'])} RTP stream(s) skipped "
+            f"({payloads.reasons_in_brief(taken['skipped_streams'])})"
+        )
         capture.notes.append(message)
         warnings.warn(message, CaptureWarning, stacklevel=3)
     meta = {

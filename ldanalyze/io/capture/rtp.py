@@ -234,7 +234,7 @@ def extension_values(head, head_len, width, ident):
     return values
 
 
-ABS_SEND_TIME_UNITS = 2.0 ** -18  # seconds per unit: 6.18 fixed point, wrapping every 64 s
+ABS_SEND_TIME_UNITS = 2.0**-18  # seconds per unit: 6.18 fixed point, wrapping every 64 s
 
 
 def abs_send_time_id(head, head_len, times: np.ndarray, given: int | None = None) -> int | None:

@@ -37,14 +37,28 @@ import pandas as pd
 from pyarrow import feather
 
 from ...clocks import (
-    PLAUSIBLE_SKEW_PPM, delay_summary, delivered_rows, fit_pair, halves_summaries, pair_of, remove_skew,
+    PLAUSIBLE_SKEW_PPM,
+    delay_summary,
+    delivered_rows,
+    fit_pair,
+    halves_summaries,
+    pair_of,
+    remove_skew,
 )
 from ...packets import Trace, natural_sorted
 from . import payload as payloads
 from .linklayer import NO_TIME, STATUS_NAMES
 from .pcap import (
-    CHUNK_BYTES, CaptureWarning, _host_option, _kinds_read, _Output, capture_trace, decode_into, flow_extents,
-    flow_listing, head_bytes_for,
+    CHUNK_BYTES,
+    CaptureWarning,
+    _host_option,
+    _kinds_read,
+    _Output,
+    capture_trace,
+    decode_into,
+    flow_extents,
+    flow_listing,
+    head_bytes_for,
 )
 
 SPILL_RECORDS = 1 << 20  # records per block before it is written out (about 100 MB)
@@ -110,9 +124,20 @@ def read_capture_flows(
     docstring); the options are ``read_capture``'s. The per-flow files live in a temporary
     folder under ``workdir`` (the system's temporary folder by default), removed at the end.
     Nothing is read until the result is iterated (once); see :class:`FlowByFlow`."""
-    return FlowByFlow(path, dict(payload=payload, vantage=vantage, clock_rate=clock_rate, skew=skew,
-                                 skew_limit_ppm=skew_limit_ppm, capture_host=capture_host, workdir=workdir,
-                                 chunk_bytes=chunk_bytes, block_records=block_records))
+    return FlowByFlow(
+        path,
+        dict(
+            payload=payload,
+            vantage=vantage,
+            clock_rate=clock_rate,
+            skew=skew,
+            skew_limit_ppm=skew_limit_ppm,
+            capture_host=capture_host,
+            workdir=workdir,
+            chunk_bytes=chunk_bytes,
+            block_records=block_records,
+        ),
+    )
 
 
 class FlowByFlow:
@@ -145,16 +170,26 @@ class FlowByFlow:
                 host = payloads.host_of(capture.flows, output.ttls)
             # one flow: its pair's fit needs no other flow, and is made in memory, as read_capture does
             joint = o["skew"] == "remove" and o["vantage"] == "receiver" and len(output.flows_written) > 1
-            traces = _flow_traces(capture, output, folder, reports=reports, host=host, payload=o["payload"],
-                                  vantage=o["vantage"], clock_rate=o["clock_rate"],
-                                  skew="keep" if joint else o["skew"], skew_limit_ppm=o["skew_limit_ppm"],
-                                  skipped=self.skipped_flows)
+            traces = _flow_traces(
+                capture,
+                output,
+                folder,
+                reports=reports,
+                host=host,
+                payload=o["payload"],
+                vantage=o["vantage"],
+                clock_rate=o["clock_rate"],
+                skew="keep" if joint else o["skew"],
+                skew_limit_ppm=o["skew_limit_ppm"],
+                skipped=self.skipped_flows,
+            )
             streams: dict[str, dict] = {}
             for trace in _skew_removed(traces, folder, o["skew_limit_ppm"]) if joint else traces:
                 streams.update(trace.meta["flows"])
                 yield trace
-            self.capture_flows = flow_listing(capture.flows, _padded(output.extents, len(capture.flows)),
-                                              _kinds_read(capture, streams))
+            self.capture_flows = flow_listing(
+                capture.flows, _padded(output.extents, len(capture.flows)), _kinds_read(capture, streams)
+            )
 
     def whole_meta(self, metas: list[dict]) -> dict:
         """The meta ``read_capture`` gives the whole capture, from its flows' Traces' meta (in
@@ -170,7 +205,9 @@ class FlowByFlow:
         meta["skipped_flows"] = {**self.skipped_flows, **{k: v for m in metas for k, v in m["skipped_flows"].items()}}
         meta["notes"] = self.notes  # the decode's and the skipped flows' and streams' (not each flow's own)
         meta["capture_flows"] = self.capture_flows
-        fits = [m["clock_fit"] for m in metas if len(m.get("clock_fit", ()))]  # a flow with no delivered packet has none
+        fits = [
+            m["clock_fit"] for m in metas if len(m.get("clock_fit", ()))
+        ]  # a flow with no delivered packet has none
         if fits:
             fit = pd.concat(fits, ignore_index=True)
             meta["clock_fit"] = fit.set_index("flow").loc[natural_sorted(fit["flow"])].reset_index()
@@ -179,8 +216,12 @@ class FlowByFlow:
 
 def _no_extents(n_flows: int) -> tuple:
     """``flow_extents`` of no records."""
-    return (np.zeros(n_flows, np.int64), np.zeros(n_flows, np.int64),
-            np.full(n_flows, np.iinfo(np.int64).max), np.full(n_flows, NO_TIME))
+    return (
+        np.zeros(n_flows, np.int64),
+        np.zeros(n_flows, np.int64),
+        np.full(n_flows, np.iinfo(np.int64).max),
+        np.full(n_flows, NO_TIME),
+    )
 
 
 def _merged_extents(a: tuple, b: tuple) -> tuple:
@@ -200,8 +241,20 @@ def _padded(extents: tuple, n_flows: int) -> tuple:
     return out
 
 
-def _flow_traces(capture, output: _SpillingOutput, folder: pathlib.Path, *, reports, host, payload, vantage,
-                 clock_rate, skew, skew_limit_ppm, skipped: dict) -> Iterator[Trace]:
+def _flow_traces(
+    capture,
+    output: _SpillingOutput,
+    folder: pathlib.Path,
+    *,
+    reports,
+    host,
+    payload,
+    vantage,
+    clock_rate,
+    skew,
+    skew_limit_ppm,
+    skipped: dict,
+) -> Iterator[Trace]:
     """The Trace of each flow file in turn, its skew removed as ``capture_trace`` does on the
     flow alone or kept; the flows that carry no sequence numbers go into ``skipped`` (a
     warning at the end, and one for the RTP streams skipped). NoSequenceNumbers when no flow
@@ -212,19 +265,22 @@ def _flow_traces(capture, output: _SpillingOutput, folder: pathlib.Path, *, repo
         file = folder / f"{flow}.rec"
         # mapped, not read: the flow's records are the file's pages, which the system can drop
         # under pressure and read again (they count in RSS while resident, but are no copy)
-        one = dataclasses.replace(capture, records=np.memmap(file, dtype=output.dtype, mode="r"),
-                                  notes=list(capture.notes))
+        one = dataclasses.replace(
+            capture, records=np.memmap(file, dtype=output.dtype, mode="r"), notes=list(capture.notes)
+        )
         try:
             try:
-                packets, taken = payloads.capture_packets(one, payload=payload, vantage=vantage,
-                                                          clock_rate=clock_rate, reports=reports, host=host)
+                packets, taken = payloads.capture_packets(
+                    one, payload=payload, vantage=vantage, clock_rate=clock_rate, reports=reports, host=host
+                )
             except payloads.NoSequenceNumbers as why:  # this flow carries none
                 skipped.update(why.skipped)
                 continue
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", CaptureWarning)  # said once for the capture, below
-                trace = capture_trace(one, packets, taken, payload=payload, vantage=vantage, skew=skew,
-                                      skew_limit_ppm=skew_limit_ppm)
+                trace = capture_trace(
+                    one, packets, taken, payload=payload, vantage=vantage, skew=skew, skew_limit_ppm=skew_limit_ppm
+                )
         finally:
             one = packets = None  # the mapping is closed before its file goes
             file.unlink()
@@ -232,13 +288,22 @@ def _flow_traces(capture, output: _SpillingOutput, folder: pathlib.Path, *, repo
         read += 1
         yield trace
     if not read:
-        raise payloads.NoSequenceNumbers(capture.path, "no flow with sequence numbers" + (
-            f" ({payloads.first_reasons(skipped)})" if skipped else "") + payloads.FIELD_HINT, skipped=skipped)
+        raise payloads.NoSequenceNumbers(
+            capture.path,
+            "no flow with sequence numbers"
+            + (f" ({payloads.first_reasons(skipped)})" if skipped else "")
+            + payloads.FIELD_HINT,
+            skipped=skipped,
+        )
     told = {k: v for k, v in skipped.items() if not v.startswith(payloads.ACKS_ONLY)}  # as capture_trace tells
-    messages = [f"{capture.path}: {len(told)} flow(s) without sequence numbers skipped "
-                f"({payloads.reasons_in_brief(told)})" if told else "",
-                f"{capture.path}: {len(streams)} RTP stream(s) skipped ({payloads.reasons_in_brief(streams)})"
-                if streams else ""]
+    messages = [
+        f"{capture.path}: {len(told)} flow(s) without sequence numbers skipped ({payloads.reasons_in_brief(told)})"
+        if told
+        else "",
+        f"{capture.path}: {len(streams)} RTP stream(s) skipped ({payloads.reasons_in_brief(streams)})"
+        if streams
+        else "",
+    ]
     for message in filter(None, messages):
         capture.notes.append(message)  # the capture's notes, as capture_trace keeps them
         warnings.warn(message, CaptureWarning, stacklevel=3)
@@ -254,8 +319,12 @@ def _skew_removed(traces: Iterator[Trace], folder: pathlib.Path, skew_limit_ppm:
     for table, shell in shells:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            trace = remove_skew(dataclasses.replace(shell, packets=feather.read_feather(table)),
-                                skew_limit_ppm=skew_limit_ppm, pairs="hosts", fitted=fits)
+            trace = remove_skew(
+                dataclasses.replace(shell, packets=feather.read_feather(table)),
+                skew_limit_ppm=skew_limit_ppm,
+                pairs="hosts",
+                fitted=fits,
+            )
         for warning in caught:  # a pair's warning once, as read_capture gives it, not once per flow
             if str(warning.message) not in told:
                 told.add(str(warning.message))
@@ -305,4 +374,3 @@ def _count_spilled(capture, output: _SpillingOutput) -> None:
     kept = np.bincount(capture.records["status"][capture.records["flow"] >= 0], minlength=256)
     for code, name in enumerate(STATUS_NAMES):
         counts[name] += int(output.spilled[code] - kept[code])
-

@@ -48,8 +48,18 @@ import pandas as pd
 
 from ...clocks import PLAUSIBLE_SKEW_PPM, fit_lower_envelope, remove_skew
 from ...errors import TraceError, UsageError
-from ...packets import (CONGESTION, DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, WIRELESS, Trace, empty_rtt,
-                         named_flows)
+from ...packets import (
+    CONGESTION,
+    DELIVERED,
+    FATE_DTYPE,
+    FATES,
+    LOST,
+    UNOBSERVED,
+    WIRELESS,
+    Trace,
+    empty_rtt,
+    named_flows,
+)
 from . import payload as payloads
 from .pcap import CHUNK_BYTES, DEFAULT_HEAD_BYTES, CaptureWarning, decode_capture
 
@@ -109,13 +119,16 @@ def read_vantages(
     if clocks not in CLOCKS:
         raise UsageError(f"clocks must be one of {CLOCKS}, not {clocks!r}")
     if chain[0].cause != LOST:
-        raise UsageError(f"vantage {chain[0].path} is the sender's capture: no segment ends there, so it takes no "
-                         f"cause ({chain[0].cause} given)")
+        raise UsageError(
+            f"vantage {chain[0].path} is the sender's capture: no segment ends there, so it takes no "
+            f"cause ({chain[0].cause} given)"
+        )
     head_bytes = max(DEFAULT_HEAD_BYTES, payload.needed_bytes if isinstance(payload, payloads.FieldSpec) else 0)
     captures = [decode_capture(v.path, head_bytes=head_bytes, chunk_bytes=chunk_bytes) for v in chain]
     sender = captures[0]
-    table, taken = payloads.capture_packets(sender, payload=payload, vantage="sender", flows=flows,
-                                            fallback=payloads.ORDER if payload == "auto" else None)
+    table, taken = payloads.capture_packets(
+        sender, payload=payload, vantage="sender", flows=flows, fallback=payloads.ORDER if payload == "auto" else None
+    )
     rows = table["uid"].to_numpy()
     five_tuple = sender.flows["label"].to_numpy()[sender.records["flow"][rows]]
     label_code = {label: i for i, label in enumerate(pd.unique(five_tuple))}
@@ -125,12 +138,20 @@ def read_vantages(
     keep, left_out = _chosen(table["flow"], seen, ttl_gap, chain, named=flows is not None)
     reverse = _reverse_delays(captures[0], captures[-1], pd.unique(five_tuple[keep])) if clocks == "separate" else ()
     if not keep.all():
-        table, seen, arrival, sender_time = table[keep].reset_index(drop=True), seen[keep], arrival[keep], sender_time[keep]
+        table, seen, arrival, sender_time = (
+            table[keep].reset_index(drop=True),
+            seen[keep],
+            arrival[keep],
+            sender_time[keep],
+        )
         table["flow"] = table["flow"].cat.remove_unused_categories()
     fate, reason, segments = _fates(chain, seen, sender_time, reports)
     # the sender's table is a PacketTable already (t_send: capture time at the sender), in order
-    packets = table.assign(t_recv=np.where(fate == FATES.index(DELIVERED), arrival[:, -1], np.nan),
-                           fate=pd.Categorical.from_codes(fate, dtype=FATE_DTYPE), reason=reason)
+    packets = table.assign(
+        t_recv=np.where(fate == FATES.index(DELIVERED), arrival[:, -1], np.nan),
+        fate=pd.Categorical.from_codes(fate, dtype=FATE_DTYPE),
+        reason=reason,
+    )
     meta = {
         "format": VANTAGE_FORMAT,
         "vantage": "chain",
@@ -142,8 +163,9 @@ def read_vantages(
         "segments": segments,
         "notes": [n for c in captures for n in c.notes],
     }
-    trace = Trace(packets=packets, rtt=empty_rtt(), path="+".join(v.path for v in chain), format=VANTAGE_FORMAT,
-                  meta=meta)
+    trace = Trace(
+        packets=packets, rtt=empty_rtt(), path="+".join(v.path for v in chain), format=VANTAGE_FORMAT, meta=meta
+    )
     if clocks == "separate":
         return remove_skew(trace, offset=True, pairs="all", skew_limit_ppm=skew_limit_ppm, reverse=reverse)
     return trace
@@ -233,8 +255,10 @@ def _follow(chain, captures, keys, rows, sender_time):
     reports[0]["cause"] = ""  # the sender ends no segment
     reports[0]["ambiguous"] = ambiguous
     if ambiguous:
-        _warn(f"{sender.path}: {ambiguous} packets share flow, IP ID and payload with another packet; they are "
-              "matched across captures in capture order")
+        _warn(
+            f"{sender.path}: {ambiguous} packets share flow, IP ID and payload with another packet; they are "
+            "matched across captures in capture order"
+        )
     for k in range(1, k_all):
         capture = captures[k]
         candidate = np.flatnonzero(keys[k] != 0)
@@ -245,15 +269,19 @@ def _follow(chain, captures, keys, rows, sender_time):
         record = record[row >= 0]
         row = row[row >= 0]
         if row.size == 0:
-            raise TraceError(capture.path, f"none of the {n} packets of {sender.path}'s flows appear in it: is it a "
-                             "capture of the same packets?")
+            raise TraceError(
+                capture.path,
+                f"none of the {n} packets of {sender.path}'s flows appear in it: is it a capture of the same packets?",
+            )
         seen[row, k] = True
         arrival[row, k] = capture.times()[record]
         ttl_gap[row] = sender.records["ttl"][rows[row]].astype(np.int64) - capture.records["ttl"][record]
         reports.append(_report(chain[k], capture, sender_time[row], arrival[row, k], unmatched))
         if unmatched:
-            _warn(f"{capture.path}: {unmatched} packet(s) of the sender's flows were never seen in "
-                  f"{sender.path} (it started later, ended earlier or dropped packets)")
+            _warn(
+                f"{capture.path}: {unmatched} packet(s) of the sender's flows were never seen in "
+                f"{sender.path} (it started later, ended earlier or dropped packets)"
+            )
     return seen, arrival, ttl_gap, reports
 
 
@@ -268,13 +296,22 @@ def _report(vantage: Vantage, capture, sent: np.ndarray, seen_at: np.ndarray, un
     delay = seen_at - sent
     fit = fit_lower_envelope(sent, delay) if sent.size else None
     return {
-        "path": capture.path, "cause": vantage.cause, "records": int(capture.records.shape[0]),
-        "first": float(finite.min()) if finite.size else np.nan, "last": float(finite.max()) if finite.size else np.nan,
-        "matched": int(sent.shape[0]), "unmatched": unmatched, "missed": 0,
-        "first_sent": float(sent.min()) if sent.size else np.nan, "last_sent": float(sent.max()) if sent.size else np.nan,
-        "delay_min_s": float(delay.min()) if sent.size else np.nan, "delay_max_s": float(delay.max()) if sent.size else np.nan,
-        "offset_s": fit.offset if fit else np.nan, "skew_ppm": fit.skew * 1e6 if fit else np.nan,
-        "excess_s": fit.excess if fit else np.nan, "t0": fit.t0 if fit else np.nan,
+        "path": capture.path,
+        "cause": vantage.cause,
+        "records": int(capture.records.shape[0]),
+        "first": float(finite.min()) if finite.size else np.nan,
+        "last": float(finite.max()) if finite.size else np.nan,
+        "matched": int(sent.shape[0]),
+        "unmatched": unmatched,
+        "missed": 0,
+        "first_sent": float(sent.min()) if sent.size else np.nan,
+        "last_sent": float(sent.max()) if sent.size else np.nan,
+        "delay_min_s": float(delay.min()) if sent.size else np.nan,
+        "delay_max_s": float(delay.max()) if sent.size else np.nan,
+        "offset_s": fit.offset if fit else np.nan,
+        "skew_ppm": fit.skew * 1e6 if fit else np.nan,
+        "excess_s": fit.excess if fit else np.nan,
+        "t0": fit.t0 if fit else np.nan,
     }
 
 
@@ -292,8 +329,10 @@ def _chosen(flow: pd.Series, seen: np.ndarray, ttl_gap: np.ndarray, chain, *, na
         ahead = mine & downstream
         if ahead.any() and np.median(ttl_gap[ahead]) < 0:
             if named:
-                raise UsageError(f"flow {label} travels from {last} towards {chain[0].path} (its TTL grows): "
-                                 "give the vantages in path order, sender first")
+                raise UsageError(
+                    f"flow {label} travels from {last} towards {chain[0].path} (its TTL grows): "
+                    "give the vantages in path order, sender first"
+                )
             left_out[label] = f"travels the other way: its TTL grows from {chain[0].path} to {last}"
         elif not named and not (mine & seen[:, -1]).any():
             left_out[label] = f"never reaches {last}"
@@ -301,8 +340,10 @@ def _chosen(flow: pd.Series, seen: np.ndarray, ttl_gap: np.ndarray, chain, *, na
             continue
         keep &= ~mine
     if not keep.any():  # every vantage matched something, so some flow got through: backwards
-        raise UsageError(f"every flow of {chain[0].path} that reaches {last} travels the other way (its TTL "
-                         "grows): give the vantages in path order, sender first")
+        raise UsageError(
+            f"every flow of {chain[0].path} that reaches {last} travels the other way (its TTL "
+            "grows): give the vantages in path order, sender first"
+        )
     return keep, left_out
 
 
@@ -327,20 +368,29 @@ def _fates(chain, seen: np.ndarray, sender_time: np.ndarray, reports: list[dict]
         missed = ~seen[:, k] & (furthest > k)
         report["missed"] = int(missed.sum())
         if report["missed"]:
-            _warn(f"{report['path']}: {report['missed']} packet(s) seen further down the path are missing from it "
-                  "(it started later, ended earlier or dropped packets)")
+            _warn(
+                f"{report['path']}: {report['missed']} packet(s) seen further down the path are missing from it "
+                "(it started later, ended earlier or dropped packets)"
+            )
         index = np.flatnonzero(furthest == k - 1)
         t = sender_time[index]
         outside = ((t < report["first_sent"]) & (t + report["delay_min_s"] < report["first"])) | (
-            (t > report["last_sent"]) & (t + report["delay_max_s"] > report["last"]))
+            (t > report["last_sent"]) & (t + report["delay_max_s"] > report["last"])
+        )
         segment = f"{names[k - 1]}>{names[k]}"
         fate[index] = FATES.index(chain[k].cause)
         fate[index[outside]] = FATES.index(UNOBSERVED)
         reason[index] = len(labels)
         reason[index[outside]] = len(labels) + 1
         labels += [segment, f"outside {names[k]}"]
-        segments.append({"segment": segment, "cause": chain[k].cause, "lost": int((~outside).sum()),
-                         "unobserved": int(outside.sum())})
+        segments.append(
+            {
+                "segment": segment,
+                "cause": chain[k].cause,
+                "lost": int((~outside).sum()),
+                "unobserved": int(outside.sum()),
+            }
+        )
     return fate, pd.Categorical.from_codes(reason, categories=labels), segments
 
 

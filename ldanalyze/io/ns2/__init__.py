@@ -37,8 +37,11 @@ def select_flows(trace: Trace, flow_types: dict[str, set[str]], flows=None) -> T
     if wanted is None:
         background = background_flows(flow_types)
         keep = [label for label in labels if label not in background]
-        why = {label: f"background traffic: {', '.join(sorted(flow_types[label]))}"
-               for label in labels if label not in keep}
+        why = {
+            label: f"background traffic: {', '.join(sorted(flow_types[label]))}"
+            for label in labels
+            if label not in keep
+        }
     else:
         keep = []
         for name in wanted:

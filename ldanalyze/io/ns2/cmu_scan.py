@@ -27,12 +27,29 @@ MESSAGES = {
     ERR_WIRED: "not an ns-2 wireless trace line (this looks like an ns-2 wired trace)",
     ERR_NODE: "malformed ns-2 wireless line (no node: -Ni or -Hs)",
 }
-RECORD = np.dtype([
-    ("line", np.int64), ("fmt", np.int8), ("ev", np.uint8), ("time", np.float64), ("node", np.int64),
-    ("level", np.int64), ("reason", np.int64), ("uid", np.int64), ("ptype", np.int16), ("size", np.int64),
-    ("src", np.int64), ("sport", np.int64), ("dst", np.int64), ("dport", np.int64), ("seq", np.int64),
-    ("has_ip", np.bool_), ("has_seq", np.bool_), ("time_at", np.int64), ("time_len", np.int64),
-])
+RECORD = np.dtype(
+    [
+        ("line", np.int64),
+        ("fmt", np.int8),
+        ("ev", np.uint8),
+        ("time", np.float64),
+        ("node", np.int64),
+        ("level", np.int64),
+        ("reason", np.int64),
+        ("uid", np.int64),
+        ("ptype", np.int16),
+        ("size", np.int64),
+        ("src", np.int64),
+        ("sport", np.int64),
+        ("dst", np.int64),
+        ("dport", np.int64),
+        ("seq", np.int64),
+        ("has_ip", np.bool_),
+        ("has_seq", np.bool_),
+        ("time_at", np.int64),
+        ("time_len", np.int64),
+    ]
+)
 AGT = 0x544741  # "AGT" packed little-end first (see pack())
 NO_REASON = 0x3F  # "?"
 _IP_S = np.frombuffer(b"-IP:s", np.uint8)
@@ -155,7 +172,7 @@ def _float(b, s, e):
         return 0.0, True, False
     if big or mant >= (1 << 53) or frac > 22:
         return 0.0, True, False
-    v = mant / 10.0 ** frac if frac else float(mant)
+    v = mant / 10.0**frac if frac else float(mant)
     return (-v if b[s] == 45 else v), True, True
 
 
@@ -248,22 +265,27 @@ def scan(b, first_line, types, n_data, out, skipped, where):
         # the format, as io/detect.py's line_format decides it
         fmt = -1
         if n >= 3:
-            wireless_ev = one and (c0 == 115 or c0 == 114 or c0 == 102 or c0 == 68 or c0 == 100
-                                   or c0 == 77 or c0 == 78)
+            wireless_ev = one and (c0 == 115 or c0 == 114 or c0 == 102 or c0 == 68 or c0 == 100 or c0 == 77 or c0 == 78)
             if wireless_ev and ends[1] - starts[1] == 2 and b[starts[1]] == 45 and b[starts[1] + 1] == 116:
                 fmt = NEW
             elif wireless_ev and b[starts[2]] == 95 and b[ends[2] - 1] == 95:
                 fmt = OLD
-            elif (one and (c0 == 43 or c0 == 104 or c0 == 114 or c0 == 100) and ends[2] - starts[2] == 2
-                  and b[starts[2]] == 45 and b[starts[2] + 1] == 115):
+            elif (
+                one
+                and (c0 == 43 or c0 == 104 or c0 == 114 or c0 == 100)
+                and ends[2] - starts[2] == 2
+                and b[starts[2]] == 45
+                and b[starts[2] + 1] == 115
+            ):
                 for j in range(3, n):
                     if ends[j] - starts[j] == 2 and b[starts[j]] == 45 and b[starts[j] + 1] == 107:
                         fmt = TAGGED
                         break
             if fmt == -1 and one and (c0 == 43 or c0 == 45 or c0 == 114 or c0 == 100) and n == 12:
                 return n_out, n_skip, n_packets, ERR_WIRED, line
-        packet_ev = one and (c0 == 115 or c0 == 114 or c0 == 102 or c0 == 68 or c0 == 100
-                             or (fmt == TAGGED and (c0 == 43 or c0 == 104)))
+        packet_ev = one and (
+            c0 == 115 or c0 == 114 or c0 == 102 or c0 == 68 or c0 == 100 or (fmt == TAGGED and (c0 == 43 or c0 == 104))
+        )
         if fmt == -1 or not packet_ev:
             skipped[n_skip, 0] = _pack(b, starts[0], min(ends[0], starts[0] + 7))
             skipped[n_skip, 1] = _pack(b, starts[0] + 7, ends[0]) if ends[0] > starts[0] + 7 else 0
@@ -375,8 +397,14 @@ def scan(b, first_line, types, n_data, out, skipped, where):
                         dp_s, dp_e = vs, ve
                     elif klen == 6 and _equals(b, ks, ke, _TCP_S) and tcp_s < 0:
                         tcp_s, tcp_e = vs, ve
-                    elif (type_s >= 0 and seq_s < 0 and klen == type_e - type_s + 3 and b[ke - 2] == 58
-                          and b[ke - 1] == 115 and _equals(b, ks + 1, ke - 2, b[type_s:type_e])):
+                    elif (
+                        type_s >= 0
+                        and seq_s < 0
+                        and klen == type_e - type_s + 3
+                        and b[ke - 2] == 58
+                        and b[ke - 1] == 115
+                        and _equals(b, ks + 1, ke - 2, b[type_s:type_e])
+                    ):
                         seq_s, seq_e = vs, ve  # -<type>:s
             if fmt == NEW:
                 if node_s < 0:

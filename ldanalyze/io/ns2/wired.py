@@ -84,15 +84,7 @@ _SCHEMA = {
     "seq": pa.int64(),
     "uid": pa.int64(),
 }
-_FIELD_CHECKS = {
-    "time": float,
-    "frm": int,
-    "to": int,
-    "size": int,
-    "fid": int,
-    "seq": int,
-    "uid": int,
-}
+_FIELD_CHECKS = {"time": float, "frm": int, "to": int, "size": int, "fid": int, "seq": int, "uid": int}
 
 BLOCK_BYTES = 32 << 20  # small enough to pipeline parsing with folding
 
@@ -111,8 +103,9 @@ _CAUSES = {
 }
 
 # Columns of the per-uid integer state.
-(S_SEQ, S_SIZE, S_FID, S_SRC, S_DST, S_SRC_NODE, S_DST_NODE, S_LAST_EV, S_LAST_FROM, S_LAST_TO,
- S_CAUSE, S_TYPE) = range(12)
+(S_SEQ, S_SIZE, S_FID, S_SRC, S_DST, S_SRC_NODE, S_DST_NODE, S_LAST_EV, S_LAST_FROM, S_LAST_TO, S_CAUSE, S_TYPE) = (
+    range(12)
+)
 N_INT_STATE = 12
 # Columns of the per-uid time state.
 T_SEND, T_RECV, T_DROP = range(3)
@@ -333,21 +326,26 @@ class _WiredReader:
         for name, c in zip(pt_dict, counts):
             self.type_counts[name] = self.type_counts.get(name, 0) + int(c)
         pt_class = np.array(
-            [ROW_DATA if v in self.data_types else ROW_FEEDBACK if v in self.feedback_types else ROW_OTHER
-             for v in pt_dict],
+            [
+                ROW_DATA if v in self.data_types else ROW_FEEDBACK if v in self.feedback_types else ROW_OTHER
+                for v in pt_dict
+            ],
             dtype=np.int8,
         )
         t = table.column("time").to_numpy()
         uid = table.column("uid").to_numpy()
         ev, cls, max_uid, bad_row, problem = scan_rows(ev_idx, ev_map, pt_idx, pt_class, t, uid, self.last_time)
         if bad_row >= 0:
-            fail(bad_row, {
-                P_EVENT: f"unknown event letter {ev_dict[int(ev_idx[bad_row])]!r} "
-                         f"(expected one of {', '.join(sorted(self.letters))})",
-                P_TIME: f"time is not {TIME_RANGE}",
-                P_BACKWARDS: "time goes backwards (an ns-2 trace is in time order)",
-                P_UID: "negative uid",
-            }[problem])
+            fail(
+                bad_row,
+                {
+                    P_EVENT: f"unknown event letter {ev_dict[int(ev_idx[bad_row])]!r} "
+                    f"(expected one of {', '.join(sorted(self.letters))})",
+                    P_TIME: f"time is not {TIME_RANGE}",
+                    P_BACKWARDS: "time goes backwards (an ns-2 trace is in time order)",
+                    P_UID: "negative uid",
+                }[problem],
+            )
         self.last_time = t[-1]
 
         frm = table.column("frm").to_numpy()
@@ -359,19 +357,20 @@ class _WiredReader:
             self._first_sightings(table, new_rows, uid[new_rows], fail)
             bad_row, code = walk_events(ev, t, frm, to, uid, seq, cls, self.state.ints, self.state.times)
             if bad_row >= 0:
-                fail(bad_row, {
-                    E_UID_REUSED: "uid reappears with a different seqno (uids must be unique per packet)",
-                    E_AFTER_DROP: "event for a packet after it was dropped",
-                }[code])
+                fail(
+                    bad_row,
+                    {
+                        E_UID_REUSED: "uid reappears with a different seqno (uids must be unique per packet)",
+                        E_AFTER_DROP: "event for a packet after it was dropped",
+                    }[code],
+                )
 
         fb = np.flatnonzero((cls == ROW_FEEDBACK) & (ev == EV_RECV))
         if fb.size:
             src, _ = self._addresses(table, "src", fb, fail)
             dst, dst_node = self._addresses(table, "dst", fb, fail)
             at_dst = to[fb] == dst_node
-            self.feedback.append(
-                {"t": t[fb][at_dst], "src": src[at_dst], "dst": dst[at_dst], "seq": seq[fb][at_dst]}
-            )
+            self.feedback.append({"t": t[fb][at_dst], "src": src[at_dst], "dst": dst[at_dst], "seq": seq[fb][at_dst]})
 
     def _first_sightings(self, table: pa.RecordBatch, rows: np.ndarray, uids: np.ndarray, fail) -> None:
         """Store the static attributes of newly seen uids (one row each)."""
@@ -397,8 +396,10 @@ class _WiredReader:
             if not (node.isdigit() and port.isdigit()):
                 local = codes.tolist().index(len(self.address_node))
                 at = int(np.argmax(encoded.indices.to_numpy(zero_copy_only=False) == local))
-                fail(rows[at], f"address {addr!r} is not a flat 'node.port' address "
-                               "(hierarchical addressing is not supported)")
+                fail(
+                    rows[at],
+                    f"address {addr!r} is not a flat 'node.port' address (hierarchical addressing is not supported)",
+                )
             self.address_node.append(int(node))
         idx = codes[encoded.indices.to_numpy(zero_copy_only=False)]
         return idx, np.asarray(self.address_node, dtype=np.int64)[idx]
@@ -424,7 +425,7 @@ class _WiredReader:
 
     def _explain_parse_error(self, block, offset: int, exc: Exception) -> None:
         """Find the offending line with a plain scan (only on the error path)."""
-        for row, (line_no, text) in enumerate(_block_lines(self.path, offset, bytes(block))):
+        for line_no, text in _block_lines(self.path, offset, bytes(block)):
             fields = text.split(" ")
             problem = None
             if len(fields) != len(COLUMN_NAMES):
@@ -472,9 +473,12 @@ class _WiredReader:
             fate_of[code] = FATES.index(fate_name)
         delivered = np.isfinite(tm[:, T_RECV])
         if not delivered.any() and np.isnan(tm[:, T_SEND]).all():
-            raise TraceError(self.path, "only drop events ('d'), no packet sent or received: an error model's drop "
-                                        "trace (such as the bundled *.em.gz), not a trace of packets; give the "
-                                        "full trace ($ns trace-all)")
+            raise TraceError(
+                self.path,
+                "only drop events ('d'), no packet sent or received: an error model's drop "
+                "trace (such as the bundled *.em.gz), not a trace of packets; give the "
+                "full trace ($ns trace-all)",
+            )
         fate = np.where(delivered, FATES.index(DELIVERED), fate_of[cause])
         reason = np.where(delivered, 0, cause)
         fate = pd.Categorical.from_codes(fate, dtype=FATE_DTYPE)
@@ -485,15 +489,30 @@ class _WiredReader:
         # one first seen past its source (a trace whose head was cut) has no send time at all
         sent = ~np.isnan(t_send)
         if not sent.all():
-            warnings.warn(f"{self.path}: {int((~sent).sum())} data packet(s) appear without their enqueue at the "
-                          "source (the trace starts mid-run?); left out", TraceWarning, stacklevel=3)
+            warnings.warn(
+                f"{self.path}: {int((~sent).sum())} data packet(s) appear without their enqueue at the "
+                "source (the trace starts mid-run?); left out",
+                TraceWarning,
+                stacklevel=3,
+            )
 
-        types = pd.DataFrame({"flow": np.asarray(flow[sent], dtype=object),
-                              "type": np.asarray(self.types.values, dtype=object)[st[sent, S_TYPE]]})
+        types = pd.DataFrame(
+            {
+                "flow": np.asarray(flow[sent], dtype=object),
+                "type": np.asarray(self.types.values, dtype=object)[st[sent, S_TYPE]],
+            }
+        )
         flow_types = {str(label): set(kinds) for label, kinds in types.groupby("flow", sort=False)["type"]}
         packets = make_packet_table(
-            flow=flow[sent], seq=st[sent, S_SEQ], uid=uids[sent], size=st[sent, S_SIZE], t_send=t_send[sent],
-            t_recv=tm[sent, T_RECV], t_drop=tm[sent, T_DROP], fate=fate[sent], reason=reason[sent],
+            flow=flow[sent],
+            seq=st[sent, S_SEQ],
+            uid=uids[sent],
+            size=st[sent, S_SIZE],
+            t_send=t_send[sent],
+            t_recv=tm[sent, T_RECV],
+            t_drop=tm[sent, T_DROP],
+            fate=fate[sent],
+            reason=reason[sent],
         )
         packets = mark_vanished(packets)
         rtt = self._rtt_samples(packets, pairs)
@@ -502,7 +521,8 @@ class _WiredReader:
             "data_types": sorted(t for t in self.type_counts if t in self.data_types),
             "feedback_types": sorted(t for t in self.type_counts if t in self.feedback_types),
             "ignored_types": {
-                k: v for k, v in sorted(self.type_counts.items())
+                k: v
+                for k, v in sorted(self.type_counts.items())
                 if k not in self.data_types and k not in self.feedback_types
             },
             "flow_by": flow_by,
@@ -550,8 +570,9 @@ class _WiredReader:
         keys, inverse = np.unique(answered, return_inverse=True)
         flow = np.array([pairs.get(int(k)) for k in keys], dtype=object)[inverse]
         known = pd.notna(flow)  # a pair no data flow took: not feedback of ours
-        return rtt_from_feedback(packets, pd.DataFrame({"flow": flow[known], "t": fb["t"][known],
-                                                        "seq": fb["seq"][known]}))
+        return rtt_from_feedback(
+            packets, pd.DataFrame({"flow": flow[known], "t": fb["t"][known], "seq": fb["seq"][known]})
+        )
 
 
 def _block_lines(path: str, offset: int, block: bytes):

@@ -124,8 +124,10 @@ def drop_causes(causes: Mapping[str, str] | None = None) -> dict[str, str]:
     table = dict(DROP_CAUSES)
     for key, fate in (causes or {}).items():
         if len(str(key).split()) != 2 or fate not in FATES or fate == DELIVERED:
-            raise UsageError(f"causes: {key!r}: {fate!r}; keys are 'LEVEL REASON' (e.g. 'RTR CBK') and causes "
-                             f"one of {', '.join(f for f in FATES if f != DELIVERED)}")
+            raise UsageError(
+                f"causes: {key!r}: {fate!r}; keys are 'LEVEL REASON' (e.g. 'RTR CBK') and causes "
+                f"one of {', '.join(f for f in FATES if f != DELIVERED)}"
+            )
         table[" ".join(str(key).split())] = fate
     return table
 
@@ -178,13 +180,12 @@ def _scan(path: str, types: list[str], n_data: int) -> tuple[np.ndarray, dict[st
         n, k, packets, error, last = cmu_scan.scan(b, line, type_codes, n_data, out, skipped, where)
         packet_lines += packets
         if error:
-            token = bytes(b[where[0]:where[1]]).decode("utf-8", "replace").strip("[]")
-            raise TraceError(path, cmu_scan.MESSAGES[error].format(repr(token)), line=last,
-                             text=_line_text(path, last))
+            token = bytes(b[where[0] : where[1]]).decode("utf-8", "replace").strip("[]")
+            raise TraceError(path, cmu_scan.MESSAGES[error].format(repr(token)), line=last, text=_line_text(path, last))
         kept = out[:n].copy()
         for r in np.flatnonzero(kept["time_at"] >= 0):  # numbers the scanner leaves to Python
             at, size = kept["time_at"][r], kept["time_len"][r]
-            kept["time"][r] = float(bytes(b[at:at + size]))
+            kept["time"][r] = float(bytes(b[at : at + size]))
         outside = ~((kept["time"] >= 0.0) & (kept["time"] <= LAST_TIME_S))  # NaN too
         if outside.any():
             bad = int(kept["line"][outside][0])
@@ -221,10 +222,15 @@ def _last_drops(drops: np.ndarray) -> np.ndarray:
     last = np.flatnonzero(np.r_[uid[1:] != uid[:-1], True])
     rows = order[last]
     prev = order[np.maximum(last - 1, 0)]
-    echo = ((last > 0) & (uid[np.maximum(last - 1, 0)] == uid[last])
-            & (drops["level"][rows] == _RTR) & (drops["reason"][rows] == _CBK)
-            & (drops["level"][prev] == _MAC) & (drops["reason"][prev] == _RET)
-            & (drops["time"][prev] == drops["time"][rows]))
+    echo = (
+        (last > 0)
+        & (uid[np.maximum(last - 1, 0)] == uid[last])
+        & (drops["level"][rows] == _RTR)
+        & (drops["reason"][rows] == _CBK)
+        & (drops["level"][prev] == _MAC)
+        & (drops["reason"][prev] == _RET)
+        & (drops["time"][prev] == drops["time"][rows])
+    )
     return np.where(echo, prev, rows)
 
 
@@ -289,8 +295,9 @@ def _build(path, rec, skipped, data_types, table, end_time) -> tuple[Trace, dict
     reason = np.zeros(uid.size, np.int64)  # 0: ""
     pairs, inverse = np.unique(np.stack([level, why], axis=1).reshape(-1, 2), axis=0, return_inverse=True)
     names = [f"{cmu_scan.unpack(int(a))} {cmu_scan.unpack(int(b))}" for a, b in pairs.tolist()]
-    pair_fate = np.array([FATES.index(UNOBSERVED if n.split()[1] == END else table.get(n, LOST)) for n in names],
-                         np.int8)
+    pair_fate = np.array(
+        [FATES.index(UNOBSERVED if n.split()[1] == END else table.get(n, LOST)) for n in names], np.int8
+    )
     inverse = inverse.ravel()
     reason[dropped] = inverse + 1
     flushed = (why == cmu_scan.NO_REASON) & (level == cmu_scan.pack(b"IFQ")) & (t_drop[dropped] >= end_time)
@@ -299,8 +306,15 @@ def _build(path, rec, skipped, data_types, table, end_time) -> tuple[Trace, dict
     reason = pd.Categorical.from_codes(reason, categories=[""] + names)
 
     packets = make_packet_table(
-        flow=flow, seq=sends["seq"], uid=uid, size=sends["size"], t_send=sends["time"], t_recv=t_recv,
-        t_drop=t_drop, fate=fate, reason=reason,
+        flow=flow,
+        seq=sends["seq"],
+        uid=uid,
+        size=sends["size"],
+        t_send=sends["time"],
+        t_recv=t_recv,
+        t_drop=t_drop,
+        fate=fate,
+        reason=reason,
     )
     packets = mark_vanished(packets)
     feedback = rec[agent & ~data & (rec["ev"] == _EV["r"]) & at_dst & rec["has_ip"] & rec["has_seq"]]
@@ -312,10 +326,16 @@ def _build(path, rec, skipped, data_types, table, end_time) -> tuple[Trace, dict
         rtt = empty_rtt()
     seen = sorted(set(rec["fmt"].tolist()))
     fmt = _FORMATS[seen[0]] if len(seen) == 1 else NS2_WIRELESS_OLD
-    meta = {"clock": "common", "flow_by": "addr", "formats": [_FORMATS[f] for f in seen], "causes": table,
-            "skipped_lines": skipped}
-    types = pd.DataFrame({"flow": np.asarray(flow, dtype=object),
-                          "type": np.asarray(data_types, dtype=object)[sends["ptype"]]})
+    meta = {
+        "clock": "common",
+        "flow_by": "addr",
+        "formats": [_FORMATS[f] for f in seen],
+        "causes": table,
+        "skipped_lines": skipped,
+    }
+    types = pd.DataFrame(
+        {"flow": np.asarray(flow, dtype=object), "type": np.asarray(data_types, dtype=object)[sends["ptype"]]}
+    )
     flow_types = {str(label): set(kinds) for label, kinds in types.groupby("flow", sort=False)["type"]}
     return Trace(packets=packets, rtt=rtt, path=path, format=fmt, meta=meta), flow_types
 
