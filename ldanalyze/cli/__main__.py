@@ -1,0 +1,5 @@
+"""``python -m ldanalyze.cli``: the ``ldanalyze`` command."""
+
+from . import run
+
+run()

@@ -1,0 +1,106 @@
+"""``ldanalyze train`` and ``evaluate``: the learned LDA from labelled traces."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+from .. import formatting
+from .options import input_paths, read_source, replay_semantics, source_paths
+from .writing import write_output, write_table
+
+
+def _labelled(args: argparse.Namespace) -> list:
+    """Every trace named (or the --vantage chain, or one trace with --labels), analysed once
+    for the learned LDA: features, labels, the heuristics' decisions."""
+    from .. import learn
+
+    items = []
+    for path in source_paths(args):
+        items.append(learn.analyse(read_source(args, path), replay=replay_semantics(args)))
+        print(
+            f"  {items[-1].name}: {len(items[-1].features)} gaps, {int(np.isfinite(items[-1].labels).sum())} with "
+            "a known cause",
+            file=sys.stderr,
+        )
+    return items
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from .. import learn
+    from ..lda.learned import save_model
+
+    items = _labelled(args)
+    model, gaps = learn.fit(items, args.model, args.seed)
+    names = ["+".join(os.path.basename(part) for part in item.name.split("+")) for item in items]  # chains: a+b+c
+    write_output(
+        args.output, input_paths(args), lambda tmp: save_model(model, tmp, kind=args.model, trained_on=names, gaps=gaps)
+    )
+    print(
+        f"trained a {args.model} model on {gaps} gaps of {len(items)} trace(s); wrote {args.output} "
+        f"(use it as --lda learned:model={args.output})"
+    )
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from .. import learn
+
+    for path in args.traces:  # a bad pattern is said before any trace is read
+        learn.group_of(path, args.group_by)
+    items = _labelled(args)
+    groups = [learn.group_of(item.name, args.group_by) for item in items]
+    table, importance = learn.evaluate(items, groups, args.model, args.seed)
+    verdicts = learn.verdicts(table)
+    print("grouped cross-validation: each group held out in turn, trained on the others")
+    print(
+        formatting.text(
+            table[
+                [
+                    "held_out",
+                    "lda",
+                    "losses",
+                    "scored",
+                    "M_c",
+                    "M_w",
+                    "accuracy",
+                    "accuracy_lo",
+                    "accuracy_hi",
+                    "train_gaps",
+                    "test_traces",
+                ]
+            ],
+            percent={
+                "M_c": "M_c %",
+                "M_w": "M_w %",
+                "accuracy": "accuracy %",
+                "accuracy_lo": "95% CI lo",
+                "accuracy_hi": "hi",
+            },
+        )
+    )
+    print()
+    for row in verdicts.itertuples():
+        print(
+            f"held out {row.held_out}: learned {row.learned_accuracy:.1%} against the best heuristic "
+            f"({row.best_heuristic}) {row.best_accuracy:.1%}: {row.verdict}"
+        )
+    print("\nfeature importance (mean drop of gap accuracy when shuffled, held-out gaps; percentage points):")
+    points = importance.pivot(index="feature", columns="held_out", values="importance") * 100
+    print(points.map(lambda v: formatting.number(v, 2)).to_string())
+    if args.output:
+        write_table(table, args.output, input_paths(args), None)
+        print(f"wrote {args.output}")
+    if args.plot:
+        from ..report import plots
+
+        write_output(
+            args.plot,
+            input_paths(args),
+            lambda tmp: plots.evaluation(table, importance).savefig(tmp, format="png", dpi=100),
+        )
+        print(f"wrote the figure to {args.plot}")
+    return 0

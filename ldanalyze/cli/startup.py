@@ -1,0 +1,68 @@
+"""Start-up tweaks that make a command fast to begin and end (numba's BLAS probe and plugin
+search skipped, numpy's huge pages left to the system).
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import os
+import sys
+
+import numpy as np
+
+
+def ordinary_pages() -> None:
+    """Have numpy leave large arrays on ordinary pages, unless ``NUMPY_MADVISE_HUGEPAGE`` says
+    otherwise. numpy asks Linux for transparent huge pages, and where THP defrag is ``madvise``
+    (common distributions' default) every first touch of such an array waits for the kernel to
+    compact memory: on our development VM the 250 MB of records a 2 M-packet capture decodes
+    into took 0.5 s to touch instead of 0.1 s, with no gain in the passes that follow, as a
+    command streams through its arrays a few times and ends."""
+    if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
+        return
+    multiarray = getattr(getattr(np, "_core", None) or np.core, "multiarray", None)
+    setting = getattr(multiarray, "_set_madvise_hugepage", None)
+    if setting is not None:
+        setting(False)
+
+
+class _NoBlasProbe(importlib.abc.MetaPathFinder):
+    """Answers numba's one probe for BLAS with "none" (see :func:`no_blas_probe`), then leaves."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "scipy.linalg" and self._from_numba_probe():
+            sys.meta_path.remove(self)
+            raise ImportError("ldanalyze's kernels call no BLAS")
+        return None
+
+    @staticmethod
+    def _from_numba_probe() -> bool:
+        frame = sys._getframe(2)
+        while frame is not None:
+            code = frame.f_code
+            if code.co_name == "ensure_blas" and code.co_filename.endswith(os.path.join("numba", "np", "linalg.py")):
+                return True
+            frame = frame.f_back
+        return False
+
+
+def no_blas_probe() -> None:
+    """Spare this process numba's probe for BLAS. The first kernel a process loads makes numba
+    import ``scipy.linalg``, where scipy is installed (the ``learn`` and ``test`` extras), only
+    to learn whether a kernel's ``np.dot`` may call BLAS: 0.15 s of every command on our
+    development VM. No kernel of ours calls BLAS, and a command's process runs only ours, so
+    here numba is told there is none; scipy itself imports as ever (the learned LDA's model
+    needs it). An interactive session, which may run numba code of its own, is left alone."""
+    if "scipy.linalg" not in sys.modules:
+        sys.meta_path.insert(0, _NoBlasProbe())
+
+
+def no_numba_extensions() -> None:
+    """Spare this process numba's search for plug-ins. At the first kernel a process loads,
+    numba reads the entry points of every installed distribution to run the
+    ``numba_extensions`` ones, which teach numba new types: 50 ms of every command on our
+    development VM, more the more is installed. Our kernels use no such type, and a command's
+    process runs only ours; an interactive session, which may need them, is left alone."""
+    from numba.core import entrypoints
+
+    entrypoints._already_initialized = True  # what numba sets once it has run them
