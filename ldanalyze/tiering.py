@@ -3,8 +3,8 @@
 numba compiles a kernel the first time it is called with new argument types: about 4 s for the
 capture decoder on this project's 2-core machine, paid on every fresh install, while a capture of
 a few hundred packets takes 40 ms to decode in the interpreter. ``pick`` (and ``call``) chooses
-per call between the compiled kernel and its *interpreted twin* (the same Python source run by
-CPython, its calls to other kernels rebound to their twins): the same code, so the same results
+per call between the compiled kernel and its *interpreted run* (the same Python source run by
+CPython, its calls to other kernels rebound to their interpreted runs): the same code, so the same results
 (``tests/test_tiering.py`` checks that they agree byte for byte on real and generated captures).
 
 The environment variable ``LDANALYZE_KERNELS`` overrides the choice: ``compiled`` or
@@ -40,10 +40,10 @@ def mode() -> str:
 
 
 def pick(kernel: Dispatcher, interpreted_s: float) -> Callable:
-    """``kernel`` or its interpreted twin, whichever should finish first.
+    """``kernel`` or its interpreted run, whichever should finish first.
 
     ``interpreted_s`` is the caller's estimate of the interpreted run time. Machine code already
-    loaded in this process is always used; otherwise the twin runs while the interpreted time
+    loaded in this process is always used; otherwise the interpreted run is taken while the interpreted time
     this process has spent on the kernel, this call included, stays below the estimated cost of
     compiling it (or of loading it from numba's cache). Like renting until the rent paid would
     buy: a long-lived process (a batch) compiles a kernel it keeps calling, and never pays more
@@ -86,34 +86,36 @@ def _instructions(kernel: Dispatcher, seen: set) -> int:
 
 def interpreted(kernel: Dispatcher) -> Callable:
     """The kernel's Python function, run with numpy's integer wraparound silenced (compiled
-    code wraps without a word) and with the kernels it calls replaced by their twins."""
-    twin = _twin(kernel)
+    code wraps without a word) and with the kernels it calls replaced by their interpreted runs."""
+    function = _interpreted_function(kernel)
 
     @functools.wraps(kernel.py_func)
     def run(*args):
         with np.errstate(over="ignore"):
-            return twin(*args)
+            return function(*args)
 
     return run
 
 
-_TWINS: dict[Dispatcher, types.FunctionType] = {}
+_INTERPRETED: dict[Dispatcher, types.FunctionType] = {}
 _SPENT: dict[Dispatcher, float] = {}  # estimated interpreted seconds so far, per kernel
 
 
-def _twin(kernel: Dispatcher) -> types.FunctionType:
+def _interpreted_function(kernel: Dispatcher) -> types.FunctionType:
     """A copy of the kernel's function whose global names point at interpreted kernels."""
-    twin = _TWINS.get(kernel)
-    if twin is None:
+    function = _INTERPRETED.get(kernel)
+    if function is None:
         source = kernel.py_func
         namespace = dict(source.__globals__)
-        twin = types.FunctionType(source.__code__, namespace, source.__name__, source.__defaults__, source.__closure__)
-        _TWINS[kernel] = twin  # before the callees: kernels may call each other
+        function = types.FunctionType(
+            source.__code__, namespace, source.__name__, source.__defaults__, source.__closure__
+        )
+        _INTERPRETED[kernel] = function  # before the callees: kernels may call each other
         for name in source.__code__.co_names:
             value = namespace.get(name)
             if isinstance(value, CPUDispatcher):
-                namespace[name] = _twin(value)
-    return twin
+                namespace[name] = _interpreted_function(value)
+    return function
 
 
 @functools.cache

@@ -14,7 +14,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 # the tests check the compiled kernels (small inputs would otherwise run interpreted, see
-# ldanalyze/tiering.py); tests/test_tiering.py checks the interpreted twins against them
+# ldanalyze/tiering.py); tests/test_tiering.py checks the interpreted runs against them
 os.environ.setdefault("LDANALYZE_KERNELS", "compiled")
 # CI draws the same examples every run (a red CI is reproducible; random exploration happens on
 # developers' machines, where hypothesis keeps the failures it finds)

@@ -1,4 +1,4 @@
-"""The interpreted twins of the kernels (ldanalyze/tiering.py) give what the compiled kernels give,
+"""The interpreted runs of the kernels (ldanalyze/tiering.py) give what the compiled kernels give,
 byte for byte: on every real capture, on damaged real captures (same records or the same error),
 on the clock and jitter kernels, and in every LDA and controller (generated captures of every
 link type and container: tests/test_pcap_read.py's twin test)."""
@@ -145,9 +145,9 @@ def test_compile_cost_counts_the_kernels_called():
 
 
 def test_twins_call_twins_not_compiled_kernels():
-    twin = tiering._twin(pcap.walk_pcap)
+    twin = tiering._interpreted_function(pcap.walk_pcap)
     assert not isinstance(twin.__globals__["decode_frame"], type(pcap.walk_pcap))
-    assert twin.__globals__["decode_frame"].__globals__["network_start"] is tiering._twin(
+    assert twin.__globals__["decode_frame"].__globals__["network_start"] is tiering._interpreted_function(
         pcap.decode_frame.py_func.__globals__["network_start"]
     )
 

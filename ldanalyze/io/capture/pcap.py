@@ -252,7 +252,7 @@ def walk_pcapng(b, pos, end, base, big, ifaces, iface_base, out, heads, n, keys,
 
 
 # -- reading -----------------------------------------------------------------------------------
-class _Stream:
+class _ByteWindow:
     """The capture's bytes, a window at a time: a memory map of a plain file, whose pages
     behind the window are released, or one reusable buffer refilled from a gzip stream.
 
@@ -292,7 +292,7 @@ class _Stream:
         self.data = buf.view()
         self.data.flags.writeable = False  # one kernel signature for buffers and maps
 
-    def __enter__(self) -> _Stream:
+    def __enter__(self) -> _ByteWindow:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -483,7 +483,7 @@ def decode_into(path: str | os.PathLike, output: _Output, chunk_bytes: int = CHU
     """Decode a capture into ``output`` (its record blocks and flow table); the Capture holds
     the records ``output.records()`` keeps (all of them, unless the output spills them)."""
     path = os.fspath(path)
-    with _Stream(path, chunk_bytes) as stream:
+    with _ByteWindow(path, chunk_bytes) as stream:
         stream.refill(0, 64)
         if stream.filled == 0:
             raise TraceError(path, "the capture is empty")
@@ -506,7 +506,7 @@ def decode_into(path: str | os.PathLike, output: _Output, chunk_bytes: int = CHU
     return capture
 
 
-def _container(path: str, stream: _Stream) -> str:
+def _container(path: str, stream: _ByteWindow) -> str:
     magic = stream.uint(0, 4, False)
     if magic == PCAPNG_SHB:
         return PCAPNG
@@ -525,7 +525,7 @@ def _container(path: str, stream: _Stream) -> str:
 class _PcapWalk:
     """Header and records of a classic pcap file."""
 
-    def __init__(self, stream: _Stream) -> None:
+    def __init__(self, stream: _ByteWindow) -> None:
         self.stream = stream
         self.counts: dict = {}
         self.truncated: tuple[int, int, int] | None = None  # (offset, bytes present, needed)
@@ -596,7 +596,7 @@ class _PcapWalk:
 class _PcapngWalk:
     """Sections, interfaces and packet blocks of a pcapng file."""
 
-    def __init__(self, stream: _Stream) -> None:
+    def __init__(self, stream: _ByteWindow) -> None:
         self.stream = stream
         self.counts: dict = {"sections": 0}
         self.truncated: tuple[int, int, int] | None = None
@@ -746,7 +746,7 @@ class _PcapngWalk:
         )
 
 
-def _cut_record(stream: _Stream, pos: int, needed: int) -> tuple[int, int, int] | None:
+def _cut_record(stream: _ByteWindow, pos: int, needed: int) -> tuple[int, int, int] | None:
     """(offset, bytes present, bytes needed) of a record the input ends inside, if any."""
     present = stream.filled - pos
     return (stream.start + pos, present, needed) if present else None
@@ -776,7 +776,7 @@ def _interface_row(iface, section, linktype, snaplen, tsresol, tsoffset, name, o
     }
 
 
-def _account(capture: Capture, walk, stream: _Stream) -> None:
+def _account(capture: Capture, walk, stream: _ByteWindow) -> None:
     """Counts of what was decoded and skipped, and a warning for each problem found."""
     path, records, counts = capture.path, capture.records, capture.counts
     status = records["status"]
