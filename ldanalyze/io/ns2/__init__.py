@@ -2,8 +2,11 @@
 
 import dataclasses
 
+import numpy as np
+import pandas as pd
+
 from ...errors import UsageError
-from ...packets import Trace, natural_sorted
+from ...packets import Trace, label_positions, natural_sorted
 
 # The latest time a trace can hold: past 2**52 microseconds (143 years) a float64 no longer
 # resolves the microseconds ns-2 prints, so a later time is damage (a digit lost, a field
@@ -14,6 +17,17 @@ TIME_RANGE = "a number of seconds from 0 to 4.5e9 (no ns-2 run gets further)"
 # ns-2's on/off traffic generators (Traffic/Expoo, Traffic/Pareto): the traffic scripts add
 # around the flows under study (paper000.tcl's warm-up and cross traffic), not a transport's data.
 BACKGROUND_TYPES = frozenset({"exp", "pareto"})
+
+
+def types_per_flow(flow, types: np.ndarray, names) -> dict[str, set[str]]:
+    """Each flow's packet types: ``flow`` the packets' labels (a Categorical or strings),
+    ``types`` their codes into ``names`` (distinct pairs found on integers, not per packet)."""
+    codes, labels = pd.factorize(flow)
+    pairs = np.unique(codes.astype(np.int64) * len(names) + np.asarray(types, np.int64))
+    found: dict[str, set[str]] = {str(label): set() for label in labels}
+    for pair in pairs.tolist():
+        found[str(labels[pair // len(names)])].add(str(names[pair % len(names)]))
+    return found
 
 
 def background_flows(flow_types: dict[str, set[str]] | dict[str, list[str]]) -> list[str]:
@@ -54,8 +68,8 @@ def select_flows(trace: Trace, flow_types: dict[str, set[str]], flows=None) -> T
     meta["unscored_flows"] = why
     if not why:
         return dataclasses.replace(trace, meta=meta)
-    kept = trace.packets["flow"].astype(str).isin(keep).to_numpy()
+    kept = label_positions(trace.packets["flow"], keep) >= 0
     packets = trace.packets[kept].reset_index(drop=True)
     packets["flow"] = packets["flow"].cat.remove_unused_categories()
-    rtt = trace.rtt[trace.rtt["flow"].astype(str).isin(keep)].reset_index(drop=True)
+    rtt = trace.rtt[label_positions(trace.rtt["flow"], keep) >= 0].reset_index(drop=True)
     return dataclasses.replace(trace, packets=packets, rtt=rtt, meta=meta)

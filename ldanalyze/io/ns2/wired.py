@@ -63,7 +63,7 @@ from ...packets import (
 )
 from ..detect import NS2_WIRELESS, line_format
 from ..text import iter_blocks, locate_row
-from . import LAST_TIME_S, TIME_RANGE, select_flows
+from . import LAST_TIME_S, TIME_RANGE, select_flows, types_per_flow
 
 DATA_TYPES = ("tcpFriend", "cbr", "udp", "tcp", "exp", "pareto", "rtp", "Traffic", "data")
 FEEDBACK_TYPES = ("tcpFriendCtl", "ack", "rtcp")
@@ -496,13 +496,7 @@ class _WiredReader:
                 stacklevel=3,
             )
 
-        types = pd.DataFrame(
-            {
-                "flow": np.asarray(flow[sent], dtype=object),
-                "type": np.asarray(self.types.values, dtype=object)[st[sent, S_TYPE]],
-            }
-        )
-        flow_types = {str(label): set(kinds) for label, kinds in types.groupby("flow", sort=False)["type"]}
+        flow_types = types_per_flow(flow[sent], st[sent, S_TYPE], self.types.values)
         packets = make_packet_table(
             flow=flow[sent],
             seq=st[sent, S_SEQ],

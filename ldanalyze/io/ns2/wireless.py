@@ -88,7 +88,7 @@ from ...packets import (
 )
 from ..detect import NS2_WIRELESS_NEW, NS2_WIRELESS_OLD, NS2_WIRELESS_TAGGED
 from ..text import iter_blocks, iter_lines
-from . import LAST_TIME_S, TIME_RANGE, cmu_scan, select_flows
+from . import LAST_TIME_S, TIME_RANGE, cmu_scan, select_flows, types_per_flow
 from .wired import DATA_TYPES, FEEDBACK_TYPES
 
 DROP_CAUSES = {
@@ -333,10 +333,7 @@ def _build(path, rec, skipped, data_types, table, end_time) -> tuple[Trace, dict
         "causes": table,
         "skipped_lines": skipped,
     }
-    types = pd.DataFrame(
-        {"flow": np.asarray(flow, dtype=object), "type": np.asarray(data_types, dtype=object)[sends["ptype"]]}
-    )
-    flow_types = {str(label): set(kinds) for label, kinds in types.groupby("flow", sort=False)["type"]}
+    flow_types = types_per_flow(flow, sends["ptype"], data_types)
     return Trace(packets=packets, rtt=rtt, path=path, format=fmt, meta=meta), flow_types
 
 
