@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from .batch import analyze_traces
+from .analysis import analyze_traces
 from .errors import UsageError
 from .lda import get_lda
 from .scoring import score

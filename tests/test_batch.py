@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ldanalyze as la
+from ldanalyze import analysis as in_process
 from ldanalyze import batch as batching
 from ldanalyze import threads
 from ldanalyze.cli import main
@@ -182,7 +183,7 @@ def test_jobs_are_handed_out_by_the_bytes_they_read_gzip_uncompressed(tmp_path):
     names = ["small.tr", "packed.tr.gz", "missing.tr", "plain.tr"]
     jobs = [batching.Job(name=n, path=str(tmp_path / n)) for n in names]
     assert [names[i] for i in batching.largest_first(jobs)] == ["packed.tr.gz", "plain.tr", "small.tr", "missing.tr"]
-    assert batching._bytes_read(str(tmp_path / "packed.tr.gz")) == len(text) * 100_000
+    assert batching.running._bytes_read(str(tmp_path / "packed.tr.gz")) == len(text) * 100_000
 
 
 def analysis(cache_dir=None, ldas="biaz,zbs,spike"):
@@ -233,14 +234,14 @@ def test_a_trace_whose_worker_dies_is_named_and_the_others_are_scored(suite, mon
             os.kill(os.getpid(), signal.SIGKILL)
         return run_job(job, analysis)
 
-    monkeypatch.setattr(batching, "run_job", dying)  # the forked workers inherit it
+    monkeypatch.setattr(batching.running, "run_job", dying)  # the forked workers inherit it
     outcomes = batching.execute(jobs, analysis(), workers=2)
     assert [o.job for o in outcomes] == jobs
     errors = {o.job.name: o.error for o in outcomes if o.error}
     assert list(errors) == [killer.name] and errors[killer.name].startswith(
         "the process analysing it died, killed by SIGKILL (the kernel's out-of-memory killer"
     )
-    monkeypatch.setattr(batching, "run_job", run_job)
+    monkeypatch.setattr(batching.running, "run_job", run_job)
     others = [j for j in jobs if j != killer]
     pd.testing.assert_frame_equal(
         batching.results_table([o for o in outcomes if o.job != killer]),
@@ -258,14 +259,14 @@ def test_a_trace_whose_dask_worker_dies_is_named_and_the_others_are_scored(suite
 
     jobs = jobs_of(suite)
     killer = next(j for j in jobs if "tcp" in j.name)
-    in_worker = batching._run_in_worker
+    in_worker = batching.running._run_in_worker
 
     def dying(job, analysis):  # sent to the workers by value (cloudpickle)
         if job.name == killer.name:
             os.kill(os.getpid(), signal.SIGKILL)
         return in_worker(job, analysis)
 
-    monkeypatch.setattr(batching, "_run_in_worker", dying)
+    monkeypatch.setattr(batching.running, "_run_in_worker", dying)
     with (
         dask.config.set({"distributed.scheduler.allowed-failures": 2}),
         LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
@@ -329,14 +330,15 @@ def test_a_trace_without_losses_is_not_classified_again_from_the_cache(tmp_path,
     first = batching.execute(jobs, analysis(tmp_path / "cache", ldas="all"))
     assert first[0].error is None and len(first[0].result.decisions) == 0
     calls = []
-    monkeypatch.setattr(batching, "classify", lambda *a, **k: calls.append(a) or pytest.fail("classified again"))
+    for module in (batching.cache, in_process):  # where a job classifies, from the cache or fresh
+        monkeypatch.setattr(module, "classify", lambda *a, **k: calls.append(a) or pytest.fail("classified again"))
     again = batching.execute(jobs, analysis(tmp_path / "cache", ldas="all"))
     assert again[0].error is None and calls == []
     pd.testing.assert_frame_equal(batching.results_table(again), batching.results_table(first))
 
 
 def _worker_threads(job, analysis):
-    outcome = batching._run_in_worker(job, analysis)
+    outcome = batching.running._run_in_worker(job, analysis)
     return outcome.error, pa.cpu_count(), threads.may_spread()
 
 
@@ -418,7 +420,7 @@ def test_file_digests_are_remembered_by_status_and_a_write_forgets_them(tmp_path
     trace.write_bytes(b"x" * 1000)
     fresh = batching.file_digest(str(trace), cache)
     assert not (tmp_path / "cache" / "digests").exists()  # changed under 2 s ago: never remembered
-    monkeypatch.setattr(batching, "RECENT_NS", 0)
+    monkeypatch.setattr(batching.cache, "RECENT_NS", 0)
     assert batching.file_digest(str(trace), cache) == fresh
     (memo,) = (tmp_path / "cache" / "digests").iterdir()
     saved = json.loads(memo.read_text())
@@ -836,7 +838,7 @@ def test_a_big_capture_is_read_one_flow_at_a_time_with_the_whole_reads_results(t
 
     def run(above, cache=None, ldas="all"):
         ran = batching.Analysis(ldas=ldas, controller="tfrc", flow_at_a_time_above=above, cache_dir=cache)
-        assert batching._flow_at_a_time(jobs[0], ran) == (above == 0)
+        assert batching.running._flow_at_a_time(jobs[0], ran) == (above == 0)
         outcomes = batching.execute(jobs, ran)
         assert [o.error for o in outcomes] == [None] * len(jobs)
         return batching.results_table(outcomes), [o.cached for o in outcomes]
@@ -891,12 +893,12 @@ def test_a_cache_file_is_the_same_read_and_written_whole_or_streamed_and_mapped(
     timeline = build_timeline(la.read_trace(TRACES / "wlh_mix_4flow_high.tr.gz"))
     for name in ("arrivals", "gaps", "losses"):
         table = getattr(timeline, name)
-        batching._write_piece(table, tmp_path / "whole.arrow")
-        whole = batching._read_table(tmp_path / "whole.arrow")
+        batching.cache._write_piece(table, tmp_path / "whole.arrow")
+        whole = batching.cache._read_table(tmp_path / "whole.arrow")
         with monkeypatch.context() as m:
-            m.setattr(batching, "WHOLE_FILE_BYTES", 0)
-            batching._write_piece(table, tmp_path / "streamed.arrow")
-            mapped = batching._read_table(tmp_path / "streamed.arrow")
+            m.setattr(batching.cache, "WHOLE_FILE_BYTES", 0)
+            batching.cache._write_piece(table, tmp_path / "streamed.arrow")
+            mapped = batching.cache._read_table(tmp_path / "streamed.arrow")
         assert (tmp_path / "whole.arrow").read_bytes() == (tmp_path / "streamed.arrow").read_bytes()
         pd.testing.assert_frame_equal(whole, mapped)
         pd.testing.assert_frame_equal(whole, table.reset_index(drop=True), check_categorical=False)
@@ -977,8 +979,8 @@ def test_cache_tables_become_the_frames_pyarrow_makes():
         one.slice(0, 0),
         one.schema.empty_table(),
     ):
-        pd.testing.assert_frame_equal(batching._as_frame(table), table.to_pandas(ignore_metadata=True))
-    stacked = batching._as_frame(pa.concat_tables([one, two], promote_options="permissive"))
+        pd.testing.assert_frame_equal(batching.cache._as_frame(table), table.to_pandas(ignore_metadata=True))
+    stacked = batching.cache._as_frame(pa.concat_tables([one, two], promote_options="permissive"))
     assert stacked["lda"].tolist()[:4] == ["zbs", "biaz", "biaz", "spike"] and pd.isna(stacked["lda"].iloc[4])
 
 
@@ -1015,7 +1017,7 @@ def test_stacking_keeps_categoricals_and_the_values_of_pandas_concat(pieces):
                 }
             )
         )
-    stacked = batching._concat(frames)
+    stacked = in_process._concat(frames)
     expected = pd.concat(frames, ignore_index=True)
     assert list(stacked.columns) == ["label", "n", "text"] and len(stacked) == len(expected)
     assert isinstance(stacked["label"].dtype, pd.CategoricalDtype)

@@ -9,7 +9,7 @@ import pathlib
 import sys
 
 from .. import formatting
-from ..batch import analyze_traces
+from ..analysis import analyze_traces
 from ..control import OPEN_LOOP_NOTE, replay
 from ..control.agreement import agreement
 from ..errors import UsageError
