@@ -77,7 +77,7 @@ def one_worker_pool(jobs, analysis) -> list:
     (forked, one thread), where ``execute(workers=1)`` runs in this process, whose pyarrow and
     ns-2 reader threads use a second core."""
     done = {}
-    batching._on_pool(jobs, analysis, 1, done.__setitem__)
+    batching.running._on_pool(jobs, analysis, 1, done.__setitem__)
     return [done[i] for i in sorted(done)]
 
 

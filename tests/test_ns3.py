@@ -19,7 +19,7 @@ import dpkt
 import pytest
 
 import ldanalyze as la
-from ldanalyze.batch import analyze_traces
+from ldanalyze.analysis import analyze_traces
 from ldanalyze.io.capture.payload import FieldSpec
 from ldanalyze.io.labels import apply_labels
 
