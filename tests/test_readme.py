@@ -9,13 +9,12 @@ import glob
 import os
 import re
 import shlex
-import shutil
 
 import pytest
 
 from ldanalyze.cli import main
 
-from .conftest import IN_CI, ROOT
+from .conftest import ROOT, needs_binary
 
 README = (ROOT / "README.md").read_text()
 
@@ -66,10 +65,9 @@ def test_the_readme_shows_commands_of_every_kind():
     }
 
 
+@needs_binary("ns")  # reproduce runs the real ns-2
 def test_every_readme_command_runs_as_shown(repository_view, capsys):
     """In order: later commands read what earlier ones wrote (labels.csv, model.skops)."""
-    if shutil.which("ns") is None and not IN_CI:
-        pytest.skip("reproduce needs ns-2 (apt-get install ns2)")
     for line in COMMANDS:
         argv = []
         for word in shlex.split(line, comments=True)[1:]:
