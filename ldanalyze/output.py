@@ -25,14 +25,14 @@ def atomic_write(path: str | os.PathLike, write: Callable[[pathlib.Path], None])
     os.close(fd)
     try:
         write(pathlib.Path(tmp))
-        os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode) if os.path.exists(target) else new_file_mode())
+        os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode) if os.path.exists(target) else _new_file_mode())
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
-def new_file_mode() -> int:
+def _new_file_mode() -> int:
     """0666 less the umask: read where Linux tells it, else set and put back (for an instant
     the process's umask is 0, which another thread creating a file would get)."""
     try:

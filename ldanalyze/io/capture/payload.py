@@ -358,9 +358,6 @@ class ClockRates:
                 return keys[key]
         return self.every
 
-    def __str__(self) -> str:
-        return ",".join([f"{self.every:g}"] if self.every else [f"{k}={v:g}" for k, v in self.by_key])
-
 
 def check_given_rate(rate: float, ticks: np.ndarray, times: np.ndarray, name: str, key: str | None = None) -> None:
     """Refuse a given clock rate that the stream's own clock contradicts (:data:`CONTRADICTING`),
@@ -374,15 +371,16 @@ def check_given_rate(rate: float, ticks: np.ndarray, times: np.ndarray, name: st
         raise UsageError(
             f"clock rate {rate:g} Hz contradicts stream {name}: its clock advances {shown:,.0f} ticks "
             f"per second of capture time. A clock rate belongs to one stream: give it per stream "
-            f"(--clock-rate {key or name}={_snapped(shown):g}, keyed by SSRC, RTP payload type or "
+            f"(--clock-rate {key or name}={nearest_usual(shown, USUAL_RTP_RATES, 0.02) or round(shown):g}, keyed by SSRC, RTP payload type or "
             "stream label), or leave it out to have it read from the stream"
         )
 
 
-def _snapped(rate: float) -> float:
-    """The usual media clock rate within 2 % of ``rate``, else ``rate`` rounded."""
-    nearest = min(USUAL_RTP_RATES, key=lambda usual: abs(math.log(rate / usual)))
-    return float(nearest) if abs(rate / nearest - 1) <= 0.02 else float(round(rate))
+def nearest_usual(rate: float, usual, tolerance: float) -> float | None:
+    """The ``usual`` clock rate nearest ``rate`` (on a log scale) when within ``tolerance``
+    (relative), else None."""
+    nearest = min(usual, key=lambda candidate: abs(math.log(rate / candidate)))
+    return float(nearest) if abs(rate / nearest - 1) <= tolerance else None
 
 
 # -- the entry points --------------------------------------------------------------------------
@@ -901,8 +899,7 @@ def _rtp_streams(
             measured, count = report
             info.update(sender_reports=count, sender_report_rate=measured)
             if PLAUSIBLE_RTP_RATES[0] <= measured <= PLAUSIBLE_RTP_RATES[1]:
-                nearest = min(USUAL_RTP_RATES, key=lambda r: abs(math.log(measured / r)))
-                rate = float(nearest) if abs(measured / nearest - 1) <= 0.01 else measured
+                rate = nearest_usual(measured, USUAL_RTP_RATES, 0.01) or measured
             else:  # reports whose NTP and RTP times do not belong together: not a clock to use
                 report = None
                 info["sender_report_refused"] = (
@@ -1131,10 +1128,8 @@ def infer_clock_rate(ticks, times, usual, tolerance, name) -> tuple[float, str]:
     bottleneck read 1024 Hz for Linux's 1000 Hz that way). Raises NotThisKind when the
     capture is too short to tell."""
     slope = clock_slope(ticks, times, name)
-    nearest = min(usual, key=lambda r: abs(math.log(slope / r)))
-    if abs(slope / nearest - 1) <= tolerance:
-        return float(nearest), "inferred"
-    return slope, "inferred (not a usual rate)"
+    nearest = nearest_usual(slope, usual, tolerance)
+    return (nearest, "inferred") if nearest else (slope, "inferred (not a usual rate)")
 
 
 def clock_slope(ticks, times, name) -> float:
