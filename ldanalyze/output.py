@@ -1,17 +1,17 @@
 """Writing results so that nobody reads half of one: ``atomic_write`` fills a temporary file
 beside the target and renames it into place (removed if writing fails; the mode of the file it
-replaces, or of a new file, not a temporary file's 0600), and ``json_default`` turns what a
-trace's meta holds (tables, numpy numbers) into JSON."""
+replaces, or of a new file, not a temporary file's 0600); ``table_records`` and ``json_default``
+write tables and what a trace's meta holds (numpy numbers and arrays) as exact JSON."""
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import stat
 import tempfile
 from collections.abc import Callable
 
+import numpy as np
 import pandas as pd
 
 
@@ -44,11 +44,28 @@ def _new_file_mode() -> int:
     return 0o666 & ~umask
 
 
+def table_records(table: pd.DataFrame) -> list[dict]:
+    """The rows as dicts of plain Python values, a missing value (or an infinity, which JSON
+    lacks) as None. Floats stay exact: ``json.dumps`` writes the shortest text that reads back
+    the same double, where pandas' ``to_json`` keeps 10 digits."""
+    columns = []
+    for name in table.columns:
+        column = table[name]
+        values = column.to_numpy(dtype=object, copy=True)  # numpy numbers become Python ones
+        missing = column.isna().to_numpy()
+        if column.dtype.kind == "f":
+            missing = missing | np.isinf(column.to_numpy())
+        values[missing] = None
+        columns.append(values)
+    names = [str(name) for name in table.columns]
+    return [dict(zip(names, row)) for row in zip(*columns)]
+
+
 def json_default(value):
-    """What ``json`` cannot write by itself in a trace's meta: tables as records, numpy numbers
-    as numbers, anything else as its text."""
+    """What ``json`` cannot write by itself: a table as its exact records, a numpy number as
+    (or array) as its Python value (or list), anything else as its text."""
     if isinstance(value, pd.DataFrame):
-        return json.loads(value.to_json(orient="records"))
-    if hasattr(value, "item"):
-        return value.item()
+        return table_records(value)
+    if isinstance(value, np.generic | np.ndarray):
+        return value.tolist()
     return str(value)

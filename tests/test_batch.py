@@ -1027,3 +1027,14 @@ def test_stacking_keeps_categoricals_and_the_values_of_pandas_concat(pieces):
     )
     assert stacked["n"].dtype == np.int64 and stacked["n"].tolist() == expected["n"].tolist()
     assert stacked["text"].tolist() == expected["text"].tolist()
+
+
+def test_a_cached_trace_keeps_its_meta_exactly(tmp_path):
+    """The cache's meta.json holds floats as they were (pandas' ``to_json`` kept 10 digits: a
+    clock fit's excess of 0.006000041961669922 s came back 0.006000042)."""
+    trace = la.read_trace(pathlib.Path(__file__).parent / "data" / "real" / "discord.pcap")
+    fits = trace.meta["clock_fit"]
+    batching.cache.store(tmp_path / "entry", trace)
+    back = batching.cache.load_entry(tmp_path / "entry", None)
+    pd.testing.assert_frame_equal(pd.DataFrame(back.meta["clock_fit"]), fits, check_dtype=False, check_exact=True)
+    assert any(abs(v - round(v, 10)) > 0 for v in fits["excess_s"].dropna())  # a value that needs every digit

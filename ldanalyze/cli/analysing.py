@@ -17,6 +17,7 @@ from ..io.labels import write_labels
 from ..lda import classify, runnable_ldas
 from ..lda.zbs import Zbs
 from ..packets import LOSS_FATES
+from ..report.ci import table_text
 from ..report.tables import markdown_table, text_table
 from ..scoring import score
 from .options import (
@@ -131,7 +132,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     if batch.throughput is not None and args.format == "table":
         print(f"throughput: {OPEN_LOOP_NOTE}", file=sys.stderr)
     if args.format == "json":
-        text = scores.to_json(orient="records", indent=2) + "\n"
+        text = table_text(scores)
     elif args.format == "csv":
         text = scores.to_csv(index=False)
     elif args.format == "md":

@@ -16,7 +16,7 @@ from ..io import list_flows
 from ..io.capture.pcap import RTP_HEAD_BYTES, capture_format
 from ..io.detect import PCAP, PCAPNG
 from ..io.ns2 import background_flows
-from ..output import json_default
+from ..output import json_default, table_records
 from ..packets import empty_rtt, natural_sorted
 from ..timeline import build_timeline
 from .options import byte_size, flow_by_flow, flow_picking, load_timeline, source_paths
@@ -152,7 +152,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             "format": seen.format,
             "meta": seen.meta,
             "rtt_samples": int(len(seen.rtt)),
-            "flows": json.loads(summary.to_json(orient="records")),
+            "flows": table_records(summary),
         }
         print(json.dumps(payload, indent=2, default=json_default))
         return 0

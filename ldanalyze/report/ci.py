@@ -13,9 +13,9 @@ import json
 import math
 import xml.etree.ElementTree as ET
 
-import numpy as np
 import pandas as pd
 
+from ..output import json_default, table_records
 from ..version import VERSION
 from .tables import markdown_table
 
@@ -75,31 +75,8 @@ JSON_SCHEMA = {
 FAILED = ("fail", "regressed", "missing")
 
 
-def _records(table: pd.DataFrame) -> list[dict]:
-    """The rows as dicts of plain Python values, a missing value as None. Floats stay exact
-    (``json.dumps`` writes the shortest text that reads back the same double): pandas'
-    ``to_json`` keeps 10 digits, and a baseline read back from it failed ``--tolerance 0``
-    against the very run that wrote it."""
-    columns = []
-    for name in table.columns:
-        column = table[name]
-        values = column.to_numpy(dtype=object, copy=True)  # numpy numbers become Python ones
-        missing = column.isna().to_numpy()
-        if column.dtype.kind == "f":  # JSON has no infinity (to_json wrote null too)
-            missing = missing | np.isinf(column.to_numpy())
-        values[missing] = None
-        columns.append(values)
-    names = [str(name) for name in table.columns]
-    return [dict(zip(names, row)) for row in zip(*columns)]
-
-
 def _json(value) -> str:
-    return json.dumps(value, default=_plain)
-
-
-def _plain(value):
-    """A value json cannot write as it is: a numpy scalar as its Python value, else its text."""
-    return value.item() if isinstance(value, np.generic) else str(value)
+    return json.dumps(value, default=json_default)
 
 
 def json_report(
@@ -123,9 +100,9 @@ def json_report(
             "failed": int(len(errors)),
             "passed_over": len(passed_over),
         },
-        "results": _records(results),
-        "errors": _records(errors),
-        "checks": _records(checks),
+        "results": table_records(results),
+        "errors": table_records(errors),
+        "checks": table_records(checks),
         "passed_over": [{"path": path, "why": why} for path, why in passed_over.items()],
     }
 
@@ -146,7 +123,7 @@ def report_text(report: dict) -> str:
 def table_text(table: pd.DataFrame) -> str:
     """A table as a JSON array of records, a record a line (as the report's tables; NaN is
     null): what ``-o results.json`` writes and ``--baseline results.json`` reads."""
-    return _array_text(_records(table), "") + "\n"
+    return _array_text(table_records(table), "") + "\n"
 
 
 def _array_text(rows: list, indent: str) -> str:
