@@ -44,8 +44,8 @@ def main() -> None:
     rows = small.assign(flow=small["flow"].astype(str), fate=small["fate"].astype(str)).to_dict("records")
     small_arrivals = int((small["fate"] == "delivered").sum())
 
-    replay = Replay()
-    f = Features.of(tl, replay)
+    semantics = Replay()
+    f = Features.of(tl, semantics)
     warm = build_timeline(packets.iloc[:2000])
     warm.meta["clock"] = "common"
     classify(warm, "all")  # numba compiles (or loads its cache) outside the timings
@@ -59,7 +59,7 @@ def main() -> None:
         slow = best_of(1, lambda: naive.lda_decisions(name, {}, rows))
         fast_rate, slow_rate = n / fast, small_arrivals / slow
         print(f"{name:<14}{fast_rate / 1e6:>14.1f}{slow_rate / 1e3:>12.1f}{fast_rate / slow_rate:>8.0f}×")
-    features = best_of(args.repeat, lambda: Features.of(tl, replay))
+    features = best_of(args.repeat, lambda: Features.of(tl, semantics))
     total = best_of(args.repeat, lambda: classify(tl, "all"))
     in_all = len(parse_ldas("all"))
     print(f"Features.of (shared arrays): {features:.2f} s; classify(all {in_all} LDAs) end to end: {total:.2f} s")

@@ -41,9 +41,9 @@ def main() -> None:
     learned = get_lda("learned")
     classify(warm, [*every, learned])  # compile (or load) every kernel outside the timings
 
-    replay = Replay()
-    shared = best_of(args.repeat, lambda: Features.of(tl, replay))
-    f = Features.of(tl, replay)
+    semantics = Replay()
+    shared = best_of(args.repeat, lambda: Features.of(tl, semantics))
+    f = Features.of(tl, semantics)
     features = best_of(args.repeat, lambda: gap_features(f))
     print(
         f"gap_features          : {features:6.2f} s  {n / features / 1e6:6.1f} M arrivals/s (target >= 5)"

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .control import BASELINES, PathModel, replay
-from .errors import UsageError
+from .errors import UsageError, renamed_keyword
 from .io import read_trace
 from .lda import Replay, classify
 from .packets import Trace, labels_dtype
@@ -32,13 +32,14 @@ class Batch:
     throughput: pd.DataFrame | None
 
 
+@renamed_keyword("replay_options", "semantics", since="0.5.0")
 def analyze_traces(
     sources: Iterable[str | os.PathLike | Trace],
     ldas="all",
     *,
     controller=None,
     controller_optional: bool = False,
-    replay_options: Replay | None = None,
+    semantics: Replay | None = None,
     path_model: PathModel | None = None,
     seq_modulus: int | None = None,
     **read_options,
@@ -54,7 +55,7 @@ def analyze_traces(
             ldas,
             controller=controller,
             controller_optional=controller_optional,
-            replay_options=replay_options,
+            semantics=semantics,
             path_model=path_model,
             seq_modulus=seq_modulus,
         )
@@ -64,19 +65,11 @@ def analyze_traces(
 
 
 def analyze(
-    trace: Trace,
-    ldas,
-    *,
-    controller,
-    controller_optional,
-    replay_options,
-    path_model,
-    seq_modulus,
-    name: str | None = None,
+    trace: Trace, ldas, *, controller, controller_optional, semantics, path_model, seq_modulus, name: str | None = None
 ) -> Batch:
     name = trace.path if name is None else name
     timeline = build_timeline(trace, seq_modulus=seq_modulus)
-    decided = classify(timeline, ldas, replay=replay_options)
+    decided = classify(timeline, ldas, semantics=semantics)
     decided.insert(0, "trace", one_label(name, len(decided)))
     throughput = None
     if controller is not None:
@@ -85,10 +78,10 @@ def analyze(
                 timeline,
                 [controller],
                 ldas,
-                replay=replay_options,
+                semantics=semantics,
                 path=path_model,
                 rates=False,
-                decisions=with_baselines(timeline, decided, replay_options),
+                decisions=with_baselines(timeline, decided, semantics),
             )
             throughput = result.summary.assign(trace=name)
         except UsageError as exc:
@@ -98,7 +91,7 @@ def analyze(
     return Batch(decisions=decided, summary=timeline.summary().assign(trace=name), throughput=throughput)
 
 
-def with_baselines(timeline, decided: pd.DataFrame, replay_options: Replay | None) -> pd.DataFrame:
+def with_baselines(timeline, decided: pd.DataFrame, semantics: Replay | None) -> pd.DataFrame:
     """The LDA and decision of ``decided``'s rows, and of the baselines' that the controller
     replay needs for its ratios and ``decided`` lacks: the LDAs asked for are not classified
     a second time."""
@@ -106,7 +99,7 @@ def with_baselines(timeline, decided: pd.DataFrame, replay_options: Replay | Non
     if not missing:
         return decided
     columns = ["lda", "decision"]
-    return pd.concat([decided[columns], classify(timeline, missing, replay=replay_options)[columns]], ignore_index=True)
+    return pd.concat([decided[columns], classify(timeline, missing, semantics=semantics)[columns]], ignore_index=True)
 
 
 def one_label(name: str, rows: int) -> pd.Categorical:

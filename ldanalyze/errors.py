@@ -1,8 +1,11 @@
-"""Errors raised on bad input: each one names the file and the line (or byte offset)."""
+"""Errors raised on bad input: each one names the file and the line (or byte offset); and the
+warning of a keyword argument renamed (``renamed_keyword``)."""
 
 from __future__ import annotations
 
+import functools
 import os
+import warnings
 
 
 class TraceError(ValueError):
@@ -47,3 +50,26 @@ class UsageError(ValueError):
 
 class TraceWarning(UserWarning):
     """Something of a trace was left out or guessed; the message says what and how much."""
+
+
+def renamed_keyword(old: str, new: str, since: str):
+    """Let a function still take its keyword ``old`` (now ``new``), with a FutureWarning: a
+    user's code keeps working for a release and is told what to write."""
+
+    def wrap(func):
+        @functools.wraps(func)
+        def call(*args, **kwargs):
+            if old in kwargs:
+                if new in kwargs:
+                    raise UsageError(f"{func.__name__}: give {new}= only ({old}= is its old name)")
+                warnings.warn(
+                    f"{func.__name__}({old}=...) is now {func.__name__}({new}=...) (renamed in {since})",
+                    FutureWarning,
+                    stacklevel=2,
+                )
+                kwargs[new] = kwargs.pop(old)
+            return func(*args, **kwargs)
+
+        return call
+
+    return wrap

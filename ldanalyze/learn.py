@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import UsageError
+from .errors import UsageError, renamed_keyword
 from .io import read_trace
 from .lda import DECISION_DTYPE, Replay, classify
 from .lda.base import Features
@@ -41,18 +41,20 @@ class Labelled:
     decisions: pd.DataFrame
 
 
-def features(timeline, replay: Replay | None = None) -> pd.DataFrame:
+@renamed_keyword("replay", "semantics", since="0.5.0")
+def features(timeline, semantics: Replay | None = None) -> pd.DataFrame:
     """The learned LDA's features of every gap of ``timeline`` (one row per gap, in gap order;
     NaN where no arrival decides it): what the model sees (``docs/learned.md``)."""
-    return gap_features(Features.of(timeline, replay or Replay()))
+    return gap_features(Features.of(timeline, semantics or Replay()))
 
 
-def analyse(source, *, replay: Replay | None = None, **read_options) -> Labelled:
+@renamed_keyword("replay", "semantics", since="0.5.0")
+def analyse(source, *, semantics: Replay | None = None, **read_options) -> Labelled:
     """Features, labels and heuristic decisions of one trace (a path or a Trace)."""
     trace = read_trace(source, **read_options) if not hasattr(source, "packets") else source
     timeline = build_timeline(trace)
-    decisions = classify(timeline, list(HEURISTICS), replay=replay).assign(trace=str(trace.path))
-    return Labelled(str(trace.path), features(timeline, replay), gap_labels(timeline), decisions)
+    decisions = classify(timeline, list(HEURISTICS), semantics=semantics).assign(trace=str(trace.path))
+    return Labelled(str(trace.path), features(timeline, semantics), gap_labels(timeline), decisions)
 
 
 def rows(labelled: Iterable[Labelled]) -> tuple[np.ndarray, np.ndarray, int]:

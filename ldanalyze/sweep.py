@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .analysis import analyze_traces
-from .errors import UsageError
+from .errors import UsageError, renamed_keyword
 from .lda import get_lda
 from .scoring import score
 
@@ -50,12 +50,13 @@ def parse_param(text: str) -> tuple[str, list[float]]:
         raise UsageError(f"--param {text!r}: the values must be numbers") from None
 
 
+@renamed_keyword("replay", "semantics", since="0.5.0")
 def sweep(
     sources: Iterable,
     lda: str,
     grid: dict[str, Sequence[float]],
     *,
-    replay=None,
+    semantics=None,
     seq_modulus: int | None = None,
     **read_options,
 ) -> pd.DataFrame:
@@ -78,7 +79,7 @@ def sweep(
     if not points:
         raise UsageError(f"{lda}: the LDA refuses every point of the grid ({refused})")
     specs = list(dict.fromkeys([p.spec for p in points] + [default.spec]))
-    batch = analyze_traces(sources, specs, replay_options=replay, seq_modulus=seq_modulus, **read_options)
+    batch = analyze_traces(sources, specs, semantics=semantics, seq_modulus=seq_modulus, **read_options)
     scores = score(batch.decisions, batch.summary, by="pooled", bootstrap=0).set_index("lda")
     by_spec = {p.spec: p for p in points} | {default.spec: default}
     rows = []

@@ -141,18 +141,18 @@ def _causal(lda: LDA) -> None:
     full_tl = sample_timeline()
     packets = full_tl.packets
     span = float(packets["t_send"].max())
-    for replay in REPLAYS:
-        full = classify(full_tl, [lda], replay=replay)
+    for semantics in REPLAYS:
+        full = classify(full_tl, [lda], semantics=semantics)
         for share in (0.2, 0.55, 0.9):
             keep = packets["t_send"] <= share * span
             later = packets.loc[~keep, "t_recv"].min()
             view_ends = later if later == later else np.inf  # the views agree until a later packet arrives
-            part = classify(_timeline(packets[keep].reset_index(drop=True)), [lda], replay=replay)
+            part = classify(_timeline(packets[keep].reset_index(drop=True)), [lda], semantics=semantics)
             early = full[full["t_decide"] < view_ends].merge(part, on=["uid"], how="left", suffixes=("", "_part"))
             changed = early["decision"].astype(str) != early["decision_part"].astype(str)
             assert not changed.any(), (
                 f"{int(changed.sum())} decision(s) made before {view_ends:.3f} s change when "
-                f"later packets are added ({replay})"
+                f"later packets are added ({semantics})"
             )
 
 

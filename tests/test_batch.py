@@ -442,10 +442,10 @@ def test_cached_controller_signals_round_trip(tmp_path, losses):
         trace = dataclasses.replace(trace, packets=trace.packets[trace.packets["fate"] == "delivered"])
     tl = build_timeline(trace)
     assert (len(tl.losses) > 0) == losses
-    replay = Replay(detection=3)
-    signals = Signals.of(tl, replay, PathModel())
+    semantics = Replay(detection=3)
+    signals = Signals.of(tl, semantics, PathModel())
     signals.save(tmp_path / "signals.bin")
-    loaded = Signals.load(tmp_path / "signals.bin", tl, replay, PathModel())
+    loaded = Signals.load(tmp_path / "signals.bin", tl, semantics, PathModel())
     for field in dataclasses.fields(Signals):
         want, got = getattr(signals, field.name), getattr(loaded, field.name)
         if isinstance(want, np.ndarray):

@@ -90,16 +90,16 @@ def prefix(tl_full_packets: pd.DataFrame, rtt: pd.DataFrame, meta: dict, t_cut_s
     return part, view_ends
 
 
-@pytest.mark.parametrize("replay", REPLAYS, ids=["default", "classify-first-previous", "detect-3"])
+@pytest.mark.parametrize("semantics", REPLAYS, ids=["default", "classify-first-previous", "detect-3"])
 @pytest.mark.parametrize("trace", ["wlh_mix_4flow_high", "wlh_cbr_1flow_bursty"])
-def test_prefix_invariance(trace, replay):
+def test_prefix_invariance(trace, semantics):
     """Decisions made before time t do not change when later packets are appended."""
     full_tl = timeline(trace)
-    full = classify(full_tl, "all", replay=replay)
+    full = classify(full_tl, "all", semantics=semantics)
     span = full_tl.packets["t_send"].max()
     for frac in (0.2, 0.55, 0.9):
         part_tl, view_ends = prefix(full_tl.packets, full_tl.rtt, full_tl.meta, frac * span)
-        part = classify(part_tl, "all", replay=replay)
+        part = classify(part_tl, "all", semantics=semantics)
         early = full[full["t_decide"] < view_ends]
         assert len(early) > 0
         merged = early.merge(part, on=["lda", "uid"], how="left", suffixes=("", "_part"))

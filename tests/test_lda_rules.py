@@ -37,7 +37,7 @@ def flow(*packets, clock="common"):
 
 
 def decisions(tl, lda, **replay) -> list[str]:
-    d = classify(tl, [lda], replay=Replay(**replay))
+    d = classify(tl, [lda], semantics=Replay(**replay))
     return d.sort_values("seq")["decision"].astype(str).tolist()
 
 
@@ -294,7 +294,7 @@ def test_detection_after_three_arrivals_and_undetected_at_the_end():
         (6, 1.5, 2.5),
         (7, 1.75, 2.75),
     ]
-    d = classify(flow(*pk), ["unaware"], replay=Replay(detection=3)).sort_values("seq")
+    d = classify(flow(*pk), ["unaware"], semantics=Replay(detection=3)).sort_values("seq")
     assert d["decision"].astype(str).tolist() == ["congestion", "undetected"]
     assert d["t_decide"].iloc[0] == 2.0
 
@@ -316,3 +316,15 @@ def test_bad_replay_and_parameters_are_usage_errors():
         get_lda("spike", gamma=1)
     with pytest.raises(UsageError, match="alpha"):
         get_lda("spike", alpha=1 / 4, beta=1 / 3)
+
+
+def test_the_old_keyword_replay_still_works_with_a_warning():
+    """``classify(..., replay=)`` was renamed ``semantics=`` (it shadowed ``control.replay``):
+    the old name gives the same table and says what to write; both names at once are refused."""
+    pk = [(1, 0.0, 1.0), (2, 0.25, 1.25), (4, 0.75, 1.75), (5, 1.0, 2.0)]
+    tl = flow(*pk)
+    with pytest.warns(FutureWarning, match=r"classify\(replay=...\) is now classify\(semantics=...\)"):
+        old = classify(tl, ["spike"], replay=Replay(detection=3))
+    pd.testing.assert_frame_equal(old, classify(tl, ["spike"], semantics=Replay(detection=3)))
+    with pytest.raises(UsageError, match="give semantics= only"):
+        classify(tl, ["spike"], replay=Replay(), semantics=Replay())

@@ -351,7 +351,7 @@ def timeline(packets, rtt=(), clock="common"):
 
 
 def fast_decisions(tl, name, params, replay):
-    d = classify(tl, [get_lda(name, **params)], replay=Replay(**replay))
+    d = classify(tl, [get_lda(name, **params)], semantics=Replay(**replay))
     return dict(zip(d["uid"], d["decision"].astype(str)))
 
 

@@ -43,9 +43,9 @@ SMALL = [
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(packet_tables(), st.booleans(), st.sampled_from(["revealing", "previous"]), st.sampled_from([1, 3]))
 def test_features_agree_with_the_twin(packets, update_first, gap_delay, detection):
-    replay = Replay(update_first=update_first, gap_delay=gap_delay, detection=detection)
+    semantics = Replay(update_first=update_first, gap_delay=gap_delay, detection=detection)
     timeline = build_timeline(_trace(packets))
-    ours = gap_features(Features.of(timeline, replay))
+    ours = gap_features(Features.of(timeline, semantics))
     twin = naive.learned_features(packets, update_first=update_first, gap_delay=gap_delay, detection=detection)
     gaps = timeline.gaps
     assert len(ours) == len(twin) == len(gaps)

@@ -60,7 +60,7 @@ def analyze_cached(
     timeline_dir = entry / "timelines" / built.hexdigest()
     results = (
         timeline_dir
-        / hashlib.blake2b(repr((analysis.replay, analysis.controller)).encode(), digest_size=12).hexdigest()
+        / hashlib.blake2b(repr((analysis.semantics, analysis.controller)).encode(), digest_size=12).hexdigest()
     )
     specs = [lda.spec for lda in parse_ldas(analysis.ldas)]
     left_out = (
@@ -89,7 +89,7 @@ def analyze_cached(
             atomic_write(results / "left_out.json", lambda tmp: tmp.write_text(json.dumps(sorted(left_out))))
             wanted = [spec for spec in wanted if spec not in newly_left]
         if runnable:
-            decided = classify(timeline, runnable, replay=analysis.replay)
+            decided = classify(timeline, runnable, semantics=analysis.semantics)
             decisions.append(_write_piece(decided, results / f"decisions-{_part_name(runnable)}.arrow", ldas=runnable))
             if analysis.controller:
                 rows = _replay_rows(timeline, analysis, runnable, rows, results, decided)
@@ -133,15 +133,15 @@ def _replay_rows(
     controller cannot be replayed on is remembered as such."""
     have_baselines = set(BASELINES) <= _specs_in(rows)
     try:
-        signals = _signals(timeline, analysis.replay, results)
+        signals = _signals(timeline, analysis.semantics, results)
         new = replay(
             timeline,
             [analysis.controller],
             runnable,
-            replay=analysis.replay,
+            semantics=analysis.semantics,
             rates=False,
             reference=_reference_rows(rows) if have_baselines else None,
-            decisions=decided if have_baselines else with_baselines(timeline, decided, analysis.replay),
+            decisions=decided if have_baselines else with_baselines(timeline, decided, analysis.semantics),
             signals=signals,
         ).summary
     except UsageError:
@@ -162,17 +162,17 @@ def _reference_rows(tables: list) -> dict[str, list]:
     return {name: stacked[name].to_pylist() for name in ("lda", "controller", "flow", "thput")}
 
 
-def _signals(timeline, replay_options: Replay, folder: pathlib.Path):
+def _signals(timeline, semantics: Replay, folder: pathlib.Path):
     """The controllers' inputs (they do not depend on the LDA): from the cache, or computed
     and stored. A trace they cannot be had for (no RTT, say) has its UsageError stored and
     raised again, without the timeline being read."""
     file, refused = folder / "signals.bin", folder / "no_signals.txt"
     if file.exists():
-        return Signals.load(file, timeline, replay_options, PathModel())
+        return Signals.load(file, timeline, semantics, PathModel())
     if refused.exists():
         raise UsageError(refused.read_text())
     try:
-        signals = Signals.of(timeline, replay_options, PathModel())
+        signals = Signals.of(timeline, semantics, PathModel())
     except UsageError as exc:
         why = str(exc)
         atomic_write(refused, lambda tmp: tmp.write_text(why))

@@ -46,7 +46,7 @@ class Analysis:
 
     ldas: str = "all"
     controller: str | None = None
-    replay: Replay = dataclasses.field(default_factory=Replay)
+    semantics: Replay = dataclasses.field(default_factory=Replay)
     seq_modulus: int | None = None
     cache_dir: str | None = None
     flow_at_a_time_above: int | None = FLOW_AT_A_TIME_ABOVE

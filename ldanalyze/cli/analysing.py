@@ -55,7 +55,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
 def cmd_classify(args: argparse.Namespace) -> int:
     trace, timeline = load_timeline(args)
     ldas = runnable_ldas(timeline, args.lda)
-    decisions = classify(timeline, ldas, replay=replay_semantics(args))
+    decisions = classify(timeline, ldas, semantics=replay_semantics(args))
     if args.output:
         table = decisions.astype({"lda": str, "flow": str, "decision": str})
         kind = write_table(table, args.output, input_paths(args), args.output_format)
@@ -114,7 +114,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         args.lda,
         controller=controller,
         controller_optional=args.controller == "auto",
-        replay_options=replay_semantics(args),
+        semantics=replay_semantics(args),
         path_model=path_model_of(args),
         seq_modulus=args.seq_modulus,
     )
@@ -165,7 +165,7 @@ def _score_traces(args: argparse.Namespace):
 
 def cmd_replay(args: argparse.Namespace) -> int:
     trace, timeline = load_timeline(args)
-    result = replay(timeline, args.controller, args.lda, replay=replay_semantics(args), path=path_model_of(args))
+    result = replay(timeline, args.controller, args.lda, semantics=replay_semantics(args), path=path_model_of(args))
     if args.output:
         table = result.rates.astype({"lda": str, "controller": str, "flow": str})
         kind = write_table(table, args.output, input_paths(args), args.output_format)
@@ -211,7 +211,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         args.traces,
         args.swept,
         grid,
-        replay=replay_semantics(args),
+        semantics=replay_semantics(args),
         seq_modulus=args.seq_modulus,
         **trace_options(args),
     )

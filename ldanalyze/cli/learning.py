@@ -20,7 +20,7 @@ def _labelled(args: argparse.Namespace) -> list:
 
     items = []
     for path in source_paths(args):
-        items.append(learn.analyse(read_source(args, path), replay=replay_semantics(args)))
+        items.append(learn.analyse(read_source(args, path), semantics=replay_semantics(args)))
         print(
             f"  {items[-1].name}: {len(items[-1].features)} gaps, {int(np.isfinite(items[-1].labels).sum())} with "
             "a known cause",

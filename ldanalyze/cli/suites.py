@@ -193,11 +193,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if cache_dir:
         _usable_folder(cache_dir, "--cache-dir")
     controller = {"none": None, "auto": "tfrc"}.get(s["controller"], s["controller"])
-    replay = Replay(update_first=not s["classify_first"], gap_delay=s["gap_delay"], detection=s["detection"])
+    semantics = Replay(update_first=not s["classify_first"], gap_delay=s["gap_delay"], detection=s["detection"])
     analysis = batching.Analysis(
         ldas=s["lda"],
         controller=controller,
-        replay=replay,
+        semantics=semantics,
         seq_modulus=s["seq_modulus"],
         cache_dir=cache_dir,
         flow_at_a_time_above=byte_size(str(s["flow_at_a_time_above"])),

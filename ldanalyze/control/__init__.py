@@ -16,6 +16,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from ..errors import renamed_keyword
 from ..formatting import replay_html
 from ..lda import Replay, classify, get_lda, parse_ldas, runnable_ldas
 from ..packets import label_positions, labels_dtype
@@ -74,12 +75,13 @@ class ReplayResult:
         return replay_html(self)
 
 
+@renamed_keyword("replay", "semantics", since="0.5.0")
 def replay(
     timeline: Timeline,
     controllers="all",
     ldas="all",
     *,
-    replay: Replay | None = None,
+    semantics: Replay | None = None,
     path: PathModel | None = None,
     rates: bool = True,
     reference: pd.DataFrame | None = None,
@@ -88,24 +90,24 @@ def replay(
 ) -> ReplayResult:
     """Replay each controller fed each LDA's decisions (see the module docstring).
 
-    ``replay`` sets the LDA replay semantics (and which arrival decides a loss), ``path`` how
+    ``semantics`` sets the LDA replay semantics (and which arrival decides a loss), ``path`` how
     the sender's RTT, ACK clock and the capacity are reconstructed. ``rates=False`` skips the
     per-arrival table (the summary alone is much smaller). ``reference``: summary rows of the
     baselines from an earlier replay of the same timeline, controllers and semantics (the
     batch cache keeps them), so that the ``vs_`` ratios need no second replay of them: a
     DataFrame, or its columns ``lda, controller, flow, thput`` as a mapping of sequences.
     ``decisions``: ``classify``'s table for these LDAs (and the baselines, without
-    ``reference``) on this timeline under ``replay``, when the caller has it already.
-    ``signals``: ``Signals.of(timeline, replay, path)``, likewise (the batch cache keeps them).
+    ``reference``) on this timeline under ``semantics``, when the caller has it already.
+    ``signals``: ``Signals.of(timeline, semantics, path)``, likewise (the batch cache keeps them).
     """
-    replay = replay or Replay()
-    sig = signals if signals is not None else Signals.of(timeline, replay, path)
+    semantics = semantics or Replay()
+    sig = signals if signals is not None else Signals.of(timeline, semantics, path)
     chosen = parse_controllers(controllers)
     lda_list = runnable_ldas(timeline, ldas)
     specs = [lda.spec for lda in lda_list]
     extra = [] if reference is not None else [name for name in BASELINES if name not in specs]
     if decisions is None:
-        decisions = classify(timeline, lda_list + [get_lda(name) for name in extra], replay=replay)
+        decisions = classify(timeline, lda_list + [get_lda(name) for name in extra], semantics=semantics)
     flows = np.asarray(sig.flows, dtype=object)
     names = specs + extra
     lda_of = label_positions(decisions["lda"], names)  # by the categories, not row by row
@@ -177,20 +179,21 @@ def _add_ratios(summary: pd.DataFrame, reference) -> None:
             summary[f"vs_{base}"] = own / ref
 
 
+@renamed_keyword("replay", "semantics", since="0.5.0")
 def controller_state(
     timeline: Timeline,
     controller: Controller | str,
     lda: str = "unaware",
     *,
-    replay: Replay | None = None,
+    semantics: Replay | None = None,
     path: PathModel | None = None,
 ) -> pd.DataFrame:
     """The controller's rate and internal state after every arrival, fed one LDA: for plots."""
-    replay = replay or Replay()
+    semantics = semantics or Replay()
     ctl = parse_controllers(controller if not isinstance(controller, Controller) else [controller])[0]
-    sig = Signals.of(timeline, replay, path)
+    sig = Signals.of(timeline, semantics, path)
     [lda_obj] = parse_ldas(lda) if isinstance(lda, str) else parse_ldas([lda])
-    decisions = classify(timeline, [lda_obj], replay=replay)["decision"].astype(str).to_numpy()
+    decisions = classify(timeline, [lda_obj], semantics=semantics)["decision"].astype(str).to_numpy()
     rate, state = ctl.run(sig, sig.congestion(decisions))
     out = pd.DataFrame(
         {"flow": np.asarray(sig.flows, dtype=object)[sig.flow], "t": sig.t, "seq": sig.seq, "rate_bps": rate}

@@ -80,7 +80,7 @@ class Signals:
     """
 
     timeline: Timeline
-    replay: Replay
+    semantics: Replay
     path: PathModel
     flows: list[str]
     start: np.ndarray
@@ -108,10 +108,10 @@ class Signals:
     rtt_source: list[str]
 
     @classmethod
-    def of(cls, timeline: Timeline, replay: Replay | None = None, path: PathModel | None = None) -> Signals:
-        replay = replay or Replay()
+    def of(cls, timeline: Timeline, semantics: Replay | None = None, path: PathModel | None = None) -> Signals:
+        semantics = semantics or Replay()
         path = path or PathModel()
-        f = Features.of(timeline, replay)
+        f = Features.of(timeline, semantics)
         a = timeline.arrivals
         flows = list(a["flow"].cat.categories)
         code = a["flow"].cat.codes.to_numpy(np.int64)
@@ -124,7 +124,7 @@ class Signals:
         loss_at, loss_seq, loss_t, loss_row = _loss_events(timeline, f)
         return cls(
             timeline=timeline,
-            replay=replay,
+            semantics=semantics,
             path=path,
             flows=flows,
             start=f.start,
@@ -178,7 +178,7 @@ class Signals:
                 f.write(chunk)
 
     @classmethod
-    def load(cls, file: str | os.PathLike, timeline: Timeline, replay: Replay, path: PathModel) -> Signals:
+    def load(cls, file: str | os.PathLike, timeline: Timeline, semantics: Replay, path: PathModel) -> Signals:
         """Signals saved by :meth:`save` for this timeline, replay semantics and path model."""
         with open(file, "rb") as f:
             header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
@@ -189,7 +189,7 @@ class Signals:
             if dtype.hasobject:
                 raise ValueError(f"{file}: {name} has an object dtype")
             values[name] = np.frombuffer(data, dtype, int(np.prod(shape)), offset).reshape(shape)
-        return cls(timeline=timeline, replay=replay, path=path, **values)
+        return cls(timeline=timeline, semantics=semantics, path=path, **values)
 
     def congestion(self, decision: np.ndarray) -> np.ndarray:
         """Per detected loss (in ``loss_*`` order): did the LDA call it congestion?
@@ -201,7 +201,7 @@ class Signals:
         return (decision if decision.dtype == bool else decision == "congestion")[self.loss_row]
 
 
-_NOT_SAVED = ("timeline", "replay", "path")
+_NOT_SAVED = ("timeline", "semantics", "path")
 
 
 def _segment_sizes(timeline: Timeline, flows: list[str]) -> np.ndarray:

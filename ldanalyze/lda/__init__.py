@@ -14,7 +14,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from ..errors import UsageError
+from ..errors import UsageError, renamed_keyword
 from ..packets import label_positions, labels_dtype
 from ..specs import asks_for_all, build, parse_specs
 from ..timeline import Timeline
@@ -105,7 +105,8 @@ def optional_specs(ldas) -> set[str]:
     return {lda.spec for lda in parse_ldas("all")} if asks_for_all(ldas) else set()
 
 
-def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) -> pd.DataFrame:
+@renamed_keyword("replay", "semantics", since="0.5.0")
+def classify(timeline: Timeline, ldas="all", *, semantics: Replay | None = None) -> pd.DataFrame:
     """Replay each LDA over the timeline: one row per lost transmission per LDA.
 
     Columns: ``lda`` (its spec, categorical in the order given), ``flow`` (categorical over
@@ -116,9 +117,9 @@ def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) ->
     categorical). The table is built once from codes: a batch re-run classifies a trace in a
     few milliseconds, and per-LDA pandas blocks would dominate that.
     """
-    replay = replay or Replay()
+    semantics = semantics or Replay()
     chosen = runnable_ldas(timeline, ldas)
-    f = Features.of(timeline, replay)
+    f = Features.of(timeline, semantics)
     losses = timeline.losses
     gap = losses["gap"].to_numpy(np.int64)
     at = take(f.at, gap, -1)
@@ -153,11 +154,12 @@ def classify(timeline: Timeline, ldas="all", *, replay: Replay | None = None) ->
     )
 
 
-def lda_state(timeline: Timeline, lda: LDA | str, *, replay: Replay | None = None) -> pd.DataFrame:
+@renamed_keyword("replay", "semantics", since="0.5.0")
+def lda_state(timeline: Timeline, lda: LDA | str, *, semantics: Replay | None = None) -> pd.DataFrame:
     """The LDA's internal state after every arrival (Spike state, ZigZag mean/dev, ZBS scheme,
     ...), next to the arrival's flow, seq and receive time: for plots."""
     lda = parse_ldas(lda if not isinstance(lda, LDA) else [lda])[0]
     lda.prepare(timeline)
-    f = Features.of(timeline, replay or Replay())
+    f = Features.of(timeline, semantics or Replay())
     base = timeline.arrivals[["flow", "seq", "t_recv"]].reset_index(drop=True)
     return pd.concat([base, lda.state(f).reset_index(drop=True)], axis=1)

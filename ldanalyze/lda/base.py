@@ -68,7 +68,7 @@ class Features:
     """
 
     timeline: Timeline
-    replay: Replay
+    semantics: Replay
     start: np.ndarray
     t: np.ndarray
     d: np.ndarray
@@ -94,7 +94,7 @@ class Features:
         return take(state, self.si, fill)
 
     @classmethod
-    def of(cls, timeline: Timeline, replay: Replay) -> Features:
+    def of(cls, timeline: Timeline, semantics: Replay) -> Features:
         a, g = timeline.arrivals, timeline.gaps
         flow_codes = a["flow"].cat.codes.to_numpy()
         start = np.ones(len(a), bool)
@@ -116,16 +116,16 @@ class Features:
 
         rev = g["arrival"].to_numpy(np.int64)
         prev = g["prev_arrival"].to_numpy(np.int64)
-        at = rev if replay.detection == 1 else call(_detection_arrivals, seq, start, rev, replay.detection)
-        if replay.update_first:
+        at = rev if semantics.detection == 1 else call(_detection_arrivals, seq, start, rev, semantics.detection)
+        if semantics.update_first:
             si = at.copy()
         else:
             si = np.where((at > 0) & ~start[np.maximum(at, 0)], at - 1, -1)
-        gidx = rev if replay.gap_delay == "revealing" else prev
+        gidx = rev if semantics.gap_delay == "revealing" else prev
         gdelay = take(d, gidx, np.nan)
         return cls(
             timeline=timeline,
-            replay=replay,
+            semantics=semantics,
             start=start,
             t=t,
             d=d,

@@ -129,7 +129,7 @@ class AdaptiveRtt(LDA):
         mean, dev = call(ewma_mean_dev, x, start, 1 / 8, 1 / 4, True)
         lo, _ = call(running_min_max, x, start)
         t_decide = take(f.t, f.at, np.nan)  # the decision time, whatever arrival holds the state
-        side: Literal["left", "right"] = "right" if f.replay.update_first else "left"
+        side: Literal["left", "right"] = "right" if f.semantics.update_first else "left"
         idx = np.full(len(flows), -1, np.int64)
         for j, flow in enumerate(rtt_flows):
             rows = np.flatnonzero(rflow == j)  # contiguous: sorted by flow

@@ -27,7 +27,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..errors import UsageError
+from ..errors import UsageError, renamed_keyword
 
 # Okabe-Ito
 BLACK, ORANGE, SKY, GREEN, YELLOW, BLUE, VERMILLION, PURPLE = (
@@ -91,7 +91,8 @@ def decimate(t: np.ndarray, y: np.ndarray, points: int = MAX_POINTS) -> tuple[np
     return t[rows], y[rows]
 
 
-def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, replay=None, figsize=(11, 7.5)):
+@renamed_keyword("replay", "semantics", since="0.5.0")
+def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, semantics=None, figsize=(11, 7.5)):
     """ROTT, inter-arrival time, the losses and the decisions of ``ldas`` for one ``flow``
     (default: the flow with the most losses), between ``window = (t0, t1)`` seconds."""
     from ..lda import classify, lda_state
@@ -151,7 +152,7 @@ def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, r
 
     strip = axes[2]
     if ldas and len(losses):
-        decisions = classify(tl, ldas, replay=replay)
+        decisions = classify(tl, ldas, semantics=semantics)
         decisions = decisions[decisions["flow"].astype(str) == flow]
         names = [str(x) for x in decisions["lda"].cat.categories]
         for row, name in enumerate(names):
@@ -205,7 +206,7 @@ def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, r
     strip.grid(False)
 
     if panels == 4:
-        st = lda_state(tl, ldas[0], replay=replay)
+        st = lda_state(tl, ldas[0], semantics=semantics)
         st = st[st["flow"].astype(str) == flow]
         if window is not None:
             st = st[(st["t_recv"] >= window[0]) & (st["t_recv"] <= window[1])]
