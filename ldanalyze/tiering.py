@@ -1,8 +1,8 @@
 """Run a numba kernel as plain Python when compiling it would cost more than the work.
 
-numba compiles a kernel the first time it is called with new argument types: about 4 s for the
-capture decoder on this project's 2-core machine, paid on every fresh install, while a capture of
-a few hundred packets takes 40 ms to decode in the interpreter. ``pick`` (and ``call``) chooses
+numba compiles a kernel the first time it is called with new argument types: seconds for the
+capture decoder, paid on every fresh install, while a small capture decodes in the interpreter
+in a fraction of that (docs/design.md). ``pick`` (and ``call``) chooses
 per call between the compiled kernel and its *interpreted run* (the same Python source run by
 CPython, its calls to other kernels rebound to their interpreted runs): the same code, so the same results
 (``tests/test_tiering.py`` checks that they agree byte for byte on real and generated captures).
@@ -22,9 +22,8 @@ import numpy as np
 from numba.core.dispatcher import Dispatcher
 from numba.core.registry import CPUDispatcher
 
-# compiling costs about 0.1 s plus 0.4-2.4 ms per bytecode instruction of the kernel and the
-# kernels it calls (measured on this project's 2-core machine; the capture decoder: 5,400
-# instructions, 3.7 s); loading it from numba's disk cache about a tenth of that
+# the cost model of compiling a kernel, per bytecode instruction of it and the kernels it calls,
+# and of loading it from numba's disk cache (measured: docs/design.md)
 COMPILE_BASE_S = 0.1
 COMPILE_PER_INSTRUCTION_S = 7e-4
 CACHE_LOAD_SHARE = 0.1

@@ -361,8 +361,8 @@ def _gaps(arrivals: pd.DataFrame, first_seq: pd.Series, prev_in_order: np.ndarra
 
 def _losses(packets: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
     """The lost transmissions by flow, send time and uid, each charged to the gap that holds
-    it (array code on the flows' codes: the pandas sort, duplicate search and groupby it
-    replaced were a twentieth of a batch)."""
+    it (array code on the flows' codes, not a pandas sort, duplicate search and groupby:
+    docs/design.md)."""
     fate = packets["fate"]
     lost_codes = [fate.cat.categories.get_loc(name) for name in LOSS_FATES if name in fate.cat.categories]
     rows = np.flatnonzero(np.isin(fate.cat.codes.to_numpy(), lost_codes))

@@ -238,9 +238,8 @@ WHOLE_FILE_BYTES = 8 << 20  # a cache file up to this size is read or written wh
 
 def _arrow(path: pathlib.Path):
     """A cache file's Arrow table. A small file's bytes are read at once and opened as an IPC
-    file in memory (the arrays are views of them): opening it through ``pa.OSFile`` took three
-    times as long on a trace's small tables (124 against 39 us), ``feather.read_table`` longer
-    still. A large one (a big flow's) is memory-mapped: its arrays are the file's pages, which
+    file in memory (the arrays are views of them): quicker than opening it through
+    ``pa.OSFile`` or ``feather.read_table`` (docs/design.md). A large one (a big flow's) is memory-mapped: its arrays are the file's pages, which
     the system can drop under pressure, not copies."""
     import pyarrow as pa
 
@@ -253,8 +252,8 @@ def _arrow(path: pathlib.Path):
 def _as_frame(table) -> pd.DataFrame:
     """An Arrow table of the cache as a DataFrame, without pandas' metadata (every cache file
     is written with a plain RangeIndex): numbers as NumPy arrays, dictionaries as categoricals
-    over a dtype made once per set of labels (validating a new dtype's categories was a
-    sixth of a re-run), the rest by pyarrow. A quarter faster than ``Table.to_pandas``."""
+    over a dtype made once per set of labels (validating a new dtype's categories is costly
+    on a warm re-run), the rest by pyarrow: quicker than ``Table.to_pandas``."""
     import pyarrow as pa
 
     columns = {}
@@ -274,12 +273,11 @@ def _as_frame(table) -> pd.DataFrame:
 
 
 def _write_piece(table: pd.DataFrame, path: pathlib.Path, *, ldas: list[str] | None = None):
-    """Write a cache file (Arrow IPC, uncompressed: twice the bytes of LZ4 and half the time
-    to read); the Arrow table written. Column by column, without pandas' metadata, which
-    ``_as_frame`` ignores: ``Table.from_pandas`` took up to four times as long on a trace's
-    tables. A small file is made in memory and written at once, as ``_arrow`` reads it (a third
-    faster than writing through ``pa.OSFile``); a large one is written through it, not held
-    twice in memory."""
+    """Write a cache file (Arrow IPC, uncompressed: more bytes than LZ4, quicker to read); the
+    Arrow table written. Column by column, without pandas' metadata, which ``_as_frame``
+    ignores (``Table.from_pandas`` is slower on a trace's tables). A small file is made in
+    memory and written at once, as ``_arrow`` reads it; a large one is written through
+    ``pa.OSFile``, not held twice in memory (docs/design.md)."""
     import pyarrow as pa
 
     arrow = pa.table(
@@ -398,7 +396,7 @@ def store(entry: pathlib.Path, trace: Trace) -> None:
     entry.parent.mkdir(parents=True, exist_ok=True)
     tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
     tmp.mkdir(exist_ok=True)
-    _write_piece(trace.packets, tmp / "packets.arrow")  # Arrow IPC, as all the cache: 4x faster than Parquet
+    _write_piece(trace.packets, tmp / "packets.arrow")  # Arrow IPC, as all the cache: quicker to read than Parquet
     _write_piece(trace.rtt, tmp / "rtt.arrow")
     meta = {"path": trace.path, "format": trace.format, **trace.meta}
     (tmp / "meta.json").write_text(json.dumps(meta, default=json_default))

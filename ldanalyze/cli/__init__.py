@@ -45,8 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run() -> None:
     """The ``ldanalyze`` command: :func:`main`, then a quick exit. Python's teardown of the
-    interpreter's objects, numba's above all, took 0.25 s of every command on our development
-    VM (a tenth of inspecting 2 M packets) and does nothing a finished command needs: the exit
+    interpreter's objects, numba's above all, is a noticeable share of every short command
+    (docs/design.md) and does nothing a finished command needs: the exit
     handlers still run and the output is flushed, then the process ends (mypy ends so, for
     the same reason). A non-daemon thread still running (none of ours) gets the ordinary
     exit, which waits for it; so do ``--help`` and usage errors (they end by SystemExit)."""

@@ -15,9 +15,8 @@ def ordinary_pages() -> None:
     """Have numpy leave large arrays on ordinary pages, unless ``NUMPY_MADVISE_HUGEPAGE`` says
     otherwise. numpy asks Linux for transparent huge pages, and where THP defrag is ``madvise``
     (common distributions' default) every first touch of such an array waits for the kernel to
-    compact memory: on our development VM the 250 MB of records a 2 M-packet capture decodes
-    into took 0.5 s to touch instead of 0.1 s, with no gain in the passes that follow, as a
-    command streams through its arrays a few times and ends."""
+    compact memory, with no gain in the passes that follow, as a command streams through its
+    arrays a few times and ends (docs/design.md has the measurement)."""
     if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
         return
     multiarray = getattr(getattr(np, "_core", None) or np.core, "multiarray", None)
@@ -49,8 +48,8 @@ class _NoBlasProbe(importlib.abc.MetaPathFinder):
 def no_blas_probe() -> None:
     """Spare this process numba's probe for BLAS. The first kernel a process loads makes numba
     import ``scipy.linalg``, where scipy is installed (the ``learn`` and ``test`` extras), only
-    to learn whether a kernel's ``np.dot`` may call BLAS: 0.15 s of every command on our
-    development VM. No kernel of ours calls BLAS, and a command's process runs only ours, so
+    to learn whether a kernel's ``np.dot`` may call BLAS, a cost every command pays
+    (docs/design.md). No kernel of ours calls BLAS, and a command's process runs only ours, so
     here numba is told there is none; scipy itself imports as ever (the learned LDA's model
     needs it). An interactive session, which may run numba code of its own, is left alone."""
     if "scipy.linalg" not in sys.modules:
@@ -60,8 +59,8 @@ def no_blas_probe() -> None:
 def no_numba_extensions() -> None:
     """Spare this process numba's search for plug-ins. At the first kernel a process loads,
     numba reads the entry points of every installed distribution to run the
-    ``numba_extensions`` ones, which teach numba new types: 50 ms of every command on our
-    development VM, more the more is installed. Our kernels use no such type, and a command's
+    ``numba_extensions`` ones, which teach numba new types: a cost every command pays, the
+    larger the more is installed. Our kernels use no such type, and a command's
     process runs only ours; an interactive session, which may need them, is left alone."""
     from numba.core import entrypoints
 
