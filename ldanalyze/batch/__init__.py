@@ -11,6 +11,7 @@ from .jobs import (
     FLOW_AT_A_TIME_ABOVE,
     KEEP,
     MANIFEST_KEYS,
+    SPLIT_OPTIONS,
     TRACE_NAMES,
     Analysis,
     Job,
@@ -18,9 +19,10 @@ from .jobs import (
     discover,
     load_config,
     read_manifest,
+    too_big_to_read_whole,
 )
 from .results import SCOPES, errors_table, results_table, score_suite
-from .running import SPLIT_OPTIONS, execute, largest_first, run_job
+from .running import execute, largest_first, run_job
 
 __all__ = [
     "cache",
@@ -40,11 +42,12 @@ __all__ = [
     "discover",
     "load_config",
     "read_manifest",
+    "too_big_to_read_whole",
+    "SPLIT_OPTIONS",
     "SCOPES",
     "errors_table",
     "results_table",
     "score_suite",
-    "SPLIT_OPTIONS",
     "execute",
     "largest_first",
     "run_job",

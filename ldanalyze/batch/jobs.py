@@ -19,6 +19,23 @@ from ..io.detect import detect_format
 from ..lda import Replay, parse_ldas
 
 FLOW_AT_A_TIME_ABOVE = 1 << 30  # bytes: a larger capture is read one flow at a time (Analysis)
+# the reader options a capture read one flow at a time takes (``read_capture_flows``'); one that
+# picks flows or streams, or names the trace format, has the capture read whole
+SPLIT_OPTIONS = frozenset({"payload", "clock_rate", "skew", "skew_limit_ppm", "capture_host", "vantage"})
+
+
+def too_big_to_read_whole(path: str, limit: int | None) -> bool:
+    """Whether ``path`` is a pcap or pcapng file larger than ``limit`` bytes (None: no limit):
+    ``batch`` and ``inspect`` read such a capture one flow at a time by themselves, memory
+    bounded by its largest flow. A file that cannot be read is not: the reader says why."""
+    from ..io.capture.pcap import capture_format
+
+    if limit is None:
+        return False
+    try:
+        return os.path.getsize(path) > limit and capture_format(path) is not None
+    except OSError:
+        return False
 
 
 @dataclasses.dataclass(frozen=True)

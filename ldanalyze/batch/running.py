@@ -24,7 +24,7 @@ from ..output import atomic_write
 from ..packets import Trace
 from ..scoring import SUMMARY_REQUIRED, THROUGHPUT_REQUIRED, tally
 from .cache import analyze_cached, entry_of, labelled_of, load_entry, read_fresh, store
-from .jobs import Analysis, Job, Outcome
+from .jobs import SPLIT_OPTIONS, Analysis, Job, Outcome, too_big_to_read_whole
 
 
 def run_job(job: Job, analysis: Analysis) -> Outcome:
@@ -86,18 +86,9 @@ def _flow_at_a_time(job: Job, analysis: Analysis) -> bool:
     """Whether the job is a capture to read one flow at a time: one pcap or pcapng file larger
     than ``analysis.flow_at_a_time_above`` bytes, read with no option that picks flows or
     streams (those read the capture whole)."""
-    from ..io.capture.pcap import capture_format
-
-    limit = analysis.flow_at_a_time_above
-    if limit is None or job.vantage or not job.path or set(dict(job.read_options)) - SPLIT_OPTIONS:
+    if job.vantage or not job.path or set(dict(job.read_options)) - SPLIT_OPTIONS:
         return False
-    try:
-        return os.path.getsize(job.path) > limit and capture_format(job.path) is not None
-    except OSError:
-        return False  # the reader says what is wrong with the file
-
-
-SPLIT_OPTIONS = {"payload", "clock_rate", "skew", "skew_limit_ppm", "capture_host", "vantage"}
+    return too_big_to_read_whole(job.path, analysis.flow_at_a_time_above)
 
 
 def _analyze_flows(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:

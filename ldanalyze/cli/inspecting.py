@@ -11,9 +11,10 @@ import sys
 import pandas as pd
 
 from .. import formatting
+from ..batch import too_big_to_read_whole
 from ..formatting import MAIN_SUMMARY_COLUMNS, summary_shown
 from ..io import list_flows
-from ..io.capture.pcap import RTP_HEAD_BYTES, capture_format
+from ..io.capture.pcap import RTP_HEAD_BYTES
 from ..io.detect import PCAP, PCAPNG
 from ..io.ns2 import background_flows
 from ..output import json_default, table_records
@@ -110,17 +111,11 @@ def _big_capture(args: argparse.Namespace) -> bool:
     """Whether ``inspect`` reads its capture one flow at a time by itself, as ``batch`` does: a
     pcap or pcapng file above ``--flow-at-a-time-above`` bytes, no option picking flows or
     streams. The report is the same either way; a note on standard error says which it was."""
-    limit, path = byte_size(args.flow_at_a_time_above), args.trace
-    if limit is None or not path or flow_picking(args):
-        return False
-    try:
-        size = os.path.getsize(path)
-    except OSError:
-        return False  # the reader says what is wrong with the file
-    if size <= limit or capture_format(path) is None:
+    path = args.trace
+    if not path or flow_picking(args) or not too_big_to_read_whole(path, byte_size(args.flow_at_a_time_above)):
         return False
     print(
-        f"ldanalyze: note: {path} holds {size / 1e6:,.0f} MB, more than --flow-at-a-time-above "
+        f"ldanalyze: note: {path} holds {os.path.getsize(path) / 1e6:,.0f} MB, more than --flow-at-a-time-above "
         f"({args.flow_at_a_time_above}): read one flow at a time, memory bounded by its largest flow "
         "('--flow-at-a-time-above never' reads it whole)",
         file=sys.stderr,

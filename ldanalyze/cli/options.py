@@ -8,6 +8,7 @@ import argparse
 import os
 import sys
 
+from ..batch import FLOW_AT_A_TIME_ABOVE, SPLIT_OPTIONS
 from ..control import PathModel
 from ..errors import UsageError
 from ..io import read_trace
@@ -102,20 +103,25 @@ def read_source(args: argparse.Namespace, path: str | None) -> Trace:
             **chain_options,
         )
     else:
-        options = trace_options(args)
-        for name in ("payload", "skew", "flows", "clock_rate", "ssrc", "capture_host"):
-            if getattr(args, name):
-                options[name] = getattr(args, name)
-        if args.rtp_sequence != "ssrc":
-            options["rtp_sequence"] = args.rtp_sequence
-        if args.skew_limit is not None:
-            options["skew_limit_ppm"] = args.skew_limit
-        if args.field:
-            if args.payload:
-                raise UsageError("give either --payload or --field")
-            options["payload"] = FieldSpec.parse(args.field)
-        trace = read_trace(path, **options)
+        trace = read_trace(path, **reader_options(args))
     return apply_labels(trace, args.labels) if args.labels else trace
+
+
+def reader_options(args: argparse.Namespace) -> dict:
+    """The options ``read_trace`` gets for one file from the command line."""
+    options = trace_options(args)
+    for name in ("payload", "skew", "flows", "clock_rate", "ssrc", "capture_host"):
+        if getattr(args, name):
+            options[name] = getattr(args, name)
+    if args.rtp_sequence != "ssrc":
+        options["rtp_sequence"] = args.rtp_sequence
+    if args.skew_limit is not None:
+        options["skew_limit_ppm"] = args.skew_limit
+    if args.field:
+        if args.payload:
+            raise UsageError("give either --payload or --field")
+        options["payload"] = FieldSpec.parse(args.field)
+    return options
 
 
 def source_paths(args: argparse.Namespace) -> list[str | None]:
@@ -152,6 +158,15 @@ def input_paths(args: argparse.Namespace) -> list[str]:
 def load_timeline(args: argparse.Namespace):
     trace = read_source(args, source_paths(args)[0])
     return trace, build_timeline(trace, seq_modulus=args.seq_modulus)
+
+
+# the command line's defaults of what the library defaults too
+FLOW_AT_A_TIME_TEXT = f"{FLOW_AT_A_TIME_ABOVE >> 30}G"
+REPLAY_DEFAULTS = {
+    "classify_first": not Replay().update_first,
+    "gap_delay": Replay().gap_delay,
+    "detection": Replay().detection,
+}
 
 
 def replay_semantics(args: argparse.Namespace) -> Replay:
@@ -198,15 +213,7 @@ def flow_by_flow(args: argparse.Namespace, path: str | None):
         raise UsageError(f"--flow-at-a-time reads whole captures flow by flow; it takes no {', '.join(given)}")
     if capture_format(path) is None:
         raise UsageError(f"--flow-at-a-time reads pcap and pcapng captures; {path} is not one")
-    options = {"payload": FieldSpec.parse(args.field) if args.field else args.payload or "auto"}
-    if args.clock_rate:
-        options["clock_rate"] = args.clock_rate
-    if args.skew:
-        options["skew"] = args.skew
-    if args.skew_limit is not None:
-        options["skew_limit_ppm"] = args.skew_limit
-    if args.capture_host:
-        options["capture_host"] = args.capture_host
+    options = {name: value for name, value in reader_options(args).items() if name in SPLIT_OPTIONS}
     return read_capture_flows(path, **options)
 
 

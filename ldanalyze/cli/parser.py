@@ -27,7 +27,7 @@ from .analysing import (
 )
 from .inspecting import CAPTURE_FLOWS_SHOWN, cmd_inspect
 from .learning import cmd_evaluate, cmd_train
-from .options import bits_per_second, clock_rates_arg, csv_list, drop_cause_arg
+from .options import FLOW_AT_A_TIME_TEXT, REPLAY_DEFAULTS, bits_per_second, clock_rates_arg, csv_list, drop_cause_arg
 from .suites import cmd_batch, cmd_reproduce
 from .writing import TABLE_KINDS
 
@@ -56,13 +56,13 @@ def _replay_options(*, defaults: bool) -> argparse.ArgumentParser:
     replaying.add_argument(
         "--gap-delay",
         choices=("revealing", "previous"),
-        default=default("revealing"),
+        default=default(REPLAY_DEFAULTS["gap_delay"]),
         help="judge a gap by the delay of the packet after it (default) or before it",
     )
     replaying.add_argument(
         "--detection",
         type=int,
-        default=default(1),
+        default=default(REPLAY_DEFAULTS["detection"]),
         metavar="K",
         help="decide a gap at the K-th arrival above it (1: at once, default; 3: RFC 5348's rule)",
     )
@@ -230,9 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--flow-at-a-time-above",
         metavar="SIZE",
-        default="1G",
+        default=FLOW_AT_A_TIME_TEXT,
         help="read a capture larger than SIZE (e.g. 512M, 2G; never) one flow at a time by itself, "
-        "unless an option picks flows or streams (default 1G, as batch)",
+        f"unless an option picks flows or streams (default {FLOW_AT_A_TIME_TEXT}, as batch)",
     )
     p.set_defaults(func=cmd_inspect)
 
@@ -478,7 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--flow-at-a-time-above",
         metavar="SIZE",
         help="read a capture larger than SIZE (e.g. 512M, 2G; 0: every capture; never) one flow "
-        "at a time, its memory bounded by its largest flow (default 1G)",
+        f"at a time, its memory bounded by its largest flow (default {FLOW_AT_A_TIME_TEXT})",
     )
     p.set_defaults(func=cmd_batch)
     return parser

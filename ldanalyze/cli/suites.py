@@ -15,10 +15,10 @@ import pandas as pd
 from .. import batch as batching
 from .. import gates
 from ..errors import UsageError
-from ..lda import Replay, parse_ldas
+from ..lda import parse_ldas
 from ..report import ci
 from ..report.tables import text_table
-from .options import byte_size
+from .options import FLOW_AT_A_TIME_TEXT, REPLAY_DEFAULTS, byte_size, replay_semantics
 from .writing import table_kind, write_output, write_table
 
 BATCH_DEFAULTS = {
@@ -43,10 +43,8 @@ BATCH_DEFAULTS = {
     "summary": None,
     "json": None,
     "quiet": False,
-    "flow_at_a_time_above": "1G",
-    "classify_first": False,
-    "gap_delay": "revealing",
-    "detection": 1,
+    "flow_at_a_time_above": FLOW_AT_A_TIME_TEXT,
+    **REPLAY_DEFAULTS,
     "seq_modulus": None,
 }
 
@@ -193,7 +191,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if cache_dir:
         _usable_folder(cache_dir, "--cache-dir")
     controller = {"none": None, "auto": "tfrc"}.get(s["controller"], s["controller"])
-    semantics = Replay(update_first=not s["classify_first"], gap_delay=s["gap_delay"], detection=s["detection"])
+    semantics = replay_semantics(argparse.Namespace(**s))
     analysis = batching.Analysis(
         ldas=s["lda"],
         controller=controller,
