@@ -86,7 +86,7 @@ def _flow_at_a_time(job: Job, analysis: Analysis) -> bool:
     """Whether the job is a capture to read one flow at a time: one pcap or pcapng file larger
     than ``analysis.flow_at_a_time_above`` bytes, read with no option that picks flows or
     streams (those read the capture whole)."""
-    from ..io.capture.pcap import capture_format
+    from ..io.capture.source import capture_format
 
     limit = analysis.flow_at_a_time_above
     if limit is None or job.vantage or not job.path or set(dict(job.read_options)) - SPLIT_OPTIONS:

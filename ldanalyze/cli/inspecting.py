@@ -13,7 +13,8 @@ import pandas as pd
 from .. import formatting
 from ..formatting import MAIN_SUMMARY_COLUMNS, summary_shown
 from ..io import list_flows
-from ..io.capture.pcap import RTP_HEAD_BYTES, capture_format
+from ..io.capture.pcap import RTP_HEAD_BYTES
+from ..io.capture.source import capture_format
 from ..io.detect import PCAP, PCAPNG
 from ..io.ns2 import background_flows
 from ..output import json_default
