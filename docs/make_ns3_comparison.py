@@ -22,7 +22,7 @@ import pandas as pd  # noqa: E402
 
 import ldanalyze as la  # noqa: E402
 from ldanalyze.analysis import analyze_traces  # noqa: E402
-from ldanalyze.io.capture.payload import FieldSpec  # noqa: E402
+from ldanalyze.io.capture.fields import FieldSpec  # noqa: E402
 from ldanalyze.io.labels import apply_labels  # noqa: E402
 
 SCENARIOS = {

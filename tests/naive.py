@@ -983,7 +983,7 @@ CONTROLLER_TWINS["westwood_abse"] = controller_westwood_abse
 # --- captures ---------------------------------------------------------------------------------
 # A readable, struct-based reader of pcap and pcapng captures, written from the file format
 # specifications and ldanalyze/io/capture/linklayer.py's docstring: the twin of the numba kernels of
-# ldanalyze.io.capture.pcap (decode_capture), and of the one-point receiver rules of
+# ldanalyze.io.capture.walk (decode_capture), and of the one-point receiver rules of
 # ldanalyze/io/capture/payload.py. One dict per record; flows are 5-tuples.
 
 import ipaddress as _ipaddress  # noqa: E402 - this section's own imports (tests/naive.py is sectioned)
@@ -1390,7 +1390,7 @@ def receiver_rows_naive(arrivals, gap_reason="seq-gap"):
 
 
 def tcp_segment_numbers_naive(segments, mss):
-    """Packet index of each (start byte, length) segment, following ldanalyze/io/capture/payload.py:
+    """Packet index of each (start byte, length) segment, following ldanalyze/io/capture/tcp.py:
     distinct starts in byte order; a hole of h bytes before a start adds ceil(h / mss); a start
     whose bytes were all covered before takes the index of the last start that was not."""
     starts = sorted({s for s, _ in segments})
@@ -1742,7 +1742,7 @@ def rtp_header(kept: bytes, payload_len: int, fec_span: int = 48) -> tuple[str, 
     return kind, length, padding, osn, fec
 
 
-# --- capture host (ldanalyze/io/capture/payload.py flow_ttls) ---
+# --- capture host (ldanalyze/io/capture/flows.py flow_ttls) ---
 
 
 def flow_ttls(flows, statuses, ttls, n_flows, decoded):

@@ -97,8 +97,8 @@ def test_the_receiver_alone_finds_the_same_losses_in_the_rtp_stream(rtp_lab):
     info = streams[label]
     # rtpbin's sender reports (to the next port, every 5 s or so, through the bottleneck) say
     # the media clock's rate before PT 8 does, when two of them reached the receiver 0.5 s apart
-    from ldanalyze.io.capture.payload import capture_sender_reports
     from ldanalyze.io.capture.pcap import decode_capture
+    from ldanalyze.io.capture.rtp_streams import capture_sender_reports
 
     reports = capture_sender_reports(decode_capture(lab.captures["receiver"], head_bytes=48))
     source = "RTCP sender reports" if int(info["ssrc"], 16) in reports else "payload type"

@@ -20,7 +20,7 @@ import pytest
 
 import ldanalyze as la
 from ldanalyze.analysis import analyze_traces
-from ldanalyze.io.capture.payload import FieldSpec
+from ldanalyze.io.capture.fields import FieldSpec
 from ldanalyze.io.labels import apply_labels
 
 from .conftest import IN_CI

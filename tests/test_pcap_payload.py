@@ -19,8 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ldanalyze.errors import TraceError, UsageError
-from ldanalyze.io.capture.payload import ClockRates, Field, FieldSpec, segment_index
+from ldanalyze.io.capture.clockrate import ClockRates
+from ldanalyze.io.capture.fields import Field, FieldSpec
 from ldanalyze.io.capture.pcap import read_capture
+from ldanalyze.io.capture.tcp import segment_index
 from ldanalyze.packets import validate_packets
 from ldanalyze.timeline import build_timeline
 
@@ -484,8 +486,8 @@ def test_generated_flows_against_truth_and_twin(tmp_path_factory, flow, linktype
 @given(st.lists(st.tuples(st.integers(-1, 4), st.integers(0, 3), st.integers(0, 255)), max_size=60))
 def test_flow_ttls_match_the_twin(rows):
     """Packets by flow and TTL, of the decoded records only."""
+    from ldanalyze.io.capture.flows import flow_ttls
     from ldanalyze.io.capture.linklayer import S_DECODED, record_dtype
-    from ldanalyze.io.capture.payload import flow_ttls
 
     records = np.zeros(len(rows), record_dtype(16))
     statuses = [S_DECODED + r[1] for r in rows]
@@ -498,8 +500,8 @@ def test_flow_ttls_match_the_twin(rows):
 @given(st.lists(st.tuples(st.integers(-1, 6), st.integers(0, 2)), max_size=80))
 def test_rows_by_flow_match_a_stable_argsort(rows):
     """Decoded records with a flow (-1: none), grouped by flow in record order."""
+    from ldanalyze.io.capture.flows import _rows_by_flow
     from ldanalyze.io.capture.linklayer import S_DECODED
-    from ldanalyze.io.capture.payload import _rows_by_flow
 
     flow = np.array([r[0] for r in rows], np.int32)
     status = np.array([S_DECODED + r[1] for r in rows], np.uint8)
@@ -515,8 +517,8 @@ def test_rows_by_flow_match_a_stable_argsort(rows):
 def test_gather_rows_is_plain_indexing(n, head_bytes, data):
     """The head's bytes gathered as one item a row equal numpy's own fancy indexing, for any
     head width, empty selections and repeated rows; one-value fields are indexed as ever."""
+    from ldanalyze.io.capture.flows import gather_rows
     from ldanalyze.io.capture.linklayer import record_dtype
-    from ldanalyze.io.capture.payload import gather_rows
 
     records = np.zeros(n, record_dtype(head_bytes))
     records["head"] = np.arange(n * head_bytes, dtype=np.int64).reshape(n, head_bytes) % 251

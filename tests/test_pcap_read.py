@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from ldanalyze.errors import TraceError
 from ldanalyze.io.capture.linklayer import F_FIRST_FRAGMENT, F_TCP_MSS, F_TCP_TIMESTAMP, NO_TIME, STATUS_NAMES
-from ldanalyze.io.capture.pcap import CaptureWarning, capture_format, decode_capture, list_flows, read_capture
+from ldanalyze.io.capture.pcap import CaptureWarning, decode_capture, list_flows, read_capture
+from ldanalyze.io.capture.source import capture_format
 
 from . import naive
 from .captures import (
@@ -601,7 +602,7 @@ def test_flow_extents_match_pandas(rows):
     """Packets, bytes, first and last time per flow (records without a flow or a time left out)."""
     import pandas as pd
 
-    from ldanalyze.io.capture.pcap import flow_extents
+    from ldanalyze.io.capture.flows import flow_extents
 
     flow = np.array([r[0] for r in rows], np.int32)
     ts = np.array([r[1] for r in rows], np.int64)

@@ -111,10 +111,10 @@ HOSTS = {
 
 @pytest.mark.parametrize("name", sorted(HOSTS))
 def test_the_capture_host_is_found(name):
-    from ldanalyze.io.capture import payload
+    from ldanalyze.io.capture.flows import capture_host
     from ldanalyze.io.capture.pcap import decode_capture
 
-    address, how = payload.capture_host(decode_capture(REAL / name))
+    address, how = capture_host(decode_capture(REAL / name))
     assert address == HOSTS[name], how
 
 
@@ -136,7 +136,9 @@ def test_one_packet_pseudo_streams_are_noise_not_streams():
     """Telegram's encrypted packets often start with a byte that reads as RTP version 2: each
     such packet is a "stream" of one to tshark's heuristic; to ldanalyze, noise."""
     from ldanalyze.io.capture import payload
+    from ldanalyze.io.capture.flows import flow_groups
     from ldanalyze.io.capture.pcap import decode_capture
+    from ldanalyze.io.capture.sequences import NotThisKind
 
     path = REAL / "telegram_videocall.pcapng"
     pseudo = tshark_streams(path)
@@ -147,10 +149,10 @@ def test_one_packet_pseudo_streams_are_noise_not_streams():
             la.read_trace(path, payload="rtp")
     capture = decode_capture(path, head_bytes=48)
     noise = 0
-    for flow, rows, records in payload.flow_groups(capture.records):
+    for flow, rows, records in flow_groups(capture.records):
         try:
             payload.flow_streams(capture, flow, rows, records, "rtp", capture.times())
-        except payload.NotThisKind as why:
+        except NotThisKind as why:
             found = re.search(r"(\d+) one-off SSRCs", str(why))
             noise += int(found.group(1)) if found else 0
     # tshark's heuristic also rejects some of these packets by other checks (payload type,

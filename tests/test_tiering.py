@@ -18,7 +18,7 @@ from numba import njit
 import ldanalyze as la
 from ldanalyze import clocks, tiering, timeline
 from ldanalyze.errors import TraceError, UsageError
-from ldanalyze.io.capture import pcap
+from ldanalyze.io.capture import pcap, walk
 
 from .conftest import TRACES
 from .test_fuzz_captures import DATA, damaged
@@ -137,18 +137,18 @@ def test_the_choice_follows_the_setting_and_the_estimate(monkeypatch):
 
 def test_compile_cost_counts_the_kernels_called():
     assert (
-        tiering.compile_s(pcap.walk_pcap)
-        > tiering.compile_s(pcap.decode_frame)
-        > tiering.compile_s(pcap.decode_frame.py_func.__globals__["network_start"])
+        tiering.compile_s(walk.walk_pcap)
+        > tiering.compile_s(walk.decode_frame)
+        > tiering.compile_s(walk.decode_frame.py_func.__globals__["network_start"])
         > tiering.COMPILE_BASE_S
     )
 
 
 def test_twins_call_twins_not_compiled_kernels():
-    twin = tiering._interpreted_function(pcap.walk_pcap)
-    assert not isinstance(twin.__globals__["decode_frame"], type(pcap.walk_pcap))
+    twin = tiering._interpreted_function(walk.walk_pcap)
+    assert not isinstance(twin.__globals__["decode_frame"], type(walk.walk_pcap))
     assert twin.__globals__["decode_frame"].__globals__["network_start"] is tiering._interpreted_function(
-        pcap.decode_frame.py_func.__globals__["network_start"]
+        walk.decode_frame.py_func.__globals__["network_start"]
     )
 
 

@@ -28,7 +28,7 @@ def too_big_to_read_whole(path: str, limit: int | None) -> bool:
     """Whether ``path`` is a pcap or pcapng file larger than ``limit`` bytes (None: no limit):
     ``batch`` and ``inspect`` read such a capture one flow at a time by themselves, memory
     bounded by its largest flow. A file that cannot be read is not: the reader says why."""
-    from ..io.capture.pcap import capture_format
+    from ..io.capture.source import capture_format
 
     if limit is None:
         return False

@@ -12,8 +12,9 @@ from ..batch import FLOW_AT_A_TIME_ABOVE, SPLIT_OPTIONS
 from ..control import PathModel
 from ..errors import UsageError
 from ..io import read_trace
-from ..io.capture.payload import ClockRates, FieldSpec
-from ..io.capture.pcap import capture_format
+from ..io.capture.clockrate import ClockRates
+from ..io.capture.fields import FieldSpec
+from ..io.capture.source import capture_format
 from ..io.capture.split import read_capture_flows
 from ..io.capture.vantage import parse_vantage, read_vantages
 from ..io.labels import apply_labels

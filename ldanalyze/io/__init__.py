@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..packets import Trace
-from .capture.payload import Field, FieldSpec
+from .capture.fields import Field, FieldSpec
 from .capture.pcap import decode_capture, list_flows, read_capture
 from .detect import FORMATS, NS2_WIRED, NS2_WIRELESS, PCAP, PCAPNG, detect_format
 from .ns2.wired import read_ns2_wired

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from ..errors import TraceError
-from .capture.pcap import PCAP, PCAPNG, capture_format
+from .capture.source import PCAP, PCAPNG, capture_format
 from .text import first_lines, open_binary
 
 NS2_WIRED = "ns2-wired"

@@ -1,6 +1,6 @@
 """Decoding one captured frame: link layer → IPv4/IPv6 → UDP/TCP, into one record, in numba.
 
-``decode_frame`` is called by the container walks of ``pcap.py`` for every record. It writes
+``decode_frame`` is called by the container walks of ``walk.py`` for every record. It writes
 the record's fields (see ``record_dtype``) and interns the record's 5-tuple in an open-addressing
 flow table, so that memory holds one small flow id per packet instead of its addresses.
 

@@ -26,7 +26,7 @@ left out with its reason, never taking the flow with it:
 
 5. **The media clock's rate** from the stream's RTCP sender reports, on the same port or
    anywhere else in the capture (NTP time against RTP timestamp, RFC 3550 §6.4.1), snapped to the usual rate within 1 %, before the
-   payload type's static rate or a rate inferred from arrivals (``payload.py``).
+   payload type's static rate or a rate inferred from arrivals (``clockrate.py``).
 
 The header length (12 bytes, 4 per CSRC, and the extension block when the X bit is set) needs
 that many payload bytes in the decoded record (``read_capture`` keeps 48, ``RTP_HEAD_BYTES``);

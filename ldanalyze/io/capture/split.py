@@ -47,24 +47,18 @@ from ...clocks import (
 )
 from ...packets import Trace, natural_sorted
 from . import payload as payloads
+from .flows import flow_extents, flow_listing, flow_ttls, host_of
 from .linklayer import NO_TIME, STATUS_NAMES
-from .pcap import (
-    CHUNK_BYTES,
-    CaptureWarning,
-    _host_option,
-    _kinds_read,
-    _Output,
-    capture_trace,
-    decode_into,
-    flow_extents,
-    flow_listing,
-    head_bytes_for,
-)
+from .pcap import CHUNK_BYTES, CaptureWarning, capture_trace, decode_into, head_bytes_for, host_option, kinds_read
+from .rtp_streams import capture_sender_reports, sender_report_candidates
+from .sequences import first_reasons, reasons_in_brief
+from .tcp import ACKS_ONLY
+from .walk import Output
 
 SPILL_RECORDS = 1 << 20  # records per block before it is written out (about 100 MB)
 
 
-class _SpillingOutput(_Output):
+class _SpillingOutput(Output):
     """Record blocks written to one file per flow as they fill (see the module docstring)."""
 
     def __init__(self, head_bytes: int, folder: pathlib.Path, block_records: int) -> None:
@@ -89,10 +83,10 @@ class _SpillingOutput(_Output):
 
     def _spill(self, block: np.ndarray) -> None:
         flow = block["flow"]
-        self.kept.append(block[(flow < 0) | payloads.sender_report_candidates(block)].copy())
+        self.kept.append(block[(flow < 0) | sender_report_candidates(block)].copy())
         flowing = flow >= 0
         self.spilled += np.bincount(block["status"][flowing], minlength=256)
-        more = payloads.flow_ttls(block, self.n_flows)
+        more = flow_ttls(block, self.n_flows)
         more[: self.ttls.shape[0]] += self.ttls
         self.ttls = more
         self.extents = _merged_extents(self.extents, flow_extents(flow, block["ts_ns"], block["ip_len"], self.n_flows))
@@ -164,10 +158,10 @@ class FlowByFlow:
             capture = decode_into(self.path, output, o["chunk_bytes"])  # holds the kept records only
             self.notes = capture.notes
             _count_spilled(capture, output)
-            reports = payloads.capture_sender_reports(capture)
-            host = _host_option(o["capture_host"])
+            reports = capture_sender_reports(capture)
+            host = host_option(o["capture_host"])
             if host == "auto":  # from every flow's packets, not the one at hand
-                host = payloads.host_of(capture.flows, output.ttls)
+                host = host_of(capture.flows, output.ttls)
             # one flow: its pair's fit needs no other flow, and is made in memory, as read_capture does
             joint = o["skew"] == "remove" and o["vantage"] == "receiver" and len(output.flows_written) > 1
             traces = _flow_traces(
@@ -188,7 +182,7 @@ class FlowByFlow:
                 streams.update(trace.meta["flows"])
                 yield trace
             self.capture_flows = flow_listing(
-                capture.flows, _padded(output.extents, len(capture.flows)), _kinds_read(capture, streams)
+                capture.flows, _padded(output.extents, len(capture.flows)), kinds_read(capture, streams)
             )
 
     def whole_meta(self, metas: list[dict]) -> dict:
@@ -290,19 +284,15 @@ def _flow_traces(
     if not read:
         raise payloads.NoSequenceNumbers(
             capture.path,
-            "no flow with sequence numbers"
-            + (f" ({payloads.first_reasons(skipped)})" if skipped else "")
-            + payloads.FIELD_HINT,
+            "no flow with sequence numbers" + (f" ({first_reasons(skipped)})" if skipped else "") + payloads.FIELD_HINT,
             skipped=skipped,
         )
-    told = {k: v for k, v in skipped.items() if not v.startswith(payloads.ACKS_ONLY)}  # as capture_trace tells
+    told = {k: v for k, v in skipped.items() if not v.startswith(ACKS_ONLY)}  # as capture_trace tells
     messages = [
-        f"{capture.path}: {len(told)} flow(s) without sequence numbers skipped ({payloads.reasons_in_brief(told)})"
+        f"{capture.path}: {len(told)} flow(s) without sequence numbers skipped ({reasons_in_brief(told)})"
         if told
         else "",
-        f"{capture.path}: {len(streams)} RTP stream(s) skipped ({payloads.reasons_in_brief(streams)})"
-        if streams
-        else "",
+        f"{capture.path}: {len(streams)} RTP stream(s) skipped ({reasons_in_brief(streams)})" if streams else "",
     ]
     for message in filter(None, messages):
         capture.notes.append(message)  # the capture's notes, as capture_trace keeps them

@@ -61,6 +61,7 @@ from ...packets import (
     named_flows,
 )
 from . import payload as payloads
+from .fields import FieldSpec, payload_name
 from .pcap import CHUNK_BYTES, DEFAULT_HEAD_BYTES, CaptureWarning, decode_capture
 
 CAUSES = {"congestion": CONGESTION, "wireless": WIRELESS, "unknown": LOST, "lost": LOST}
@@ -97,7 +98,7 @@ def parse_vantage(text: str) -> Vantage:
 def read_vantages(
     vantages: Sequence[Vantage | str],
     *,
-    payload: str | payloads.FieldSpec = "auto",
+    payload: str | FieldSpec = "auto",
     flows: Iterable[str] | str | None = None,
     clocks: str = "separate",
     skew_limit_ppm: float = PLAUSIBLE_SKEW_PPM,
@@ -123,7 +124,7 @@ def read_vantages(
             f"vantage {chain[0].path} is the sender's capture: no segment ends there, so it takes no "
             f"cause ({chain[0].cause} given)"
         )
-    head_bytes = max(DEFAULT_HEAD_BYTES, payload.needed_bytes if isinstance(payload, payloads.FieldSpec) else 0)
+    head_bytes = max(DEFAULT_HEAD_BYTES, payload.needed_bytes if isinstance(payload, FieldSpec) else 0)
     captures = [decode_capture(v.path, head_bytes=head_bytes, chunk_bytes=chunk_bytes) for v in chain]
     sender = captures[0]
     table, taken = payloads.capture_packets(
@@ -156,7 +157,7 @@ def read_vantages(
         "format": VANTAGE_FORMAT,
         "vantage": "chain",
         "clock": clocks,
-        "payload": payloads.payload_name(payload),
+        "payload": payload_name(payload),
         "flows": {k: v for k, v in taken["flows"].items() if k not in left_out},
         "skipped_flows": {**taken["skipped_flows"], **left_out},
         "vantages": reports,

@@ -1,0 +1,474 @@
+"""The record walk of both containers: numba kernels decode a window's records into columns.
+
+``walk_pcap`` and ``walk_pcapng`` walk the records of the window ``source.ByteWindow`` holds,
+decoding every frame (``linklayer.decode_frame``) into a packed record array (``Output``, grown
+as the kernels ask): capture time (integer ns), flow id, IP length and ID, TCP fields, a payload
+hash and the first payload bytes. A kernel stops where the input, the output or the flow table
+runs out, or (pcapng) at a block that is not a packet, which ``PcapngWalk`` reads in Python.
+
+Containers:
+
+* pcap: microsecond (0xa1b2c3d4) and nanosecond (0xa1b23c4d) magic, either byte order.
+* pcapng: sections (SHB) in either byte order, one after another; interfaces (IDB) with their
+  own link type, snap length, ``if_tsresol`` (a power of 10 or of 2) and ``if_tsoffset``;
+  enhanced (EPB), simple (SPB) and obsolete (PB) packet blocks. A simple packet block has no
+  timestamp and no interface: it belongs to the section's first interface, is cut to that
+  interface's snap length, and its time is NaN (``ts_ns`` = ``NO_TIME``). Other blocks are
+  skipped and counted; types that are not in the specification get a warning.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+from numba import njit
+
+from ...errors import TraceError
+from ...tiering import pick
+from .linklayer import LINK_NAMES, NO_TIME, decode_frame, record_dtype, rehash_flows, u16, u32
+from .source import PCAP_MAGIC_NS, PCAP_MAGIC_US, PCAPNG_SHB, ByteWindow
+
+PCAPNG_BOM = 0x1A2B3C4D
+BLOCK_PB, BLOCK_IDB, BLOCK_SPB, BLOCK_EPB = 2, 1, 3, 6
+# block types the pcapng specification defines that carry no packets: skipped quietly
+KNOWN_BLOCKS = {
+    4: "name resolution",
+    5: "interface statistics",
+    7: "IRIG timestamp",
+    8: "ARINC 429",
+    9: "systemd journal export",
+    10: "decryption secrets",
+    0x101: "hone project machine info",
+    0x102: "hone project connection event",
+    0x201: "sysdig machine info",
+    0x80000001: "sysdig event",
+    0x00000BAD: "custom",
+    0x40000BAD: "custom",
+}
+
+
+BLOCK_RECORDS = 1 << 22  # records per output block (np.empty: untouched pages cost nothing)
+MAX_CAPLEN = 64 << 20  # a record claiming more is taken as corruption
+
+
+# kernel stop codes and problems
+STOP_INPUT, STOP_FULL, STOP_GROW, STOP_BLOCK, STOP_CORRUPT = 1, 2, 3, 4, 5
+P_CAPLEN, P_BLOCK_LENGTH, P_TRAILER, P_IFACE, P_NO_IFACE, P_BLOCK_CAPLEN = 1, 2, 3, 4, 5, 6
+# interface table columns for the pcapng kernel
+I_LINKTYPE, I_SNAPLEN, I_RES_BASE, I_RES_EXP, I_OFFSET_NS = range(5)
+_POW10 = np.array([10**k for k in range(19)], dtype=np.int64)
+
+
+# -- kernels -----------------------------------------------------------------------------------
+@njit(cache=True)
+def _start_record(out, n, ts_ns, offset, iface, caplen, wirelen):
+    r = out[n]
+    r["ts_ns"] = ts_ns
+    r["offset"] = offset
+    r["iface"] = iface
+    r["caplen"] = caplen
+    r["wirelen"] = max(wirelen, caplen)
+
+
+@njit(cache=True)
+def _no_room(out, n, slots, n_flows):
+    """STOP_FULL or STOP_GROW when one more record or flow would not fit, else 0."""
+    if n >= out.shape[0]:
+        return STOP_FULL
+    if 2 * (n_flows + 1) > slots.shape[0]:
+        return STOP_GROW
+    return 0
+
+
+@njit(cache=True)
+def walk_pcap(b, pos, end, base, big, frac_ns, linktype, max_caplen, out, heads, n, keys, slots, n_flows):
+    """Decode pcap records from ``b[pos:end]`` until input, output or flow table runs out.
+
+    Returns ``(pos, n, n_flows, stop, detail)``: where it stopped and why (``STOP_*``);
+    ``detail`` is the bytes the next record needs (``STOP_INPUT``) or a ``P_*`` problem.
+    """
+    while True:
+        full = _no_room(out, n, slots, n_flows)
+        if full:
+            return pos, n, n_flows, full, 0
+        if end - pos < 16:
+            return pos, n, n_flows, STOP_INPUT, 16
+        caplen = u32(b, pos + 8, big)
+        if caplen > max_caplen:
+            return pos, n, n_flows, STOP_CORRUPT, P_CAPLEN
+        if end - pos - 16 < caplen:
+            return pos, n, n_flows, STOP_INPUT, 16 + caplen
+        ts = u32(b, pos, big) * 1_000_000_000 + u32(b, pos + 4, big) * frac_ns
+        wirelen = u32(b, pos + 12, big)
+        _start_record(out, n, ts, base + pos, 0, caplen, wirelen)
+        n_flows = decode_frame(b, pos + 16, caplen, wirelen, linktype, out, heads, n, keys, slots, n_flows)
+        n += 1
+        pos += 16 + caplen
+
+
+@njit(cache=True)
+def ticks_to_ns(ticks, base, exp):
+    """A pcapng timestamp in units of base**-exp seconds, as integer nanoseconds."""
+    if base == 10:
+        if exp <= 9:
+            return np.int64(ticks) * _POW10[9 - exp]
+        return np.int64(ticks // np.uint64(_POW10[exp - 9]))
+    whole = np.int64(ticks >> np.uint64(exp))
+    frac = ticks & ((np.uint64(1) << np.uint64(exp)) - np.uint64(1))
+    if exp <= 34:
+        return whole * 1_000_000_000 + np.int64((frac * np.uint64(1_000_000_000)) >> np.uint64(exp))
+    return whole * 1_000_000_000 + np.int64(np.float64(frac) * 1e9 / 2.0**exp)
+
+
+@njit(cache=True)
+def walk_pcapng(b, pos, end, base, big, ifaces, iface_base, out, heads, n, keys, slots, n_flows):
+    """Decode pcapng packet blocks (EPB, SPB, PB) from ``b[pos:end]``.
+
+    Stops (``STOP_BLOCK``) at any other block, which the caller handles; otherwise as
+    ``walk_pcap``. ``ifaces`` holds the section's interfaces (``I_*`` columns).
+    """
+    n_ifaces = ifaces.shape[0]
+    while True:
+        full = _no_room(out, n, slots, n_flows)
+        if full:
+            return pos, n, n_flows, full, 0
+        if end - pos < 12:
+            return pos, n, n_flows, STOP_INPUT, 12
+        btype = u32(b, pos, big)
+        if btype == PCAPNG_SHB:  # its byte order may differ: the caller reads it
+            return pos, n, n_flows, STOP_BLOCK, 0
+        blen = u32(b, pos + 4, big)
+        if blen < 12 or blen & 3:
+            return pos, n, n_flows, STOP_CORRUPT, P_BLOCK_LENGTH
+        if end - pos < blen:
+            return pos, n, n_flows, STOP_INPUT, blen
+        if u32(b, pos + blen - 4, big) != blen:
+            return pos, n, n_flows, STOP_CORRUPT, P_TRAILER
+        if btype == BLOCK_EPB or btype == BLOCK_PB:
+            if blen < 32:
+                return pos, n, n_flows, STOP_CORRUPT, P_BLOCK_LENGTH
+            iface = u32(b, pos + 8, big) if btype == BLOCK_EPB else u16(b, pos + 8, big)
+            if iface >= n_ifaces:
+                return pos, n, n_flows, STOP_CORRUPT, P_IFACE
+            caplen = u32(b, pos + 20, big)
+            if 32 + caplen > blen:
+                return pos, n, n_flows, STOP_CORRUPT, P_BLOCK_CAPLEN
+            wirelen = u32(b, pos + 24, big)
+            ticks = (np.uint64(u32(b, pos + 12, big)) << np.uint64(32)) | np.uint64(u32(b, pos + 16, big))
+            ts = ticks_to_ns(ticks, ifaces[iface, I_RES_BASE], ifaces[iface, I_RES_EXP]) + ifaces[iface, I_OFFSET_NS]
+            data = pos + 28
+        elif btype == BLOCK_SPB:
+            if n_ifaces == 0:
+                return pos, n, n_flows, STOP_CORRUPT, P_NO_IFACE
+            if blen < 16:
+                return pos, n, n_flows, STOP_CORRUPT, P_BLOCK_LENGTH
+            iface = 0
+            wirelen = u32(b, pos + 8, big)
+            caplen = min(wirelen, blen - 16)
+            if ifaces[0, I_SNAPLEN] > 0:
+                caplen = min(caplen, ifaces[0, I_SNAPLEN])
+            ts = NO_TIME
+            data = pos + 12
+        else:
+            return pos, n, n_flows, STOP_BLOCK, 0
+        _start_record(out, n, ts, base + pos, iface_base + iface, caplen, wirelen)
+        n_flows = decode_frame(b, data, caplen, wirelen, ifaces[iface, I_LINKTYPE], out, heads, n, keys, slots, n_flows)
+        n += 1
+        pos += blen
+
+
+class Output:
+    """Record blocks and the flow table, grown as the kernels ask."""
+
+    def __init__(self, head_bytes: int) -> None:
+        self.dtype = record_dtype(head_bytes)
+        self.blocks: list[np.ndarray] = []
+        self.out = np.empty(BLOCK_RECORDS, self.dtype)
+        self.heads = self.out["head"]
+        self.n = 0
+        self.keys = np.zeros((512, 5), np.uint64)
+        self.slots = np.full(1024, -1, np.int32)
+        self.n_flows = 0
+
+    def new_block(self) -> None:
+        self.blocks.append(self.out[: self.n])
+        self.out = np.empty(BLOCK_RECORDS, self.dtype)
+        self.heads = self.out["head"]
+        self.n = 0
+
+    def grow_flows(self) -> None:
+        keys = np.zeros((self.keys.shape[0] * 2, 5), np.uint64)
+        keys[: self.n_flows] = self.keys[: self.n_flows]
+        self.keys = keys
+        self.slots = np.full(self.slots.shape[0] * 2, -1, np.int32)
+        rehash_flows(self.keys, self.n_flows, self.slots)
+
+    def records(self) -> np.ndarray:
+        """All records in one array (each block released once copied)."""
+        self.blocks.append(self.out[: self.n])
+        self.out = self.heads = None
+        if len(self.blocks) == 1:
+            return self.blocks.pop()
+        total = sum(len(b) for b in self.blocks)
+        records = np.empty(total, self.dtype)
+        at = 0
+        while self.blocks:
+            block = self.blocks.pop(0)
+            records[at : at + len(block)] = block
+            at += len(block)
+        return records
+
+
+class PcapWalk:
+    """Header and records of a classic pcap file."""
+
+    def __init__(self, stream: ByteWindow) -> None:
+        self.stream = stream
+        self.counts: dict = {}
+        self.truncated: tuple[int, int, int] | None = None  # (offset, bytes present, needed)
+        path = stream.path
+        if stream.filled < 24:
+            raise TraceError(path, f"truncated pcap file header ({stream.filled} of 24 bytes)", offset=0)
+        self.big = stream.uint(0, 4, True) in (PCAP_MAGIC_US, PCAP_MAGIC_NS)
+        self.frac_ns = 1 if stream.uint(0, 4, self.big) == PCAP_MAGIC_NS else 1000
+        major = stream.uint(4, 2, self.big)
+        if major != 2:
+            raise TraceError(
+                path, f"unsupported pcap version {major}.{stream.uint(6, 2, self.big)} (expected 2.4)", offset=4
+            )
+        self.snaplen = stream.uint(16, 4, self.big)
+        self.linktype = stream.uint(20, 4, self.big) & 0xFFFF  # upper bits: FCS information
+        if self.linktype not in LINK_NAMES:
+            raise TraceError(
+                path,
+                f"unsupported link type {self.linktype} (supported: "
+                + ", ".join(f"{k} {v}" for k, v in LINK_NAMES.items())
+                + ")",
+                offset=20,
+            )
+        self.interfaces = [
+            _interface_row(0, 0, self.linktype, self.snaplen, "1e-9" if self.frac_ns == 1 else "1e-6", 0, "")
+        ]
+
+    def run(self, output: Output) -> None:
+        stream, pos = self.stream, 24
+        max_caplen = min(max(self.snaplen, 262144), MAX_CAPLEN)
+        walk = pick(walk_pcap, stream.interpreted_decode_s())
+        while True:
+            pos, output.n, output.n_flows, stop, detail = walk(
+                stream.data,
+                pos,
+                stream.filled,
+                stream.start,
+                self.big,
+                self.frac_ns,
+                self.linktype,
+                max_caplen,
+                output.out,
+                output.heads,
+                output.n,
+                output.keys,
+                output.slots,
+                output.n_flows,
+            )
+            if stop == STOP_FULL:
+                output.new_block()
+            elif stop == STOP_GROW:
+                output.grow_flows()
+            elif stop == STOP_CORRUPT:
+                caplen = stream.uint(pos + 8, 4, self.big)
+                raise TraceError(
+                    stream.path,
+                    f"record claims {caplen} captured bytes, more than the snap "
+                    f"length allows ({max_caplen}): the file is corrupt here",
+                    offset=stream.start + pos,
+                )
+            else:
+                pos = stream.refill(pos, detail)
+                if stream.ended:
+                    self.truncated = _cut_record(stream, pos, detail)
+                    return
+
+
+class PcapngWalk:
+    """Sections, interfaces and packet blocks of a pcapng file."""
+
+    def __init__(self, stream: ByteWindow) -> None:
+        self.stream = stream
+        self.counts: dict = {"sections": 0}
+        self.truncated: tuple[int, int, int] | None = None
+        self.big = False
+        self.section: list[list[int]] = []  # the current section's interfaces (I_* columns)
+        self.interfaces: list[dict] = []  # every interface of every section
+        self.skipped: dict[int, list[int]] = {}  # block type -> [count, first offset]
+
+    def run(self, output: Output) -> None:
+        stream, pos = self.stream, 0
+        ifaces = np.zeros((0, 5), np.int64)
+        walk = pick(walk_pcapng, stream.interpreted_decode_s())
+        while True:
+            pos, output.n, output.n_flows, stop, detail = walk(
+                stream.data,
+                pos,
+                stream.filled,
+                stream.start,
+                self.big,
+                ifaces,
+                len(self.interfaces) - len(self.section),
+                output.out,
+                output.heads,
+                output.n,
+                output.keys,
+                output.slots,
+                output.n_flows,
+            )
+            if stop == STOP_FULL:
+                output.new_block()
+            elif stop == STOP_GROW:
+                output.grow_flows()
+            elif stop == STOP_BLOCK:
+                pos = self._block(pos)
+                if pos is None:
+                    return
+                ifaces = np.array(self.section, dtype=np.int64).reshape(-1, 5)
+            elif stop == STOP_CORRUPT:
+                self._corrupt(pos, detail)
+            else:
+                pos = stream.refill(pos, detail)
+                if stream.ended:
+                    self.truncated = _cut_record(stream, pos, detail)
+                    return
+
+    def _corrupt(self, pos: int, problem: int) -> None:
+        stream, big = self.stream, self.big
+        btype, blen = stream.uint(pos, 4, big), stream.uint(pos + 4, 4, big)
+        what = {
+            P_BLOCK_LENGTH: f"block of type 0x{btype:x} has length {blen} (a multiple of 4, at least "
+            "12, and 32 for packet blocks)",
+            P_TRAILER: f"block of type 0x{btype:x} and length {blen} does not end with its length",
+            P_IFACE: f"packet block names interface {stream.uint(pos + 8, 4 if btype == BLOCK_EPB else 2, big)}, "
+            f"but the section has {len(self.section)} interface(s)",
+            P_NO_IFACE: "simple packet block before any interface description block",
+            P_BLOCK_CAPLEN: f"packet block of length {blen} claims {stream.uint(pos + 20, 4, big)} captured bytes",
+        }[problem]
+        raise TraceError(stream.path, what + ": the file is corrupt here", offset=stream.start + pos)
+
+    def _available(self, pos: int, need: int) -> int | None:
+        """Make ``need`` bytes from ``pos`` available: their new position, or None (and the
+        truncation noted) when the input ends first."""
+        stream = self.stream
+        if stream.filled - pos < need:
+            pos = stream.refill(pos, need)
+            if stream.filled - pos < need:
+                self.truncated = _cut_record(stream, pos, need)
+                return None
+        return pos
+
+    def _block(self, pos: int) -> int | None:
+        """Handle a non-packet block at ``pos``: the position after it, or None when the
+        input ends inside it."""
+        stream = self.stream
+        pos = self._available(pos, 12)
+        if pos is None:
+            return None
+        btype = stream.uint(pos, 4, self.big)
+        if btype == PCAPNG_SHB:
+            bom = stream.uint(pos + 8, 4, False)
+            if bom not in (PCAPNG_BOM, 0x4D3C2B1A):
+                raise TraceError(
+                    stream.path, f"section header with bad byte-order magic 0x{bom:08x}", offset=stream.start + pos + 8
+                )
+            self.big = bom != PCAPNG_BOM
+        blen = stream.uint(pos + 4, 4, self.big)
+        if blen < 12 or blen % 4 or blen > MAX_CAPLEN:
+            raise TraceError(
+                stream.path,
+                f"block of type 0x{btype:x} has length {blen}: the file is corrupt here",
+                offset=stream.start + pos,
+            )
+        pos = self._available(pos, blen)
+        if pos is None:
+            return None
+        offset = stream.start + pos
+        if stream.uint(pos + blen - 4, 4, self.big) != blen:
+            raise TraceError(
+                stream.path,
+                f"block of type 0x{btype:x} and length {blen} does not end with its length: the file is corrupt here",
+                offset=offset,
+            )
+        body = stream.data[pos + 8 : pos + blen - 4].tobytes()
+        if btype == PCAPNG_SHB:
+            self._section(body, offset)
+        elif btype == BLOCK_IDB:
+            self._interface(body, offset)
+        else:
+            seen = self.skipped.setdefault(btype, [0, offset])
+            seen[0] += 1
+        return pos + blen
+
+    def _section(self, body: bytes, offset: int) -> None:
+        end = ">" if self.big else "<"
+        if len(body) < 16:
+            raise TraceError(self.stream.path, "section header block too short", offset=offset)
+        major, minor = struct.unpack(end + "HH", body[4:8])
+        if major != 1:
+            raise TraceError(
+                self.stream.path, f"unsupported pcapng version {major}.{minor} (expected 1.0)", offset=offset + 12
+            )
+        self.counts["sections"] += 1
+        self.section = []
+
+    def _interface(self, body: bytes, offset: int) -> None:
+        end = ">" if self.big else "<"
+        path = self.stream.path
+        if len(body) < 8:
+            raise TraceError(path, "interface description block too short", offset=offset)
+        linktype, _, snaplen = struct.unpack(end + "HHI", body[:8])
+        base, exp, tsoffset, name = 10, 6, 0, ""
+        for code, value, at in _options(body, 8, end):
+            if code == 9 and len(value) >= 1:  # if_tsresol
+                base, exp = (2, value[0] & 0x7F) if value[0] & 0x80 else (10, value[0])
+                if (base == 10 and exp > 18) or (base == 2 and exp > 63):
+                    raise TraceError(path, f"unsupported if_tsresol {base}^-{exp}", offset=offset + 8 + at)
+            elif code == 14 and len(value) >= 8:  # if_tsoffset, seconds
+                tsoffset = struct.unpack(end + "q", value[:8])[0]
+            elif code == 2:
+                name = value.split(b"\0")[0].decode("utf-8", "replace")
+        self.section.append([linktype, snaplen, base, exp, tsoffset * 1_000_000_000])
+        resol = f"1e-{exp}" if base == 10 else f"2^-{exp}"
+        self.interfaces.append(
+            _interface_row(
+                len(self.interfaces), self.counts["sections"] - 1, linktype, snaplen, resol, tsoffset, name, offset
+            )
+        )
+
+
+def _cut_record(stream: ByteWindow, pos: int, needed: int) -> tuple[int, int, int] | None:
+    """(offset, bytes present, bytes needed) of a record the input ends inside, if any."""
+    present = stream.filled - pos
+    return (stream.start + pos, present, needed) if present else None
+
+
+def _options(body: bytes, at: int, end: str):
+    """(code, value, offset in body) of each option of a block body, from ``at``."""
+    while at + 4 <= len(body):
+        code, length = struct.unpack(end + "HH", body[at : at + 4])
+        if code == 0:
+            return
+        yield code, body[at + 4 : at + 4 + length], at
+        at += 4 + (length + 3) // 4 * 4
+
+
+def _interface_row(iface, section, linktype, snaplen, tsresol, tsoffset, name, offset=None) -> dict:
+    return {
+        "iface": iface,
+        "section": section,
+        "linktype": linktype,
+        "link": LINK_NAMES.get(linktype, "unsupported"),
+        "snaplen": snaplen,
+        "tsresol": tsresol,
+        "tsoffset": tsoffset,
+        "name": name,
+        "offset": offset,
+    }
