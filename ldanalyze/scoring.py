@@ -46,6 +46,16 @@ the per-flow metric, flows where it is undefined skipped: paper 000 §VI-C repor
 "misclassification rates ... averages over all flows". ``average="pooled"`` (the default) pools the
 counts of the group first.
 
+What the LDAs say, with or without truth
+----------------------------------------
+``called`` counts the losses an LDA decided (congestion or wireless, whatever their true cause,
+known or not) and ``called_wireless`` those it called wireless; ``wireless_share`` is
+called_wireless / called, with the same intervals as the metrics (``wireless_share_lo/hi``,
+``wireless_share_boot_lo/hi``; by ``average="mean"`` the mean of the flows' shares). On a trace
+without ground truth it is what there is to say: how the LDAs split the same losses, and how
+sure each split is given how bursty the losses were (``ldanalyze.consensus`` compares the LDAs
+with each other).
+
 Confidence intervals (``average="pooled"`` only)
 -------------------------------------------------
 ``M_c_lo/hi``, ``M_w_lo/hi``, ``accuracy_lo/hi``: Wilson score intervals, which treat the losses
@@ -179,13 +189,10 @@ def score(
 
     with_boot = bootstrap > 0 and average == "pooled"
     losses = _prepare(decisions, need_gap=with_boot, route_as=route_as)
-    if average == "pooled":
-        out, codes, gid = _pooled(losses, BY[by])
-        _wilson_columns(out, float(confidence))
-        if with_boot:
-            _bootstrap_columns(out, gid, losses, float(confidence), int(bootstrap), seed)
-    else:
-        out, codes = _mean(losses, BY[by])
+    out, codes = _counted(losses, by, average, float(confidence), bootstrap if with_boot else 0, seed)
+    called = _prepare(decisions, need_gap=with_boot, every_cause=WIRELESS)
+    as_wireless = _counted(called, by, average, float(confidence), bootstrap if with_boot else 0, seed)[0]
+    _share_columns(out, as_wireless, float(confidence))
     if summary is not None:
         _rate_columns(out, codes, losses, summary, by)
         if by != "flow":
@@ -196,11 +203,43 @@ def score(
     return out
 
 
+def _counted(
+    losses: _Losses, by: str, average: str, confidence: float, bootstrap: int, seed
+) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """Counts and metrics per group (with intervals when pooled), and the groups' key codes."""
+    if average != "pooled":
+        return _mean(losses, BY[by])
+    out, codes, gid = _pooled(losses, BY[by])
+    _wilson_columns(out, confidence)
+    if bootstrap:
+        _bootstrap_columns(out, gid, losses, confidence, bootstrap, seed)
+    return out, codes
+
+
+def _share_columns(out: pd.DataFrame, as_wireless: pd.DataFrame, confidence: float) -> None:
+    """``called``, ``called_wireless`` and ``wireless_share`` (with its intervals) from the
+    scores of the same groups with every loss taken as wireless: there M_w is the share called
+    congestion, so the share called wireless is 1 − M_w, its interval 1 − M_w's."""
+    out["called"] = as_wireless["scored"].to_numpy()
+    out["called_wireless"] = as_wireless["scored"].to_numpy() - as_wireless["wireless_as_congestion"].to_numpy()
+    out["wireless_share"] = 1.0 - as_wireless["M_w"].to_numpy()
+    if "M_w_lo" in as_wireless.columns:
+        out["wireless_share_lo"], out["wireless_share_hi"] = wilson_interval(
+            out["called_wireless"].to_numpy(), out["called"].to_numpy(), confidence
+        )
+    if "M_w_boot_lo" in as_wireless.columns:
+        out["wireless_share_boot_lo"] = 1.0 - as_wireless["M_w_boot_hi"].to_numpy()
+        out["wireless_share_boot_hi"] = 1.0 - as_wireless["M_w_boot_lo"].to_numpy()
+
+
 # --- input ---------------------------------------------------------------------------------
 
 
-def _prepare(decisions: pd.DataFrame, *, need_gap: bool, route_as: str = EXCLUDED) -> _Losses:
-    """Check the decisions table and turn it into codes and indicators (vectorised)."""
+def _prepare(
+    decisions: pd.DataFrame, *, need_gap: bool, route_as: str = EXCLUDED, every_cause: str | None = None
+) -> _Losses:
+    """Check the decisions table and turn it into codes and indicators (vectorised);
+    ``every_cause`` takes every loss as of that cause (the truth-free shares)."""
     required = REQUIRED + (("gap",) if need_gap else ())
     missing = [c for c in required if c not in decisions.columns]
     if missing:
@@ -232,7 +271,7 @@ def _prepare(decisions: pd.DataFrame, *, need_gap: bool, route_as: str = EXCLUDE
         categories = [str(x) for x in decisions["lda"].cat.categories]
         lda_labels, lda_codes = _reorder(lda_labels, [c for c in categories if c in set(lda_labels)], lda_codes)
 
-    is_cause = {c: (cause == c).to_numpy(bool) for c in CAUSES}
+    is_cause = {c: (cause == c).to_numpy(bool) if every_cause is None else np.full(n, c == every_cause) for c in CAUSES}
     if route_as != EXCLUDED:
         is_cause[route_as] = is_cause[route_as] | is_cause[ROUTE]
     is_decision = {d: (decision == d).to_numpy(bool) for d in DECISIONS}

@@ -140,7 +140,9 @@ def test_column_types_and_order():
     assert [c for c in out.columns if c.endswith(("_lo", "_hi"))] == [
         "M_c_lo", "M_c_hi", "M_w_lo", "M_w_hi", "accuracy_lo", "accuracy_hi",
         "M_c_boot_lo", "M_c_boot_hi", "M_w_boot_lo", "M_w_boot_hi", "accuracy_boot_lo", "accuracy_boot_hi",
+        "wireless_share_lo", "wireless_share_hi", "wireless_share_boot_lo", "wireless_share_boot_hi",
     ]  # fmt: skip
+    assert out["called"].dtype == out["called_wireless"].dtype == np.int64
 
 
 def test_accuracy_ratio_can_exceed_one():
@@ -183,9 +185,11 @@ def test_undefined_metrics_are_nan_not_zero():
     for flow in ("2", "3"):  # nothing scored: undetected, or cause unknown
         row = one(out, flow=flow)
         assert row["scored"] == 0 and row["losses"] == 2
-        for name in out.columns[out.columns.get_loc("M_c") :]:
+        for name in out.columns[out.columns.get_loc("M_c") : out.columns.get_loc("called")]:
             assert math.isnan(row[name]), (flow, name)
     assert one(out, flow="2")["undetected"] == 2 and one(out, flow="3")["unknown"] == 2
+    assert math.isnan(one(out, flow="2")["wireless_share"])  # nothing called: all undetected
+    assert one(out, flow="3")["wireless_share"] == 0.0  # cause unknown, yet called congestion
 
 
 def test_unaware_and_omniscient_like_decisions():
@@ -610,3 +614,41 @@ def test_score_marks_the_throughput_that_rests_on_ignored_congestion(capsys):
     cells = dict(zip(header, " ".join(thput).replace(" †", "†").split()))
     assert cells["veno"].endswith("†") and not cells["omniscient"].endswith("†") and not cells["spike"].endswith("†")
     assert "rests on ignored congestion" in out
+
+
+# --- what the LDAs say, truth or not ---------------------------------------------------------
+
+
+def test_wireless_share_counts_every_decided_loss_whatever_its_cause():
+    """3 unknown-cause losses called W, 1 called C, 1 undetected; 2 known congestion losses
+    called W: called 6, called wireless 5 (the undetected one is not called)."""
+    rows = (
+        losses("1", "x", L, W, 3)
+        + losses("1", "x", L, C, 1, first_gap=3)
+        + losses("1", "x", L, U, 1, gap=-1)
+        + losses("1", "x", C, W, 2, first_gap=4)
+    )
+    row = score(table(rows), bootstrap=0).iloc[0]
+    assert (row["losses"], row["scored"], row["called"], row["called_wireless"]) == (7, 2, 6, 5)
+    assert row["wireless_share"] == 5 / 6
+    lo, hi = wilson_by_hand(5, 6)
+    assert (row["wireless_share_lo"], row["wireless_share_hi"]) == (pytest.approx(lo), pytest.approx(hi))
+
+
+def test_wireless_share_bootstrap_resamples_bursts():
+    """One burst of 4 losses called wireless and one of 4 called congestion: every resample
+    draws two bursts, so the share is 0, 1/2 or 1; the interval spans 0-1 at 95 %. All one
+    burst: the interval is the point."""
+    rows = losses("1", "x", L, W, 4, gap=0) + losses("1", "x", L, C, 4, gap=1)
+    row = score(table(rows), bootstrap=2000).iloc[0]
+    assert row["wireless_share"] == 0.5
+    assert (row["wireless_share_boot_lo"], row["wireless_share_boot_hi"]) == (0.0, 1.0)
+    row = score(table(losses("1", "x", L, W, 4, gap=0)), bootstrap=200).iloc[0]
+    assert (row["wireless_share_boot_lo"], row["wireless_share_boot_hi"]) == (1.0, 1.0)
+
+
+def test_wireless_share_by_mean_averages_the_flows_shares():
+    rows = losses("1", "x", L, W, 3) + losses("2", "x", L, W, 1) + losses("2", "x", L, C, 1, first_gap=1)
+    row = score(table(rows), by="pooled", average="mean").iloc[0]
+    assert row["wireless_share"] == pytest.approx((1.0 + 0.5) / 2)
+    assert row["called"] == 5

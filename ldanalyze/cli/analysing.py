@@ -8,8 +8,12 @@ import argparse
 import pathlib
 import sys
 
+import pandas as pd
+
 from .. import formatting
 from ..analysis import analyze_traces
+from ..consensus import agreement as lda_agreement
+from ..consensus import consensus, kappa_matrix
 from ..control import OPEN_LOOP_NOTE, replay
 from ..control.agreement import agreement
 from ..errors import UsageError
@@ -128,6 +132,11 @@ def cmd_score(args: argparse.Namespace) -> int:
         throughput=batch.throughput,
         route_as=args.route_as,
     )
+    if not scores.empty:
+        keys = {"flow": ("trace", "flow"), "trace": ("trace",), "pooled": ()}[args.by]
+        scores = scores.merge(
+            lda_agreement(batch.decisions, keys).drop(columns=["called"]), how="left", on=[*keys, "lda"]
+        )
     args.format = score_format(args.output, args.format)
     if batch.throughput is not None and args.format == "table":
         print(f"throughput: {OPEN_LOOP_NOTE}", file=sys.stderr)
@@ -141,13 +150,36 @@ def cmd_score(args: argparse.Namespace) -> int:
         flows = 0 if batch.summary is None else len(batch.summary)
         text = f"nothing to score: no flow lost a packet ({flows} flow(s) read; `inspect` shows them)\n"
     else:
-        text = text_table(scores)
+        text = text_table(scores) + _disagreement_text(batch.decisions)
     if args.output:
         write_output(args.output, input_paths(args), lambda tmp: pathlib.Path(tmp).write_text(text))
         print(f"wrote {len(scores)} score rows to {args.output} ({args.format})")
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _disagreement_text(decisions) -> str:
+    """Without any ground truth: how far the LDAs agree (Cohen's kappa, pooled) and the
+    majority call per loss, with its caveat."""
+    if decisions.empty or (decisions["cause"].astype(str) != "lost").any():
+        return ""
+    kappa = kappa_matrix(decisions)
+    if kappa.empty:
+        return ""
+    votes = consensus(decisions)
+    counts = votes["consensus"].value_counts()
+    strong = int((votes["strength"] >= 0.8).sum())
+    shown = kappa.map(lambda k: "-" if pd.isna(k) else f"{k:.2f}")
+    return (
+        "\nagreement between the LDAs (Cohen's kappa over the losses both called: 1 alike, 0 as by chance, "
+        "- undefined: both called every loss the same way):\n"
+        f"{shown.to_string()}\n\n"
+        f"majority of {len(kappa)} LDAs per loss: wireless {int(counts.get('wireless', 0))}, congestion "
+        f"{int(counts.get('congestion', 0))}, tied {int(counts.get('split', 0))}; {strong} of {len(votes)} "
+        "losses with 80 % of the votes or more. A majority is not the truth: schemes of one family share "
+        "their blind spots (a policer's drops come without a delay rise, which delay-based LDAs call wireless).\n"
+    )
 
 
 def _score_traces(args: argparse.Namespace):

@@ -10,6 +10,8 @@ import math
 
 import pandas as pd
 
+from ..consensus import BASELINES
+
 KEYS = ("trace", "flow")
 
 # (row label, column, kind): kind "count", "pct" (fraction shown in %), "ratio", "ci" (prefix)
@@ -33,14 +35,22 @@ ROWS = (
     ("called C, was W % of scored", "CW", "pct"),
     ("called W, was C % of scored", "WC", "pct"),
     ("called W, was W % of scored", "WW", "pct"),
+    # what each LDA said, whatever the truth: the view of a trace without ground truth
+    ("called", "called", "count"),
+    ("called W %", "wireless_share", "pct"),
+    ("  95% CI", "wireless_share", "ci"),
+    ("agrees w/ others %", "agrees_with_others", "pct"),
+    ("mean kappa w/ others", "mean_kappa", "ratio"),
     ("thput %", "thput", "pct"),
     ("  vs omniscient", "vs_omniscient", "ratio"),
     ("  vs unaware", "vs_unaware", "ratio"),
     ("fairness std %", "fairness_std", "pct"),
     ("Jain index", "jain", "ratio"),
 )
-#: rows shown only when the scores carry them (a controller replay was joined)
-OPTIONAL = ("thput", "vs_omniscient", "vs_unaware", "fairness_std", "jain")
+#: rows shown only when the scores carry them (a controller replay, the LDAs' agreement joined)
+OPTIONAL = ("thput", "vs_omniscient", "vs_unaware", "fairness_std", "jain", "agrees_with_others", "mean_kappa")
+#: rows of what the truth says, left out of a block without any
+TRUTH = ("scored", "congestion", "wireless", "M_c", "M_w", "accuracy", "accuracy_ratio", "CC", "CW", "WC", "WW")
 IGNORED_MARK = " †"
 IGNORED_NOTE = (
     "† above the omniscient receiver's while calling congestion losses wireless (M_c > 0): that "
@@ -92,10 +102,11 @@ def blocks(scores: pd.DataFrame):
         if "flows_scored" in group.columns and first["flows_scored"]:
             title += f", flows scored: {first['flows_scored']}"
         unknown = int(first["unknown"]) if "unknown" in group.columns else 0
-        if unknown and unknown == int(first["losses"]) - int(first.get("undetected", 0)):
+        truthless = bool(unknown) and unknown == int(first["losses"]) - int(first.get("undetected", 0))
+        if truthless:
             title += (
-                f" (no ground truth: the cause of each of its {unknown} losses is unknown, so nothing is "
-                "scored; give --labels or a --vantage chain)"
+                f" (no ground truth: the cause of each of its {unknown} losses is unknown, so what each LDA "
+                "called is shown, not scored; --labels or a --vantage chain give the truth)"
             )
         elif "congestion_rate" in group.columns and not _missing(first["congestion_rate"]):
             title += (
@@ -117,9 +128,15 @@ def blocks(scores: pd.DataFrame):
         rows = [
             (label if kind != "ci" else ci_label, column, kind)
             for label, column, kind in ROWS
-            if (kind != "ci" or ci_label) and (column not in OPTIONAL or column in group.columns)
+            if (kind != "ci" or ci_label)
+            and (column not in OPTIONAL or column in group.columns)
+            and not (truthless and column in TRUTH)
         ]
-        body = {str(row["lda"]): [_cell(row, column, kind) for _, column, kind in rows] for _, row in group.iterrows()}
+        body = {
+            str(row["lda"]): [_cell(row, column, kind) for _, column, kind in rows]
+            for _, row in group.iterrows()
+            if not (truthless and str(row["lda"]) in BASELINES)  # without truth their calls say nothing
+        }
         flagged = "ignored_congestion" in group.columns and bool(group["ignored_congestion"].fillna(False).any())
         yield title, pd.DataFrame(body, index=[label for label, _, _ in rows]), IGNORED_NOTE if flagged else ""
 
