@@ -162,7 +162,8 @@ def _agreement(decisions: pd.DataFrame, ldas: list[str] | None) -> pd.DataFrame:
 def shares_over_time(decisions: pd.DataFrame, window: float | None = None, *, windows: int = 20) -> pd.DataFrame:
     """Per voting LDA and time window (``window`` seconds; by default the decided losses' span
     cut into ``windows``): ``t_start``, ``called`` and ``wireless_share`` (NaN where none was
-    called), over every flow of the decisions."""
+    called), over every flow of the decisions. Where some causes are known, a first row
+    ``truth`` gives the true share of the losses of known cause."""
     if "t_decide" not in decisions.columns:
         raise UsageError("shares_over_time: the decisions table has no column 't_decide'")
     d = decisions[decisions["lda"].astype(str).isin(voters(decisions))]
@@ -181,8 +182,17 @@ def shares_over_time(decisions: pd.DataFrame, window: float | None = None, *, wi
     bins = np.minimum(((t[known] - start) // window).astype(np.int64), n_bins - 1)
     lda = d["lda"].astype(str).to_numpy()[known]
     wireless = decision[known] == WIRELESS
+    names = voters(d)
+    if "cause" in d.columns and names:
+        cause = d["cause"].astype(str).to_numpy()[known]
+        true = (lda == names[0]) & np.isin(cause, (CONGESTION, WIRELESS))  # each loss once: one LDA's rows
+        if true.any():
+            lda = np.concatenate([np.where(true, "truth", "")[true], lda])
+            wireless = np.concatenate([cause[true] == WIRELESS, wireless])
+            bins = np.concatenate([bins[true], bins])
+            names = ["truth", *names]
     rows = []
-    for name in voters(d):
+    for name in names:
         mine = lda == name
         n = np.bincount(bins[mine], minlength=n_bins)
         w = np.bincount(bins[mine], weights=wireless[mine], minlength=n_bins)

@@ -91,3 +91,28 @@ def test_zbs_usage_stacks_every_scheme_per_flow(mix):
     for patch in ax.patches:
         tops[round(patch.get_x() + patch.get_width() / 2)] += patch.get_height()
     assert np.allclose(tops, 100)
+
+
+def test_what_the_ldas_called_kappa_and_over_time(mix):
+    """One point per LDA (baselines aside) at its share called wireless, the true share as a
+    line; kappa one cell per pair; over time one row per LDA and the truth."""
+    from ldanalyze import consensus
+
+    tl, decisions = mix
+    scores = la.score(decisions, tl.summary(), by="pooled", bootstrap=50)
+    fig = la.plot.called_wireless(scores)
+    ax = fig.axes[0]
+    voters = consensus.voters(decisions)
+    assert [t.get_text() for t in ax.get_yticklabels()] == voters[::-1]
+    truth = scores.set_index("lda").loc["omniscient", "wireless_share"] * 100
+    assert [line.get_xdata()[0] for line in ax.get_lines() if line.get_linestyle() == "--"] == [pytest.approx(truth)]
+    k = consensus.kappa_matrix(decisions)
+    fig = la.plot.kappa(k)
+    assert fig.axes[0].get_images()[0].get_array().shape == (len(voters), len(voters))
+    over = consensus.shares_over_time(decisions, windows=10)
+    fig = la.plot.shares_over_time(over)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["truth", *voters]
+    with pytest.raises(UsageError, match="only baselines"):
+        la.plot.called_wireless(scores[scores["lda"].isin(["unaware", "omniscient"])])
+    with pytest.raises(UsageError, match="no decided loss"):
+        la.plot.shares_over_time(over.iloc[0:0])

@@ -36,9 +36,24 @@ def report(tmp_path_factory):
 
 def test_the_report_is_self_contained(report):
     page = report.read_text()
-    assert page.count('<img alt="figure" src="data:image/png;base64,') == 2 * 3  # per trace: M_c/M_w, timeline,
-    assert not re.search(r'(src|href)="(https?:)?//', page)  # rates; nothing fetched
+    # per trace: M_c/M_w, called wireless, kappa, over time, timeline, rates
+    assert page.count('<img alt="figure" src="data:image/png;base64,') == 2 * 6
+    assert not re.search(r'(src|href)="(https?:)?//', page)  # nothing fetched
     assert "Timeline of flow 4, the worst classified" in page and "open-loop replay" in page
+    first = page.index("<h2")  # picture first: the figures before the score table, the flows last
+    assert page.index("<img", first) < page.index("<h3>Scores", first) < page.index("<h3>Flows", first)
+
+
+def test_the_report_of_a_capture_without_truth_says_what_the_ldas_called(tmp_path):
+    """No ground truth: no empty M_c-M_w plot and no table of dashes, but what each LDA called,
+    their agreement, the shares over time and the lossiest flow's timeline with every LDA."""
+    out = tmp_path / "lab.html"
+    assert main(["report", str(TRACES / "captures" / "lab_receiver.pcap"), "-o", str(out), "--controller", "none"]) == 0
+    page = out.read_text()
+    assert page.count('<img alt="figure"') == 4 and "No ground truth" in page and "M_c %" not in page
+    for heading in ("Agreement between the LDAs", "What the LDAs called, over time", "the one with the most losses"):
+        assert heading in page
+    assert "A majority is not the truth" in page
 
 
 @pytest.mark.browser

@@ -272,7 +272,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     traces = [read_source(args, path) for path in source_paths(args)]
     controller = None if args.controller == "none" else args.controller
-    page = build_report(traces, ldas=args.lda, controller=controller)
+    page = build_report(traces, ldas=args.lda, controller=controller, path=path_model_of(args))
     write_output(args.output, input_paths(args), lambda tmp: pathlib.Path(tmp).write_text(page))
     print(f"wrote {args.output} ({len(page) / 1e6:.1f} MB, {len(traces)} trace(s))")
     return 0

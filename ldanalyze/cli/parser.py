@@ -415,7 +415,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser(
-        "report", parents=[reading], help="one self-contained HTML page per set of traces: summary, scores, figures"
+        "report",
+        parents=[reading, controlling],
+        help="one self-contained HTML page per set of traces: summary, scores, figures",
     )
     p.add_argument("traces", nargs="*", metavar="TRACE", help="trace files (and/or one --vantage chain)")
     p.add_argument("--lda", default="all", metavar="SPEC,SPEC", help="LDAs to score (default all)")

@@ -1,9 +1,12 @@
 """HTML: the compact notebook displays of Trace, Timeline and replay results, and the
 self-contained report of ``ldanalyze report`` (figures embedded as PNG data, no network needed).
 
-The report, per trace: what was read (the inspect summary), the score table (paper 000 Table II
-layout), M_c against M_w, the timeline of the worst-classified flow (the one whose losses the
-LDAs got wrong most often), and the allowed rates of the controller on that flow.
+The report, per trace, picture first: M_c against M_w where the causes are known, and what each
+LDA called wireless with its interval (the lead figure of a trace without ground truth); the
+score table (paper 000 Table II layout); the agreement between the LDAs (Cohen's kappa) and the
+majority per loss; the shares called wireless over time; the timeline of the worst-classified
+flow (the one whose losses the LDAs got wrong most often; without truth the lossiest, with every
+LDA's calls) and the allowed rates of the controller on that flow; what was read (the flows).
 """
 
 from __future__ import annotations
@@ -41,6 +44,40 @@ def _png(fig) -> str:
     return f'<img alt="figure" src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}">'
 
 
+def _figures_first(plots, scores: pd.DataFrame, per_flow: pd.DataFrame, truth: bool, voting: list[str]) -> list[str]:
+    """The figure a person looks at first: with truth, M_c against M_w; without, what each LDA
+    called (and with truth, that too, against the true share)."""
+    out = []
+    if truth:
+        out.append(_png(plots.mc_mw(scores, per_flow)))
+    if voting:
+        out.append(_png(plots.called_wireless(scores, per_flow)))
+    if not truth:
+        out.append(
+            "<p class='note'>No ground truth: the cause of every loss is unknown, so nothing is scored. "
+            "Shown is what each LDA called, with the 95 % interval of a bootstrap over loss bursts; "
+            "--labels or a --vantage chain give the truth.</p>"
+        )
+    return out
+
+
+def _agreement_section(plots, kappa: pd.DataFrame, votes: pd.DataFrame) -> list[str]:
+    counts = votes["consensus"].value_counts()
+    strong = int((votes["strength"] >= 0.8).sum())
+    line = (
+        f"Majority of {len(kappa)} LDAs per loss: wireless {int(counts.get('wireless', 0))}, congestion "
+        f"{int(counts.get('congestion', 0))}, tied {int(counts.get('split', 0))}; {strong} of {len(votes)} losses "
+        "with 80 % of the votes or more. A majority is not the truth: schemes of one family share their blind "
+        "spots (a policer's drops come without a delay rise, which delay-based LDAs call wireless)."
+    )
+    return ["<h3>Agreement between the LDAs</h3>", _png(plots.kappa(kappa)), f"<p class='note'>{html.escape(line)}</p>"]
+
+
+def _lossiest_flow(decisions: pd.DataFrame) -> str | None:
+    counts = decisions.drop_duplicates(["flow", "uid"])["flow"].astype(str).value_counts()
+    return str(counts.index[0]) if len(counts) else None
+
+
 def worst_flow(decisions: pd.DataFrame) -> str | None:
     """The flow whose scored losses the LDAs (baselines aside) called wrong most often."""
     d = decisions[~decisions["lda"].astype(str).isin(("unaware", "omniscient"))]
@@ -51,8 +88,10 @@ def worst_flow(decisions: pd.DataFrame) -> str | None:
     return str(wrong.idxmax())
 
 
-def build_report(traces, *, ldas="all", controller="tfrc", timeline_ldas=("zbs", "spike", "biaz")) -> str:
-    """One HTML page for the traces (Trace objects)."""
+def build_report(traces, *, ldas="all", controller="tfrc", timeline_ldas=("zbs", "spike", "biaz"), path=None) -> str:
+    """One HTML page for the traces (Trace objects). ``path``: the path model of the
+    controller's replay (``PathModel``: base RTT, capacity), for flows that need one."""
+    from ..consensus import agreement, consensus, kappa_matrix, shares_over_time, voters
     from ..control import replay
     from ..lda import classify
     from ..scoring import score
@@ -67,44 +106,55 @@ def build_report(traces, *, ldas="all", controller="tfrc", timeline_ldas=("zbs",
         tl = build_timeline(trace)
         decisions = classify(tl, ldas)
         decisions.insert(0, "trace", str(trace.path))
-        part = [
-            f'<h2 id="{anchor}">{html.escape(str(trace.path))}</h2>',
-            trace_html(trace),
-            "<h3>Flows</h3>",
-            html_table(summary_shown(tl.summary())),
-        ]
-        throughput = None
-        if controller:
+        truth = bool(decisions["cause"].isin(("congestion", "wireless")).any())
+        voting = voters(decisions)
+        part = [f'<h2 id="{anchor}">{html.escape(str(trace.path))}</h2>', trace_html(trace)]
+        if decisions.empty:
+            part.append("<p class='note'>no flow lost a packet: nothing to classify.</p>")
+        throughput, notes = None, []
+        if controller and not decisions.empty:
             try:
-                result = replay(tl, [controller], ldas, rates=False)
-                throughput = result.summary
+                throughput = replay(tl, [controller], ldas, rates=False, path=path).summary
             except Exception as exc:  # noqa: BLE001 - the rest of the report stands without it
-                part.append(f"<p class='note'>no modeled throughput: {html.escape(str(exc))}</p>")
+                notes.append(f"no modeled throughput: {exc}")
         summary = tl.summary().assign(trace=str(trace.path))
         if throughput is not None:
             throughput = throughput.assign(trace=str(trace.path))
-        scores = score(decisions, summary, by="trace", throughput=throughput, bootstrap=200)
-        for title, block, note in blocks(scores):
-            part += [f"<h3>Scores</h3><p class='note'>{html.escape(title)}</p>", html_table(block, index=True)]
-            if note:
-                part.append(f"<p class='note'>{html.escape(note)}</p>")
-        per_flow = score(decisions, summary, by="flow", bootstrap=0)
-        part.append(_png(plots.mc_mw(scores, per_flow)))
-        flow = worst_flow(decisions)
-        if flow is not None:
-            chosen = [x for x in timeline_ldas if x in set(decisions["lda"].astype(str))] or [
-                str(decisions["lda"].cat.categories[0])
-            ]
-            part += [
-                f"<h3>Timeline of flow {html.escape(flow)}, the worst classified</h3>",
-                _png(plots.timeline(tl, flow, chosen)),
-            ]
-            if controller:
-                try:
-                    rates = replay(tl, [controller], chosen[:2] + ["omniscient", "unaware"])
-                    part.append(_png(plots.rates(rates, flow=flow)))
-                except Exception as exc:  # noqa: BLE001
-                    part.append(f"<p class='note'>no rate plot: {html.escape(str(exc))}</p>")
+        if not decisions.empty:
+            scores = score(decisions, summary, by="trace", throughput=throughput, bootstrap=200)
+            per_flow = score(decisions, summary, by="flow", bootstrap=0)
+            if voting:
+                scores = scores.merge(
+                    agreement(decisions, ("trace",)).drop(columns=["called"]), on=["trace", "lda"], how="left"
+                )
+            part += _figures_first(plots, scores, per_flow, truth, voting)
+            for title, block, note in blocks(scores):
+                part += [f"<h3>Scores</h3><p class='note'>{html.escape(title)}</p>", html_table(block, index=True)]
+                if note:
+                    part.append(f"<p class='note'>{html.escape(note)}</p>")
+            part += [f"<p class='note'>{html.escape(n)}</p>" for n in notes]
+            if len(voting) >= 2:
+                part += _agreement_section(plots, kappa_matrix(decisions), consensus(decisions))
+            over_time = shares_over_time(decisions)
+            if not over_time.empty:
+                part += ["<h3>What the LDAs called, over time</h3>", _png(plots.shares_over_time(over_time))]
+            flow = worst_flow(decisions) if truth else _lossiest_flow(decisions)
+            if flow is not None:
+                present = set(decisions["lda"].astype(str))
+                chosen = [x for x in timeline_ldas if x in present] if truth else voting[:10]
+                chosen = chosen or [str(decisions["lda"].cat.categories[0])]
+                why = "the worst classified" if truth else "the one with the most losses"
+                part += [
+                    f"<h3>Timeline of flow {html.escape(flow)}, {why}</h3>",
+                    _png(plots.timeline(tl, flow, chosen, state=truth)),
+                ]
+                if controller and throughput is not None:
+                    try:
+                        rates = replay(tl, [controller], chosen[:2] + ["omniscient", "unaware"], path=path)
+                        part.append(_png(plots.rates(rates, flow=flow)))
+                    except Exception as exc:  # noqa: BLE001
+                        part.append(f"<p class='note'>no rate plot: {html.escape(str(exc))}</p>")
+        part += ["<h3>Flows</h3>", html_table(summary_shown(tl.summary()))]
         sections.append("\n".join(part))
     stamp = time.strftime("%Y-%m-%d %H:%M")
     return (

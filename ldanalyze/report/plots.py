@@ -8,6 +8,11 @@ its Figure, or draws into the ``ax`` it is given.
 - ``mc_mw``: M_c against M_w, one point per LDA with its confidence intervals, the per-flow
   spread behind it, the ideal corner marked (paper 000 §VI weighs the two this way).
 - ``confusion``: paper 001 Table I as a 2 × 2 heat map per LDA.
+- ``called_wireless``: the share of its losses each LDA called wireless, with its interval and
+  the per-flow spread; the true share where the causes are known. The first figure of a trace
+  without ground truth: there it is what the LDAs say.
+- ``kappa``: Cohen's kappa between every pair of LDAs as a heat map (``consensus``).
+- ``shares_over_time``: each LDA's share called wireless per time window, as a heat map.
 - ``rates``: each controller's allowed rate fed several LDAs, omniscient and unaware as
   bounds, against time (open-loop replay).
 - ``across``: a metric against a trace property over a set of traces (paper 000 Figs. 8-9).
@@ -146,7 +151,7 @@ def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, s
                 edgecolor=BLACK,
                 linewidth=0.9,
                 zorder=3,
-                label=f"lost: {name}",
+                label="lost: cause unknown" if name == "lost" else f"lost: {name}",
             )
     legend_outside(axes[0])
 
@@ -158,7 +163,7 @@ def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, s
         for row, name in enumerate(names):
             d = decisions[decisions["lda"] == name].set_index("uid").reindex(losses["uid"])
             decided = d["decision"].astype(str).to_numpy()
-            wrong = (decided != cause) & (decided != "undetected")
+            wrong = (decided != cause) & (decided != "undetected") & np.isin(cause, ("congestion", "wireless"))
             for cause_name, marker in CAUSE_MARKER.items():
                 for decision, colour in DECISION_COLOUR.items():
                     chosen = (cause == cause_name) & (decided == decision)
@@ -179,17 +184,18 @@ def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, s
             plt.Line2D([], [], marker="s", linestyle="", color=c, label=f"decided {d}")
             for d, c in DECISION_COLOUR.items()
         ]
-        handles.append(
-            plt.Line2D(
-                [],
-                [],
-                marker="o",
-                linestyle="",
-                markerfacecolor="white",
-                markeredgecolor=BLACK,
-                label="black edge: wrong",
+        if np.isin(cause, ("congestion", "wireless")).any():
+            handles.append(
+                plt.Line2D(
+                    [],
+                    [],
+                    marker="o",
+                    linestyle="",
+                    markerfacecolor="white",
+                    markeredgecolor=BLACK,
+                    label="black edge: wrong",
+                )
             )
-        )
         strip.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     else:
         strip.set_yticks([])
@@ -350,6 +356,111 @@ def mc_mw(scores: pd.DataFrame, per_flow: pd.DataFrame | None = None, ax=None, t
         fontsize=10,
     )
     legend_outside(ax)
+    return fig if fig is not None else ax.figure
+
+
+def called_wireless(scores: pd.DataFrame, per_flow: pd.DataFrame | None = None, ax=None, title: str | None = None):
+    """The share of its decided losses each LDA called wireless (%), with its interval (burst
+    bootstrap, else Wilson), one row per LDA (pooled or one trace's rows of ``score``);
+    ``per_flow`` adds each flow's share behind it. Where the causes are known, the omniscient
+    row's share (the true one) is drawn as a line; the baselines are not drawn as LDAs."""
+    plt = pyplot()
+    rows = scores.drop_duplicates("lda")
+    truth = rows[rows["lda"].astype(str) == "omniscient"]
+    rows = rows[~rows["lda"].astype(str).isin(("unaware", "omniscient"))]
+    if rows.empty:
+        raise UsageError("called-wireless plot: no LDA among the score rows (only baselines)")
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.32 * len(rows)), constrained_layout=True)
+    names = [str(x) for x in rows["lda"]][::-1]  # the first LDA at the top
+    for y, (_, row) in enumerate(rows.iloc[::-1].iterrows()):
+        colour = PALETTE[(len(rows) - 1 - y) % len(PALETTE)]
+        if per_flow is not None:
+            flows = per_flow[per_flow["lda"].astype(str) == names[y]]["wireless_share"].dropna() * 100
+            ax.scatter(flows, np.full(len(flows), y), s=10, color=colour, alpha=0.25, linewidth=0)
+        x = row["wireless_share"] * 100
+        if not np.isfinite(x):
+            continue
+        xerr = None
+        for lo, hi in (("_boot_lo", "_boot_hi"), ("_lo", "_hi")):
+            if f"wireless_share{lo}" in row.index and np.isfinite(row[f"wireless_share{lo}"]):
+                xerr = [[x - row[f"wireless_share{lo}"] * 100], [row[f"wireless_share{hi}"] * 100 - x]]
+                break
+        ax.errorbar(x, y, xerr=xerr, fmt="o", color=colour, markersize=6, capsize=3, linewidth=1.2)
+    if not truth.empty and int(truth["unknown"].iloc[0]) < int(truth["losses"].iloc[0]):
+        share = float(truth["wireless_share"].iloc[0]) * 100
+        ax.axvline(share, color=GREEN, linewidth=1.5, linestyle="--", label=f"true share {share:.1f} %")
+        legend_outside(ax)
+    ax.set_yticks(range(len(names)), names)
+    ax.set_ylim(-0.6, len(names) - 0.4)
+    ax.set_xlim(-2, 102)
+    style_axes(ax, "losses called wireless (% of the losses each LDA decided; bars: 95 % interval)", None)
+    ax.set_title(
+        title or "what each LDA called wireless" + (" (faint: per flow)" if per_flow is not None else ""), fontsize=10
+    )
+    return fig if fig is not None else ax.figure
+
+
+def kappa(matrix: pd.DataFrame, ax=None, title: str | None = None):
+    """Cohen's kappa between every pair of LDAs (``consensus.kappa_matrix``): blue agree, red
+    disagree, white as by chance, grey undefined."""
+    plt = pyplot()
+    if matrix.empty:
+        raise UsageError("kappa plot: the matrix is empty (no LDA voted)")
+    fig = None
+    n = len(matrix)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(1.6 + 0.55 * n, 1.2 + 0.5 * n), constrained_layout=True)
+    values = matrix.to_numpy(np.float64)
+    cmap = plt.get_cmap("RdBu").with_extremes(bad="#dddddd")
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=-1, vmax=1)
+    for i in range(n):
+        for j in range(n):
+            v = values[i, j]
+            ax.text(j, i, "-" if not np.isfinite(v) else f"{v:.2f}", ha="center", va="center", fontsize=7,
+                    color="white" if np.isfinite(v) and abs(v) > 0.6 else BLACK)  # fmt: skip
+    labels = [str(x) for x in matrix.index]
+    ax.set_xticks(range(n), labels, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(n), labels, fontsize=8)
+    bar = (fig or ax.figure).colorbar(image, ax=ax, shrink=0.8)
+    bar.set_label("Cohen's kappa", fontsize=8)
+    ax.set_title(title or "agreement between LDAs (1 alike, 0 as by chance)", fontsize=10)
+    return fig if fig is not None else ax.figure
+
+
+def shares_over_time(table: pd.DataFrame, ax=None, title: str | None = None):
+    """Each LDA's share called wireless per time window (``consensus.shares_over_time``) as a
+    heat map: rows LDAs, columns windows; vermillion congestion, blue wireless, grey none."""
+    plt = pyplot()
+    from matplotlib.colors import LinearSegmentedColormap
+
+    if table.empty:
+        raise UsageError("shares-over-time plot: no decided loss")
+    names = list(dict.fromkeys(table["lda"].astype(str)))
+    starts = np.sort(table["t_start"].unique())
+    grid = table.pivot_table(index="lda", columns="t_start", values="wireless_share", aggfunc="first", dropna=False)
+    grid = grid.reindex(index=names, columns=starts)
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(10, 0.9 + 0.3 * len(names)), constrained_layout=True)
+    origin = float(starts[0]) if starts[0] > 1e8 else 0.0
+    step = float(starts[1] - starts[0]) if len(starts) > 1 else 1.0
+    cmap = LinearSegmentedColormap.from_list("called", [VERMILLION, "#f7f7f7", BLUE]).with_extremes(bad="#dddddd")
+    image = ax.imshow(
+        np.ma.masked_invalid(grid.to_numpy(np.float64) * 100),
+        aspect="auto",
+        cmap=cmap,
+        vmin=0,
+        vmax=100,
+        interpolation="nearest",
+        extent=(starts[0] - origin, starts[-1] - origin + step, len(names) - 0.5, -0.5),
+    )
+    ax.set_yticks(range(len(names)), names, fontsize=8)
+    ax.set_xlabel("time since the first decided loss (s)" if origin else "time (s)")
+    bar = (fig or ax.figure).colorbar(image, ax=ax, pad=0.01)
+    bar.set_label("called wireless (%)", fontsize=8)
+    ax.set_title(title or f"losses called wireless per {step:.3g} s window (grey: no loss)", fontsize=10)
     return fig if fig is not None else ax.figure
 
 
