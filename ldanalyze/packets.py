@@ -47,6 +47,7 @@ UNOBSERVED = "unobserved"
 
 FATES = (DELIVERED, CONGESTION, WIRELESS, ROUTE, LOST, UNOBSERVED)
 LOSS_FATES = (CONGESTION, WIRELESS, ROUTE, LOST)
+WEAK_LABEL = "weak-label"  # the reason of a loss whose cause came from a rule, not per-packet truth
 FATE_DTYPE = pd.CategoricalDtype(list(FATES))
 
 COLUMNS = {

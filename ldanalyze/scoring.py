@@ -69,7 +69,10 @@ A scored loss outside any burst (``gap < 0``) is a unit of its own.
 pools, by name; pooled their count) and the true loss rates of the group's flows,
 ``congestion_rate`` and ``wireless_rate``: lost packets of that cause over the packets whose fate
 is known (``sent − unobserved``), pooled over the group's flows (by trace: every flow of the trace
-in the summary; pooled: every flow of every trace scored).
+in the summary; pooled: every flow of every trace scored). Where the summary counts them, ``weak_labels``
+is how many of the group's losses have a cause from a rule, not per-packet truth
+(``io.labels``: weak labels by construction); scores resting on them are only as good as the
+rules.
 
 Modeled throughput
 ------------------
@@ -107,6 +110,7 @@ BY = {"flow": ("trace", "flow", "lda"), "trace": ("trace", "lda"), "pooled": ("l
 AVERAGES = ("pooled", "mean")
 REQUIRED = ("flow", "lda", "cause", "decision")
 SUMMARY_REQUIRED = ("flow", "sent", "unobserved", CONGESTION, WIRELESS)
+SUMMARY_READ = (*SUMMARY_REQUIRED, "weak_labels")  # what scoring reads of a summary: the rest optional
 
 COUNTS = (
     "losses",
@@ -636,6 +640,9 @@ def _rate_columns(
     for name, cause in (("congestion_rate", CONGESTION), ("wireless_rate", WIRELESS)):
         lost = np.bincount(inverse, weights=numbers[cause][keep], minlength=len(uniq))[at]
         out[name] = _ratio(lost, known)
+    if "weak_labels" in summary.columns:  # losses whose cause came from a rule (io.labels)
+        weak = pd.to_numeric(summary["weak_labels"], errors="coerce").fillna(0).to_numpy(np.float64)
+        out["weak_labels"] = np.bincount(inverse, weights=weak[keep], minlength=len(uniq))[at].astype(np.int64)
 
 
 def _scored_flows_column(out: pd.DataFrame, summary: pd.DataFrame, width: int = 80) -> None:

@@ -54,6 +54,7 @@ from .packets import (
     FATES,
     LOSS_FATES,
     UNOBSERVED,
+    WEAK_LABEL,
     WIRELESS,
     Trace,
     empty_rtt,
@@ -153,6 +154,7 @@ class Timeline:
         out["wireless_rate"] = out[WIRELESS] / known_fate
         out["gaps"] = total(self.gaps)
         out["undetected"] = total(self.losses, ~self.losses["detected"].to_numpy(bool))
+        out["weak_labels"] = total(p, (p["reason"] == WEAK_LABEL).to_numpy())  # causes from rules (io.labels)
         a = self.arrivals
         at, known = by_flow(a)
         kinds = np.bincount(at[known] * 3 + a["kind"].cat.codes.to_numpy()[known], minlength=len(flows) * 3)

@@ -27,7 +27,7 @@ from ..timeline import Timeline, build_timeline
 from ..version import VERSION
 from .jobs import Analysis, Job
 
-CACHE_VERSION = 8
+CACHE_VERSION = 9
 
 
 def labelled_of(trace: Trace, job: Job) -> Trace:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import multiprocessing
 import os
 import signal
@@ -22,7 +23,7 @@ from ..errors import TraceError, UsageError
 from ..io.labels import apply_labels
 from ..output import atomic_write
 from ..packets import Trace
-from ..scoring import SUMMARY_REQUIRED, THROUGHPUT_REQUIRED, tally
+from ..scoring import SUMMARY_READ, THROUGHPUT_REQUIRED, tally
 from .cache import analyze_cached, entry_of, labelled_of, load_entry, read_fresh, store
 from .jobs import SPLIT_OPTIONS, Analysis, Job, Outcome, too_big_to_read_whole
 
@@ -68,7 +69,7 @@ def _kept(result: Batch, keep: str) -> Batch:
 
     return Batch(
         decisions=tally(result.decisions, bursts=keep == "bursts"),
-        summary=read(result.summary, SUMMARY_REQUIRED),
+        summary=read(result.summary, SUMMARY_READ),
         throughput=read(result.throughput, THROUGHPUT_REQUIRED),
     )
 
@@ -99,13 +100,25 @@ def _analyze_flows(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
     re-run reads no capture, and a changed labels file or sequence modulus rebuilds the
     flows' timelines from their parsed traces."""
     from ..io.capture.split import read_capture_flows
-    from ..io.labels import read_labels
+    from ..io.labels import LabelRules, is_rules_file, read_label_rules, read_labels
 
-    labels = read_labels(job.labels) if job.labels else None
+    labels: pd.DataFrame | LabelRules | None = None
+    if job.labels and is_rules_file(job.labels):
+        labels = read_label_rules(job.labels)
+        if any(not rule.absolute and (math.isfinite(rule.start) or math.isfinite(rule.end)) for rule in labels.rules):
+            raise UsageError(
+                f"{job.labels}: a rule's window in seconds since the trace's start means each flow's own start when "
+                f"{job.name} is read one flow at a time: give its start and end as dates, or "
+                "--flow-at-a-time-above never"
+            )
+    elif job.labels:
+        labels = read_labels(job.labels)
 
     def labelled(trace: Trace) -> Trace:
         if labels is None:
             return trace
+        if isinstance(labels, LabelRules):
+            return apply_labels(trace, labels)
         return apply_labels(trace, labels[labels["flow"].isin(trace.flows)])
 
     folder = entry_of(job, analysis) / "flows" if analysis.cache_dir is not None else None

@@ -182,7 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
         "removed) or a common one (one host, PTP: one-way delays are absolute)",
     )
     reading.add_argument(
-        "--labels", metavar="CSV", help="labels file (flow,seq,cause[,tx]) giving the causes of the trace's losses"
+        "--labels",
+        metavar="FILE",
+        help="labels file (CSV: flow,seq,cause[,tx]) giving the causes of the trace's losses, or a rules file "
+        "(.toml: [[rule]] flow, start, end, cause: weak labels by construction)",
     )
 
     one = argparse.ArgumentParser(add_help=False, parents=[reading])

@@ -14,25 +14,137 @@ their flow (a receiver capture that started later or stopped earlier than the la
 are left out, with a warning, and counted in ``meta['labels']['outside']``. Lost packets without a label keep their fate
 (``lost`` if the trace did not know the cause), with a warning counting them; labels that
 change a cause the trace already had are counted in ``meta['labels']``.
+
+Weak labels by construction. An experimenter often knows the cause of most losses without a
+per-packet truth: a limiter in the path, a window with the radio switched off, a lab link with
+only random loss. A rules file (TOML: its first line that is not a comment opens a table) says
+so::
+
+    [[rule]]
+    flow = "*:5004/udp"     # fnmatch pattern over flow labels (default "*": every flow)
+    start = 30              # seconds since the trace's first arrival (default: its start),
+    end = 90                #   or TOML dates with a time zone for a capture's clock
+    cause = "congestion"    # congestion, wireless, route or unknown
+    why = "tc police 200 kbit/s at the access link"   # optional, kept in meta
+
+A loss of unknown cause takes the cause of the first rule it matches; its time is the receive
+time of the flow's last arrival before it (the first after it when none is before), on the
+receiver's clock, where a window is visible in a capture. Losses whose cause the trace already
+knows keep it. Such causes are **weak**: their packets' ``reason`` is ``weak-label``, every flow
+summary counts them (``weak_labels``) and every score computed on them says so. A rule that
+matches no loss is warned about (a pattern or window that misses is the likely mistake).
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import datetime
+import fnmatch
 import io
 import os
+import re
 import warnings
 
 import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
-from ..packets import CONGESTION, LOSS_FATES, LOST, ROUTE, WIRELESS, Trace
+from ..packets import CONGESTION, LOSS_FATES, LOST, ROUTE, WEAK_LABEL, WIRELESS, Trace
 from .text import iter_lines
 
 CAUSE_NAMES = {"congestion": CONGESTION, "wireless": WIRELESS, "route": ROUTE, "unknown": LOST, "lost": LOST}
 REQUIRED = ("flow", "seq", "cause")
+RULE_KEYS = ("flow", "start", "end", "cause", "why")
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """One weak-label rule: losses of the flows matching ``flow`` between ``start`` and ``end``
+    (seconds since the trace's first arrival, or absolute epoch seconds when ``absolute``)."""
+
+    flow: str
+    start: float
+    end: float
+    cause: str
+    why: str
+    absolute: bool
+    line: int  # the rule's index in the file (1-based), for messages
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelRules:
+    """The rules of a rules file, in order (the first a loss matches gives its cause)."""
+
+    path: str
+    rules: tuple[Rule, ...]
+
+
+def read_label_rules(path: str | os.PathLike) -> LabelRules:
+    """The rules of a TOML rules file (module docstring); bad content is a TraceError naming
+    the file and the rule."""
+    import tomllib
+
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            document = tomllib.load(f)
+    except OSError as exc:
+        raise TraceError(path, f"cannot read the rules file: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TraceError(path, f"not valid TOML: {exc}") from None
+    unknown = sorted(set(document) - {"rule"})
+    if unknown or not isinstance(document.get("rule"), list) or not document["rule"]:
+        raise TraceError(path, "a rules file holds [[rule]] tables only (flow, start, end, cause, why)")
+    rules = []
+    for k, entry in enumerate(document["rule"], 1):
+
+        def bad(message: str, k=k) -> TraceError:
+            return TraceError(path, f"rule {k}: {message}")
+
+        extra = sorted(set(entry) - set(RULE_KEYS))
+        if extra:
+            raise bad(f"unknown key(s) {', '.join(extra)} (a rule takes {', '.join(RULE_KEYS)})")
+        cause = str(entry.get("cause", "")).strip().lower()
+        if cause not in CAUSE_NAMES:
+            raise bad(f"cause {entry.get('cause')!r}: give congestion, wireless, route or unknown")
+        bounds = [entry.get("start"), entry.get("end")]
+        absolute = any(isinstance(b, datetime.datetime) for b in bounds)
+        values = []
+        for name, value, default in (("start", bounds[0], -np.inf), ("end", bounds[1], np.inf)):
+            if value is None:
+                values.append(default)
+            elif isinstance(value, datetime.datetime):
+                if value.tzinfo is None:
+                    raise bad(f"{name} {value} has no time zone (write e.g. {value.isoformat()}Z)")
+                values.append(value.timestamp())
+            elif isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value):
+                if absolute:
+                    raise bad("start and end must both be dates or both seconds since the trace's start")
+                values.append(float(value))
+            else:
+                raise bad(f"{name} {value!r}: give seconds since the trace's first arrival, or a date with a time zone")
+        if values[0] > values[1]:
+            raise bad(f"start {bounds[0]} is after end {bounds[1]}")
+        flow = entry.get("flow", "*")
+        if not isinstance(flow, str) or not flow:
+            raise bad(f'flow {flow!r}: give a pattern over flow labels, e.g. "*/udp" or "1"')
+        rules.append(Rule(flow, values[0], values[1], CAUSE_NAMES[cause], str(entry.get("why", "")), absolute, k))
+    return LabelRules(path, tuple(rules))
+
+
+def is_rules_file(path: str | os.PathLike) -> bool:
+    """Whether a labels file is a rules file, by its content: its first line that is neither
+    blank nor a comment opens a TOML table (``[[rule]]``) or sets a key, where a labels file
+    has its CSV header."""
+    try:
+        for _, text in iter_lines(path):
+            stripped = text.strip()
+            if stripped and not stripped.startswith("#"):
+                return stripped.startswith("[") or re.match(r"[A-Za-z_][\w-]*\s*=", stripped) is not None
+    except (OSError, TraceError):
+        return False  # the reader says what is wrong with the file
+    return False
 
 
 class LabelWarning(UserWarning):
@@ -121,9 +233,12 @@ def _check_agreement(labels: pd.DataFrame, path: str) -> None:
         )
 
 
-def apply_labels(trace: Trace, labels: pd.DataFrame | str | os.PathLike) -> Trace:
-    """A copy of ``trace`` whose lost packets take the causes of ``labels`` (a file or the
-    table ``read_labels`` returns); see the module docstring for the rules."""
+def apply_labels(trace: Trace, labels: pd.DataFrame | LabelRules | str | os.PathLike) -> Trace:
+    """A copy of ``trace`` whose lost packets take the causes of ``labels``: a labels file or
+    the table ``read_labels`` returns, or a rules file (TOML) or the ``LabelRules``
+    ``read_label_rules`` returns (weak labels); see the module docstring."""
+    if isinstance(labels, LabelRules) or (not isinstance(labels, pd.DataFrame) and is_rules_file(labels)):
+        return apply_label_rules(trace, labels if isinstance(labels, LabelRules) else read_label_rules(labels))
     source = "<labels>" if isinstance(labels, pd.DataFrame) else os.fspath(labels)
     table = labels if isinstance(labels, pd.DataFrame) else read_labels(labels)
     packets = trace.packets.copy()
@@ -228,6 +343,64 @@ def _one_cause_per_packet(joined: pd.DataFrame, source: str) -> pd.DataFrame:
             line=int(row["line"]),
         )
     return first
+
+
+def apply_label_rules(trace: Trace, rules: LabelRules) -> Trace:
+    """A copy of ``trace`` whose losses of unknown cause take the cause of the first rule they
+    match, as weak labels (module docstring)."""
+    packets = trace.packets.copy()
+    fate = packets["fate"].astype(str).to_numpy()
+    unknown = fate == LOST
+    when = _loss_times(packets)
+    flow = packets["flow"].astype(str).to_numpy()
+    first = np.nanmin(packets["t_recv"].to_numpy(np.float64)) if packets["t_recv"].notna().any() else 0.0
+    cause = np.full(len(packets), "", dtype=object)
+    per_rule = []
+    for rule in rules.rules:
+        names = [name for name in pd.unique(flow) if fnmatch.fnmatchcase(name, rule.flow)]
+        t = when if rule.absolute else when - first
+        hit = unknown & (cause == "") & np.isin(flow, names) & (t >= rule.start) & (t <= rule.end)
+        cause[hit] = rule.cause
+        per_rule.append(int(hit.sum()))
+        if not hit.any():
+            warnings.warn(
+                f"{rules.path}: rule {rule.line} (flow {rule.flow!r}, cause {rule.cause}) matches no loss of "
+                f"unknown cause in {trace.path}"
+                + ("" if names else f" (no flow matches {rule.flow!r}; flows: {', '.join(trace.flows[:5])})"),
+                LabelWarning,
+                stacklevel=3,
+            )
+    target = np.flatnonzero(cause != "")
+    packets.loc[target, "fate"] = cause[target]
+    if WEAK_LABEL not in packets["reason"].cat.categories:
+        packets["reason"] = packets["reason"].cat.add_categories([WEAK_LABEL])
+    packets.loc[target, "reason"] = WEAK_LABEL
+    meta = {
+        **trace.meta,
+        "labels": {
+            "path": rules.path,
+            "weak": True,
+            "rules": [dataclasses.asdict(r) | {"losses": n} for r, n in zip(rules.rules, per_rule)],
+            "labeled": int(len(target)),
+            "unlabeled": int(unknown.sum() - len(target)),
+            "kept": int((np.isin(fate, LOSS_FATES) & ~unknown).sum()),
+        },
+    }
+    return dataclasses.replace(trace, packets=packets, meta=meta)
+
+
+def _loss_times(packets: pd.DataFrame) -> np.ndarray:
+    """Per packet, its receive time, or for one never received the receive time of its flow's
+    last arrival before it in send order (the first after it when none is before)."""
+    order = np.lexsort((packets["t_send"].to_numpy(np.float64), packets["flow"].cat.codes.to_numpy()))
+    frame = pd.DataFrame(
+        {"flow": packets["flow"].cat.codes.to_numpy()[order], "t": packets["t_recv"].to_numpy(np.float64)[order]}
+    )
+    grouped = frame.groupby("flow", sort=False)["t"]
+    filled = grouped.ffill().fillna(grouped.bfill()).to_numpy()
+    out = np.empty(len(packets))
+    out[order] = filled
+    return out
 
 
 def write_labels(trace: Trace, path: str | os.PathLike | io.TextIOBase) -> int:

@@ -39,7 +39,7 @@ JSON_SCHEMA = {
         },
         "results": {
             "type": "array",
-            "description": "scores as ldanalyze.scoring.score names them: shares (M_c, M_w, accuracy, the "
+            "description": "scores as ldanalyze.scoring.score names them: shares (M_c, M_w, accuracy, wireless_share, the "
             "loss rates, thput) are fractions, not percent; rates in bits/s; times in seconds",
             "items": {
                 **_ROW,
@@ -48,7 +48,7 @@ JSON_SCHEMA = {
                     "scope": {"enum": ["flow", "trace", "pooled"]},
                     **{
                         name: {"type": ["number", "null"], "minimum": 0, "maximum": 1}
-                        for name in ("M_c", "M_w", "accuracy", "congestion_rate", "wireless_rate")
+                        for name in ("M_c", "M_w", "accuracy", "wireless_share", "congestion_rate", "wireless_rate")
                     },
                 },
             },

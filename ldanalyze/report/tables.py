@@ -109,10 +109,16 @@ def blocks(scores: pd.DataFrame):
                 "called is shown, not scored; --labels or a --vantage chain give the truth)"
             )
         elif "congestion_rate" in group.columns and not _missing(first["congestion_rate"]):
+            weak = "weak_labels" in group.columns and int(first["weak_labels"]) > 0
             title += (
-                f" (true loss rates of the flows scored: congestion {first['congestion_rate'] * 100:.2f} %, "
+                f" ({'labelled' if weak else 'true'} loss rates of the flows scored: congestion {first['congestion_rate'] * 100:.2f} %, "
                 f"wireless {first['wireless_rate'] * 100:.2f} %"
                 + (f"; {unknown} losses of unknown cause left out)" if unknown else ")")
+            )
+        if "weak_labels" in group.columns and int(first["weak_labels"]) > 0:
+            title += (
+                f" (WEAK LABELS: the causes of {int(first['weak_labels'])} losses come from rules, not "
+                "per-packet truth; the scores are only as good as the rules)"
             )
         if "route_as" in group.columns and first["route"] > 0:
             mapping = first["route_as"]
