@@ -24,6 +24,7 @@ MAIN_SUMMARY_COLUMNS = (
     "congestion",
     "wireless",
     "route",
+    "policing",
     "lost",
     "unobserved",
     "loss_rate",

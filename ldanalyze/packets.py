@@ -15,13 +15,15 @@ size      int64    bytes on the wire
 t_send    float64  seconds on the sender's clock (first enqueue at the source)
 t_recv    float64  seconds on the receiver's clock; NaN when never received
 t_drop    float64  time of the drop record when the trace has one; else NaN
-fate      category delivered | congestion | wireless | route | lost | unobserved
+fate      category delivered | congestion | wireless | route | policing | lost | unobserved
 reason    category what the fate was derived from (e.g. ``queue``, ``link-error``, ``IFQ ---``)
 ========  =======  ===========================================================================
 
 ``route`` is a loss to routing and mobility (no route, a route-wait buffer full, a broken link
 reported by the MAC, a loop, TTL): neither congestion nor the radio's doing, so scores leave it
-out of M_c/M_w unless told to count it as one of them. ``lost`` is a loss whose cause is
+out of M_c/M_w unless told to count it as one of them. ``policing`` is a drop by a rate
+limiter that drops rather than queues (a token-bucket policer: no queue builds before it, so
+delay-based LDAs see no congestion); scores keep it apart likewise. ``lost`` is a loss whose cause is
 unknown; ``unobserved`` is a packet still in flight when the trace ends: it is never counted as
 a loss.
 """
@@ -42,11 +44,21 @@ DELIVERED = "delivered"
 CONGESTION = "congestion"
 WIRELESS = "wireless"
 ROUTE = "route"
+POLICING = "policing"
 LOST = "lost"
 UNOBSERVED = "unobserved"
 
-FATES = (DELIVERED, CONGESTION, WIRELESS, ROUTE, LOST, UNOBSERVED)
-LOSS_FATES = (CONGESTION, WIRELESS, ROUTE, LOST)
+FATES = (DELIVERED, CONGESTION, WIRELESS, ROUTE, POLICING, LOST, UNOBSERVED)
+LOSS_FATES = (CONGESTION, WIRELESS, ROUTE, POLICING, LOST)
+# the words a user may give for a loss's cause (labels files, rules, a chain's segments)
+CAUSE_WORDS = {
+    "congestion": CONGESTION,
+    "wireless": WIRELESS,
+    "route": ROUTE,
+    "policing": POLICING,
+    "unknown": LOST,
+    "lost": LOST,
+}
 WEAK_LABEL = "weak-label"  # the reason of a loss whose cause came from a rule, not per-packet truth
 FATE_DTYPE = pd.CategoricalDtype(list(FATES))
 

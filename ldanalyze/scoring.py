@@ -7,7 +7,7 @@ The decisions table
 -------------------
 ``trace`` (optional; absent = one trace named ""), ``flow``, ``lda`` (str or categorical),
 ``uid``, ``gap`` (the loss burst within ``(trace, flow)``; -1 when undetected), ``cause`` (the
-true cause: ``congestion``, ``wireless``, ``route`` or ``lost`` = unknown) and ``decision``
+true cause: ``congestion``, ``wireless``, ``route``, ``policing`` or ``lost`` = unknown) and ``decision``
 (``congestion``, ``wireless`` or ``undetected``); optionally ``weight``, the number of losses a
 row stands for (1 when absent): ``tally`` makes such a table, which scores the same in a
 fraction of the rows.
@@ -19,7 +19,11 @@ mobility (``route``) or one the receiver never detected (``undetected``) is coun
 scored (a loss can be two of these). ``route_as="wireless"`` or ``"congestion"`` scores the route
 losses as that cause instead (some MANET studies count link breaks as wireless losses); the
 ``route`` column still counts them, and every table's ``route_as`` column says which mapping
-was used (``excluded`` by default). The ``scored``
+was used (``excluded`` by default). A policer's drop (``policing``) is kept apart the same way
+(``policing_as``; a policer limits the rate as a full queue does, without the queue, so
+``"congestion"`` is the mapping that matches what a sender should do), and ``policing``,
+``policing_as_wireless`` and ``M_p`` (= policing_as_wireless over the policing losses decided)
+say how each LDA read them. The ``scored``
 losses have cause congestion or wireless *and* decision congestion or wireless; ``congestion``
 and ``wireless`` split them by true cause, ``congestion_as_wireless``, ``wireless_as_congestion``
 and ``decided_wireless`` count the scored losses so decided. Every metric is over scored losses.
@@ -98,12 +102,13 @@ import pandas as pd
 
 from .control.models import fairness_by_group
 from .errors import UsageError
-from .packets import CONGESTION, LOST, ROUTE, WIRELESS, natural_sorted
+from .packets import CONGESTION, LOST, POLICING, ROUTE, WIRELESS, natural_sorted
 
 UNDETECTED = "undetected"
 EXCLUDED = "excluded"
-CAUSES = (CONGESTION, WIRELESS, ROUTE, LOST)
+CAUSES = (CONGESTION, WIRELESS, ROUTE, POLICING, LOST)
 ROUTE_AS = (EXCLUDED, CONGESTION, WIRELESS)
+POLICING_AS = ROUTE_AS
 DECISIONS = (CONGESTION, WIRELESS, UNDETECTED)
 
 BY = {"flow": ("trace", "flow", "lda"), "trace": ("trace", "lda"), "pooled": ("lda",)}
@@ -116,6 +121,7 @@ COUNTS = (
     "losses",
     "unknown",
     "route",
+    "policing",
     "undetected",
     "scored",
     "congestion",
@@ -123,8 +129,10 @@ COUNTS = (
     "congestion_as_wireless",
     "wireless_as_congestion",
     "decided_wireless",
+    "policing_decided",
+    "policing_as_wireless",
 )
-METRICS = ("M_c", "M_w", "accuracy", "A_c", "A_w", "accuracy_ratio", "CC", "CW", "WC", "WW")
+METRICS = ("M_c", "M_w", "accuracy", "A_c", "A_w", "accuracy_ratio", "CC", "CW", "WC", "WW", "M_p")
 INTERVAL_METRICS = ("M_c", "M_w", "accuracy")
 
 # Bootstrap memory bound: resampled unit indices drawn per chunk (int64 and float64 arrays of
@@ -163,6 +171,7 @@ def score(
     seed=0,
     throughput: pd.DataFrame | None = None,
     route_as: str = EXCLUDED,
+    policing_as: str = EXCLUDED,
 ) -> pd.DataFrame:
     """Counts, metrics and confidence intervals per group and LDA (see the module docstring).
 
@@ -172,10 +181,15 @@ def score(
     burst bootstrap (0 = no bootstrap columns), drawn from ``numpy.random.default_rng(seed)``.
     ``throughput``: a controller replay's summary (:func:`ldanalyze.control.replay`) adds the
     modeled-throughput columns (see the module docstring). ``route_as``: ``"excluded"`` leaves
-    route losses out of the metrics; ``"wireless"``/``"congestion"`` scores them as that cause.
+    route losses out of the metrics; ``"wireless"``/``"congestion"`` scores them as that cause;
+    ``policing_as`` likewise for a policer's drops.
     """
     if route_as not in ROUTE_AS:
         raise UsageError(f"score: unknown route_as={route_as!r}; expected one of {', '.join(map(repr, ROUTE_AS))}")
+    if policing_as not in POLICING_AS:
+        raise UsageError(
+            f"score: unknown policing_as={policing_as!r}; expected one of {', '.join(map(repr, POLICING_AS))}"
+        )
     if by not in BY:
         raise UsageError(f"score: unknown by={by!r}; expected one of {', '.join(map(repr, BY))}")
     if average not in AVERAGES:
@@ -192,7 +206,7 @@ def score(
         raise UsageError(f"score: decisions must be a DataFrame, not {type(decisions).__name__}")
 
     with_boot = bootstrap > 0 and average == "pooled"
-    losses = _prepare(decisions, need_gap=with_boot, route_as=route_as)
+    losses = _prepare(decisions, need_gap=with_boot, route_as=route_as, policing_as=policing_as)
     out, codes = _counted(losses, by, average, float(confidence), bootstrap if with_boot else 0, seed)
     called = _prepare(decisions, need_gap=with_boot, every_cause=WIRELESS)
     as_wireless = _counted(called, by, average, float(confidence), bootstrap if with_boot else 0, seed)[0]
@@ -204,6 +218,7 @@ def score(
     if throughput is not None:
         out = _throughput_columns(out, throughput, by)
     out.insert(out.columns.get_loc("lda") + 1, "route_as", route_as)
+    out.insert(out.columns.get_loc("route_as") + 1, "policing_as", policing_as)
     return out
 
 
@@ -240,7 +255,12 @@ def _share_columns(out: pd.DataFrame, as_wireless: pd.DataFrame, confidence: flo
 
 
 def _prepare(
-    decisions: pd.DataFrame, *, need_gap: bool, route_as: str = EXCLUDED, every_cause: str | None = None
+    decisions: pd.DataFrame,
+    *,
+    need_gap: bool,
+    route_as: str = EXCLUDED,
+    policing_as: str = EXCLUDED,
+    every_cause: str | None = None,
 ) -> _Losses:
     """Check the decisions table and turn it into codes and indicators (vectorised);
     ``every_cause`` takes every loss as of that cause (the truth-free shares)."""
@@ -276,8 +296,11 @@ def _prepare(
         lda_labels, lda_codes = _reorder(lda_labels, [c for c in categories if c in set(lda_labels)], lda_codes)
 
     is_cause = {c: (cause == c).to_numpy(bool) if every_cause is None else np.full(n, c == every_cause) for c in CAUSES}
+    policing = is_cause[POLICING].copy()  # before any mapping: how each LDA read the policer's drops
     if route_as != EXCLUDED:
         is_cause[route_as] = is_cause[route_as] | is_cause[ROUTE]
+    if policing_as != EXCLUDED:
+        is_cause[policing_as] = is_cause[policing_as] | is_cause[POLICING]
     is_decision = {d: (decision == d).to_numpy(bool) for d in DECISIONS}
     decided = is_decision[CONGESTION] | is_decision[WIRELESS]
     true_c = is_cause[CONGESTION] & decided
@@ -286,6 +309,7 @@ def _prepare(
         "losses": np.ones(n, bool),
         "unknown": is_cause[LOST],
         "route": is_cause[ROUTE],
+        "policing": policing,
         "undetected": is_decision[UNDETECTED],
         "scored": true_c | true_w,
         "congestion": true_c,
@@ -293,6 +317,8 @@ def _prepare(
         "congestion_as_wireless": true_c & is_decision[WIRELESS],
         "wireless_as_congestion": true_w & is_decision[CONGESTION],
         "decided_wireless": (true_c | true_w) & is_decision[WIRELESS],
+        "policing_decided": policing & decided,
+        "policing_as_wireless": policing & is_decision[WIRELESS],
     }
     weight = None
     if "weight" in decisions.columns:
@@ -440,6 +466,7 @@ def _metrics(counts: pd.DataFrame) -> dict[str, np.ndarray]:
         "CW": _ratio(wc, scored),
         "WC": _ratio(cw, scored),
         "WW": _ratio(w - wc, scored),
+        "M_p": _ratio(counts["policing_as_wireless"].to_numpy(), counts["policing_decided"].to_numpy()),
     }
 
 

@@ -451,7 +451,7 @@ def test_scores_on_weak_labels_say_so(tmp_path):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("[[rule]]\ncause = 'radio'\n", "rule 1: cause 'radio': give congestion, wireless, route or unknown"),
+        ("[[rule]]\ncause = 'radio'\n", "rule 1: cause 'radio': give congestion, wireless, route, policing or unknown"),
         ("[[rule]]\ncause = 'wireless'\nwhen = 3\n", "rule 1: unknown key(s) when"),
         ("[[rule]]\ncause = 'wireless'\nstart = 5\nend = 2\n", "rule 1: start 5 is after end 2"),
         ("[[rule]]\ncause='wireless'\n[[rule]]\ncause='wireless'\nstart = 2026-01-01T10:00:00\n", "rule 2: start"),

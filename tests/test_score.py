@@ -111,6 +111,9 @@ def test_counts_and_metrics_by_hand():
         "congestion_as_wireless": 1,
         "wireless_as_congestion": 1,
         "decided_wireless": 3,
+        "policing": 0,
+        "policing_decided": 0,
+        "policing_as_wireless": 0,
     }
     assert {k: row[k] for k in COUNTS} == counts
     expected = {
@@ -229,7 +232,7 @@ def test_row_order_traces_flows_ldas():
     assert keys == [(t, f, lda) for t in ("run-b", "run-a") for f in ("1", "2", "10") for lda in ("zbs", "biaz")]
     assert list(score(table(rows, trace=True), by="trace", bootstrap=0).columns[:2]) == ["trace", "lda"]
     pooled = score(table(rows, trace=True), by="pooled", bootstrap=0)
-    assert list(pooled.columns[:3]) == ["lda", "route_as", "losses"]
+    assert list(pooled.columns[:4]) == ["lda", "route_as", "policing_as", "losses"]
     assert pooled["lda"].tolist() == ["zbs", "biaz"] and pooled["losses"].tolist() == [6, 6]
 
     df = table(rows, trace=True)
@@ -652,3 +655,19 @@ def test_wireless_share_by_mean_averages_the_flows_shares():
     row = score(table(rows), by="pooled", average="mean").iloc[0]
     assert row["wireless_share"] == pytest.approx((1.0 + 0.5) / 2)
     assert row["called"] == 5
+
+
+def test_policer_drops_are_kept_apart_and_how_each_lda_read_them_counted():
+    """4 policer drops: 3 called wireless, 1 undetected; 2 congestion losses called congestion.
+    Excluded (default): M_c over the 2 congestion losses only, M_p = 3 / 3. Scored as
+    congestion: M_c = 3 / 5 (the 3 called wireless are now congestion called wireless)."""
+    P = "policing"
+    rows = losses("1", "x", P, W, 3) + losses("1", "x", P, U, 1, gap=-1) + losses("1", "x", C, C, 2, first_gap=3)
+    row = score(table(rows), bootstrap=0).iloc[0]
+    assert (row["policing"], row["policing_decided"], row["policing_as_wireless"], row["scored"]) == (4, 3, 3, 2)
+    assert (row["M_c"], row["M_p"], row["policing_as"]) == (0.0, 1.0, "excluded")
+    mapped = score(table(rows), bootstrap=0, policing_as="congestion").iloc[0]
+    assert (mapped["scored"], mapped["congestion"], mapped["M_c"], mapped["M_p"]) == (5, 5, 0.6, 1.0)
+    with pytest.raises(UsageError, match="policing_as"):
+        score(table(rows), policing_as="queue")
+    assert "policer drops left out of M_c/M_w" in text_table(score(table(rows), bootstrap=0))

@@ -131,6 +131,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         seed=args.seed,
         throughput=batch.throughput,
         route_as=args.route_as,
+        policing_as=args.policing_as,
     )
     if not scores.empty:
         keys = {"flow": ("trace", "flow"), "trace": ("trace",), "pooled": ()}[args.by]

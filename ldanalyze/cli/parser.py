@@ -13,7 +13,7 @@ from ..io.capture.payload import KINDS, ORDER
 from ..io.capture.pcap import SKEW_CHOICES
 from ..io.capture.vantage import CLOCKS
 from ..lda import REGISTRY
-from ..scoring import ROUTE_AS
+from ..scoring import POLICING_AS, ROUTE_AS
 from ..version import VERSION
 from .analysing import (
     cmd_agreement,
@@ -326,6 +326,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="excluded",
         help="losses to routing and mobility (ns-2 wireless NRTE, RTR IFQ, CBK ...): left out of "
         "M_c/M_w (default) or scored as congestion or wireless",
+    )
+    p.add_argument(
+        "--policing-as",
+        choices=POLICING_AS,
+        default="excluded",
+        help="a policer's drops (cause policing): left out of M_c/M_w (default; M_p says how each LDA "
+        "read them) or scored as congestion or wireless",
     )
     p.add_argument(
         "--controller",

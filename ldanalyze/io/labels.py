@@ -1,7 +1,7 @@
 """Ground-truth labels files: the cause of each lost packet, joined onto any trace.
 
 A labels file is CSV with a header line naming at least ``flow``, ``seq`` and ``cause``
-(``congestion``, ``wireless``, ``route`` (routing and mobility), or ``unknown``/``lost``), and optionally ``tx`` (which
+(``congestion``, ``wireless``, ``route`` (routing and mobility), ``policing`` (a rate limiter's drop), or ``unknown``/``lost``), and optionally ``tx`` (which
 transmission of the sequence number; without it a label applies to every lost transmission
 of that ``(flow, seq)``). Other columns are ignored; lines starting with ``#`` are comments.
 ``write_labels`` writes one from a trace whose losses have causes (a vantage chain, an ns-2
@@ -24,7 +24,7 @@ so::
     flow = "*:5004/udp"     # fnmatch pattern over flow labels (default "*": every flow)
     start = 30              # seconds since the trace's first arrival (default: its start),
     end = 90                #   or TOML dates with a time zone for a capture's clock
-    cause = "congestion"    # congestion, wireless, route or unknown
+    cause = "congestion"    # congestion, wireless, route, policing or unknown
     why = "tc police 200 kbit/s at the access link"   # optional, kept in meta
 
 A loss of unknown cause takes the cause of the first rule it matches; its time is the receive
@@ -50,10 +50,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
-from ..packets import CONGESTION, LOSS_FATES, LOST, ROUTE, WEAK_LABEL, WIRELESS, Trace
+from ..packets import CAUSE_WORDS, CONGESTION, LOSS_FATES, LOST, WEAK_LABEL, WIRELESS, Trace
 from .text import iter_lines
 
-CAUSE_NAMES = {"congestion": CONGESTION, "wireless": WIRELESS, "route": ROUTE, "unknown": LOST, "lost": LOST}
 REQUIRED = ("flow", "seq", "cause")
 RULE_KEYS = ("flow", "start", "end", "cause", "why")
 
@@ -106,8 +105,8 @@ def read_label_rules(path: str | os.PathLike) -> LabelRules:
         if extra:
             raise bad(f"unknown key(s) {', '.join(extra)} (a rule takes {', '.join(RULE_KEYS)})")
         cause = str(entry.get("cause", "")).strip().lower()
-        if cause not in CAUSE_NAMES:
-            raise bad(f"cause {entry.get('cause')!r}: give congestion, wireless, route or unknown")
+        if cause not in CAUSE_WORDS:
+            raise bad(f"cause {entry.get('cause')!r}: give congestion, wireless, route, policing or unknown")
         bounds = [entry.get("start"), entry.get("end")]
         absolute = any(isinstance(b, datetime.datetime) for b in bounds)
         values = []
@@ -129,7 +128,7 @@ def read_label_rules(path: str | os.PathLike) -> LabelRules:
         flow = entry.get("flow", "*")
         if not isinstance(flow, str) or not flow:
             raise bad(f'flow {flow!r}: give a pattern over flow labels, e.g. "*/udp" or "1"')
-        rules.append(Rule(flow, values[0], values[1], CAUSE_NAMES[cause], str(entry.get("why", "")), absolute, k))
+        rules.append(Rule(flow, values[0], values[1], CAUSE_WORDS[cause], str(entry.get("why", "")), absolute, k))
     return LabelRules(path, tuple(rules))
 
 
@@ -180,17 +179,17 @@ def read_labels(path: str | os.PathLike) -> pd.DataFrame:
                 path, f"{len(fields)} fields where the header has {len(names)}", line=number, text=",".join(fields)
             )
         cause = fields[column["cause"]].strip().lower()
-        if cause not in CAUSE_NAMES:
+        if cause not in CAUSE_WORDS:
             raise TraceError(
                 path,
-                f"unknown cause {cause!r} (congestion, wireless, route or unknown)",
+                f"unknown cause {cause!r} (congestion, wireless, route, policing or unknown)",
                 line=number,
                 text=",".join(fields),
             )
         flows.append(fields[column["flow"]].strip())
         seqs.append(_integer(fields[column["seq"]], "seq", path, number, fields))
         txs.append(_integer(fields[column["tx"]], "tx", path, number, fields) if "tx" in column else -1)
-        causes.append(CAUSE_NAMES[cause])
+        causes.append(CAUSE_WORDS[cause])
         lines.append(number)
     labels = pd.DataFrame(
         {

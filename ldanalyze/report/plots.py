@@ -47,7 +47,7 @@ BLACK, ORANGE, SKY, GREEN, YELLOW, BLUE, VERMILLION, PURPLE = (
 )
 PALETTE = (BLUE, VERMILLION, GREEN, ORANGE, PURPLE, SKY, YELLOW, BLACK)
 DECISION_COLOUR = {"congestion": VERMILLION, "wireless": BLUE, "undetected": "#999999"}
-CAUSE_MARKER = {"congestion": "v", "wireless": "o", "route": "s", "lost": "X"}
+CAUSE_MARKER = {"congestion": "v", "wireless": "o", "route": "s", "policing": "D", "lost": "X"}
 MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "h", "p")
 MAX_POINTS = 4000  # line vertices per panel after decimation
 SECONDS = {"d", "start_threshold", "end_threshold", "mean", "dev", "T_avg", "T_min"}  # state columns in s

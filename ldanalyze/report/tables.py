@@ -20,6 +20,7 @@ ROWS = (
     ("  undetected", "undetected", "count"),
     ("  unknown cause", "unknown", "count"),
     ("  route", "route", "count"),
+    ("  policing", "policing", "count"),
     ("  scored", "scored", "count"),
     ("    congestion", "congestion", "count"),
     ("    wireless", "wireless", "count"),
@@ -35,6 +36,7 @@ ROWS = (
     ("called C, was W % of scored", "CW", "pct"),
     ("called W, was C % of scored", "WC", "pct"),
     ("called W, was W % of scored", "WW", "pct"),
+    ("M_p % (policer drops called W)", "M_p", "pct"),
     # what each LDA said, whatever the truth: the view of a trace without ground truth
     ("called", "called", "count"),
     ("called W %", "wireless_share", "pct"),
@@ -49,6 +51,8 @@ ROWS = (
 )
 #: rows shown only when the scores carry them (a controller replay, the LDAs' agreement joined)
 OPTIONAL = ("thput", "vs_omniscient", "vs_unaware", "fairness_std", "jain", "agrees_with_others", "mean_kappa")
+#: rows shown only where the group has policer drops
+POLICING_ROWS = ("policing", "M_p")
 #: rows of what the truth says, left out of a block without any
 TRUTH = ("scored", "congestion", "wireless", "M_c", "M_w", "accuracy", "accuracy_ratio", "CC", "CW", "WC", "WW")
 IGNORED_MARK = " †"
@@ -127,6 +131,13 @@ def blocks(scores: pd.DataFrame):
                 if mapping == "excluded"
                 else f" (route losses scored as {mapping})"
             )
+        if "policing_as" in group.columns and first.get("policing", 0) > 0:
+            mapping = first["policing_as"]
+            title += (
+                " (policer drops left out of M_c/M_w; M_p: the share of them called wireless)"
+                if mapping == "excluded"
+                else f" (policer drops scored as {mapping}; M_p: the share of them called wireless)"
+            )
         if "flows" in group.columns:
             title += f" (metrics averaged over {int(first['flows'])} flows)"
         if "controller" in group.columns:
@@ -137,6 +148,7 @@ def blocks(scores: pd.DataFrame):
             if (kind != "ci" or ci_label)
             and (column not in OPTIONAL or column in group.columns)
             and not (truthless and column in TRUTH)
+            and not (column in POLICING_ROWS and not int(first.get("policing", 0)))
         ]
         body = {
             str(row["lda"]): [_cell(row, column, kind) for _, column, kind in rows]

@@ -48,23 +48,11 @@ import pandas as pd
 
 from ...clocks import PLAUSIBLE_SKEW_PPM, fit_lower_envelope, remove_skew
 from ...errors import TraceError, UsageError
-from ...packets import (
-    CONGESTION,
-    DELIVERED,
-    FATE_DTYPE,
-    FATES,
-    LOST,
-    UNOBSERVED,
-    WIRELESS,
-    Trace,
-    empty_rtt,
-    named_flows,
-)
+from ...packets import CAUSE_WORDS, DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, Trace, empty_rtt, named_flows
 from . import payload as payloads
 from .fields import FieldSpec, payload_name
 from .pcap import CHUNK_BYTES, DEFAULT_HEAD_BYTES, CaptureWarning, decode_capture
 
-CAUSES = {"congestion": CONGESTION, "wireless": WIRELESS, "unknown": LOST, "lost": LOST}
 CLOCKS = ("separate", "common")
 VANTAGE_FORMAT = "vantages"
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -79,20 +67,21 @@ class Vantage:
     cause: str = LOST
 
     def __post_init__(self) -> None:
-        if self.cause not in (CONGESTION, WIRELESS, LOST):
-            raise UsageError(f"vantage {self.path}: cause must be congestion, wireless or lost, not {self.cause!r}")
+        if self.cause not in set(CAUSE_WORDS.values()):
+            raise UsageError(f"vantage {self.path}: cause must be one of {', '.join(CAUSE_WORDS)}, not {self.cause!r}")
 
 
 def parse_vantage(text: str) -> Vantage:
-    """``PATH`` or ``PATH:CAUSE`` (cause ``congestion``, ``wireless`` or ``unknown``); a
+    """``PATH`` or ``PATH:CAUSE`` (cause ``congestion``, ``wireless``, ``policing``, ``route`` or
+    ``unknown``); a
     colon that is part of an existing file's name stays in the path."""
     path, colon, cause = text.rpartition(":")
     cause = cause.lower()
     if not colon or os.path.exists(text):
         return Vantage(text)
-    if cause not in CAUSES:
-        raise UsageError(f"vantage {text!r}: unknown cause {cause!r} (say congestion, wireless or unknown)")
-    return Vantage(path, CAUSES[cause])
+    if cause not in CAUSE_WORDS:
+        raise UsageError(f"vantage {text!r}: unknown cause {cause!r} (say {', '.join(CAUSE_WORDS)})")
+    return Vantage(path, CAUSE_WORDS[cause])
 
 
 def read_vantages(
