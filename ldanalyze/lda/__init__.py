@@ -23,10 +23,12 @@ from .base import LDA, Features, Replay, Verdict, take
 from .baselines import Omniscient, Unaware
 from .interarrival import Biaz, MBiaz, WinLdaPlus
 from .learned import Learned
+from .policer import POLICING, Policer
 from .rott import Spike, WroLdaPlus, ZigZag
 from .rtt import AdaptiveRtt
 from .xrtp import Xrtp
-from .zbs import SCHEMES, Zbs
+from .zbs import SCHEMES as ZBS_SCHEMES
+from .zbs import Zbs
 
 REGISTRY: dict[str, type[LDA]] = {
     cls.name: cls
@@ -44,11 +46,13 @@ REGISTRY: dict[str, type[LDA]] = {
         Xrtp,
         Veno,
         Learned,
+        Policer,
     )
 }
 DECISIONS = ("congestion", "wireless", "undetected")
 DECISION_DTYPE = pd.CategoricalDtype(list(DECISIONS))
 CONGESTION, WIRELESS, UNDETECTED = range(3)
+SCHEMES = (*ZBS_SCHEMES, POLICING)  # what a decisions table's scheme column names (ZBS's, the policer's)
 SCHEME_DTYPE = pd.CategoricalDtype([*SCHEMES, ""])
 
 __all__ = [
