@@ -7,9 +7,11 @@ and ``replay`` (every rate controller fed every LDA's decisions, open loop → t
 have allowed: the modeled throughput). ``read_vantages`` reads a chain of captures along a
 path into one Trace with ground truth per segment; ``apply_labels``/``write_labels`` join and
 write labels files; ``remove_skew`` fits and removes a clock skew; ``score_suite`` scores a folder of traces as
-``ldanalyze batch`` does; ``report_html`` makes the page of ``ldanalyze report``.
+``ldanalyze batch`` does; ``report_html`` makes the page of ``ldanalyze report``; ``consensus``
+says how far the LDAs agree where no truth says which is right.
 """
 
+from . import consensus
 from .batch import score_suite
 from .clocks import remove_skew
 from .control import REGISTRY as CONTROLLERS
@@ -30,6 +32,7 @@ from .version import VERSION as __version__
 __all__ = [
     "__version__",
     "plot",
+    "consensus",
     "report_html",
     "read_trace",
     "read_vantages",
