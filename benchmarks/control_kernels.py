@@ -24,7 +24,7 @@ from benchmarks.synthetic import best_of, synthetic_packets  # noqa: E402
 from ldanalyze.control import REGISTRY, Signals, get_controller, replay  # noqa: E402
 from ldanalyze.timeline import build_timeline  # noqa: E402
 from tests import naive  # noqa: E402
-from tests.test_control_twins import twin_inputs  # noqa: E402
+from tests.control.test_control_twins import twin_inputs  # noqa: E402
 
 
 def signals_of(packets):

@@ -17,8 +17,8 @@ from ldanalyze.errors import UsageError
 from ldanalyze.io.capture.pcap import read_capture
 from ldanalyze.packets import Trace, empty_rtt, make_packet_table
 
-from .captures import T0, Endpoints, Record, ip_packet, link_frame, rtp_payload, write_pcap
 from .naive import lower_envelope_naive
+from .support.captures import T0, Endpoints, Record, ip_packet, link_frame, rtp_payload, write_pcap
 
 
 def total_distance(t, d, fit):
