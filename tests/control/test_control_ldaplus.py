@@ -2,7 +2,7 @@
 
 The hand cases feed ``LdaPlus.run`` a small stand-in for Signals (only the arrays it reads), so
 that RTT, capacity and losses are exactly what the case says; the twin
-(``naive.controller_ldaplus``) gets the same input and must agree. Rates in the comments are
+(``naive_control.controller_ldaplus``) gets the same input and must agree. Rates in the comments are
 bytes/s (the kernel's unit); the controller returns bits/s.
 """
 
@@ -21,8 +21,8 @@ from ldanalyze.control.ldaplus import RULE_ADD, RULE_CUT, RULE_EXP, RULE_FLOOR, 
 from ldanalyze.control.models import pftk_rate
 from ldanalyze.errors import UsageError
 
-from .. import naive
 from ..lda.test_lda_twins import timeline
+from ..naive import control as naive_control
 from ..support.strategies import packet_tables, rtt_samples
 
 
@@ -48,7 +48,7 @@ def fake_signals(arrivals, losses=(), capacity=(1e5,), s=1000.0):
 
 
 def twin_input(sig, congestion):
-    """The twin's input (tests/naive.py's format) plus ``capacity`` (bytes/s) per arrival."""
+    """The twin's input (tests/naive/control.py's format) plus ``capacity`` (bytes/s) per arrival."""
     arrivals = [
         {
             "start": bool(sig.start[i]),
@@ -72,7 +72,7 @@ def run(arrivals, losses=(), capacity=(1e5,), s=1000.0, **params):
     """Kernel rate (bytes/s) and state, checked against the twin."""
     sig, congestion = fake_signals(arrivals, losses, capacity, s)
     rate, state = LdaPlus(**params).run(sig, congestion)
-    twin = naive.controller_ldaplus(*twin_input(sig, congestion), **params)
+    twin = naive_control.controller_ldaplus(*twin_input(sig, congestion), **params)
     np.testing.assert_allclose(rate / 8, twin, rtol=1e-12)
     return rate / 8, state
 
@@ -300,7 +300,7 @@ def test_twin_on_generated_tables(data):
     )
     for params in ({}, {"T": 0.05}, {"T": 0.02, "r_0": 400_000.0, "A_0": 2_000.0, "D": 2.0}, {"T": 0.004}):
         got, _ = LdaPlus(**params).run(sig, congestion)
-        want = naive.controller_ldaplus(*real_twin_input(sig, congestion), **params)
+        want = naive_control.controller_ldaplus(*real_twin_input(sig, congestion), **params)
         np.testing.assert_allclose(got, np.asarray(want) * 8, rtol=1e-9, err_msg=str(params))
 
 

@@ -1,4 +1,4 @@
-"""Rate controllers: every numba kernel against its plain twin in tests/naive.py.
+"""Rate controllers: every numba kernel against its plain twin in tests/naive/control.py.
 
 Hypothesis draws packet tables (losses, reordering, duplicates, pauses), RTT samples from
 feedback or none, and for every detected loss a congestion/wireless decision; kernel and twin
@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from ldanalyze.control import PathModel, Signals, get_controller
 
-from .. import naive
 from ..lda.test_lda_twins import timeline
+from ..naive import control as naive_control
 from ..support.strategies import packet_tables, rtt_samples
 
 #: controller name -> parameter sets to replay (the defaults first)
@@ -78,7 +78,7 @@ def twin_inputs(sig: Signals, congestion: np.ndarray):
 
 def check(sig: Signals, congestion: np.ndarray, name: str, params: dict) -> None:
     arrivals, losses = twin_inputs(sig, congestion)
-    want = np.asarray(naive.CONTROLLER_TWINS[name](arrivals, losses, **params), dtype=float) * 8
+    want = np.asarray(naive_control.CONTROLLER_TWINS[name](arrivals, losses, **params), dtype=float) * 8
     got, _ = get_controller(name, **params).run(sig, congestion)
     np.testing.assert_allclose(got, want, rtol=1e-7, equal_nan=True, err_msg=f"{name} {params}")
 
@@ -111,5 +111,5 @@ def test_twin_kernels_match_on_separate_clocks(name, packets):
 def test_every_registered_controller_has_a_twin_and_variants():
     from ldanalyze.control import REGISTRY
 
-    assert set(REGISTRY) == set(VARIANTS) == set(naive.CONTROLLER_TWINS)
+    assert set(REGISTRY) == set(VARIANTS) == set(naive_control.CONTROLLER_TWINS)
     assert all(v and v[0] == {} for v in VARIANTS.values())

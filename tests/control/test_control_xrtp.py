@@ -17,8 +17,8 @@ from ldanalyze.errors import UsageError
 from ldanalyze.packets import make_packet_table
 from ldanalyze.timeline import build_timeline
 
-from .. import naive
 from ..lda.test_lda_twins import timeline
+from ..naive import control as naive_control
 from ..support.strategies import packet_tables, rtt_samples
 from .test_control_twins import VARIANTS, twin_inputs
 
@@ -364,7 +364,7 @@ def test_kernel_matches_the_twin(data):
     )
     arrivals, losses = twin_inputs_with_send_times(sig, congestion)
     for params in VARIANTS["xrtp"]:
-        want = np.asarray(naive.controller_xrtp(arrivals, losses, **params), dtype=float) * 8
+        want = np.asarray(naive_control.controller_xrtp(arrivals, losses, **params), dtype=float) * 8
         got, _ = get_controller("xrtp", **params).run(sig, congestion)
         np.testing.assert_allclose(got, want, rtol=1e-7, equal_nan=True, err_msg=str(params))
         again, _ = get_controller("xrtp", **params).run(sig, congestion)

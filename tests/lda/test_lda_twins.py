@@ -1,6 +1,6 @@
 """LDA replay: hand-computed cases pin the naive twin; generated tables hold the kernels to it.
 
-The twin (``naive.lda_decisions``) is written from docs/ldas.md alone. The ``hand`` tests check
+The twin (``naive_lda.lda_decisions``) is written from docs/ldas.md alone. The ``hand`` tests check
 it against decisions worked out on paper; the ``twin`` tests check that ``ldanalyze.lda``
 decides every lost packet exactly as the twin does, for every LDA, several parameter sets and
 every replay option.
@@ -24,8 +24,8 @@ from ldanalyze.lda import Replay, classify, get_lda, lda_state
 from ldanalyze.packets import make_packet_table
 from ldanalyze.timeline import build_timeline
 
-from .. import naive
 from ..conftest import TRACES
+from ..naive import lda as naive_lda
 from ..support.strategies import packet_tables, rtt_samples
 
 # -- hand-computed cases for the twin ----------------------------------------------------------
@@ -63,7 +63,7 @@ def one_gap(t_i, t_min=0.25):
 
 
 def decide(name, packets, params=None, **replay):
-    return naive.lda_decisions(name, params or {}, packets, **replay)
+    return naive_lda.lda_decisions(name, params or {}, packets, **replay)
 
 
 def test_hand_biaz_band_is_closed_below_and_open_above():
@@ -358,7 +358,7 @@ def fast_decisions(tl, name, params, replay):
 def check(packets, name, params, rtt=(), clock="common"):
     tl = timeline(packets, rtt, clock)
     for replay in REPLAYS:
-        want = naive.lda_decisions(name, params, packets, rtt, clock_common=clock == "common", **replay)
+        want = naive_lda.lda_decisions(name, params, packets, rtt, clock_common=clock == "common", **replay)
         got = fast_decisions(tl, name, params, replay)
         wrong = {uid: (got.get(uid), twin) for uid, twin in want.items() if got.get(uid) != twin}
         assert got == want, (name, params, replay, "uid: (kernel, twin)", wrong)
@@ -386,6 +386,6 @@ def test_twin_adaptive_rtt_without_a_delay_source_is_an_error():
     # no RTT samples, separate clocks, no propagation_delay: neither side may guess
     p = one_gap(0.5)
     with pytest.raises(ValueError):
-        naive.lda_decisions("adaptive_rtt", {}, p, clock_common=False)
+        naive_lda.lda_decisions("adaptive_rtt", {}, p, clock_common=False)
     with pytest.raises(UsageError):
         fast_decisions(timeline(p, clock="separate"), "adaptive_rtt", {}, REPLAYS[0])

@@ -24,8 +24,8 @@ from ldanalyze.lda.learned import FEATURES, gap_features, gap_labels, load_model
 from ldanalyze.packets import make_packet_table
 from ldanalyze.timeline import build_timeline
 
-from .. import naive
 from ..conftest import TRACES
+from ..naive import lda as naive_lda
 from ..support.strategies import packet_tables
 
 SMALL = [
@@ -46,7 +46,7 @@ def test_features_agree_with_the_twin(packets, update_first, gap_delay, detectio
     semantics = Replay(update_first=update_first, gap_delay=gap_delay, detection=detection)
     timeline = build_timeline(_trace(packets))
     ours = gap_features(Features.of(timeline, semantics))
-    twin = naive.learned_features(packets, update_first=update_first, gap_delay=gap_delay, detection=detection)
+    twin = naive_lda.learned_features(packets, update_first=update_first, gap_delay=gap_delay, detection=detection)
     gaps = timeline.gaps
     assert len(ours) == len(twin) == len(gaps)
     for i, (flow, first) in enumerate(zip(gaps["flow"].astype(str), gaps["first_seq"])):

@@ -119,7 +119,7 @@ def flow_ttls(records: np.ndarray, n_flows: int) -> np.ndarray:
 @njit(cache=True)
 def _count_ttls(flow, status, ttl, n_flows, decoded):
     """One pass over the records' fields (a numpy mask and gathers read them three times).
-    Twin: ``tests/naive.flow_ttls``."""
+    Twin: ``tests.naive.capture.flow_ttls``."""
     out = np.zeros((n_flows, 256), np.int64)
     for i in range(flow.shape[0]):
         if status[i] == decoded and flow[i] >= 0:

@@ -4,7 +4,7 @@ Hand-computed cases pin RTP (wrap of the sequence number and of the timestamp, c
 given, static or inferred), iperf3 and iperf2 (32- and 64-bit counters), TCP (segment
 numbering, retransmissions, TSval) and generic field specs, at the receiver and at the
 sender. Flows drawn by hypothesis (loss, reordering, duplicates, wrap-around) are held to the
-ground truth they were built from and to the plain receiver twin (``tests/naive.py``).
+ground truth they were built from and to the plain receiver twin (``tests/naive/capture.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ldanalyze.io.capture.tcp import segment_index
 from ldanalyze.packets import validate_packets
 from ldanalyze.timeline import build_timeline
 
-from ... import naive
+from ...naive import capture as naive_capture
 from ...support.captures import (
     T0,
     Endpoints,
@@ -350,7 +350,7 @@ def test_segment_index_agrees_with_the_twin(segments, mss):
     start = np.array(sorted({s for s, _ in segments}))
     length = np.array([max(n for t, n in segments if t == s) for s in start])
     got = dict(zip(start.tolist(), segment_index(start, length, mss).tolist()))
-    assert [got[s] for s, _ in segments] == naive.tcp_segment_numbers_naive(segments, mss)
+    assert [got[s] for s, _ in segments] == naive_capture.tcp_segment_numbers_naive(segments, mss)
 
 
 # -- generic field specs -----------------------------------------------------------------------
@@ -473,7 +473,7 @@ def test_generated_flows_against_truth_and_twin(tmp_path_factory, flow, linktype
         assert math.isclose(t_send - offset, sent[seq], abs_tol=1e-6 if flow.kind != "rtp" else 1.5 / flow.rate)
     # the receiver twin, from the arrivals as the reader saw them
     arrivals = list(zip(delivered["seq"], delivered["t_send"], delivered["t_recv"], delivered["size"]))
-    twin = [x for x in naive.receiver_rows_naive(arrivals) if x["fate"] == "lost"]
+    twin = [x for x in naive_capture.receiver_rows_naive(arrivals) if x["fate"] == "lost"]
     lost = r[r["fate"] == "lost"]
     assert lost["seq"].tolist() == [x["seq"] for x in twin]
     assert lost["t_send"].tolist() == pytest.approx([x["t_send"] for x in twin], abs=1e-9)
@@ -492,7 +492,7 @@ def test_flow_ttls_match_the_twin(rows):
     records = np.zeros(len(rows), record_dtype(16))
     statuses = [S_DECODED + r[1] for r in rows]
     records["flow"], records["status"], records["ttl"] = [r[0] for r in rows], statuses, [r[2] for r in rows]
-    expected = naive.flow_ttls([r[0] for r in rows], statuses, [r[2] for r in rows], 5, S_DECODED)
+    expected = naive_capture.flow_ttls([r[0] for r in rows], statuses, [r[2] for r in rows], 5, S_DECODED)
     assert flow_ttls(records, 5).tolist() == expected
 
 
@@ -557,7 +557,7 @@ def test_field_read_is_the_plain_twin(n, head_bytes, width, order, signed, data)
         return
     expected = [
         v - (1 << 64) if v >= 1 << 63 else v
-        for v in naive.read_field(records["head"].tolist(), offset, width, order, signed)
+        for v in naive_capture.read_field(records["head"].tolist(), offset, width, order, signed)
     ]
     for head in (records["head"], np.ascontiguousarray(records["head"])):
         got = field.read(head)

@@ -1,7 +1,7 @@
 """Reading captures (issue 5, sections 1 and 7): containers, link types, flows, bad input.
 
 Hand-built captures pin what each container, link type and header must give; captures drawn
-by hypothesis hold the numba kernels to the plain twin (``naive.capture_records``); bad input
+by hypothesis hold the numba kernels to the plain twin (``naive_capture.capture_records``); bad input
 must raise a TraceError, or warn (CaptureWarning), naming the file and the byte offset.
 """
 
@@ -24,7 +24,7 @@ from ldanalyze.io.capture.linklayer import F_FIRST_FRAGMENT, F_TCP_MSS, F_TCP_TI
 from ldanalyze.io.capture.pcap import CaptureWarning, decode_capture, list_flows, read_capture
 from ldanalyze.io.capture.source import capture_format
 
-from ... import naive
+from ...naive import capture as naive_capture
 from ...support.captures import (
     CONTAINERS,
     T0,
@@ -95,7 +95,7 @@ def as_twin(capture):
 
 def same_as_twin(path, **options):
     capture, _ = decode(path, **options)
-    twin = naive.capture_records(path.read_bytes())
+    twin = naive_capture.capture_records(path.read_bytes())
     got = as_twin(capture)
     assert len(got) == len(twin)
     for g, t in zip(got, twin):

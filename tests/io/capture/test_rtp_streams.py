@@ -105,7 +105,7 @@ def udp_payloads(draw):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(udp_payloads(), min_size=1, max_size=12))
 def test_header_fields_match_the_twin(payloads):
-    from ...naive import rtp_header
+    from ...naive import rtp as naive_rtp
 
     head = np.zeros((len(payloads), 48), np.uint8)
     head_len = np.array([kept for _, kept in payloads], np.int64)
@@ -116,7 +116,7 @@ def test_header_fields_match_the_twin(payloads):
     got = [
         (rtp.KIND_NAMES[k], int(h), bool(p), int(o), bool(f)) for k, h, p, o, f in zip(kinds, hlen, padding, osn, fec)
     ]
-    assert got == [rtp_header(body[:kept], len(body), rtp.FEC_SPAN) for body, kept in payloads]
+    assert got == [naive_rtp.rtp_header(body[:kept], len(body), rtp.FEC_SPAN) for body, kept in payloads]
 
 
 def test_header_lengths_count_csrcs_and_extensions():
@@ -229,7 +229,7 @@ def extended_packets(draw):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(extended_packets(), min_size=1, max_size=8), st.integers(1, 4), st.integers(16, 48))
 def test_extension_values_match_the_twin(packets, width, kept):
-    from ...naive import rtp_extension_values_naive
+    from ...naive import rtp as naive_rtp
 
     head = np.zeros((len(packets), 48), np.uint8)
     head_len = np.zeros(len(packets), np.int64)
@@ -237,7 +237,7 @@ def test_extension_values_match_the_twin(packets, width, kept):
         cut = p[:kept]
         head[i, : len(cut)] = np.frombuffer(cut, np.uint8)
         head_len[i] = len(cut)
-    expected = [rtp_extension_values_naive(p[:kept], width) for p in packets]
+    expected = [naive_rtp.rtp_extension_values_naive(p[:kept], width) for p in packets]
     counts = rtp.extension_counts(head, head_len, width)
     assert {k: int(n) for k, n in enumerate(counts) if n} == {
         k: sum(k in e for e in expected) for k in set().union(*expected)

@@ -12,7 +12,7 @@ from ldanalyze import read_trace
 from ldanalyze.io.ns2.wired import read_ns2_wired
 from ldanalyze.packets import validate_packets
 
-from ... import naive
+from ...naive import ns2 as naive_ns2
 from ...support.strategies import wired_traces
 
 # a packet crossing 0 -> 1 -> 2 (flow 1, cbr, 0.1 -> 2.1)
@@ -219,7 +219,7 @@ def test_generated_traces_match_truth_and_naive_twin(tmp_path_factory, synth):
     validate_packets(tr.packets)
     got = {int(u): (str(f), r) for u, f, r in zip(tr.packets["uid"], tr.packets["fate"], tr.packets["reason"])}
     assert got == synth.truth
-    twin = naive.wired_labels(synth.lines)
+    twin = naive_ns2.wired_labels(synth.lines)
     p = tr.packets.set_index("uid")
     for uid, (fate, reason, t_send, t_recv) in twin.items():
         if fate is not None:

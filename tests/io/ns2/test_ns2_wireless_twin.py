@@ -1,5 +1,5 @@
 """The ns-2 wireless reader (numba line scanner + vectorised assembly) against its plain twin
-(tests/naive.py: one line at a time), on the bundled traces and on generated line mixes of
+(tests/naive/ns2.py: one line at a time), on the bundled traces and on generated line mixes of
 the three formats."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from ldanalyze.io.ns2.wireless import DROP_CAUSES, read_ns2_wireless
 from ldanalyze.io.text import iter_lines
 from ldanalyze.packets import make_packet_table, mark_vanished
 
-from ... import naive
 from ...conftest import TRACES
+from ...naive import ns2 as naive_ns2
 
 COLUMNS = ["flow", "seq", "uid", "size", "t_send", "t_recv", "t_drop", "fate", "reason"]
 
@@ -28,7 +28,7 @@ def twin(path):
     """(packets, skipped lines) from the plain twin, or the line number it refuses."""
     lines = [text for _, text in iter_lines(path)]
     try:
-        rows, skipped, _feedback = naive.read_ns2_wireless_naive(
+        rows, skipped, _feedback = naive_ns2.read_ns2_wireless_naive(
             lines, set(DATA_TYPES), set(FEEDBACK_TYPES), DROP_CAUSES
         )
     except ValueError as exc:
