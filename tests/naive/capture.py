@@ -6,6 +6,8 @@ import ipaddress as _ipaddress
 import math
 import struct as _struct
 
+from . import twin_of
+
 # --- captures ---------------------------------------------------------------------------------
 # A readable, struct-based reader of pcap and pcapng captures, written from the file format
 # specifications and ldanalyze/io/capture/linklayer.py's docstring: the twin of the numba kernels of
@@ -25,6 +27,7 @@ def capture_mix64(h):
     return h ^ (h >> 31)
 
 
+@twin_of("ldanalyze.io.capture.linklayer.payload_hash")
 def capture_payload_hash(payload_len, data):
     """The payload length, then up to 32 payload bytes as little-endian 64-bit words."""
     h = (payload_len * _HASH_M1) & _MASK64
@@ -45,6 +48,11 @@ def _need(frame, at, n):
         raise _TooShort
 
 
+@twin_of(
+    "ldanalyze.io.capture.walk.walk_pcap",
+    "ldanalyze.io.capture.walk.walk_pcapng",
+    "ldanalyze.io.capture.linklayer.decode_frame",
+)
 def capture_records(data, head_bytes=16):
     """Every record of a pcap or pcapng capture (bytes), decoded: a list of dicts."""
     if data[:4] == b"\x0a\x0d\x0d\x0a":
@@ -378,11 +386,13 @@ def _ip6(raw):
     return str(_ipaddress.IPv6Address(raw))
 
 
+@twin_of("ldanalyze.io.capture.fields.Field.read")
 def read_field(head_rows, offset, width, order="big", signed=False):
     """A payload field of each row (a sequence of bytes a packet), one row at a time."""
     return [int.from_bytes(bytes(row[offset : offset + width]), order, signed=signed) for row in head_rows]
 
 
+@twin_of("ldanalyze.io.capture.pcap.read_capture")
 def receiver_rows_naive(arrivals, gap_reason="seq-gap"):
     """The receiver-side rule for one sequence space, one packet at a time.
 
@@ -413,6 +423,7 @@ def receiver_rows_naive(arrivals, gap_reason="seq-gap"):
     return rows
 
 
+@twin_of("ldanalyze.io.capture.tcp.segment_index")
 def tcp_segment_numbers_naive(segments, mss):
     """Packet index of each (start byte, length) segment, following ldanalyze/io/capture/tcp.py:
     distinct starts in byte order; a hole of h bytes before a start adds ceil(h / mss); a start
@@ -434,6 +445,7 @@ def tcp_segment_numbers_naive(segments, mss):
 # --- capture host (ldanalyze/io/capture/flows.py flow_ttls) ---
 
 
+@twin_of("ldanalyze.io.capture.flows._count_ttls")
 def flow_ttls(flows, statuses, ttls, n_flows, decoded):
     """Per flow, how many decoded packets came with each TTL."""
     table = [[0] * 256 for _ in range(n_flows)]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from . import twin_of
+
 
 # --- clocks -----------------------------------------------------------------------------------
+@twin_of("ldanalyze.clocks._lower_hull", "ldanalyze.clocks._envelope_line")
 def lower_envelope_naive(t, d, tolerance=1e-9):
     """The Moon-Skelly-Towsley LP by brute force: among the lines through two points with
     different send times that no point lies below, the one with the smallest total distance
@@ -38,6 +41,7 @@ def joint_objective_naive(groups, b):
     return total
 
 
+@twin_of("ldanalyze.clocks.common_skew")
 def common_skew_naive(groups):
     """The convex piecewise-linear objective is least at a breakpoint: a slope between two
     points of one flow (or anywhere when it is flat); try them all."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from . import twin_of
+
 # ---------------------------------------------------------------------------------------------
 # --- rate controllers: plain twins of ldanalyze/control (docs/controllers.md) ---
 # Input: ``arrivals``, a list of dicts per arrival (all flows, each contiguous, arrival order)
@@ -82,6 +84,7 @@ class TfrcHistory:
         self.closed = self.closed[: self.n]
 
 
+@twin_of("ldanalyze.control.tfrc.tfrc_kernel")
 def controller_tfrc(arrivals, losses, n=8, discounting=False, b=1.0, rto_factor=4.0, t_mbi=64.0, receive="model"):
     """TFRC replay (RFC 5348 receiver §5-6, sender §4.3) as docs/controllers.md states it;
     ``receive="model"``: the receiver reports the modelled rate, at most the capacity, as X_recv."""
@@ -143,6 +146,7 @@ def controller_tfrc(arrivals, losses, n=8, discounting=False, b=1.0, rto_factor=
 CONTROLLER_TWINS = {"tfrc": controller_tfrc}
 
 
+@twin_of("ldanalyze.control.newreno.newreno_kernel")
 def controller_newreno(arrivals, losses, initial_window=2.0, max_window=None, min_rto=1.0):
     """AIMD window replay as docs/controllers.md states it (rate = usable window · s / SRTT)."""
     limit = math.inf if max_window is None else max_window
@@ -177,6 +181,7 @@ def ldaplus_pftk(M, rtt, l, D=1.0):
     return M / (rtt * math.sqrt(2 * D * l / 3) + t_out * min(1.0, 3 * math.sqrt(3 * D * l / 8)) * l * (1 + 32 * l * l))
 
 
+@twin_of("ldanalyze.control.ldaplus.ldaplus_kernel")
 def controller_ldaplus(arrivals, losses, T=5.0, r_0=10_000.0, A_0=10_000.0, D=1.0):
     """LDA+ replay (paper 002 §2.1 eqs. 1-8, WLDA+ §3) as docs/controllers.md states it.
 
@@ -239,6 +244,7 @@ def xrtp_kde(window, width, n):
     return sum(d * x for d, x in zip(densities, window)) / sum(densities)
 
 
+@twin_of("ldanalyze.control.xrtp.xrtp_kernel")
 def controller_xrtp(
     arrivals, losses, estimator="kde", alpha=0.8, n=8, width=0.25, pair_gap=0.0005, jitters=3, halving="event"
 ):
@@ -324,6 +330,7 @@ def westwood_estimate(group, earlier, last, past_U, a, abse, tau, beta, N, histo
     return {"ere": alpha * last["ere"] + (1.0 - alpha) * sample, "sample": sample, "U": U}
 
 
+@twin_of("ldanalyze.control.westwood.westwood_kernel")
 def controller_westwood(
     arrivals,
     losses,

@@ -6,6 +6,7 @@ import bisect
 import dataclasses
 import math
 
+from . import twin_of
 from .timeline import rfc3550_jitter
 
 # ---------------------------------------------------------------------------------------------
@@ -373,6 +374,15 @@ LDAS = {
 }  # adaptive_rtt also needs the RTT samples and the clock: lda_decisions calls it itself
 
 
+@twin_of(
+    "ldanalyze.lda.base._detection_arrivals",
+    "ldanalyze.lda.interarrival.running_tmin",
+    "ldanalyze.lda.kernels.running_min_max",
+    "ldanalyze.lda.kernels.ewma_mean_dev",
+    "ldanalyze.lda.rott.hysteresis",
+    "ldanalyze.lda.xrtp.xrtp_state",
+    "ldanalyze.lda.zbs.zbs_schemes",
+)
 def lda_decisions(
     name, params, packets, rtt=(), *, update_first=True, gap_delay="revealing", detection=1, clock_common=True
 ) -> dict[int, str]:
@@ -431,6 +441,7 @@ def _slope(ys):
     return num / sum((j - mean_j) ** 2 for j in range(m))
 
 
+@twin_of("ldanalyze.lda.learned.rolling_slope")
 def learned_features(packets, *, update_first=True, gap_delay="revealing", detection=1):
     """{(flow, first missing seq): feature dict} of every gap, as ldanalyze/lda/learned.py's
     docstring defines them, from the state arrival s of docs/ldas.md; NaN everywhere for a gap

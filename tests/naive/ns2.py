@@ -5,7 +5,12 @@ from __future__ import annotations
 import math
 import re
 
+from . import twin_of
 
+
+@twin_of(
+    "ldanalyze.io.ns2.wired.scan_rows", "ldanalyze.io.ns2.wired.first_sightings", "ldanalyze.io.ns2.wired.walk_events"
+)
 def wired_labels(lines, data_types=("tcpFriend", "cbr", "udp", "tcp", "exp"), error_events=("e",)):
     """The ns-2 wired ground-truth rule, one line at a time.
 
@@ -177,6 +182,7 @@ def _cmu_seq(text):
         return None
 
 
+@twin_of("ldanalyze.io.ns2.cmu_scan.scan")
 def read_ns2_wireless_naive(lines, data_types, feedback_types, causes, end_time=None):
     """The wireless reader, plainly: returns (rows, skipped, feedback) where rows is one dict
     per data packet sent (uid, flow, seq, size, t_send, t_recv, t_drop, fate before the

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from . import twin_of
 
+
+@twin_of("ldanalyze.packets.unwrap_sequence")
 def unwrap(seqs, modulus):
     """RFC 3550 A.1 style: each step is the signed difference nearest zero."""
     out = []
@@ -17,6 +20,7 @@ def unwrap(seqs, modulus):
     return out
 
 
+@twin_of("ldanalyze.packets.rtt_from_feedback")
 def rtt_from_feedback(packets, feedback):
     """RTT samples as ``packets.rtt_from_feedback`` takes them: ``packets`` are (flow, seq,
     t_send) rows, ``feedback`` (flow, t, seq) rows; returns (flow, t, seq, rtt) tuples by flow

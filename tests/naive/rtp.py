@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from . import twin_of
+
 # --- RTP header extensions (ldanalyze/io/capture/rtp.py extension_values) ---
 
 
+@twin_of("ldanalyze.io.capture.rtp.extension_values", "ldanalyze.io.capture.rtp.extension_counts")
 def rtp_extension_values_naive(packet: bytes, width: int) -> dict:
     """{id: value} of the header extension elements of ``width`` bytes of one RTP packet (RFC
     8285), read one element at a time."""
@@ -43,6 +46,7 @@ def rtp_extension_values_naive(packet: bytes, width: int) -> dict:
 # --- RTP headers (ldanalyze/io/capture/rtp.py header_fields) ---
 
 
+@twin_of("ldanalyze.io.capture.rtp.header_fields")
 def rtp_header(kept: bytes, payload_len: int, fec_span: int = 48) -> tuple[str, int, bool, int, bool]:
     """One UDP payload's (first bytes ``kept`` of ``payload_len``) kind by RFC 7983 §7 and RFC
     5761 §4, RTP header length (-1: extension length not kept), padding-only flag, first payload

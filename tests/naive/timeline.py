@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from . import twin_of
 
+
+@twin_of("ldanalyze.timeline.rfc3550_jitter")
 def rfc3550_jitter(transit_pairs):
     """RFC 3550 §6.4.1 / A.8: J += (|D| - J) / 16 over consecutive packets of one flow.
 
@@ -19,6 +22,7 @@ def rfc3550_jitter(transit_pairs):
     return out
 
 
+@twin_of("ldanalyze.timeline.order_state")
 def receiver_gaps(arrival_seqs, first_seq):
     """Gaps a receiver detects from sequence numbers in arrival order.
 
