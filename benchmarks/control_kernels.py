@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.synthetic import best_of, synthetic_packets  # noqa: E402
 from ldanalyze.control import REGISTRY, Signals, get_controller, replay  # noqa: E402
 from ldanalyze.timeline import build_timeline  # noqa: E402
-from tests import naive  # noqa: E402
-from tests.test_control_twins import twin_inputs  # noqa: E402
+from tests.control.test_control_twins import twin_inputs  # noqa: E402
+from tests.naive import control as naive_control  # noqa: E402
 
 
 def signals_of(packets):
@@ -58,7 +58,7 @@ def main() -> None:
         ctl = get_controller(name)
         ctl.run(small, small_congestion)  # numba compiles (or loads its cache) outside the timings
         fast = best_of(args.repeat, lambda: ctl.run(sig, congestion))
-        slow = best_of(1, lambda: naive.CONTROLLER_TWINS[name](arrivals, losses))
+        slow = best_of(1, lambda: naive_control.CONTROLLER_TWINS[name](arrivals, losses))
         fast_rate, slow_rate = len(packets) / fast, len(small_packets) / slow
         print(f"{name:<15}{fast_rate / 1e6:>13.1f}{slow_rate / 1e3:>12.1f}{fast_rate / slow_rate:>8.0f}×")
     shared = best_of(args.repeat, lambda: Signals.of(tl))

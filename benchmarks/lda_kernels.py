@@ -1,4 +1,4 @@
-"""LDA replay speed on a synthetic 10 M-packet timeline, against the plain twins of tests/naive.py.
+"""LDA replay speed on a synthetic 10 M-packet timeline, against the plain twins of tests/naive/lda.py.
 
 Prints, per LDA: arrivals per second of its decision (kernel + vectorised rule, on the shared
 Features), the naive twin's rate on a prefix of the same trace, and their ratio; then the wall
@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.synthetic import best_of, synthetic_packets  # noqa: E402
 from ldanalyze.lda import REGISTRY, Features, Replay, classify, get_lda, parse_ldas  # noqa: E402
 from ldanalyze.timeline import build_timeline  # noqa: E402
-from tests import naive  # noqa: E402
+from tests.naive import lda as naive_lda  # noqa: E402
 
 
 def main() -> None:
@@ -52,11 +52,11 @@ def main() -> None:
     n = len(tl.arrivals)
     print(f"{'lda':<14}{'M arrivals/s':>14}{'naive k/s':>12}{'ratio':>9}")
     for name in REGISTRY:
-        if name not in naive.LDA_DEFAULTS:
+        if name not in naive_lda.LDA_DEFAULTS:
             continue  # the learned LDA: benchmarks/learned_speed.py
         lda = get_lda(name)
         fast = best_of(args.repeat, lambda: lda.decide(f))
-        slow = best_of(1, lambda: naive.lda_decisions(name, {}, rows))
+        slow = best_of(1, lambda: naive_lda.lda_decisions(name, {}, rows))
         fast_rate, slow_rate = n / fast, small_arrivals / slow
         print(f"{name:<14}{fast_rate / 1e6:>14.1f}{slow_rate / 1e3:>12.1f}{fast_rate / slow_rate:>8.0f}×")
     features = best_of(args.repeat, lambda: Features.of(tl, semantics))

@@ -6,7 +6,7 @@ every copy is a new stretch of the same run), then measures, in one run on one f
 * ``ldanalyze``: ``read_ns2_wired`` (parse + ground truth + PacketTable + RTT samples),
 * ``pyarrow``: ``pyarrow.csv.read_csv`` of the same file with the same delimiter and type
   inference: the floor for any pyarrow-based reader,
-* ``python``: the plain line-by-line labelling loop of ``tests/naive.py`` (on a prefix,
+* ``python``: the plain line-by-line labelling loop of ``tests/naive/ns2.py`` (on a prefix,
   scaled per line, since it is slow).
 
 Prints lines/s and the ratios the foundation issue targets (≥ 4 M lines/s, ≥ 4× the Python
@@ -29,7 +29,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ldanalyze.io.ns2.wired import read_ns2_wired  # noqa: E402
-from tests import naive  # noqa: E402
+from tests.naive import ns2 as naive_ns2  # noqa: E402
 
 SAMPLE = ROOT / "traces" / "wlh_mix_4flow_high.tr.gz"
 DATA = ROOT / "benchmarks" / "_data"
@@ -115,7 +115,7 @@ def main() -> None:
     t_ours, t_arrow = min(ours_times), min(arrow_times)
     with open(path) as f:
         prefix = [next(f) for _ in range(min(args.python_lines, args.lines))]
-    t_py, _ = timed(lambda: naive.wired_labels(prefix))
+    t_py, _ = timed(lambda: naive_ns2.wired_labels(prefix))
     py_rate = len(prefix) / t_py
 
     ours, arrow = args.lines / t_ours, args.lines / t_arrow

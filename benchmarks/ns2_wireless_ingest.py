@@ -9,7 +9,7 @@ uids shifted, so every copy is a new stretch of the run), then measures on that 
 * ``read``: ``python -c 'read_trace(FILE)'`` (start-up, imports, read);
 * ``python loop``: a fresh process that splits every line into fields and keeps the AGT ones,
   the least any line-by-line Python reader does;
-* ``twin``: the reader's plain twin (``tests/naive.py``) on a prefix, in this process.
+* ``twin``: the reader's plain twin (``tests/naive/ns2.py``) on a prefix, in this process.
 
 Prints lines/s (the simulated-wireless issue targets >= 1 M lines/s, whole process) and the
 ratios. Usage: ``python benchmarks/ns2_wireless_ingest.py [--lines N] [--repeat R]``.
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from ldanalyze.io.ns2.wired import DATA_TYPES, FEEDBACK_TYPES  # noqa: E402
 from ldanalyze.io.ns2.wireless import DROP_CAUSES  # noqa: E402
-from tests import naive  # noqa: E402
+from tests.naive import ns2 as naive_ns2  # noqa: E402
 
 SAMPLE = ROOT / "traces" / "wireless" / "wlan_old.tr.gz"
 DATA = ROOT / "benchmarks" / "_data"
@@ -99,7 +99,7 @@ def main() -> None:
     with open(path) as f:
         prefix = [next(f) for _ in range(min(args.twin_lines, args.lines))]
     t0 = time.perf_counter()
-    naive.read_ns2_wireless_naive(prefix, set(DATA_TYPES), set(FEEDBACK_TYPES), DROP_CAUSES)
+    naive_ns2.read_ns2_wireless_naive(prefix, set(DATA_TYPES), set(FEEDBACK_TYPES), DROP_CAUSES)
     twin_rate = len(prefix) / (time.perf_counter() - t0)
 
     n = args.lines

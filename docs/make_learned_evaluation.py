@@ -5,7 +5,7 @@ Three families of labelled traces:
   1, 2, 4, 8, 16 flows of TFRC, TCP and constant-rate UDP at 110 %, 3.1 % and 7.8 % uniform and
   7.8 % bursty wireless loss, seeds 1 and 2, 120 s after a 10 s warm-up (the bundled model is
   trained on other seeds: traces/train_learned);
-* ``lab``: the network-namespace lab (tests/netns_lab.py: real kernel, iperf3, nftables random
+* ``lab``: the network-namespace lab (tests/support/netns_lab.py: real kernel, iperf3, nftables random
   drop as the radio, a tbf bottleneck), whose bottleneck steps down and up so that its queue
   fills and drains, read from the capture chain (every loss's cause known); needs root.
 
@@ -33,7 +33,7 @@ from ldanalyze import learn  # noqa: E402
 from ldanalyze.io.capture.vantage import read_vantages  # noqa: E402
 from ldanalyze.reproduce import CBR_SHARE  # noqa: E402
 from ldanalyze.simulation import simulate  # noqa: E402
-from tests.netns_lab import LabConfig, lab_unavailable, run_lab  # noqa: E402
+from tests.support.netns_lab import LabConfig, lab_unavailable, run_lab  # noqa: E402
 
 SCENARIOS = [
     {

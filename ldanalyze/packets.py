@@ -304,7 +304,7 @@ def rtt_from_feedback(packets: pd.DataFrame, feedback: pd.DataFrame) -> pd.DataF
 
     Samples come by flow (in the order flow labels sort), then time. Computed on one integer
     key per (flow, seqno), not a pandas groupby and join (docs/design.md).
-    ``tests/naive.py`` has the plain twin.
+    ``tests/naive/packets.py`` has the plain twin.
     """
     if feedback.empty:
         return empty_rtt()

@@ -17,8 +17,8 @@ from ldanalyze.errors import UsageError
 from ldanalyze.io.capture.pcap import read_capture
 from ldanalyze.packets import Trace, empty_rtt, make_packet_table
 
-from .captures import T0, Endpoints, Record, ip_packet, link_frame, rtp_payload, write_pcap
-from .naive import lower_envelope_naive
+from .naive import clocks as naive_clocks
+from .support.captures import T0, Endpoints, Record, ip_packet, link_frame, rtp_payload, write_pcap
 
 
 def total_distance(t, d, fit):
@@ -35,7 +35,7 @@ def test_fit_is_the_lp_optimum(points):
     fit = fit_lower_envelope(epoch, np.array(d))
     line = fit.envelope(epoch)
     assert np.all(np.array(d) >= line - 1e-9)
-    best, _ = lower_envelope_naive(list(epoch - epoch.min()), d)  # the times the fit sees
+    best, _ = naive_clocks.lower_envelope_naive(list(epoch - epoch.min()), d)  # the times the fit sees
     # epoch seconds near 1.7e9 carry 2.4e-7 s steps: up to 14 points' distances, each off by
     # ~1e-9 after the subtraction, add up to a few 1e-8
     assert total_distance(epoch, d, fit) == pytest.approx(best, abs=5e-8)
@@ -188,13 +188,13 @@ def test_receiver_capture_with_in_band_timestamps_loses_its_skew(tmp_path):
 def test_common_skew_reaches_the_least_joint_objective(flows, skew):
     from ldanalyze.clocks import common_skew
 
-    from .naive import common_skew_naive, joint_objective_naive
+    from .naive import clocks as naive_clocks
 
     groups = [(np.array([k * 0.1 for k, _ in pts]), np.array([q + skew * k * 0.1 for k, q in pts])) for pts in flows]
     if any(np.unique(t).size < 2 for t, _ in groups):
         return
-    best = common_skew_naive([(list(t), list(d)) for t, d in groups])
-    found = joint_objective_naive([(list(t), list(d)) for t, d in groups], common_skew(groups))
+    best = naive_clocks.common_skew_naive([(list(t), list(d)) for t, d in groups])
+    found = naive_clocks.joint_objective_naive([(list(t), list(d)) for t, d in groups], common_skew(groups))
     assert found <= best + 1e-9 * max(1.0, abs(best)) + 1e-9
 
 

@@ -114,7 +114,7 @@ def test_rtt_from_feedback_matches_naive_twin(packets, feedback, categorical):
     time, a flow with no packets, flow labels whose string and natural orders differ."""
     from ldanalyze.packets import rtt_from_feedback
 
-    from . import naive
+    from .naive import packets as naive_packets
 
     table = pd.DataFrame(
         {
@@ -134,7 +134,9 @@ def test_rtt_from_feedback_matches_naive_twin(packets, feedback, categorical):
         fb["flow"] = fb["flow"].astype("category")
     got = rtt_from_feedback(table, fb)
     assert list(got.columns) == ["flow", "t", "seq", "rtt"]
-    assert list(zip(got["flow"], got["t"], got["seq"], got["rtt"])) == naive.rtt_from_feedback(packets, feedback)
+    assert list(zip(got["flow"], got["t"], got["seq"], got["rtt"])) == naive_packets.rtt_from_feedback(
+        packets, feedback
+    )
     assert got["seq"].dtype == np.int64 and got["t"].dtype == got["rtt"].dtype == np.float64
 
 

@@ -1,7 +1,7 @@
 """The interpreted runs of the kernels (ldanalyze/tiering.py) give what the compiled kernels give,
 byte for byte: on every real capture, on damaged real captures (same records or the same error),
 on the clock and jitter kernels, and in every LDA and controller (generated captures of every
-link type and container: tests/test_pcap_read.py's twin test)."""
+link type and container: tests/io/capture/test_pcap_read.py's twin test)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from ldanalyze.errors import TraceError, UsageError
 from ldanalyze.io.capture import pcap, walk
 
 from .conftest import TRACES
-from .test_fuzz_captures import DATA, damaged
+from .io.capture.test_fuzz_captures import DATA, damaged
 
 REAL = sorted((pathlib.Path(__file__).parent / "data" / "real").glob("*.pcap*")) + sorted(
     (TRACES / "captures").glob("*.pcap")

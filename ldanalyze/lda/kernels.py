@@ -1,7 +1,7 @@
 """Running statistics per flow that several LDAs and the rate controllers keep: the delay's
 minimum and maximum so far, and its moving mean and deviation (ZigZag's and RFC 6298's update
 orders). Each is a compiled kernel over a timeline's arrivals, a flow starting where ``start``
-is set; the LDAs' and controllers' plain twins in ``tests/naive.py`` check them whole."""
+is set; the LDAs' and controllers' plain twins in ``tests/naive/`` check them whole."""
 
 from __future__ import annotations
 

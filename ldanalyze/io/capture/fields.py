@@ -43,7 +43,7 @@ class Field:
         """The field of every row of ``head`` (payload bytes, one row a packet), as int64. The
         field's bytes are viewed as one integer a row, in place (``head`` may be a strided view
         of the records), not combined byte by byte (docs/design.md). Twin:
-        ``tests/naive.read_field``."""
+        ``tests.naive.capture.read_field``."""
         column = head[:, self.offset : self.end]
         if column.shape[1] != self.width:
             raise IndexError(f"a {self.width}-byte field at {self.offset} lies beyond the {head.shape[1]} bytes kept")

@@ -85,7 +85,7 @@ def flow_listing(flows: pd.DataFrame, extents: tuple, kinds: dict[int, str]) -> 
 def flow_extents(flow, ts_ns, ip_len, n_flows):
     """Per flow, in one pass over the records: packets, IP bytes, and the first and last
     capture time (ns; ``NO_TIME`` when none of its records has one). Twin: pandas groupby
-    (``tests/test_pcap_read.py``)."""
+    (``tests/io/capture/test_pcap_read.py``)."""
     packets = np.zeros(n_flows, np.int64)
     size = np.zeros(n_flows, np.int64)
     first = np.full(n_flows, np.iinfo(np.int64).max)
@@ -119,7 +119,7 @@ def flow_ttls(records: np.ndarray, n_flows: int) -> np.ndarray:
 @njit(cache=True)
 def _count_ttls(flow, status, ttl, n_flows, decoded):
     """One pass over the records' fields (a numpy mask and gathers read them three times).
-    Twin: ``tests/naive.flow_ttls``."""
+    Twin: ``tests.naive.capture.flow_ttls``."""
     out = np.zeros((n_flows, 256), np.int64)
     for i in range(flow.shape[0]):
         if status[i] == decoded and flow[i] >= 0:
@@ -209,7 +209,7 @@ def gather_rows(column: np.ndarray, rows: np.ndarray) -> np.ndarray:
 def _rows_by_flow(flow, status, decoded):
     """The indices of the decoded records that have a flow, grouped by flow, in record order
     within a flow, and where each flow's run starts (one more: the end): a counting sort,
-    one pass to count and one to place. Twin: a stable argsort (``tests/test_pcap_payload.py``)."""
+    one pass to count and one to place. Twin: a stable argsort (``tests/io/capture/test_pcap_payload.py``)."""
     n_flows = 0
     for i in range(flow.shape[0]):
         if status[i] == decoded and flow[i] >= n_flows:

@@ -67,7 +67,7 @@ def header_fields(head, head_len, payload_len):
     where not kept); and whether its payload opens with an RFC 5109 FEC header that protects
     packets just before it in its own stream (ULPFEC sent in the media stream, as GStreamer's
     ``rtpulpfecenc`` does: the E bit clear and the SN base, payload bytes 2-3, 1 to
-    ``FEC_SPAN`` sequence numbers below the packet's own). Twin: ``tests/naive.rtp_header``."""
+    ``FEC_SPAN`` sequence numbers below the packet's own). Twin: ``tests.naive.rtp.rtp_header``."""
     n, width = head.shape
     kinds = np.full(n, OTHER, np.int8)
     hlen = np.empty(n, np.int64)

@@ -5,7 +5,7 @@ drops of the packet types asked for, with their fields as numbers; every other p
 checked (its fixed fields must read) and passed over; lines that are no packet event in any
 format (movement, energy, DSR's log lines ...) are listed for the reader to count. Field
 layouts per format are those of ``wireless.py``'s docstring; the plain twin is
-``tests/naive.py``'s ``cmu_line`` (one line at a time).
+``tests/naive/ns2.py``'s ``cmu_line`` (one line at a time).
 """
 
 from __future__ import annotations

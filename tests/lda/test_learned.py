@@ -1,0 +1,308 @@
+"""The learned LDA: its features against their plain twin, causality, the labels, training,
+saving and loading (safely), prediction through the API and the command line, and the grouped
+cross-validation."""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ldanalyze as la
+from ldanalyze import learn
+from ldanalyze.cli import main
+from ldanalyze.errors import UsageError
+from ldanalyze.lda import Replay, classify, get_lda, parse_ldas
+from ldanalyze.lda.base import Features
+from ldanalyze.lda.learned import FEATURES, gap_features, gap_labels, load_model, make_model, save_model
+from ldanalyze.packets import make_packet_table
+from ldanalyze.timeline import build_timeline
+
+from ..conftest import TRACES
+from ..naive import lda as naive_lda
+from ..support.strategies import packet_tables
+
+SMALL = [
+    str(TRACES / name)
+    for name in (
+        "wlh_tfrc_1flow_high.tr.gz",
+        "wlh_mix_4flow_high.tr.gz",
+        "wb_tfrc_2flow_medium.tr.gz",
+        "wlh_cbr_1flow_bursty.tr.gz",
+        "wlh_tcp_1flow_high.tr.gz",
+    )
+]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(packet_tables(), st.booleans(), st.sampled_from(["revealing", "previous"]), st.sampled_from([1, 3]))
+def test_features_agree_with_the_twin(packets, update_first, gap_delay, detection):
+    semantics = Replay(update_first=update_first, gap_delay=gap_delay, detection=detection)
+    timeline = build_timeline(_trace(packets))
+    ours = gap_features(Features.of(timeline, semantics))
+    twin = naive_lda.learned_features(packets, update_first=update_first, gap_delay=gap_delay, detection=detection)
+    gaps = timeline.gaps
+    assert len(ours) == len(twin) == len(gaps)
+    for i, (flow, first) in enumerate(zip(gaps["flow"].astype(str), gaps["first_seq"])):
+        expected = twin[(flow, int(first))]
+        for name in FEATURES:
+            a, b = ours[name].iat[i], expected[name]
+            assert (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), (
+                flow,
+                int(first),
+                name,
+                a,
+                b,
+            )
+
+
+def _trace(packets):
+    from ldanalyze.packets import Trace, empty_rtt
+
+    columns = {k: [p[k] for p in packets] for k in ("flow", "seq", "uid", "t_send", "t_recv", "fate")}
+    return Trace(
+        packets=make_packet_table(**columns, size=[100] * len(packets)),
+        rtt=empty_rtt(),
+        path="generated",
+        format="generated",
+    )
+
+
+def test_hand_computed_features_of_one_gap():
+    """Seq 0..3 arrive 0.25 s apart with delays 1.0, 1.1, 1.3, 1.2; seq 4 is lost to the radio;
+    seq 5 arrives 0.5 s after seq 3 with delay 1.4."""
+    delays = {0: 1.0, 1: 1.1, 2: 1.3, 3: 1.2, 5: 1.4}
+    packets = [
+        {"flow": "1", "seq": s, "uid": s, "t_send": 0.25 * s, "t_recv": 0.25 * s + delays[s], "fate": "delivered"}
+        for s in (0, 1, 2, 3)
+    ]
+    packets.append({"flow": "1", "seq": 4, "uid": 4, "t_send": 1.0, "t_recv": math.nan, "fate": "wireless"})
+    t5 = packets[3]["t_recv"] + 0.5
+    packets.append({"flow": "1", "seq": 5, "uid": 5, "t_send": t5 - 1.4, "t_recv": t5, "fate": "delivered"})
+    timeline = build_timeline(_trace(packets))
+    row = gap_features(Features.of(timeline, Replay())).iloc[0]
+    spacings = [0.25 + 0.1, 0.25 + 0.2, 0.25 - 0.1]  # receive spacings of seq 1, 2, 3
+    assert row["n"] == 1
+    assert row["ti_tmin"] == pytest.approx(0.5 / min(spacings))  # T_i over T_min (0.15 s)
+    assert row["rott_position"] == pytest.approx(1.0)  # the revealing delay is the maximum so far
+    assert row["recent_lost"] == 0 and math.isnan(row["since_loss"])  # no earlier gap
+    slope = np.polyfit(np.arange(5), [1.0, 1.1, 1.3, 1.2, 1.4], 1)[0]
+    assert row["trend"] == pytest.approx(slope * 8 / 0.4)
+    assert gap_labels(timeline).tolist() == [1.0]
+
+
+def test_labels_follow_the_majority_of_a_gaps_causes():
+    fates = ["congestion", "wireless", "wireless", None, "congestion", "lost", "lost", None]
+    packets, t = [], 0.0
+    for seq, fate in enumerate(fates):
+        t += 0.1
+        packets.append(
+            {
+                "flow": "1",
+                "seq": seq,
+                "uid": seq,
+                "t_send": t,
+                "t_recv": math.nan if fate else t + 0.05,
+                "fate": fate or "delivered",
+            }
+        )
+    timeline = build_timeline(_trace(packets))
+    # gaps: {0,1,2}: 2 wireless of 3 -> 1; {4,5,6}: 1 congestion, 2 unknown -> NaN
+    labels = gap_labels(timeline)
+    assert labels[0] == 1.0 and math.isnan(labels[1])
+
+
+def test_features_are_causal():
+    """Cutting the trace after an arrival changes no feature of a gap decided before it."""
+    timeline = build_timeline(la.read_trace(SMALL[1]))
+    full = gap_features(Features.of(timeline, Replay()))
+    trace = la.read_trace(SMALL[1])
+    cut = trace.packets["t_send"].quantile(0.5)
+    early = trace.packets[trace.packets["t_send"] <= cut]
+    short_timeline = build_timeline(
+        la.Trace(
+            packets=early.reset_index(drop=True), rtt=trace.rtt, path=trace.path, format=trace.format, meta=trace.meta
+        )
+    )
+    short = gap_features(Features.of(short_timeline, Replay()))
+    keys = ["flow", "first_seq"]
+    a = pd.concat([timeline.gaps[keys].astype(str), full], axis=1)
+    b = pd.concat([short_timeline.gaps[keys].astype(str), short], axis=1)
+    decided_before = short_timeline.gaps["t_detect"] < short_timeline.arrivals["t_recv"].max() - 1.0
+    b = b[decided_before.to_numpy() & short["n"].notna().to_numpy()]
+    merged = b.merge(a, on=keys, suffixes=("_short", "_full"))
+    assert len(merged) > 20
+    for name in FEATURES:
+        pd.testing.assert_series_equal(merged[f"{name}_short"], merged[f"{name}_full"], check_names=False)
+
+
+@pytest.fixture(scope="module")
+def labelled():
+    return [learn.analyse(path) for path in SMALL]
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory, labelled):
+    model, gaps = learn.fit(labelled, "gbt", 0)
+    path = tmp_path_factory.mktemp("model") / "m.skops"
+    save_model(model, path, kind="gbt", trained_on=SMALL, gaps=gaps)
+    return path
+
+
+def test_a_saved_model_predicts_what_the_fitted_one_did(labelled, model_file):
+    bundle = load_model(model_file)
+    assert bundle["features"] == list(FEATURES) and bundle["kind"] == "gbt"
+    x, y, count = learn.rows(labelled)
+    refit, _ = learn.fit(labelled, "gbt", 0)
+    assert np.array_equal(bundle["model"].predict(x), refit.predict(x))  # deterministic training
+    assert (bundle["model"].predict(x) == y).mean() > 0.8
+
+
+@pytest.mark.parametrize("kind", ["rf", "logistic"])
+def test_every_model_kind_trains_saves_and_loads(tmp_path, labelled, kind):
+    model, gaps = learn.fit(labelled, kind, 0)
+    path = tmp_path / f"{kind}.skops"
+    save_model(model, path, kind=kind, trained_on=SMALL, gaps=gaps)
+    x, _, _ = learn.rows(labelled)
+    assert np.array_equal(load_model(path)["model"].predict(x), model.predict(x))
+
+
+def test_the_learned_lda_classifies_through_the_api_and_the_cli(model_file, tmp_path, capsys):
+    timeline = build_timeline(la.read_trace(SMALL[1]))
+    lda = get_lda("learned", model=str(model_file))
+    decisions = classify(timeline, [lda, "zbs"])
+    learned = decisions[decisions["lda"] == lda.spec]
+    assert len(learned) == len(timeline.losses) and set(learned["decision"].astype(str)) <= {
+        "congestion",
+        "wireless",
+        "undetected",
+    }
+    for text in ("all", "all,biaz:upper=1.4", ["all"]):  # only when named
+        assert "learned" not in [x.name for x in parse_ldas(text)]
+    out = tmp_path / "d.csv"
+    assert main(["classify", SMALL[1], "--lda", f"learned:model={model_file}", "-o", str(out)]) == 0
+    cli = pd.read_csv(out)
+    assert cli["decision"].tolist() == learned["decision"].astype(str).tolist()
+    assert main(["score", SMALL[1], "--lda", "learned,zbs", "--controller", "none"]) == 0  # the bundled model
+    assert "learned" in capsys.readouterr().out
+
+
+def test_model_files_that_are_not_safe_models_are_refused(tmp_path, labelled):
+    import skops.io
+
+    pickled = tmp_path / "model.pkl"
+    pickled.write_bytes(pickle.dumps({"format": "ldanalyze-learned-lda"}))
+    with pytest.raises(UsageError, match="not a skops model file"):
+        load_model(pickled)
+    hostile = tmp_path / "hostile.skops"
+    skops.io.dump({"format": "ldanalyze-learned-lda", "model": os.system}, hostile)  # loading would hand it over
+    with pytest.raises(UsageError, match="refused: the model holds types ldanalyze does not trust: posix.system"):
+        load_model(hostile)
+    other = tmp_path / "other.skops"
+    model, gaps = learn.fit(labelled, "logistic", 0)
+    skops.io.dump({"format": "ldanalyze-learned-lda", "version": 1, "features": ["n"], "model": model}, other)
+    with pytest.raises(UsageError, match="made for other features"):
+        load_model(other)
+    with pytest.raises(UsageError, match="no such model file"):
+        load_model(tmp_path / "missing.skops")
+    assert main(["classify", SMALL[0], "--lda", f"learned:model={pickled}"]) == 2
+
+
+def test_training_needs_both_causes_and_a_known_model():
+    with pytest.raises(UsageError, match="model must be one of gbt, rf, logistic"):
+        make_model("svm")
+    packets, t = [], 0.0
+    for seq in range(40):
+        t += 0.1
+        lost = seq % 7 == 3
+        packets.append(
+            {
+                "flow": "1",
+                "seq": seq,
+                "uid": seq,
+                "t_send": t,
+                "t_recv": math.nan if lost else t + 0.05,
+                "fate": "wireless" if lost else "delivered",
+            }
+        )
+    only_wireless = learn.analyse(_trace(packets))
+    with pytest.raises(UsageError, match="every one of the 6 labelled gaps has the same cause"):
+        learn.fit([only_wireless])
+
+
+def test_the_cli_trains_and_evaluates_by_group(tmp_path, capsys):
+    model = tmp_path / "cli.skops"
+    assert main(["train", *SMALL, "-o", str(model), "--model", "logistic"]) == 0
+    assert "trained a logistic model on" in capsys.readouterr().out
+    assert load_model(model)["kind"] == "logistic"
+    out, png = tmp_path / "cv.csv", tmp_path / "cv.png"
+    # by traffic: every training side then holds both causes (the bundled WB trace has no congestion loss)
+    assert main(["evaluate", *SMALL, "--group-by", r"_(tfrc|mix|cbr|tcp)_", "-o", str(out), "--plot", str(png)]) == 0
+    printed = capsys.readouterr().out
+    assert "held out mix: learned" in printed and "held out cbr: learned" in printed and "feature importance" in printed
+    table = pd.read_csv(out)
+    assert set(table["held_out"]) == {"tfrc", "mix", "cbr", "tcp"}
+    assert set(table["lda"]) == {*learn.HEURISTICS, "learned"}
+    # the held-out group's losses are the same for every LDA: no trace on both sides
+    assert table.groupby("held_out")["losses"].nunique().eq(1).all()
+    assert png.stat().st_size > 20_000
+    assert main(["evaluate", *SMALL, "--group-by", "nothing-matches"]) == 2
+    assert main(["evaluate", SMALL[0], SMALL[1], "--group-by", "(wlh)"]) == 2  # one group only
+    assert "needs two groups or more; the traces form 1: wlh" in capsys.readouterr().err
+
+
+def test_the_evaluation_figure_shows_every_lda_per_group_and_the_importances(labelled):
+    groups = [learn.group_of(path, r"_(tfrc|mix|cbr|tcp)_") for path in SMALL]
+    scores, importance = learn.evaluate(labelled, groups, importance_repeats=1)
+    fig = la.plot.evaluation(scores, importance)
+    accuracy, ranked = fig.axes[:2]
+    labels = [t.get_text() for t in accuracy.get_legend().get_texts()]
+    assert labels == [*learn.HEURISTICS, "learned"]  # the learned LDA last
+    assert [t.get_text() for t in accuracy.get_xticklabels()] == sorted(set(groups))
+    held = importance["held_out"].nunique()
+    assert len(ranked.patches) == held * len(FEATURES)  # a bar per feature and held-out group
+
+
+def test_train_takes_a_capture_chain_and_a_labelled_capture(tmp_path, capsys):
+    chain = TRACES / "captures"
+    model = tmp_path / "chain.skops"
+    vantages = [
+        "--vantage",
+        str(chain / "lab_sender.pcap"),
+        "--vantage",
+        f"{chain / 'lab_r1.pcap'}:wireless",
+        "--vantage",
+        f"{chain / 'lab_r2.pcap'}:congestion",
+        "--vantage",
+        str(chain / "lab_receiver.pcap"),
+    ]
+    assert main(["train", *vantages, "-o", str(model), "--model", "logistic"]) == 0
+    bundle = load_model(model)
+    assert bundle["trained_on"] == ["lab_sender.pcap+lab_r1.pcap+lab_r2.pcap+lab_receiver.pcap"] and bundle["gaps"] > 30
+    labels = tmp_path / "labels.csv"
+    assert main(["labels", *vantages, "-o", str(labels)]) == 0
+    capsys.readouterr()
+    # the receiver's capture alone knows no cause; with the chain's labels file it does
+    assert main(["train", str(chain / "lab_receiver.pcap"), "-o", str(tmp_path / "r.skops")]) == 2
+    assert "no gap with a known cause" in capsys.readouterr().err
+    assert (
+        main(
+            [
+                "train",
+                str(chain / "lab_receiver.pcap"),
+                "--labels",
+                str(labels),
+                "-o",
+                str(tmp_path / "r.skops"),
+                "--model",
+                "logistic",
+            ]
+        )
+        == 0
+    )

@@ -1,0 +1,728 @@
+"""A real four-host network lab in Linux network namespaces, for end-to-end capture tests.
+
+``run_lab`` builds the chain ``sender -- r1 -- r2 -- receiver`` out of four namespaces joined by
+veth pairs, sends one iperf3 UDP flow from sender to receiver, and captures it at every hop:
+
+* **r1** plays the lossy wireless link: an nftables rule in its forward chain drops a random
+  share of the flow's data datagrams (``numgen random``), counting what it drops;
+* **r2** is the congested bottleneck: a tbf qdisc on its egress toward the receiver, slower than
+  the flow, with a short queue, so it drops by tail drop and counts what it drops.
+
+The result holds the four pcap files and the kernel's own counts of both kinds of loss, so a
+test can check what the analyzer says against ground truth: packets(sender) - packets(r1) is
+the wireless loss, packets(r1) - packets(r2) the congestion loss, and packets(r2) ==
+packets(receiver).
+
+The lab is quiet apart from the experiment: IPv6 is off before any link comes up (no router or
+neighbour solicitations), neighbours are static (no ARP), and the veths are created directly
+inside the namespaces, so the host's own network namespace is never touched apart from the
+namespace names themselves. Every namespace is deleted again, whatever happens.
+
+Needs root and ``ip``, ``ss``, ``tc`` (iproute2), ``nft``, ``sysctl``, ``iperf3`` and ``tcpdump``:
+see ``lab_unavailable``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import secrets
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+COMMANDS = ("ip", "ss", "tc", "nft", "sysctl", "iperf3", "tcpdump")
+HOSTS = ("sender", "r1", "r2", "receiver")
+# The three links, left to right: (left host, right host, subnet prefix). The left end of each
+# link is .1, the right end .2; interfaces are named after the host at their other end.
+LINKS = (("sender", "r1", "10.231.1"), ("r1", "r2", "10.231.2"), ("r2", "receiver", "10.231.3"))
+SENDER_IP = "10.231.1.1"
+RECEIVER_IP = "10.231.3.2"
+# Capture points: name -> (host, interface, direction).
+CAPTURE_POINTS = {
+    "sender": ("sender", "to-r1", "out"),
+    "r1": ("r1", "to-r2", "out"),
+    "r2": ("r2", "to-receiver", "out"),
+    "receiver": ("receiver", "to-r2", "in"),
+}
+STEP_TIMEOUT_S = 10  # any single setup or query command
+DRAIN_S = 1.0  # after the traffic: the tbf queue (10 kB) empties at any of the lab's rates
+RTP_SENDER_PORT = 5006  # the GStreamer sender's source port (RTCP from the next one)
+START_TIMEOUT_S = 5  # tcpdump until "listening on", iperf3 server until its socket listens
+
+
+@dataclasses.dataclass(frozen=True)
+class LabConfig:
+    """What the lab sends and how it loses it.
+
+    With the defaults a 5 s run sends 1250 datagrams; r1 drops about 3 % of them (20-60) and
+    r2's tbf about 10 % (110-135): the flow offers 2 Mbit/s of payload, 2.08 Mbit/s on the wire
+    (1042-byte frames), to a 1.8 Mbit/s bucket. The burst is three frames, so the bottleneck
+    paces at its rate from the start, and the queue overflows within the first second.
+
+    r2 is saturated, so it forwards the same number of datagrams (about 1090) whatever r1 drops:
+    each wireless drop means one congestion drop fewer, and their sum is nearly constant.
+
+    ``tbf_limit_bytes`` holds nine frames (42 ms) plus 622 bytes of slack. A full queue of data
+    frames still takes a small segment of iperf3's control connection (its TCP segment ending the
+    test can arrive while the queue is full), so tbf's drop counter counts the UDP flow alone.
+    """
+
+    duration_s: int = 5
+    rate: str = "2M"  # iperf3 -b: payload bits per second
+    length: int = 1000  # iperf3 -l: UDP payload bytes per datagram
+    wireless_drop_percent: int = 3
+    tbf_rate: str = "1800kbit"
+    tbf_burst_bytes: int = 3200
+    tbf_limit_bytes: int = 10000
+    port: int = 5201
+    snaplen: int = 128  # Ethernet + IPv4 + UDP headers (42 bytes) and the payload's first 86 bytes
+    # (seconds after the flow starts, new tbf rate): the bottleneck steps down and up, so that its
+    # queue fills and drains within one run
+    tbf_steps: tuple[tuple[float, str], ...] = ()
+    # "iperf3", or "rtp-audio": a GStreamer rtpbin sender of G.711 A-law (PT 8, 20 ms frames:
+    # set length=172, the RTP packet's UDP payload) with RTCP sender reports to port + 1, or
+    # "webrtc": two aiortc peers (tests/support/webrtc_peer.py), video from sender to receiver; r1 then
+    # drops at random only the RTP packets toward the receiver (version 2, not an RTCP type), or
+    # "rtp-video": a GStreamer rtpbin sender of VP8 (frames over several packets) with ULPFEC
+    # and RFC 4588 retransmission on the receiver's NACKs (see send_rtp_video), or "iperf3-tcp":
+    # one iperf3 TCP transfer (``rate`` caps it); r1 then drops data segments at random
+    traffic: str = "iperf3"
+    # the sender's and the receiver's captures take both directions (a two-sided capture: the
+    # acknowledgements travelling back too), not only the forward one
+    both_ways: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class LabRun:
+    """What one run produced: captures, the kernel's drop counters, and the flow's identity.
+
+    ``captures`` maps "sender", "r1", "r2", "receiver" (in that order) to pcap files of, in turn,
+    the sender's egress, r1's egress toward r2, r2's egress toward the receiver and the
+    receiver's ingress. Besides the UDP data datagrams they hold the iperf3 control connection
+    (TCP to ``port``) and one 4-byte UDP datagram each way that opens the UDP test.
+
+    ``wireless_drops`` counts the data datagrams the nftables rule on r1 dropped.
+    ``congestion_drops`` is the tbf qdisc's own drop counter, which counts every packet it
+    dropped, so it would include a control-connection segment if one was dropped.
+    ``capture_drops`` is what each tcpdump reported as "dropped by kernel".
+    ``iperf3`` is the client's ``-J`` report; its ``end.sum`` holds the server's loss count.
+    """
+
+    captures: Mapping[str, Path]
+    wireless_drops: int
+    congestion_drops: int
+    capture_drops: Mapping[str, int]
+    iperf3: dict
+    sender_ip: str
+    sender_port: int
+    receiver_ip: str
+    port: int
+
+    def chain(self) -> list:
+        """The captures as a vantage chain: r1's drops are the wireless segment's, r2's tbf the
+        congested one's."""
+        from ldanalyze.io.capture.vantage import Vantage
+
+        c = self.captures
+        return [
+            Vantage(str(c["sender"])),
+            Vantage(str(c["r1"]), "wireless"),
+            Vantage(str(c["r2"]), "congestion"),
+            Vantage(str(c["receiver"])),
+        ]
+
+
+def lab_unavailable() -> str | None:
+    """Why the lab cannot run here (not root, a command missing, no namespaces), else None."""
+    if os.geteuid() != 0:
+        return "the network namespace lab needs root"
+    missing = [name for name in COMMANDS if shutil.which(name) is None]
+    if missing:
+        return f"the network namespace lab needs {', '.join(missing)}"
+    probe = f"ldlab-probe-{os.getpid()}-{secrets.token_hex(3)}"
+    added = subprocess.run(["ip", "netns", "add", probe], check=False, capture_output=True, text=True)
+    if added.returncode != 0:
+        return f"`ip netns add` fails: {added.stderr.strip()}"
+    subprocess.run(["ip", "netns", "delete", probe], check=False, capture_output=True)
+    return None
+
+
+def run_lab(workdir: Path, config: LabConfig = LabConfig()) -> LabRun:
+    """Build the lab, send one UDP flow through it, and return the captures and counters.
+
+    The pcap files go to ``workdir`` (sender.pcap, r1.pcap, r2.pcap, receiver.pcap). Raises
+    RuntimeError, naming the command and its error output, if any step fails; the namespaces and
+    every process started in them are gone when this returns or raises.
+    """
+    lab = _Lab(Path(workdir), config)
+    try:
+        lab.build()
+        return lab.run()
+    finally:
+        lab.teardown()
+
+
+def _run(cmd: list[str], *, input: str | None = None, timeout: float = STEP_TIMEOUT_S) -> str:
+    """Run a command to completion and return its output; RuntimeError if it fails."""
+    try:
+        done = subprocess.run(cmd, check=False, input=input, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise RuntimeError(f"`{' '.join(cmd)}` did not finish in {timeout} s") from e
+    if done.returncode != 0:
+        raise RuntimeError(f"`{' '.join(cmd)}` failed ({done.returncode}): {done.stderr.strip()}")
+    return done.stdout
+
+
+def _finish(proc: subprocess.Popen, seconds: float) -> str:
+    """Wait for a sender that should end by itself after ``seconds``; stop it if it does not.
+
+    gst-launch's ``-e`` sometimes waits forever for an end-of-stream that rtpbin's RTCP branch
+    never passes on (about one run in five here), after every frame was sent. Ctrl-C, then a
+    kill, ends it; the captures, not the sender, are what the tests count. Returns how it ended.
+    """
+    for signal_, how, grace in (
+        (None, "by itself", seconds),
+        (signal.SIGINT, "interrupted", 3),
+        (signal.SIGKILL, "killed", STEP_TIMEOUT_S),
+    ):
+        if signal_ is not None:
+            proc.send_signal(signal_)
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            continue
+        if signal_ is None and proc.returncode != 0:
+            raise RuntimeError(f"the sender failed ({proc.returncode}): {proc.stderr.read().decode().strip()}")
+        return how
+    raise RuntimeError("the sender could not be stopped")
+
+
+def _mac(subnet: str, host: int) -> str:
+    """A locally administered MAC address made from a link's subnet and the host's number."""
+    return "02:00:" + ":".join(f"{int(octet):02x}" for octet in subnet.split(".")) + f":{host:02x}"
+
+
+class _Lab:
+    """The namespaces and processes of one run, and the steps that build, use and remove them."""
+
+    def __init__(self, workdir: Path, config: LabConfig):
+        self.workdir = workdir
+        self.config = config
+        tag = f"ldlab-{os.getpid()}-{secrets.token_hex(3)}"
+        self.ns = {host: f"{tag}-{host}" for host in HOSTS}
+        self.created: list[str] = []
+        self.procs: list[subprocess.Popen] = []
+
+    def exec(self, host: str, *cmd: str) -> list[str]:
+        """A command line that runs ``cmd`` inside a host's namespace."""
+        return ["ip", "netns", "exec", self.ns[host], *cmd]
+
+    # -- build -------------------------------------------------------------------------------
+    def build(self) -> None:
+        for host in HOSTS:
+            self.created.append(self.ns[host])  # first: an interrupt may come before `ip` returns
+            _run(["ip", "netns", "add", self.ns[host]])
+            # Before any interface exists, so no link ever sends an IPv6 packet.
+            _run(
+                self.exec(
+                    host,
+                    "sysctl",
+                    "-q",
+                    "-w",
+                    "net.ipv6.conf.all.disable_ipv6=1",
+                    "net.ipv6.conf.default.disable_ipv6=1",
+                )
+            )
+            _run(["ip", "-n", self.ns[host], "link", "set", "lo", "up"])
+        for left, right, subnet in LINKS:
+            _run(
+                [
+                    "ip",
+                    "-n",
+                    self.ns[left],
+                    "link",
+                    "add",
+                    f"to-{right}",
+                    "address",
+                    _mac(subnet, 1),
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    f"to-{left}",
+                    "netns",
+                    self.ns[right],
+                    "address",
+                    _mac(subnet, 2),
+                ]
+            )
+            for host, peer, me, other in ((left, right, 1, 2), (right, left, 2, 1)):
+                dev = f"to-{peer}"
+                _run(["ip", "-n", self.ns[host], "addr", "add", f"{subnet}.{me}/24", "dev", dev])
+                _run(
+                    [
+                        "ip",
+                        "-n",
+                        self.ns[host],
+                        "neigh",
+                        "replace",
+                        f"{subnet}.{other}",
+                        "lladdr",
+                        _mac(subnet, other),
+                        "dev",
+                        dev,
+                        "nud",
+                        "permanent",
+                    ]
+                )
+                # one wire packet per skb: no TCP segmentation offload, so each capture sees the
+                # segments as they travel (not 64 KB super-packets cut up further on)
+                _run(["ip", "-n", self.ns[host], "link", "set", dev, "gso_max_segs", "1", "up"])
+        _run(["ip", "-n", self.ns["sender"], "route", "add", "default", "via", "10.231.1.2"])
+        _run(["ip", "-n", self.ns["r1"], "route", "add", "10.231.3.0/24", "via", "10.231.2.2"])
+        _run(["ip", "-n", self.ns["r2"], "route", "add", "10.231.1.0/24", "via", "10.231.2.1"])
+        _run(["ip", "-n", self.ns["receiver"], "route", "add", "default", "via", "10.231.3.1"])
+        for router in ("r1", "r2"):
+            _run(self.exec(router, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"))
+        self.add_wireless_loss()
+        self.add_bottleneck()
+
+    def add_wireless_loss(self) -> None:
+        """r1 drops a random share of the flow's data datagrams, and only those.
+
+        The rule matches the data datagrams' exact UDP length, so it spares the 4-byte datagram
+        that opens the UDP test: iperf3 3.12 never resends it, and fails 30 s later if it is lost.
+        """
+        c = self.config
+        media = (
+            "meta l4proto udp @th,64,2 2 @th,72,8 != 192-223"
+            if c.traffic == "webrtc"  # RTP, not RTCP
+            else f"udp dport {c.port}"
+            if c.traffic == "rtp-video"  # media, FEC and RTX (RTCP: next port)
+            else f"tcp dport {c.port} ip length > {c.length}"
+            if c.traffic == "iperf3-tcp"  # data segments
+            else f"udp dport {c.port} udp length {c.length + 8}"
+        )
+        ruleset = f"""
+            table ip ldlab {{
+                chain wireless {{
+                    type filter hook forward priority 0; policy accept;
+                    ip daddr {RECEIVER_IP} {media} \
+                        numgen random mod 100 < {c.wireless_drop_percent} counter drop
+                }}
+            }}
+        """
+        _run(self.exec("r1", "nft", "-f", "-"), input=ruleset)
+
+    def add_bottleneck(self) -> None:
+        c = self.config
+        _run(
+            [
+                "tc",
+                "-n",
+                self.ns["r2"],
+                "qdisc",
+                "add",
+                "dev",
+                "to-receiver",
+                "root",
+                "tbf",
+                "rate",
+                c.tbf_rate,
+                "burst",
+                str(c.tbf_burst_bytes),
+                "limit",
+                str(c.tbf_limit_bytes),
+            ]
+        )
+
+    def send_iperf3(self, steps) -> dict:
+        c = self.config
+        server = self.spawn("receiver", "iperf3", "-s", "-1", "-J", "-p", str(c.port))
+        self.wait_listening(server)
+        for step in steps:
+            step.start()
+        try:
+            udp = ["-u", "-l", str(c.length)] if c.traffic == "iperf3" else []
+            client = _run(
+                self.exec(
+                    "sender",
+                    "iperf3",
+                    "-c",
+                    RECEIVER_IP,
+                    "-p",
+                    str(c.port),
+                    *udp,
+                    "-b",
+                    c.rate,
+                    "-t",
+                    str(c.duration_s),
+                    "-J",
+                ),
+                timeout=c.duration_s + 30,
+            )
+        finally:
+            for step in steps:
+                step.cancel()
+        try:
+            server.communicate(timeout=STEP_TIMEOUT_S)
+        except subprocess.TimeoutExpired as e:
+            raise RuntimeError("the iperf3 server did not exit after the test") from e
+        report = json.loads(client)
+        if "error" in report:
+            raise RuntimeError(f"iperf3 client: {report['error']}")
+        return report
+
+    def send_rtp_audio(self, steps) -> dict:
+        """A real RTP stack: GStreamer's rtpbin sends 20 ms G.711 frames (RTP to ``port``, RTCP
+        sender reports to ``port + 1``, from fixed ports) to sinks in the receiver namespace."""
+        c = self.config
+        for port in (c.port, c.port + 1):
+            self.spawn("receiver", "gst-launch-1.0", "-q", "udpsrc", f"port={port}", "!", "fakesink")
+        time.sleep(0.3)
+        frames = c.duration_s * 50
+        pipeline = [
+            "rtpbin",
+            "name=rb",
+            "audiotestsrc",
+            "is-live=true",
+            f"num-buffers={frames}",
+            "samplesperbuffer=160",
+            "!",
+            "audio/x-raw,rate=8000,channels=1",
+            "!",
+            "alawenc",
+            "!",
+            "rtppcmapay",
+            "!",
+            "rb.send_rtp_sink_0",
+            "rb.send_rtp_src_0",
+            "!",
+            "udpsink",
+            f"host={RECEIVER_IP}",
+            f"port={c.port}",
+            f"bind-port={RTP_SENDER_PORT}",
+            "rb.send_rtcp_src_0",
+            "!",
+            "udpsink",
+            f"host={RECEIVER_IP}",
+            f"port={c.port + 1}",
+            f"bind-port={RTP_SENDER_PORT + 1}",
+            "sync=false",
+            "async=false",
+        ]
+        for step in steps:
+            step.start()
+        try:
+            ended = _finish(self.spawn("sender", "gst-launch-1.0", "-q", "-e", *pipeline), c.duration_s + 5)
+        finally:
+            for step in steps:
+                step.cancel()
+        return {"frames": frames, "sender_ended": ended}
+
+    def send_rtp_video(self, steps) -> dict:
+        """A real video stack: GStreamer's rtpbin sends VP8 (25 frames/s, each over several
+        packets of at most 600 bytes, PT 96) with ULPFEC (RFC 5109, PT 122, in the media stream)
+        and RFC 4588 retransmission (PT 97, its own SSRC) of what the receiver's rtpbin asks for
+        in RTCP NACKs (AVPF); RTCP goes to ``port + 1`` and comes back to the sender's
+        ``RTP_SENDER_PORT + 2``."""
+        c = self.config
+        back = RTP_SENDER_PORT + 2
+        receiver = [
+            "rtpbin",
+            "name=rb",
+            "rtp-profile=avpf",
+            "do-retransmission=true",
+            "latency=200",
+            "udpsrc",
+            f"port={c.port}",
+            "caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=VP8,payload=96",
+            "!",
+            "rb.recv_rtp_sink_0",
+            "udpsrc",
+            f"port={c.port + 1}",
+            "!",
+            "rb.recv_rtcp_sink_0",
+            "rb.send_rtcp_src_0",
+            "!",
+            "udpsink",
+            f"host={SENDER_IP}",
+            f"port={back}",
+            "sync=false",
+            "async=false",
+            "rb.",
+            "!",
+            "rtpvp8depay",
+            "!",
+            "fakesink",
+        ]
+        self.spawn("receiver", "gst-launch-1.0", "-q", *receiver)
+        time.sleep(0.5)
+        frames = c.duration_s * 25
+        sender = [
+            "rtpbin",
+            "name=rb",
+            "rtp-profile=avpf",
+            "videotestsrc",
+            "is-live=true",
+            f"num-buffers={frames}",
+            "pattern=smpte",
+            "horizontal-speed=4",
+            "!",
+            "video/x-raw,width=320,height=240,framerate=25/1",
+            "!",
+            "vp8enc",
+            "deadline=1",
+            "target-bitrate=800000",
+            "keyframe-max-dist=50",
+            "!",
+            "rtpvp8pay",
+            "mtu=600",
+            "pt=96",
+            "!",
+            "rtpulpfecenc",
+            "pt=122",
+            "percentage=20",
+            "!",
+            "rtprtxsend",
+            "payload-type-map=application/x-rtp-pt-map,96=(uint)97",
+            "max-size-packets=1000",
+            "!",
+            "rb.send_rtp_sink_0",
+            "rb.send_rtp_src_0",
+            "!",
+            "udpsink",
+            f"host={RECEIVER_IP}",
+            f"port={c.port}",
+            f"bind-port={RTP_SENDER_PORT}",
+            "rb.send_rtcp_src_0",
+            "!",
+            "udpsink",
+            f"host={RECEIVER_IP}",
+            f"port={c.port + 1}",
+            f"bind-port={RTP_SENDER_PORT + 1}",
+            "sync=false",
+            "async=false",
+            "udpsrc",
+            f"port={back}",
+            "!",
+            "rb.recv_rtcp_sink_0",
+        ]
+        for step in steps:
+            step.start()
+        try:  # its RTCP source (udpsrc) never ends, so neither does the pipeline: stopped once sent
+            ended = _finish(self.spawn("sender", "gst-launch-1.0", "-q", "-e", *sender), c.duration_s + 1.5)
+        finally:
+            for step in steps:
+                step.cancel()
+        return {"frames": frames, "sender_ended": ended}
+
+    def send_webrtc(self, steps) -> dict:
+        """Two aiortc peers, signalling through files in the work folder."""
+        c = self.config
+        peer = str(Path(__file__).parent / "webrtc_peer.py")
+        signals = self.workdir / "signals"
+        signals.mkdir(exist_ok=True)
+        receiver = self.spawn("receiver", sys.executable, peer, "answer", str(signals), str(c.duration_s))
+        for step in steps:
+            step.start()
+        try:
+            _run(
+                self.exec("sender", sys.executable, peer, "offer", str(signals), str(c.duration_s)),
+                timeout=c.duration_s + 40,
+            )
+            receiver.communicate(timeout=STEP_TIMEOUT_S)
+        finally:
+            for step in steps:
+                step.cancel()
+        return {"webrtc": True}
+
+    def set_bottleneck_rate(self, rate: str) -> None:
+        c = self.config
+        _run(
+            [
+                "tc",
+                "-n",
+                self.ns["r2"],
+                "qdisc",
+                "change",
+                "dev",
+                "to-receiver",
+                "root",
+                "tbf",
+                "rate",
+                rate,
+                "burst",
+                str(c.tbf_burst_bytes),
+                "limit",
+                str(c.tbf_limit_bytes),
+            ]
+        )
+
+    # -- run ---------------------------------------------------------------------------------
+    def run(self) -> LabRun:
+        c = self.config
+        captures = {name: self.workdir / f"{name}.pcap" for name in CAPTURE_POINTS}
+        points = {
+            name: (host, dev, "inout" if c.both_ways and name in ("sender", "receiver") else way)
+            for name, (host, dev, way) in CAPTURE_POINTS.items()
+        }
+        tcpdumps = {name: self.start_capture(*points[name], captures[name]) for name in captures}
+        self.mark_capture("start")
+        steps = [threading.Timer(at, self.set_bottleneck_rate, (rate,)) for at, rate in c.tbf_steps]
+        if c.traffic == "rtp-audio":
+            report, sender_port = self.send_rtp_audio(steps), RTP_SENDER_PORT
+        elif c.traffic == "rtp-video":
+            report, sender_port = self.send_rtp_video(steps), RTP_SENDER_PORT
+        elif c.traffic == "webrtc":
+            report, sender_port = self.send_webrtc(steps), 0  # ICE picks the ports
+        else:
+            report = self.send_iperf3(steps)
+            sender_port = report["start"]["connected"][0]["local_port"]
+        time.sleep(DRAIN_S)  # the bottleneck's queue empties
+        self.mark_capture("end")
+        capture_drops = {name: self.stop_capture(proc) for name, proc in tcpdumps.items()}
+        return LabRun(
+            captures=MappingProxyType(captures),
+            wireless_drops=self.wireless_drops(),
+            congestion_drops=self.congestion_drops(),
+            capture_drops=MappingProxyType(capture_drops),
+            iperf3=report,
+            sender_ip=SENDER_IP,
+            sender_port=sender_port,
+            receiver_ip=RECEIVER_IP,
+            port=c.port,
+        )
+
+    def spawn(self, host: str, *cmd: str) -> subprocess.Popen:
+        proc = subprocess.Popen(
+            self.exec(host, *cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        self.procs.append(proc)
+        return proc
+
+    def mark_capture(self, text: str) -> None:
+        """One datagram through every hop, before the traffic and after it has drained, so that
+        every capture's first and last records show it was running: a chain reader cannot
+        otherwise tell a flow's first or last packet dropped upstream of a capture from one that
+        passed while the capture was not running (``vantage.py`` calls such a packet unobserved;
+        gst's RTCP BYE, sent last, was one). Both go from port 9 to port 9: one flow."""
+        _run(
+            self.exec(
+                "sender",
+                sys.executable,
+                "-c",
+                "import socket; s = socket.socket(socket.AF_INET, "
+                f"socket.SOCK_DGRAM); s.bind(('', 9)); s.sendto(b'{text}', ('{RECEIVER_IP}', 9))",
+            )
+        )
+        time.sleep(0.05)
+
+    def start_capture(self, host: str, dev: str, direction: str, path: Path) -> subprocess.Popen:
+        """Start tcpdump and return once it says it is listening.
+
+        Immediate mode hands every packet to tcpdump at once (libpcap then uses TPACKET_V2 rather
+        than V3's block timeout), so nothing is left in the ring when it is stopped; ``-Z root``
+        keeps tcpdump from switching to the tcpdump user, who may not write to ``workdir``.
+        """
+        proc = self.spawn(
+            host,
+            "tcpdump",
+            "-i",
+            dev,
+            "-Q",
+            direction,
+            "-w",
+            str(path),
+            "-U",
+            "-B",
+            "8192",
+            "-n",
+            "-s",
+            str(self.config.snaplen),
+            "--immediate-mode",
+            "-Z",
+            "root",
+        )
+        stderr = b""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stderr, selectors.EVENT_READ)
+            while b"listening on" not in stderr:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not sel.select(remaining):
+                    raise RuntimeError(f"tcpdump on {host}/{dev} did not start: {stderr.decode()}")
+                chunk = os.read(proc.stderr.fileno(), 4096)
+                if not chunk:
+                    proc.wait()
+                    raise RuntimeError(f"tcpdump on {host}/{dev} exited: {stderr.decode().strip()}")
+                stderr += chunk
+        return proc
+
+    def stop_capture(self, proc: subprocess.Popen) -> int:
+        """Stop tcpdump as Ctrl-C would and return the packets it says the kernel dropped."""
+        proc.send_signal(signal.SIGINT)
+        try:
+            _, stderr = proc.communicate(timeout=STEP_TIMEOUT_S)
+        except subprocess.TimeoutExpired as e:
+            raise RuntimeError("tcpdump did not stop on SIGINT") from e
+        found = re.search(rb"(\d+) packets? dropped by kernel", stderr)
+        if found is None:
+            raise RuntimeError(f"tcpdump reported no statistics: {stderr.decode().strip()}")
+        return int(found.group(1))
+
+    def wait_listening(self, server: subprocess.Popen) -> None:
+        """Wait until the iperf3 server's control socket listens (``-J`` prints nothing until then)."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not _run(self.exec("receiver", "ss", "-H", "-l", "-t", "-n", f"sport = :{self.config.port}")):
+            if server.poll() is not None:
+                raise RuntimeError(f"iperf3 server exited: {server.communicate()[0].decode().strip()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"iperf3 server did not listen within {START_TIMEOUT_S} s")
+            time.sleep(0.05)
+
+    def wireless_drops(self) -> int:
+        listing = json.loads(_run(self.exec("r1", "nft", "-j", "list", "table", "ip", "ldlab")))
+        return sum(
+            expr["counter"]["packets"]
+            for item in listing["nftables"]
+            if "rule" in item
+            for expr in item["rule"]["expr"]
+            if "counter" in expr
+        )
+
+    def congestion_drops(self) -> int:
+        qdiscs = json.loads(_run(["tc", "-n", self.ns["r2"], "-s", "-j", "qdisc", "show", "dev", "to-receiver"]))
+        (tbf,) = [q for q in qdiscs if q["kind"] == "tbf"]
+        return tbf["drops"]
+
+    # -- teardown ----------------------------------------------------------------------------
+    def teardown(self) -> None:
+        """Kill what is still running and delete the namespaces; never raises.
+
+        Any process left inside a namespace (``ip netns pids``) is killed too, since a namespace
+        lives on, nameless, as long as a process is in it.
+        """
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            for pipe in (proc.stdout, proc.stderr):
+                pipe.close()
+        for ns in self.created:
+            pids = subprocess.run(["ip", "netns", "pids", ns], check=False, capture_output=True, text=True).stdout
+            for pid in pids.split():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+            subprocess.run(["ip", "netns", "delete", ns], check=False, capture_output=True)
