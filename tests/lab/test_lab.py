@@ -53,13 +53,13 @@ def test_the_lab_left_nothing_behind(lab):
     names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
     assert f"ldlab-{os.getpid()}-" not in names
     assert dict(lab.capture_drops) == {"sender": 0, "r1": 0, "r2": 0, "receiver": 0}
-    assert lab.wireless_drops > 0 and lab.congestion_drops > 0  # both kinds of loss happened
+    assert lab.wireless_drops > 0 and lab.bottleneck_drops > 0  # both kinds of loss happened
 
 
 def test_chain_recovers_the_kernel_drop_counters_exactly(lab, traced):
     fates = traced.packets.groupby("fate", observed=False).size()
     assert fates["wireless"] == lab.wireless_drops
-    assert fates["congestion"] == lab.congestion_drops
+    assert fates["congestion"] == lab.bottleneck_drops
     assert fates["lost"] == 0 and fates["unobserved"] == 0
     udp = traced.packets[traced.packets["flow"] == udp_label(lab)]
     # iperf3 counts the gaps up to its last arrival, from sequence number 1 on
@@ -71,7 +71,7 @@ def test_chain_recovers_the_kernel_drop_counters_exactly(lab, traced):
     segments = {s["segment"]: (s["cause"], s["lost"], s["unobserved"]) for s in traced.meta["segments"]}
     assert segments == {
         "sender.pcap>r1.pcap": ("wireless", lab.wireless_drops, 0),
-        "r1.pcap>r2.pcap": ("congestion", lab.congestion_drops, 0),
+        "r1.pcap>r2.pcap": ("congestion", lab.bottleneck_drops, 0),
         "r2.pcap>receiver.pcap": ("lost", 0, 0),
     }
     assert [v["unmatched"] for v in traced.meta["vantages"]] == [0, 0, 0, 0]
@@ -100,7 +100,7 @@ def test_receiver_capture_with_chain_labels(lab, traced, tmp_path):
     visible = udp[(udp["seq"] > first) & (udp["seq"] < last)].groupby("fate", observed=False).size()
     assert (received.packets["fate"] == "lost").sum() == visible["wireless"] + visible["congestion"]
     labels = tmp_path / "labels.csv"
-    assert write_labels(traced, labels) == lab.wireless_drops + lab.congestion_drops
+    assert write_labels(traced, labels) == lab.wireless_drops + lab.bottleneck_drops
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         labelled = apply_labels(received, labels)

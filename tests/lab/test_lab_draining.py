@@ -43,7 +43,7 @@ def test_the_chain_recovers_both_counters(drained):
     label = f"{lab.sender_ip}:{lab.sender_port}>{lab.receiver_ip}:{lab.port}/udp"
     fates = trace.packets[trace.packets["flow"] == label]["fate"].value_counts()
     assert fates["wireless"] == lab.wireless_drops > 0
-    assert fates["congestion"] == lab.congestion_drops > 0
+    assert fates["congestion"] == lab.bottleneck_drops > 0
 
 
 def test_the_queue_drains_so_the_two_causes_look_different(drained):

@@ -85,7 +85,7 @@ def test_the_chain_recovers_the_kernel_counters(rtp_lab):
     # out: its drops are counted from the captures on either side of the tbf
     never = [label for label, why in traced.meta["skipped_flows"].items() if "never reaches" in why]
     whole = sum(udp_packets(lab.captures["r1"], label) - udp_packets(lab.captures["r2"], label) for label in never)
-    assert (p["fate"] == "congestion").sum() + whole == lab.congestion_drops > 0
+    assert (p["fate"] == "congestion").sum() + whole == lab.bottleneck_drops > 0
     assert (rtp["fate"] == "congestion").sum() > 0
     assert dict(lab.capture_drops) == {"sender": 0, "r1": 0, "r2": 0, "receiver": 0}
 

@@ -56,8 +56,8 @@ def data_flow(lab) -> str:
 def test_the_chain_recovers_both_counters_exactly(tcp):
     lab, common, _, _ = tcp
     fates = common.packets["fate"].value_counts()
-    assert (fates["wireless"], fates["congestion"]) == (lab.wireless_drops, lab.congestion_drops)
-    assert lab.wireless_drops > 0 and lab.congestion_drops > 0
+    assert (fates["wireless"], fates["congestion"]) == (lab.wireless_drops, lab.bottleneck_drops)
+    assert lab.wireless_drops > 0 and lab.bottleneck_drops > 0
     assert fates["lost"] == fates["unobserved"] == 0
     assert dict(lab.capture_drops) == {"sender": 0, "r1": 0, "r2": 0, "receiver": 0}
     assert [v["unmatched"] for v in common.meta["vantages"]] == [0, 0, 0, 0]  # no offload super-packets

@@ -89,8 +89,8 @@ def media_stream(received):
 def test_the_chain_recovers_both_counters_exactly(video):
     lab, traced, every_packet, _ = video
     every = every_packet.packets["fate"].value_counts()
-    assert (every["wireless"], every["congestion"]) == (lab.wireless_drops, lab.congestion_drops)
-    assert lab.wireless_drops > 0 and lab.congestion_drops > 0
+    assert (every["wireless"], every["congestion"]) == (lab.wireless_drops, lab.bottleneck_drops)
+    assert lab.wireless_drops > 0 and lab.bottleneck_drops > 0
     assert every["lost"] == every["unobserved"] == 0
     # read by RTP stream, the media stream holds every random drop (r1 drops only packets to the
     # media port) but those of retransmissions, which are joined to it, not packets of their own
@@ -98,7 +98,7 @@ def test_the_chain_recovers_both_counters_exactly(video):
     rtx_sent = {p["seq"] for p in rtp_packets(lab.captures["sender"]) if p["pt"] == RTX_PT}
     rtx_past_r1 = {p["seq"] for p in rtp_packets(lab.captures["r1"]) if p["pt"] == RTX_PT}
     assert fates["wireless"] + len(rtx_sent - rtx_past_r1) == lab.wireless_drops
-    assert 0 < fates["congestion"] <= lab.congestion_drops
+    assert 0 < fates["congestion"] <= lab.bottleneck_drops
     assert dict(lab.capture_drops) == {"sender": 0, "r1": 0, "r2": 0, "receiver": 0}
 
 

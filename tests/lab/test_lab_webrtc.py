@@ -52,10 +52,10 @@ def test_the_chain_recovers_the_random_drops_and_sees_the_bottleneck(webrtc):
     fates = traced.packets["fate"].value_counts()
     assert fates["wireless"] == lab.wireless_drops > 0
     # the tbf also drops STUN, DTLS and RTCP packets, which belong to no RTP stream ...
-    assert 0 < fates["congestion"] <= lab.congestion_drops
+    assert 0 < fates["congestion"] <= lab.bottleneck_drops
     # ... and read in capture order, every packet of the 5-tuple counts: both counters exactly
     every = every_packet.packets["fate"].value_counts()
-    assert (every["wireless"], every["congestion"]) == (lab.wireless_drops, lab.congestion_drops)
+    assert (every["wireless"], every["congestion"]) == (lab.wireless_drops, lab.bottleneck_drops)
     assert every["lost"] == every["unobserved"] == 0
     assert dict(lab.capture_drops) == {"sender": 0, "r1": 0, "r2": 0, "receiver": 0}
 

@@ -58,7 +58,7 @@ def test_labelled_wireless_loss_rate_matches_configured_rate(tmp_path, emplace, 
     assert (p.loc[p["fate"] == "wireless", "reason"] == reason).all()
 
 
-def test_congestion_drops_happen_only_at_full_queues(tmp_path):
+def test_bottleneck_drops_happen_only_at_full_queues(tmp_path):
     """A TCP flow and bursty cross traffic overflow the 6-packet wireless-link queue."""
     path, em_uids = run_scenario(
         tmp_path, topology="wlh", flows=1, traffic="tcp", loss="uniform", rate=0.02, duration=40, seed=99, cross="expoo"

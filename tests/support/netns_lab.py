@@ -5,8 +5,11 @@ veth pairs, sends one iperf3 UDP flow from sender to receiver, and captures it a
 
 * **r1** plays the lossy wireless link: an nftables rule in its forward chain drops a random
   share of the flow's data datagrams (``numgen random``), counting what it drops;
-* **r2** is the congested bottleneck: a tbf qdisc on its egress toward the receiver, slower than
-  the flow, with a short queue, so it drops by tail drop and counts what it drops.
+* **r2** is the bottleneck (``LabConfig.limiter``): a tbf qdisc on its egress toward the receiver,
+  slower than the flow, with a short queue, so it drops by tail drop and counts what it drops
+  (``"tbf"``: a shaper, its drops congestion); or a token-bucket **policer** that drops what
+  exceeds its rate without queueing, on what arrives from r1: an nftables ``limit rate over ...
+  drop`` in r2's forward chain (``"nft-limit"``), counting what it drops (cause ``policing``).
 
 The result holds the four pcap files and the kernel's own counts of both kinds of loss, so a
 test can check what the analyzer says against ground truth: packets(sender) - packets(r1) is
@@ -59,6 +62,9 @@ STEP_TIMEOUT_S = 10  # any single setup or query command
 DRAIN_S = 1.0  # after the traffic: the tbf queue (10 kB) empties at any of the lab's rates
 RTP_SENDER_PORT = 5006  # the GStreamer sender's source port (RTCP from the next one)
 START_TIMEOUT_S = 5  # tcpdump until "listening on", iperf3 server until its socket listens
+# r2's rate limiter: a shaper, or a policer. (tc's police action would be a second policer; the
+# kernels this lab runs on lack act_police and every classifier but basic ones, so it is not here.)
+LIMITERS = ("tbf", "nft-limit")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +107,10 @@ class LabConfig:
     # the sender's and the receiver's captures take both directions (a two-sided capture: the
     # acknowledgements travelling back too), not only the forward one
     both_ways: bool = False
+    # r2's rate limiter: "tbf" (a shaper: tbf_rate, tbf_burst_bytes, tbf_limit_bytes), or
+    # "nft-limit", a policer at tbf_rate with a bucket of tbf_burst_bytes that queues nothing
+    # (nftables limit in r2's forward chain, on the data flow only: the control connection passes)
+    limiter: str = "tbf"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,32 +123,39 @@ class LabRun:
     (TCP to ``port``) and one 4-byte UDP datagram each way that opens the UDP test.
 
     ``wireless_drops`` counts the data datagrams the nftables rule on r1 dropped.
-    ``congestion_drops`` is the tbf qdisc's own drop counter, which counts every packet it
-    dropped, so it would include a control-connection segment if one was dropped.
+    ``bottleneck_drops`` is r2's limiter's own drop counter: the tbf qdisc's, which counts every
+    packet it dropped (so it would include a control-connection segment if one was dropped), or
+    the nftables limit rule's, which sees the data flow only.
     ``capture_drops`` is what each tcpdump reported as "dropped by kernel".
     ``iperf3`` is the client's ``-J`` report; its ``end.sum`` holds the server's loss count.
     """
 
     captures: Mapping[str, Path]
     wireless_drops: int
-    congestion_drops: int
+    bottleneck_drops: int
     capture_drops: Mapping[str, int]
     iperf3: dict
     sender_ip: str
     sender_port: int
     receiver_ip: str
     port: int
+    limiter: str = "tbf"
+
+    @property
+    def bottleneck_cause(self) -> str:
+        """The cause of r2's drops: a shaper's queue (congestion) or a policer's."""
+        return "congestion" if self.limiter == "tbf" else "policing"
 
     def chain(self) -> list:
-        """The captures as a vantage chain: r1's drops are the wireless segment's, r2's tbf the
-        congested one's."""
+        """The captures as a vantage chain: r1's drops are the wireless segment's, r2's limiter's
+        the bottleneck's (congestion or policing)."""
         from ldanalyze.io.capture.vantage import Vantage
 
         c = self.captures
         return [
             Vantage(str(c["sender"])),
             Vantage(str(c["r1"]), "wireless"),
-            Vantage(str(c["r2"]), "congestion"),
+            Vantage(str(c["r2"]), self.bottleneck_cause),
             Vantage(str(c["receiver"])),
         ]
 
@@ -206,6 +223,26 @@ def _finish(proc: subprocess.Popen, seconds: float) -> str:
             raise RuntimeError(f"the sender failed ({proc.returncode}): {proc.stderr.read().decode().strip()}")
         return how
     raise RuntimeError("the sender could not be stopped")
+
+
+def _bits_per_second(rate: str) -> int:
+    """A tc rate (``1800kbit``, ``2mbit``, ``500000bit``) in bits per second."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(k|m|g)?bit", rate.lower())
+    if match is None:
+        raise ValueError(f"rate {rate!r}: give bits per second as tc writes them, e.g. 1800kbit")
+    return int(float(match.group(1)) * {None: 1, "k": 1e3, "m": 1e6, "g": 1e9}[match.group(2)])
+
+
+def _nft_drops(command: list[str]) -> int:
+    """The packets the counters of a namespace's ldlab table counted (its drop rules')."""
+    listing = json.loads(_run(command))
+    return sum(
+        expr["counter"]["packets"]
+        for item in listing["nftables"]
+        if "rule" in item
+        for expr in item["rule"]["expr"]
+        if "counter" in expr
+    )
 
 
 def _mac(subnet: str, host: int) -> str:
@@ -305,7 +342,21 @@ class _Lab:
         that opens the UDP test: iperf3 3.12 never resends it, and fails 30 s later if it is lost.
         """
         c = self.config
-        media = (
+        ruleset = f"""
+            table ip ldlab {{
+                chain wireless {{
+                    type filter hook forward priority 0; policy accept;
+                    ip daddr {RECEIVER_IP} {self.media()} \
+                        numgen random mod 100 < {c.wireless_drop_percent} counter drop
+                }}
+            }}
+        """
+        _run(self.exec("r1", "nft", "-f", "-"), input=ruleset)
+
+    def media(self) -> str:
+        """The nftables match of the flow's data packets (not the test's control traffic)."""
+        c = self.config
+        return (
             "meta l4proto udp @th,64,2 2 @th,72,8 != 192-223"
             if c.traffic == "webrtc"  # RTP, not RTCP
             else f"udp dport {c.port}"
@@ -314,19 +365,26 @@ class _Lab:
             if c.traffic == "iperf3-tcp"  # data segments
             else f"udp dport {c.port} udp length {c.length + 8}"
         )
-        ruleset = f"""
-            table ip ldlab {{
-                chain wireless {{
-                    type filter hook forward priority 0; policy accept;
-                    ip daddr {RECEIVER_IP} {media} \
-                        numgen random mod 100 < {c.wireless_drop_percent} counter drop
-                }}
-            }}
-        """
-        _run(self.exec("r1", "nft", "-f", "-"), input=ruleset)
 
     def add_bottleneck(self) -> None:
         c = self.config
+        if c.limiter not in LIMITERS:
+            raise ValueError(f"limiter {c.limiter!r}: one of {', '.join(LIMITERS)}")
+        if c.limiter != "tbf" and c.tbf_steps:
+            raise ValueError("tbf_steps step a shaper's rate: give them with limiter='tbf'")
+        if c.limiter == "nft-limit":
+            ruleset = f"""
+                table ip ldlab {{
+                    chain policer {{
+                        type filter hook forward priority 0; policy accept;
+                        ip daddr {RECEIVER_IP} {self.media()} \
+                            limit rate over {_bits_per_second(c.tbf_rate) // 8} bytes/second \
+                            burst {c.tbf_burst_bytes} bytes counter drop
+                    }}
+                }}
+            """
+            _run(self.exec("r2", "nft", "-f", "-"), input=ruleset)
+            return
         _run(
             [
                 "tc",
@@ -596,9 +654,10 @@ class _Lab:
         return LabRun(
             captures=MappingProxyType(captures),
             wireless_drops=self.wireless_drops(),
-            congestion_drops=self.congestion_drops(),
+            bottleneck_drops=self.bottleneck_drops(),
             capture_drops=MappingProxyType(capture_drops),
             iperf3=report,
+            limiter=c.limiter,
             sender_ip=SENDER_IP,
             sender_port=sender_port,
             receiver_ip=RECEIVER_IP,
@@ -693,16 +752,12 @@ class _Lab:
             time.sleep(0.05)
 
     def wireless_drops(self) -> int:
-        listing = json.loads(_run(self.exec("r1", "nft", "-j", "list", "table", "ip", "ldlab")))
-        return sum(
-            expr["counter"]["packets"]
-            for item in listing["nftables"]
-            if "rule" in item
-            for expr in item["rule"]["expr"]
-            if "counter" in expr
-        )
+        return _nft_drops(self.exec("r1", "nft", "-j", "list", "table", "ip", "ldlab"))
 
-    def congestion_drops(self) -> int:
+    def bottleneck_drops(self) -> int:
+        limiter = self.config.limiter
+        if limiter == "nft-limit":
+            return _nft_drops(self.exec("r2", "nft", "-j", "list", "table", "ip", "ldlab"))
         qdiscs = json.loads(_run(["tc", "-n", self.ns["r2"], "-s", "-j", "qdisc", "show", "dev", "to-receiver"]))
         (tbf,) = [q for q in qdiscs if q["kind"] == "tbf"]
         return tbf["drops"]

@@ -1,0 +1,84 @@
+"""Policers in the real lab (``tests/support/netns_lab.py``, ``limiter``): an nftables ``limit rate
+over ... drop`` on r2 polices the iperf3 flow (drops without a queue), against tbf shapers with a
+small and a large queue, with r1's random drops in every run.
+
+The chain must give every drop its mechanism's cause, to the packet, as the kernel counted them
+(``policing`` for the policer's, ``congestion`` for the shaper's, ``wireless`` for r1's). Then
+what the issue expects: the delay-based LDAs call the policer's drops wireless (no queue before
+them), and the policer detector (``--lda policer``) calls them policing, but not a queue's drops,
+nor random drops on a path without a policer.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import ldanalyze as la
+from ldanalyze.io.capture.vantage import read_vantages
+
+from ..conftest import IN_CI
+from ..support.netns_lab import LabConfig, lab_unavailable, run_lab
+
+LAB_UNAVAILABLE = lab_unavailable()
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.skipif(LAB_UNAVAILABLE is not None and not IN_CI, reason=f"{LAB_UNAVAILABLE} (CI runs it)"),
+]
+# nftables' byte limit lets through about 1.36 times its nominal rate on the lab's kernels (measured:
+# 1000kbit passed 1.36 Mbit/s), so 1450kbit polices iperf3's 2.08 Mbit/s on the wire by a few per cent
+RUNS = {
+    "policer": LabConfig(duration_s=6, limiter="nft-limit", tbf_rate="1450kbit", tbf_burst_bytes=10000),
+    "small queue": LabConfig(duration_s=6, tbf_limit_bytes=2100),  # two frames: a shaper all but a policer
+    "large queue": LabConfig(duration_s=6, tbf_limit_bytes=100_000),
+}
+DELAY_BASED = ("spike", "zbs", "veno")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    if LAB_UNAVAILABLE:
+        pytest.fail(f"the network namespace lab must run in CI, but {LAB_UNAVAILABLE}")
+    out = {}
+    for name, config in RUNS.items():
+        run = run_lab(tmp_path_factory.mktemp(name.replace(" ", "_")), config)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the queue's skew warnings; the policer run gives none
+            chain = read_vantages(run.chain(), clocks="common")
+        tl = la.build_timeline(chain)
+        out[name] = (run, chain, la.classify(tl, ["policer", *DELAY_BASED]))
+    return out
+
+
+def called_policing(decisions, cause: str) -> float:
+    mine = decisions[(decisions["lda"] == "policer") & (decisions["cause"] == cause)]
+    return float((mine["scheme"] == "policing").mean())
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_the_chain_gives_each_drop_its_mechanisms_cause_exactly(runs, name):
+    run, chain, _ = runs[name]
+    fates = chain.packets["fate"].value_counts()
+    assert run.bottleneck_drops > 0 and run.wireless_drops > 0
+    assert fates.get(run.bottleneck_cause, 0) == run.bottleneck_drops
+    assert fates.get("wireless", 0) == run.wireless_drops
+    assert fates.get("lost", 0) == 0
+    other = "congestion" if run.bottleneck_cause == "policing" else "policing"
+    assert fates.get(other, 0) == 0
+
+
+def test_delay_based_ldas_call_a_policers_drops_wireless(runs):
+    """No queue builds before a policer's drop: most delay-based calls are wireless (M_p)."""
+    run, chain, decisions = runs["policer"]
+    scores = la.score(decisions, la.build_timeline(chain).summary(), by="pooled", bootstrap=0).set_index("lda")
+    assert (scores.loc[list(DELAY_BASED), "policing"] == run.bottleneck_drops).all()
+    assert scores.loc[list(DELAY_BASED), "M_p"].mean() > 0.5
+
+
+def test_the_detector_calls_a_policers_drops_policing_and_a_queues_not(runs):
+    _, _, policed = runs["policer"]
+    assert called_policing(policed, "policing") >= 0.85  # the issue's target is 0.9 (measured 0.90-0.95)
+    for name in ("small queue", "large queue"):
+        assert called_policing(runs[name][2], "congestion") <= 0.1
+    assert called_policing(runs["large queue"][2], "wireless") <= 0.1  # random drops, no policer on the path
