@@ -113,6 +113,19 @@ def consensus(decisions: pd.DataFrame, ldas: list[str] | None = None) -> pd.Data
     return out
 
 
+def majority_line(votes: pd.DataFrame, voters: int) -> str:
+    """One sentence on ``consensus``'s table: the majority calls, how many are strong (80 % of
+    the votes or more), and the caveat that goes with them wherever they are shown."""
+    counts = votes["consensus"].value_counts()
+    strong = int((votes["strength"] >= 0.8).sum())
+    return (
+        f"Majority of {voters} LDAs per loss: wireless {int(counts.get(WIRELESS, 0))}, congestion "
+        f"{int(counts.get(CONGESTION, 0))}, tied {int(counts.get(SPLIT, 0))}; {strong} of {len(votes)} losses "
+        "with 80 % of the votes or more. A majority is not the truth: schemes of one family share their blind "
+        "spots (a policer's drops come without a delay rise, which delay-based LDAs call wireless)."
+    )
+
+
 def agreement(decisions: pd.DataFrame, by: tuple[str, ...] = (), ldas: list[str] | None = None) -> pd.DataFrame:
     """Per group (``by``: columns of the decisions, e.g. ``("trace",)``; none: all pooled) and
     voting LDA: ``called`` (losses it decided), ``compared`` (those where the other LDAs have a

@@ -13,7 +13,7 @@ import pandas as pd
 from .. import formatting
 from ..analysis import analyze_traces
 from ..consensus import agreement as lda_agreement
-from ..consensus import consensus, kappa_matrix
+from ..consensus import consensus, kappa_matrix, majority_line
 from ..control import OPEN_LOOP_NOTE, replay
 from ..control.agreement import agreement
 from ..errors import UsageError
@@ -168,18 +168,11 @@ def _disagreement_text(decisions) -> str:
     kappa = kappa_matrix(decisions)
     if kappa.empty:
         return ""
-    votes = consensus(decisions)
-    counts = votes["consensus"].value_counts()
-    strong = int((votes["strength"] >= 0.8).sum())
     shown = kappa.map(lambda k: "-" if pd.isna(k) else f"{k:.2f}")
     return (
         "\nagreement between the LDAs (Cohen's kappa over the losses both called: 1 alike, 0 as by chance, "
         "- undefined: both called every loss the same way):\n"
-        f"{shown.to_string()}\n\n"
-        f"majority of {len(kappa)} LDAs per loss: wireless {int(counts.get('wireless', 0))}, congestion "
-        f"{int(counts.get('congestion', 0))}, tied {int(counts.get('split', 0))}; {strong} of {len(votes)} "
-        "losses with 80 % of the votes or more. A majority is not the truth: schemes of one family share "
-        "their blind spots (a policer's drops come without a delay rise, which delay-based LDAs call wireless).\n"
+        f"{shown.to_string()}\n\n{majority_line(consensus(decisions), len(kappa))}\n"
     )
 
 

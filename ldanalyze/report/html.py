@@ -18,6 +18,7 @@ import time
 
 import pandas as pd
 
+from ..consensus import majority_line
 from ..formatting import html_table, summary_shown, trace_html
 from ..version import VERSION
 
@@ -62,14 +63,7 @@ def _figures_first(plots, scores: pd.DataFrame, per_flow: pd.DataFrame, truth: b
 
 
 def _agreement_section(plots, kappa: pd.DataFrame, votes: pd.DataFrame) -> list[str]:
-    counts = votes["consensus"].value_counts()
-    strong = int((votes["strength"] >= 0.8).sum())
-    line = (
-        f"Majority of {len(kappa)} LDAs per loss: wireless {int(counts.get('wireless', 0))}, congestion "
-        f"{int(counts.get('congestion', 0))}, tied {int(counts.get('split', 0))}; {strong} of {len(votes)} losses "
-        "with 80 % of the votes or more. A majority is not the truth: schemes of one family share their blind "
-        "spots (a policer's drops come without a delay rise, which delay-based LDAs call wireless)."
-    )
+    line = majority_line(votes, len(kappa))
     return ["<h3>Agreement between the LDAs</h3>", _png(plots.kappa(kappa)), f"<p class='note'>{html.escape(line)}</p>"]
 
 
