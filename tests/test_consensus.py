@@ -119,7 +119,7 @@ def test_score_of_a_capture_without_truth_says_what_the_ldas_called(capsys):
     out = capsys.readouterr().out
     assert "no ground truth" in out and "M_c %" not in out and "omniscient" not in out
     assert "called W %" in out and "95% CI (bursts)" in out and "agrees w/ others %" in out
-    assert "Cohen's kappa" in out and "majority of 4 LDAs per loss" in out and "A majority is not the truth" in out
+    assert "Cohen's kappa" in out and "Majority of 4 LDAs per loss" in out and "A majority is not the truth" in out
     assert main(["score", capture, "--controller", "none", "--lda", "spike,zigzag", "--format", "json"]) == 0
     rows = {r["lda"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["spike"]["called"] == rows["spike"]["losses"] - rows["spike"]["undetected"]
