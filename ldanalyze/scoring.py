@@ -704,8 +704,12 @@ NUMBER_COLUMNS = (
     *METRICS,
     *(f"{m}_{end}" for m in INTERVAL_METRICS for end in ("lo", "hi")),
     *(f"{m}_boot_{end}" for m in INTERVAL_METRICS for end in ("lo", "hi")),
+    "called",
+    "called_wireless",
+    *(f"wireless_share{end}" for end in ("", "_lo", "_hi", "_boot_lo", "_boot_hi")),
     "congestion_rate",
     "wireless_rate",
+    "weak_labels",
     *THROUGHPUT_COLUMNS,
     *FAIRNESS_COLUMNS,
 )
