@@ -490,7 +490,7 @@ def test_weak_labels_end_to_end_on_the_lab_capture(tmp_path, capsys):
 
     from ldanalyze.cli import main
 
-    from .conftest import TRACES
+    from ..conftest import TRACES
 
     capture = TRACES / "captures" / "lab_receiver.pcap"
     rules = write_text(tmp_path / "lab.toml", '[[rule]]\nflow = "*/udp"\ncause = "congestion"\nwhy = "the lab queue"\n')
