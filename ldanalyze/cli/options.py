@@ -12,7 +12,7 @@ from ..batch import FLOW_AT_A_TIME_ABOVE, SPLIT_OPTIONS
 from ..control import PathModel
 from ..errors import UsageError
 from ..io import read_trace
-from ..io.capture.clockrate import ClockRates
+from ..io.capture.clockrate import ClockRates, doubtful_clocks_note
 from ..io.capture.fields import FieldSpec
 from ..io.capture.source import capture_format
 from ..io.capture.split import read_capture_flows
@@ -175,7 +175,11 @@ def replay_semantics(args: argparse.Namespace) -> Replay:
 
 
 def note_unscored(trace: Trace) -> None:
-    """Say on standard error which flows of an ns-2 trace are left out of the scores, and why."""
+    """Say on standard error which flows of an ns-2 trace are left out of the scores, and why,
+    and which streams of a capture rest on a doubtful media clock rate."""
+    doubtful = doubtful_clocks_note(trace.meta)
+    if doubtful:
+        print(f"{trace.path}: note: {doubtful}", file=sys.stderr)
     left_out = trace.meta.get("unscored_flows")
     if not left_out:
         return

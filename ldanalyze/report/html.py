@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..consensus import majority_line
 from ..formatting import html_table, summary_shown, trace_html
+from ..io.capture.clockrate import doubtful_clocks_note
 from ..version import VERSION
 
 CSS = """
@@ -103,6 +104,9 @@ def build_report(traces, *, ldas="all", controller="tfrc", timeline_ldas=("zbs",
         truth = bool(decisions["cause"].isin(("congestion", "wireless")).any())
         voting = voters(decisions)
         part = [f'<h2 id="{anchor}">{html.escape(str(trace.path))}</h2>', trace_html(trace)]
+        doubtful = doubtful_clocks_note(trace.meta)
+        if doubtful:
+            part.append(f"<p class='note'>Note: {html.escape(doubtful)}.</p>")
         if decisions.empty:
             part.append("<p class='note'>no flow lost a packet: nothing to classify.</p>")
         throughput, notes = None, []

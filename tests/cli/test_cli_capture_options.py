@@ -72,6 +72,24 @@ def test_inspect_lists_streams_with_their_send_time_source_and_what_was_skipped(
     assert "skipped stream 18.195.131.143:61498>192.168.12.169:47767/udp/ssrc=0x000007dd: padding probes" in out
 
 
+def test_a_doubtful_inferred_clock_rate_is_said_where_the_scores_and_the_report_are(capsys, tmp_path):
+    """rtp.pcapng's streams whose timestamps give no usual rate: their delays may be off, so
+    score says so on standard error, and the report beside the trace, with the option to use."""
+    from ..io.capture.test_real_captures import REAL
+
+    assert main(["score", str(REAL / "rtp.pcapng"), "--controller", "none"]) == 0
+    err = capsys.readouterr().err
+    assert re.search(
+        r"note: 3 stream\(s\) on a media clock rate inferred .* matches no usual rate: \S+ \([\d,]+ Hz\)", err
+    )
+    assert "--clock-rate 0xSSRC=HZ" in err
+    page = tmp_path / "rtp.html"
+    assert main(["report", str(REAL / "rtp.pcapng"), "-o", str(page), "--controller", "none"]) == 0
+    assert "matches no usual rate" in page.read_text()
+    assert main(["score", str(REAL / "telegram_videocall.pcapng"), "--controller", "none"]) == 0
+    assert "matches no usual rate" not in capsys.readouterr().err  # every stream on a usual rate
+
+
 def test_ssrc_picks_rtp_streams(capsys):
     from ..io.capture.test_real_captures import REAL
 

@@ -184,7 +184,7 @@ def infer_clock_rate(ticks, times, usual, tolerance, name) -> tuple[float, str]:
     capture is too short to tell."""
     slope = clock_slope(ticks, times, name)
     nearest = nearest_usual(slope, usual, tolerance)
-    return (nearest, "inferred") if nearest else (slope, "inferred (not a usual rate)")
+    return (nearest, "inferred") if nearest else (slope, UNUSUAL)
 
 
 def clock_slope(ticks, times, name) -> float:
@@ -202,3 +202,22 @@ def clock_slope(ticks, times, name) -> float:
     if seconds_per_tick <= 0:
         raise NotThisKind(f"stream {name}: the in-band clock does not advance with capture time")
     return 1.0 / seconds_per_tick
+
+
+UNUSUAL = "inferred (not a usual rate)"  # a clock rate inferred that matches no usual one
+
+
+def doubtful_clocks_note(meta: dict) -> str | None:
+    """What to say of a capture's streams whose media clock rate was inferred and matches no
+    usual rate: their send times, so their delays and every delay-based call, may be off."""
+    flows = meta.get("flows") or {}
+    doubtful = {label: info.get("clock_rate") for label, info in flows.items() if info.get("clock_source") == UNUSUAL}
+    if not doubtful:
+        return None
+    shown = ", ".join(f"{label} ({rate:,.0f} Hz)" for label, rate in list(doubtful.items())[:3])
+    more = f" and {len(doubtful) - 3} more" if len(doubtful) > 3 else ""
+    return (
+        f"{len(doubtful)} stream(s) on a media clock rate inferred from their timestamps that matches no usual "
+        f"rate: {shown}{more}. Their send times, and so their delays and the delay-based LDAs' calls, may be "
+        "off; give the rate if you know it (--clock-rate 0xSSRC=HZ)"
+    )
