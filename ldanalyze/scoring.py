@@ -208,7 +208,7 @@ def score(
     with_boot = bootstrap > 0 and average == "pooled"
     losses = _prepare(decisions, need_gap=with_boot, route_as=route_as, policing_as=policing_as)
     out, codes = _counted(losses, by, average, float(confidence), bootstrap if with_boot else 0, seed)
-    called = _prepare(decisions, need_gap=with_boot, every_cause=WIRELESS)
+    called = _as_wireless(losses)
     as_wireless = _counted(called, by, average, float(confidence), bootstrap if with_boot else 0, seed)[0]
     _share_columns(out, as_wireless, float(confidence))
     if summary is not None:
@@ -255,15 +255,9 @@ def _share_columns(out: pd.DataFrame, as_wireless: pd.DataFrame, confidence: flo
 
 
 def _prepare(
-    decisions: pd.DataFrame,
-    *,
-    need_gap: bool,
-    route_as: str = EXCLUDED,
-    policing_as: str = EXCLUDED,
-    every_cause: str | None = None,
+    decisions: pd.DataFrame, *, need_gap: bool, route_as: str = EXCLUDED, policing_as: str = EXCLUDED
 ) -> _Losses:
-    """Check the decisions table and turn it into codes and indicators (vectorised);
-    ``every_cause`` takes every loss as of that cause (the truth-free shares)."""
+    """Check the decisions table and turn it into codes and indicators (vectorised)."""
     required = REQUIRED + (("gap",) if need_gap else ())
     missing = [c for c in required if c not in decisions.columns]
     if missing:
@@ -295,7 +289,7 @@ def _prepare(
         categories = [str(x) for x in decisions["lda"].cat.categories]
         lda_labels, lda_codes = _reorder(lda_labels, [c for c in categories if c in set(lda_labels)], lda_codes)
 
-    is_cause = {c: (cause == c).to_numpy(bool) if every_cause is None else np.full(n, c == every_cause) for c in CAUSES}
+    is_cause = {c: (cause == c).to_numpy(bool) for c in CAUSES}
     policing = is_cause[POLICING].copy()  # before any mapping: how each LDA read the policer's drops
     if route_as != EXCLUDED:
         is_cause[route_as] = is_cause[route_as] | is_cause[ROUTE]
@@ -319,6 +313,7 @@ def _prepare(
         "decided_wireless": (true_c | true_w) & is_decision[WIRELESS],
         "policing_decided": policing & decided,
         "policing_as_wireless": policing & is_decision[WIRELESS],
+        "called_wireless": is_decision[WIRELESS],  # whatever the cause: for ``_as_wireless``
     }
     weight = None
     if "weight" in decisions.columns:
@@ -342,6 +337,24 @@ def _prepare(
         gap=gap,
         weight=weight,
     )
+
+
+def _as_wireless(losses: _Losses) -> _Losses:
+    """The same losses with every one taken as wireless (the truth-free shares): every decided
+    loss is scored, and those called congestion are its "wireless as congestion"."""
+    decided = ~losses.flags["undetected"]
+    called_wireless = losses.flags["called_wireless"]
+    none = np.zeros_like(decided)
+    flags = {name: none for name in losses.flags} | {
+        "losses": losses.flags["losses"],
+        "undetected": losses.flags["undetected"],
+        "scored": decided,
+        "wireless": decided,
+        "wireless_as_congestion": decided & ~called_wireless,
+        "decided_wireless": decided & called_wireless,
+        "called_wireless": called_wireless,
+    }
+    return dataclasses.replace(losses, flags=flags)
 
 
 def tally(decisions: pd.DataFrame, *, bursts: bool = False) -> pd.DataFrame:
