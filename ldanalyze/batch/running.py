@@ -39,16 +39,7 @@ def run_job(job: Job, analysis: Analysis) -> Outcome:
                 result, packets, cached = _analyze_flows(job, analysis)
             elif analysis.cache_dir is None:
                 trace = labelled_of(read_fresh(job, dict(job.read_options)), job)
-                result = analyze(
-                    trace,
-                    analysis.ldas,
-                    controller=analysis.controller,
-                    controller_optional=True,
-                    semantics=analysis.semantics,
-                    path_model=None,
-                    seq_modulus=analysis.seq_modulus,
-                    name=job.name,
-                )
+                result = _analyze_in_process(trace, job, analysis)
                 packets = len(trace.packets)
             else:
                 result, packets, cached = analyze_cached(job, analysis)
@@ -81,6 +72,20 @@ def _run_in_worker(job: Job, analysis: Analysis) -> Outcome:
     if multiprocessing.parent_process() is not None:
         threads.one_per_worker()
     return run_job(job, analysis)
+
+
+def _analyze_in_process(trace: Trace, job: Job, analysis: Analysis) -> Batch:
+    """The analysis a job asks for, of a trace read without the cache."""
+    return analyze(
+        trace,
+        analysis.ldas,
+        controller=analysis.controller,
+        controller_optional=True,
+        semantics=analysis.semantics,
+        path_model=None,
+        seq_modulus=analysis.seq_modulus,
+        name=job.name,
+    )
 
 
 def _flow_at_a_time(job: Job, analysis: Analysis) -> bool:
@@ -141,18 +146,7 @@ def _analyze_flows(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
             seen |= set(trace.flows)
             packets += len(trace.packets)
             if folder is None:
-                parts.append(
-                    analyze(
-                        labelled(trace),
-                        analysis.ldas,
-                        controller=analysis.controller,
-                        controller_optional=True,
-                        semantics=analysis.semantics,
-                        path_model=None,
-                        seq_modulus=analysis.seq_modulus,
-                        name=job.name,
-                    )
-                )
+                parts.append(_analyze_in_process(labelled(trace), job, analysis))
                 continue
             names.append(str(k))
             store(folder / str(k), trace)
