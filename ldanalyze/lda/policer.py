@@ -17,9 +17,11 @@ which a receiver of a UDP flow does not have):
 * **regular losses** where the sender is steady: a sender offering a constant rate above the
   token rate loses one packet in every few, like clockwork, so the spacing of the last
   ``history`` losses (in sequence numbers) varies little (coefficient of variation at most
-  ``regularity``) where random radio loss spaces them geometrically (about 1); or, where the
-  sender bursts (video frames), it offered at least ``burst`` times the plateau when it lost:
-  the bucket ran dry in a burst.
+  ``regularity``) where random radio loss spaces them geometrically (about 1), and the loss
+  comes **in step**: no sooner after the previous loss than ``in_step`` times their median
+  spacing (a bucket that just ran dry needs about that long to run dry again; a radio loss
+  between two of the policer's comes early); or, where the sender bursts (video frames), it
+  offered at least ``burst`` times the plateau when it lost: the bucket ran dry in a burst.
 
 A loss with all three (the last in one of its two forms) (after ``min_losses`` loss events of its flow, so that there is a plateau
 to be pinned at) is a policer's: decided **congestion** (a policer limits the rate as a full
@@ -27,7 +29,9 @@ queue does, and a sender should back off alike) and marked ``policing`` in the d
 ``scheme`` column: the three-way view. Every other loss is decided by Spike (paper 000 §III-B,
 its default thresholds). What the receiver cannot see: a policer on a path whose sender never
 exceeds the token rate drops nothing and is invisible; one whose token rate equals the
-bottleneck's capacity looks like that bottleneck with no buffer.
+bottleneck's capacity looks like that bottleneck with no buffer; and a radio loss that falls
+where the policer would have dropped anyway (in step) is the policer's as far as any receiver can
+tell.
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ POLICING_CODE = len(ZBS_SCHEMES)  # its code among the decisions' schemes (after
 
 @njit(cache=True)
 def policed_gaps(start, t_send, d, size, seq, first_seq, si, gdelay, span, tolerance, history, min_losses, max_rise,
-                 regularity, burst):  # fmt: skip
+                 regularity, in_step, burst):  # fmt: skip
     """Per gap, whether it shows the policing signature (module docstring), and the delivery
     rate each gap was judged by (NaN where none)."""
     n = t_send.shape[0]
@@ -99,6 +103,7 @@ def policed_gaps(start, t_send, d, size, seq, first_seq, si, gdelay, span, toler
         steps = spacing[: min(count - 1, history)]
         mean = steps.mean()
         regular = mean > 0 and steps.std() / mean <= regularity
+        regular = regular and steps[(count - 2) % history] >= in_step * np.median(steps)  # this loss's own step
         bursting = offered >= burst * plateau  # a sender far above the plateau: a burst the bucket cut
         out[g] = pinned and quiet and (regular or bursting)
     return out, judged
@@ -117,11 +122,12 @@ class Policer(LDA):
     min_losses: int = 5
     max_delay_rise: float = 0.005
     regularity: float = 0.4
+    in_step: float = 0.75
     burst: float = 1.5
 
     def __post_init__(self) -> None:
         check_positive(self.name, max_delay_rise=self.max_delay_rise, regularity=self.regularity, burst=self.burst)
-        check_fraction(self.name, rate_tolerance=self.rate_tolerance)
+        check_fraction(self.name, rate_tolerance=self.rate_tolerance, in_step=self.in_step)
         for key in ("span", "history", "min_losses"):
             value = getattr(self, key)
             if not (isinstance(value, (int, np.integer)) and value >= 2):
@@ -148,6 +154,7 @@ class Policer(LDA):
             self.min_losses,
             float(self.max_delay_rise),
             float(self.regularity),
+            float(self.in_step),
             float(self.burst),
         )
 

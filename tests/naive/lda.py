@@ -462,6 +462,7 @@ def learned_features(packets, *, update_first=True, gap_delay="revealing", detec
         "mbiaz",
         "spike",
         "zigzag",
+        "policing",  # the detector's own twin (policed_gaps): filled in by the test
     )
     out = {}
     for label in dict.fromkeys(p["flow"] for p in packets):
@@ -506,12 +507,12 @@ def learned_features(packets, *, update_first=True, gap_delay="revealing", detec
 
 
 @twin_of("ldanalyze.lda.policer.policed_gaps")
-def policed_gaps(tl, lda) -> list[bool]:
+def policed_gaps(tl, lda, semantics=None) -> list[bool]:
     """The detector per gap, written plainly: for each decided gap of each flow, in order."""
     a = tl.arrivals.reset_index(drop=True)
     from ldanalyze.lda import Features, Replay  # the gaps' deciding arrivals and delays: shared input
 
-    f = Features.of(tl, Replay())
+    f = Features.of(tl, semantics or Replay())
     out = [False] * len(tl.gaps)
     history: dict[str, list] = {}
     for g, gap in tl.gaps.reset_index(drop=True).iterrows():
@@ -551,5 +552,6 @@ def policed_gaps(tl, lda) -> list[bool]:
         seqs = [q for _, q in past[-(lda.history + 1) :]]
         steps = np.diff(seqs)[-lda.history :]
         regular = steps.mean() > 0 and steps.std() / steps.mean() <= lda.regularity
+        regular = regular and steps[-1] >= lda.in_step * np.median(steps)  # no sooner than the usual step
         out[g] = bool(pinned and quiet and (regular or offered >= lda.burst * plateau))
     return out
