@@ -6,6 +6,7 @@ per parameter set and keeps the output folder there too, so a second call with t
 parameters costs nothing (like ``traces/generate`` for ns-2, but on demand).
 
     python traces/ns3/scenario.py wifi --duration 10 --stations 3 --seed 2
+    python traces/ns3/scenario.py wifi --stations 1 --speed 8 --policer 1600kbps   # a policed subscriber
 
 prints the output folder: per receiver (``sta-<i>``, for LTE ``ue-<i>``) a ``.pcap`` (its IP
 packets as received, SeqTsHeader payloads: read them with ``--field seq=0:4,time=4:8:ns``) and
@@ -31,7 +32,8 @@ MODULES = {"wifi": ("wifi", "applications", "internet", "point-to-point", "mobil
                    "core")}
 RECEIVERS = {"wifi": ("stations", "sta"), "lte": ("ues", "ue")}  # the count parameter, the file prefix
 WIFI_DEFAULTS = {"duration": 10, "stations": 3, "spacing": 12, "bottleneck": "6Mbps", "queue": 20,
-                 "interval": 0.004, "size": 1000, "per": 0.0, "retries": 1, "speed": 3.0, "seed": 1}
+                 "interval": 0.004, "size": 1000, "per": 0.0, "retries": 1, "speed": 3.0, "seed": 1,
+                 "policer": "0", "policer_burst": 3000}  # policer "0": none, the FIFO bottleneck
 LTE_DEFAULTS = {"duration": 10, "ues": 3, "spacing": 60, "bottleneck": "2500kbps", "queue": 30, "buffer": 20000,
                 "interval": 0.005, "size": 600, "speed": 30.0, "seed": 1}
 DEFAULTS = {"wifi": WIFI_DEFAULTS, "lte": LTE_DEFAULTS}

@@ -1,7 +1,9 @@
 // wifi.cc -- ns-3 (3.37) Wi-Fi scenario for ldanalyze: a wired bottleneck before an access point
-// and stations at several distances, one walking away and back, with per-packet ground truth.
+// and stations at several distances, one walking away and back, with per-packet ground truth;
+// optionally a token-bucket policer in place of the bottleneck's queue.
 //
 //   server --(point-to-point, `bottleneck`, FIFO queue disc of `queue` packets)-- AP ))) stations
+//   server --(point-to-point, `bottleneck`, policer: TBF of `policer`, `policer_burst`)-- AP ))) stations
 //
 // Station i stands 5 + i*`spacing` m from the AP; the last one walks away at `speed` m/s for half
 // the run and comes back. 802.11a, log-distance loss (exponent 3) with Nakagami fading, AARF rate
@@ -10,6 +12,12 @@
 // payload starts with ns-3's SeqTsHeader (seq u32, send time u64 ns): UdpClient sends `size`-byte
 // packets about every `interval` seconds (station i every interval * (1 + 0.013 i)). `per` adds a
 // frame error rate at the stations' receivers.
+// `policer` (a rate, e.g. 1600kbps; "0", the default, for none) puts a policer where the FIFO was:
+// a TbfQueueDisc of that token rate and a bucket of `policer_burst` bytes (at least an IP packet,
+// or nothing passes) whose own queue holds a single packet, so that what exceeds the tokens is
+// dropped at once instead of queued (Flach et al., SIGCOMM 2016); `queue` is then unused. The one
+// packet it may hold waits at most one packet's worth of tokens (size / rate). It polices the
+// stations' flows together: one station, one policed subscriber.
 // Neighbour caches are filled beforehand (no ARP stalls) and stations never give up their
 // association over missed beacons (3.37 aborts on reassociating).
 //
@@ -19,17 +27,18 @@
 //   sta-<i>-radiotap.pcap  the frames its radio received (802.11 with radiotap): retransmissions
 //                        whose ACK was lost show up twice there, once above the MAC
 //   sta-<i>.labels.csv   flow,seq,cause,detail: each packet sent to the station and never received,
-//                        with the first drop traced for it: queue-disc (congestion), MAC retry limit
-//                        (wireless), MAC queue full or lifetime expired (congestion; the detail says
-//                        which), MAC refusal (wireless), ARP (route), IP (route). A packet a MAC gave
-//                        up on that reached its station anyway (its ACK was lost) is not labelled.
+//                        with the first drop traced for it: queue-disc (congestion), policer (policing,
+//                        detail tbf), MAC retry limit (wireless), MAC queue full or lifetime expired
+//                        (congestion; the detail says which), MAC refusal (wireless), ARP (route), IP
+//                        (route). A packet a MAC gave up on that reached its station anyway (its ACK
+//                        was lost) is not labelled.
 //   sent.csv             flow,seq: every packet the server's IP layer sent (the ledger)
 //   stats.csv            received, labelled, dropped_but_delivered (written last)
 // Every packet of the ledger is received or labelled, never both: the conservation check; a packet
 // neither received nor dropped where traced makes the run fail (traces/ns3/truth.h).
 //
 // Usage: wifi --duration=S --stations=N --spacing=M --bottleneck=RATE --queue=P --interval=S
-//             --size=B --per=P --retries=R --speed=V --seed=K --out=DIR
+//             --size=B --per=P --retries=R --speed=V --policer=RATE --policer_burst=B --seed=K --out=DIR
 #include <cstring>  // before ns-3 3.37's headers: mac64-address.h uses memcmp without it
 
 #include "ns3/applications-module.h"
@@ -66,6 +75,16 @@ void QueueDiscDrop(Ptr<const QueueDiscItem> item)
     if (ipItem)
     {
         truth::Drop(truth::WithHeader(ipItem->GetPacket(), ipItem->GetHeader()), "congestion", "queue-disc");
+    }
+}
+
+// the policer's token bucket had too few tokens (and its one-packet queue was taken)
+void PolicerDrop(Ptr<const QueueDiscItem> item)
+{
+    Ptr<const Ipv4QueueDiscItem> ipItem = DynamicCast<const Ipv4QueueDiscItem>(item);
+    if (ipItem)
+    {
+        truth::Drop(truth::WithHeader(ipItem->GetPacket(), ipItem->GetHeader()), "policing", "tbf");
     }
 }
 
@@ -128,6 +147,8 @@ int main(int argc, char* argv[])
     double speed = 3.0;
     uint32_t retries = 1;
     uint32_t size = 1000;
+    std::string policer = "0";
+    uint32_t policerBurst = 3000;
     uint32_t seed = 1;
     std::string out = ".";
     CommandLine cmd;
@@ -141,6 +162,8 @@ int main(int argc, char* argv[])
     cmd.AddValue("per", "frame error rate at the stations' receivers (on top of fading)", per);
     cmd.AddValue("retries", "MAC retransmissions before a frame is dropped", retries);
     cmd.AddValue("speed", "m/s at which the last station walks away from the AP for half the run, then back", speed);
+    cmd.AddValue("policer", "token rate of a policer in place of the bottleneck's FIFO (0: none)", policer);
+    cmd.AddValue("policer_burst", "the policer's bucket, bytes", policerBurst);
     cmd.AddValue("seed", "run number", seed);
     cmd.AddValue("out", "output folder", out);
     cmd.Parse(argc, argv);
@@ -214,7 +237,17 @@ int main(int argc, char* argv[])
     internet.Install(ap);
     internet.Install(stas);
     TrafficControlHelper tc;
-    tc.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", StringValue(std::to_string(queue) + "p"));
+    bool policed = DataRate(policer).GetBitRate() > 0;
+    if (policed)
+    {
+        // a queue of one packet: a policer drops what exceeds its tokens, where a shaper queues it
+        tc.SetRootQueueDisc("ns3::TbfQueueDisc", "Rate", DataRateValue(DataRate(policer)), "Burst",
+                            UintegerValue(policerBurst), "Mtu", UintegerValue(1500), "MaxSize", StringValue("1p"));
+    }
+    else
+    {
+        tc.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", StringValue(std::to_string(queue) + "p"));
+    }
     QueueDiscContainer discs = tc.Install(wired.Get(0));
     Ipv4AddressHelper address;
     address.SetBase("10.1.1.0", "255.255.255.0");
@@ -249,7 +282,7 @@ int main(int argc, char* argv[])
         std::cerr << "wifi.cc: no DroppedMpdu trace source to connect to\n";
         return 1;
     }
-    discs.Get(0)->TraceConnectWithoutContext("Drop", MakeCallback(&QueueDiscDrop));
+    discs.Get(0)->TraceConnectWithoutContext("Drop", MakeCallback(policed ? &PolicerDrop : &QueueDiscDrop));
     Config::ConnectWithoutContextFailSafe("/NodeList/*/DeviceList/*/$ns3::WifiNetDevice/Mac/MacTxDrop",
                                           MakeCallback(&MacTxDrop));
     Config::ConnectWithoutContextFailSafe("/NodeList/*/$ns3::ArpL3Protocol/Drop", MakeCallback(&ArpDrop));
