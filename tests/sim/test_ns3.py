@@ -209,8 +209,8 @@ def share(decisions, lda: str, cause: str, called) -> float:
 
 
 def test_the_policer_detector_on_a_policed_walking_subscriber(policed):
-    """Measured (seed 3): of the 663 policer drops the detector called 82 % policing, of the 170
-    radio losses 40 % (seeds 1-7: 82-87 % and 33-47 %). Near the AP it calls 95-100 % of the
+    """Measured (seed 3): of the 663 policer drops the detector called 81 % policing, of the 170
+    radio losses 34 % (seeds 1-7: 81-85 % and 26-41 %; before the in-step rule 82-87 % and 33-47 %). Near the AP it calls 95-100 % of the
     policer's drops policing; while the station is far, radio losses fall among the policer's
     drops: they break the regular spacing and push the delivery rate off its plateau, so the
     policer's drops there are missed (about 40 % called), and a radio loss amid them shares their
