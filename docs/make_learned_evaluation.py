@@ -95,7 +95,7 @@ def lab_traces(folder: pathlib.Path, runs: int) -> list:
             warnings.simplefilter("ignore")
             trace = read_vantages(run.chain(), clocks="common")
         items.append(learn.analyse(trace))
-        print(f"lab run {k}: {run.wireless_drops} wireless and {run.congestion_drops} congestion drops")
+        print(f"lab run {k}: {run.wireless_drops} wireless and {run.bottleneck_drops} congestion drops")
     return items
 
 

@@ -21,11 +21,14 @@ arrival (the state arrival ``si`` of ``docs/ldas.md``, the same contract as ever
 ``recent_lost``  packets lost in the flow's gaps revealed within the last ``RECENT_ARRIVALS``
                  arrivals;
 ``biaz``, ``mbiaz``, ``spike``, ``zigzag``: the four base schemes' decisions (1 wireless,
-                 0 congestion; stacking).
+                 0 congestion; stacking);
+``policing``     1 where the policer detector (``lda/policer.py``, its defaults) calls the gap a
+                 token-bucket policer's: the drops no delay rise precedes that are not the radio's.
 
 Only differences of the one-way delay enter, so clock offsets do not matter. The classifier
 (``train``) is fitted on gaps whose lost packets have a known cause, labelled wireless when
-most of them are. Models are saved with skops (``save_model``), never pickle: ``load_model``
+most of them are (a policer's drops count as congestion: like a full queue's, they ask the
+sender to slow down). Models are saved with skops (``save_model``), never pickle: ``load_model``
 refuses a file that holds any type outside ``TRUSTED``, so loading a model runs no code.
 """
 
@@ -47,6 +50,7 @@ from ..timeline import Timeline
 from .base import LDA, Features, Verdict, take
 from .interarrival import Biaz, MBiaz, tmin_state
 from .kernels import ewma_mean_dev, running_min_max
+from .policer import Policer
 from .rott import Spike, ZigZag
 
 FEATURES = (
@@ -62,6 +66,7 @@ FEATURES = (
     "mbiaz",
     "spike",
     "zigzag",
+    "policing",
 )
 STACKED = {"biaz": Biaz(), "mbiaz": MBiaz(), "spike": Spike(), "zigzag": ZigZag()}
 EWMA_GAIN = 1 / 32
@@ -69,7 +74,7 @@ TREND_ARRIVALS = 8
 RECENT_ARRIVALS = 64
 MODELS = ("gbt", "rf", "logistic")
 MODEL_FORMAT = "ldanalyze-learned-lda"
-MODEL_VERSION = 1
+MODEL_VERSION = 2  # 2: the policing feature
 BUNDLED_MODEL = pathlib.Path(__file__).resolve().parent.parent / "data" / "learned_lda.skops"
 # the types the three model kinds hold beyond what skops trusts by default (measured with
 # skops.io.get_untrusted_types); a file holding any other is refused
@@ -131,6 +136,7 @@ def gap_features(f: Features) -> pd.DataFrame:
         }
     for name, lda in STACKED.items():
         columns[name] = lda.decide(f).wireless.astype(np.float64)
+    columns["policing"] = Policer().policed(f)[0].astype(np.float64)
     out = pd.DataFrame(columns, columns=list(FEATURES))
     out.loc[~decided] = np.nan
     return out.replace([np.inf, -np.inf], np.nan)
@@ -161,14 +167,14 @@ def _loss_history(f: Features, tmin: np.ndarray) -> dict[str, np.ndarray]:
 
 def gap_labels(timeline: Timeline) -> np.ndarray:
     """Per gap: 1 when most of its lost packets were lost to the radio, 0 when most to
-    congestion, NaN when the causes of most are unknown (or it has none)."""
+    congestion or a policer, NaN when the causes of most are unknown (or it has none)."""
     losses = timeline.losses
     gap = losses["gap"].to_numpy(np.int64)
     cause = losses["cause"].astype(str).to_numpy()
     n = len(timeline.gaps)
     keep = gap >= 0
     wireless = np.bincount(gap[keep], weights=(cause[keep] == "wireless"), minlength=n)
-    congestion = np.bincount(gap[keep], weights=(cause[keep] == "congestion"), minlength=n)
+    congestion = np.bincount(gap[keep], weights=np.isin(cause[keep], ("congestion", "policing")), minlength=n)
     total = np.bincount(gap[keep], minlength=n)
     label = np.where(wireless > congestion, 1.0, 0.0)
     return np.where((wireless + congestion) * 2 > total, label, np.nan)

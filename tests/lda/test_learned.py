@@ -21,6 +21,7 @@ from ldanalyze.errors import UsageError
 from ldanalyze.lda import Replay, classify, get_lda, parse_ldas
 from ldanalyze.lda.base import Features
 from ldanalyze.lda.learned import FEATURES, gap_features, gap_labels, load_model, make_model, save_model
+from ldanalyze.lda.policer import Policer
 from ldanalyze.packets import make_packet_table
 from ldanalyze.timeline import build_timeline
 
@@ -47,10 +48,12 @@ def test_features_agree_with_the_twin(packets, update_first, gap_delay, detectio
     timeline = build_timeline(_trace(packets))
     ours = gap_features(Features.of(timeline, semantics))
     twin = naive_lda.learned_features(packets, update_first=update_first, gap_delay=gap_delay, detection=detection)
+    policed = naive_lda.policed_gaps(timeline, Policer(), semantics)
     gaps = timeline.gaps
     assert len(ours) == len(twin) == len(gaps)
     for i, (flow, first) in enumerate(zip(gaps["flow"].astype(str), gaps["first_seq"])):
         expected = twin[(flow, int(first))]
+        expected["policing"] = math.nan if math.isnan(expected["n"]) else float(policed[i])
         for name in FEATURES:
             a, b = ours[name].iat[i], expected[name]
             assert (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), (
