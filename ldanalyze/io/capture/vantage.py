@@ -157,8 +157,24 @@ def read_vantages(
         packets=packets, rtt=empty_rtt(), path="+".join(v.path for v in chain), format=VANTAGE_FORMAT, meta=meta
     )
     if clocks == "separate":
-        return remove_skew(trace, offset=True, pairs="all", skew_limit_ppm=skew_limit_ppm, reverse=reverse)
+        trace = remove_skew(trace, offset=True, pairs="all", skew_limit_ppm=skew_limit_ppm, reverse=reverse)
+    _say_which_skew_is_applied(reports, trace.meta)
     return trace
+
+
+def _say_which_skew_is_applied(reports: list[dict], meta: dict) -> None:
+    """``skew_status`` of every capture's clock fit: only the receiver's clock is corrected
+    (with the status of ``meta['clock_fit']``), and none under a common clock; the others' fits
+    are shown, never applied."""
+    fits = meta.get("clock_fit")
+    receiver = "not applied: one common clock" if fits is None or not len(fits) else str(fits["status"].iloc[0])
+    for i, report in enumerate(reports):
+        if i == 0:
+            report["skew_status"] = "the reference clock"
+        elif i == len(reports) - 1:
+            report["skew_status"] = receiver
+        else:
+            report["skew_status"] = "not applied: only the receiver's clock is corrected"
 
 
 def _reverse_delays(first, last, labels) -> list[tuple[np.ndarray, np.ndarray]]:

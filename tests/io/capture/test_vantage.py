@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ldanalyze.cli import main
 from ldanalyze.errors import TraceError, UsageError
 from ldanalyze.io.capture.pcap import CaptureWarning
 from ldanalyze.io.capture.vantage import Vantage, parse_vantage, read_vantages
@@ -172,6 +173,26 @@ def test_receiver_clock_skew_is_estimated_and_removed(tmp_path):
     owd = trace.packets["t_recv"] - trace.packets["t_send"]
     assert owd.min() == pytest.approx(0, abs=2e-6) and owd.max() == pytest.approx(0.01, abs=2e-6)
     assert trace.meta["vantages"][2]["skew_ppm"] == pytest.approx(40, abs=0.05)
+    statuses = [v["skew_status"] for v in trace.meta["vantages"]]
+    assert statuses == ["the reference clock", "not applied: only the receiver's clock is corrected", "applied"]
+
+
+def test_every_printed_clock_fit_says_whether_it_was_applied(tmp_path, capsys):
+    """A queue filling over the trace tilts the receiver's fit beyond drift: the capture table
+    must say that its fitted skew was not applied, as the per-flow table does."""
+    packets = iperf_chain(200, spacing=0.01)
+    for i, p in enumerate(packets):
+        p.times[2] = p.times[0] + 0.003 + 0.0004 * i  # 40 ms per second of queue growth
+    paths = write_chain(tmp_path, packets)
+    trace = read(paths)
+    assert trace.meta["vantages"][2]["skew_status"] == trace.meta["clock_fit"]["status"].iloc[0]
+    assert trace.meta["vantages"][2]["skew_status"].startswith("not applied: beyond")
+    assert read(paths, clocks="common").meta["vantages"][2]["skew_status"] == "not applied: one common clock"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["inspect", *(arg for path in paths for arg in ("--vantage", str(path)))]) == 0
+    table = capsys.readouterr().out.split("captures along the path")[1].split("losses per segment")[0]
+    assert "skew_status" in table and "not applied: beyond" in table
 
 
 def test_acknowledgements_travelling_back_check_the_skew_both_ways(tmp_path):
