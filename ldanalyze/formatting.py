@@ -101,7 +101,8 @@ def trace_html(trace) -> str:
         f"<b>{html.escape(str(trace.path))}</b>: {html.escape(trace.format)}, {len(trace.flows)} flow(s), "
         f"{len(trace.packets)} data packets, {len(trace.rtt)} RTT samples"
     )
-    return f"<div>{head}{html_table(fates)}</div>"
+    notes = "".join(f"<p class='note'>Note: {html.escape(note)}</p>" for note in trace.meta.get("notes", ()))
+    return f"<div>{head}{html_table(fates)}{notes}</div>"
 
 
 def timeline_html(tl) -> str:

@@ -181,7 +181,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         vantages = pd.DataFrame(seen.meta["vantages"])
         vantages["offset_ms"] = vantages["offset_s"] * 1e3
         print(
-            vantages[["path", "cause", "records", "matched", "unmatched", "missed", "offset_ms", "skew_ppm", "skew_status"]]
+            vantages[
+                ["path", "cause", "records", "matched", "unmatched", "missed", "offset_ms", "skew_ppm", "skew_status"]
+            ]
             .round(3)
             .to_string(index=False)
         )

@@ -52,7 +52,8 @@ any        END         ``DROP_END_OF_SIMULATION``: still queued when the run sto
 
 Any other level and reason gives ``lost`` (cause unknown); ``reason`` keeps ``"LEVEL REASON"``
 as logged. The tagged format prints no reason, so there the level decides (``IFQ ?``:
-congestion, ``MAC ?``: wireless, ``RTR ?``: route) and ARP's drops count as congestion. The
+congestion, ``MAC ?``: wireless, ``RTR ?``: route) and ARP's drops count as congestion, which the
+reader says with their count (a ``TraceWarning``, kept in ``meta['notes']``). The
 run's end (``$node reset``) flushes every queue at one instant: there, ``IFQ`` drops at or
 after ``end_time`` are taken as ``END``; without ``end_time``, those at the last instant that
 holds two or more ``IFQ`` drops, when it lies within the trace's last second (a queue overflow
@@ -65,12 +66,13 @@ has no flow id.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
-from ...errors import TraceError, UsageError
+from ...errors import TraceError, TraceWarning, UsageError
 from ...packets import (
     CONGESTION,
     DELIVERED,
@@ -161,7 +163,27 @@ def read_ns2_wireless(
         raise TraceError(path, "the trace is empty")
     if not np.any((rec["ev"] == _EV["s"]) & (rec["level"] == _AGT) & (rec["ptype"] < len(data_types))):
         raise TraceError(path, f"no data packets sent at the agent level (types {sorted(data_types)})")
-    return select_flows(*_build(path, rec, skipped, data_types, table, end_time), flows)
+    trace = select_flows(*_build(path, rec, skipped, data_types, table, end_time), flows)
+    _note_ambiguous_queue_drops(trace)
+    return trace
+
+
+def _note_ambiguous_queue_drops(trace: Trace) -> None:
+    """Warn, and keep in ``meta['notes']``, when a tagged trace's losses include interface-queue
+    drops: the format logs no reason, so ARP's hold-buffer drops (a route cause) are among them,
+    counted as congestion (module docstring)."""
+    if trace.format != NS2_WIRELESS_TAGGED:
+        return
+    unclear = int(((trace.packets["reason"] == "IFQ ?") & (trace.packets["fate"] == CONGESTION)).sum())
+    if not unclear:
+        return
+    message = (
+        f"{trace.path}: {unclear} loss(es) counted as congestion were dropped at an interface queue, and the "
+        "tagged trace format logs no drop reason: ARP's hold buffer for a neighbour not yet resolved (a route "
+        "cause) drops there too, so some may be route losses; the old or new format ($ns use-newtrace) logs it"
+    )
+    trace.meta.setdefault("notes", []).append(message)
+    warnings.warn(message, TraceWarning, stacklevel=3)
 
 
 def _scan(path: str, types: list[str], n_data: int) -> tuple[np.ndarray, dict[str, int], int]:
