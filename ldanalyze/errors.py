@@ -31,6 +31,11 @@ class TraceError(ValueError):
         self.text = text
         super().__init__(self._render())
 
+    def __reduce__(self):
+        # rebuilt from its fields, not from its rendered message: an error crosses a process
+        # pool (batch, Dask) whole, subclasses' fields too
+        return _restore_trace_error, (type(self), dict(self.__dict__))
+
     def _render(self) -> str:
         where = self.path or "<input>"
         if self.line is not None:
@@ -42,6 +47,13 @@ class TraceError(ValueError):
             shown = self.text if len(self.text) <= 200 else self.text[:200] + "..."
             out += f"\n    {shown}"
         return out
+
+
+def _restore_trace_error(cls: type, fields: dict) -> TraceError:
+    error = cls.__new__(cls)
+    error.__dict__.update(fields)
+    ValueError.__init__(error, error._render())
+    return error
 
 
 class UsageError(ValueError):
