@@ -7,7 +7,7 @@ scenario (``groups``, e.g. topology), each group in turn is held out, the model 
 the others and scored on the held-out traces' losses next to every heuristic on the very same
 losses, so that no trace ever has packets on both sides. The verdict per group is "beats"
 only when the learned LDA's 95 % Wilson interval on accuracy lies wholly above the best
-heuristic's.
+heuristic's. A policer's drops are scored as congestion there, as the labels train them.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from .io import read_trace
 from .lda import DECISION_DTYPE, Replay, classify
 from .lda.base import Features
 from .lda.learned import FEATURES, gap_features, gap_labels, make_model
+from .packets import CONGESTION
 from .scoring import score
 from .timeline import build_timeline
 
@@ -133,7 +134,7 @@ def evaluate(
             [item.decisions for item in test] + [learned_decisions(item, model) for item in test], ignore_index=True
         )
         decisions["lda"] = pd.Categorical(decisions["lda"].astype(str), categories=[*HEURISTICS, "learned"])
-        table = score(decisions, by="pooled", bootstrap=0)
+        table = score(decisions, by="pooled", bootstrap=0, policing_as=CONGESTION)  # as the labels have it
         scores.append(table.assign(held_out=held, train_gaps=count, test_traces=len(test)))
         x, y, test_count = rows(test)
         if test_count and np.unique(y).shape[0] == 2:

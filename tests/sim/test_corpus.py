@@ -1,0 +1,53 @@
+"""The learned LDA's corpus (traces/corpus.py), small, from the real simulators: every family
+gives labelled traces with both causes, and the evaluation holds each family out whole."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pathlib
+import sys
+
+import pytest
+
+from ldanalyze import learn
+
+from ..conftest import IN_CI, needs_binary
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("corpus", ROOT / "traces" / "corpus.py")
+corpus = sys.modules["corpus"] = importlib.util.module_from_spec(spec)  # its workers find it by name
+spec.loader.exec_module(corpus)
+
+UNAVAILABLE = corpus.scenario.unavailable()
+FAMILIES = ("ns2-wlh", "ns3-wifi", "ns3-policed")
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    if UNAVAILABLE:
+        if IN_CI:
+            pytest.fail(f"the ns-3 scenarios must run in CI, but {UNAVAILABLE}")
+        pytest.skip(UNAVAILABLE)
+    os.environ.setdefault("LDANALYZE_NS3_CACHE", str(tmp_path_factory.getbasetemp() / "ns3"))
+    return list(corpus.items(tmp_path_factory.mktemp("corpus"), FAMILIES, small=True, jobs=2))
+
+
+@needs_binary("ns")
+def test_every_family_gives_labelled_gaps_of_both_causes(small):
+    for family in FAMILIES:
+        labels = [item.labels for f, _, item in small if f == family]
+        assert labels, family
+        known = [x for some in labels for x in some if x == x]
+        assert 0 in known and 1 in known, family  # congestion (a queue or a policer) and the radio
+
+
+@needs_binary("ns")
+def test_each_family_is_held_out_whole(small):
+    table, _ = learn.evaluate([item for _, _, item in small], [family for family, _, _ in small])
+    assert sorted(table["held_out"].unique()) == sorted(FAMILIES)
+    for family, rows in table.groupby("held_out"):
+        # every LDA scored on the very same losses: the held-out family's, policing as congestion
+        assert rows["scored"].nunique() == 1 and rows["scored"].iloc[0] > 50, family
+        own = sum(int((item.decisions["lda"] == "biaz").sum()) for f, _, item in small if f == family)
+        assert rows["losses"].iloc[0] == own

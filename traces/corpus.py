@@ -1,0 +1,153 @@
+"""The labelled corpus of the learned LDA: traces of every family the project can simulate or run,
+each loss with its cause, varied on purpose (what changes the answer: distance and mobility,
+retry limits, bottleneck rate and queue, the ratio of congestion to radio losses).
+
+Families (``FAMILIES``; ``small=True`` keeps a few cases of each, for CI):
+
+* ``ns2-wlh``, ``ns2-wb``: paper 000's ns-2 topologies (``ldanalyze/data/paper000.tcl``) with
+  TFRC, TCP and constant-rate UDP, 1-16 flows, uniform and bursty wireless loss;
+* ``ns3-wifi``: the ns-3 802.11a scenario (``traces/ns3/wifi.cc``): a wired bottleneck before
+  an access point, stations at several distances, one walking away; MAC retry limits 1-7
+  (a link layer that retransmits: radio trouble becomes delay before it becomes loss);
+* ``ns3-lte``: the ns-3 LTE scenario (``traces/ns3/lte.cc``): HARQ, RLC UM, the eNB's buffer;
+* ``ns3-policed``: the Wi-Fi scenario with a token-bucket policer instead of the bottleneck
+  queue (``--policer``), one walking subscriber;
+* ``lab``: the network-namespace lab (real kernel, iperf3; random drop as the radio, a tbf
+  bottleneck that steps down and up); only as root.
+
+Everything is cached: ns-2 traces by ``ldanalyze.simulation`` in the given folder, ns-3 runs by
+``traces/ns3/scenario.py`` (``$LDANALYZE_NS3_CACHE``), so building the corpus twice simulates
+nothing the second time. ``items(folder, families, small, jobs)`` yields ``(family, name,
+Labelled)`` for ``ldanalyze.learn``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import pathlib
+import sys
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ldanalyze import learn  # noqa: E402
+from ldanalyze.errors import TraceError  # noqa: E402
+from ldanalyze.io import read_trace  # noqa: E402
+from ldanalyze.io.capture.fields import FieldSpec  # noqa: E402
+from ldanalyze.io.labels import apply_labels  # noqa: E402
+from ldanalyze.reproduce import CBR_SHARE  # noqa: E402
+from ldanalyze.simulation import simulate  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("ns3_scenario", ROOT / "traces" / "ns3" / "scenario.py")
+scenario = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(scenario)
+
+SEQ_TS = FieldSpec.parse("seq=0:4,time=4:8:ns")  # ns-3's SeqTsHeader
+
+
+def ns2_cases(topology: str, small: bool, seeds: tuple[int, ...]) -> list[dict]:
+    """Paper 000's scenarios on one topology (small: 4 of them, on the first seed)."""
+    cases = [
+        {"traffic": traffic, **({"cbr_share": CBR_SHARE} if traffic == "cbr" else {}), "topology": topology,
+         "flows": flows, "loss": loss, "rate": rate, "seed": seed, "duration": 60 if small else 120, "warmup": 10}
+        for traffic, flows, (loss, rate), seed in itertools.product(
+            ("tfrc", "tcp", "cbr"), (1, 2, 4, 8, 16),
+            (("uniform", 0.031), ("uniform", 0.078), ("bursty", 0.078)), seeds)
+    ]  # fmt: skip
+    return (
+        [c for c in cases if c["seed"] == seeds[0] and c["flows"] in (2, 8) and c["loss"] == "uniform"][:4]
+        if small
+        else cases
+    )
+
+
+def ns3_cases(family: str, small: bool, seeds: tuple[int, ...]) -> list[tuple[str, dict]]:
+    """(scenario, parameters) of one ns-3 family: the knobs that move the congestion-to-radio
+    ratio (bottleneck rate and queue against the stations' distance, speed and retries)."""
+    if family == "ns3-wifi":
+        grid = itertools.product((1, 4, 7), ("4Mbps", "6Mbps", "10Mbps"), (2.0, 5.0), seeds)
+        cases = [("wifi", {"duration": 12, "stations": 3, "retries": r, "bottleneck": b, "speed": v, "seed": s,
+                           "spacing": 10 + 2 * ((s - 1) % 2)}) for r, b, v, s in grid]  # fmt: skip
+    elif family == "ns3-lte":
+        grid = itertools.product(("1500kbps", "2500kbps", "4000kbps"), (10000, 40000), (15.0, 40.0), seeds)
+        cases = [("lte", {"duration": 10, "ues": 3, "bottleneck": b, "buffer": buf, "speed": v, "seed": s})
+                 for b, buf, v, s in grid]  # fmt: skip
+    elif family == "ns3-policed":
+        grid = itertools.product(("1200kbps", "1600kbps"), (3000, 12000), (4.0, 8.0), seeds)
+        cases = [("wifi", {"duration": 12, "stations": 1, "policer": p, "policer_burst": burst, "speed": v,
+                           "seed": s}) for p, burst, v, s in grid]  # fmt: skip
+    else:
+        raise ValueError(family)
+    return cases[:: max(1, len(cases) // 3)][:3] if small else cases
+
+
+def _analysed_ns2(case: dict, folder: pathlib.Path):
+    path, _ = simulate(case, folder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return path.name, learn.analyse(str(path))
+
+
+def _analysed_ns3(case: tuple[str, dict]) -> list:
+    name, params = case
+    out = scenario.run(name, **params)
+    count, prefix = scenario.RECEIVERS[name]
+    items = []
+    for i in range(params.get(count, scenario.DEFAULTS[name][count])):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                trace = read_trace(out / f"{prefix}-{i}.pcap", payload=SEQ_TS, skew="keep")  # one simulator clock
+            except TraceError as error:  # a receiver the radio never reached: nothing to learn from
+                print(f"corpus: {name} {params}: {prefix}-{i} left out: {error.message}", file=sys.stderr)
+                continue
+            trace = apply_labels(trace, out / f"{prefix}-{i}.labels.csv")
+            items.append((f"{out.name}/{prefix}-{i}", learn.analyse(trace)))
+    return items
+
+
+def _lab_items(folder: pathlib.Path, small: bool) -> list:
+    from ldanalyze.io.capture.vantage import read_vantages
+    from tests.support.netns_lab import LabConfig, lab_unavailable, run_lab
+
+    if lab_unavailable():
+        return []
+    configs = [
+        LabConfig(duration_s=10, rate=rate, tbf_rate="3mbit", wireless_drop_percent=loss,
+                  tbf_steps=((2.0, low), (5.0, "3mbit"), (7.0, low), (8.5, "3mbit")))
+        for rate, low, loss in (("1M", "700kbit", 3), ("1M", "800kbit", 5), ("1500k", "1mbit", 2),
+                                ("1500k", "1200kbit", 6), ("800k", "600kbit", 4), ("1200k", "900kbit", 3))
+    ]  # fmt: skip
+    items = []
+    for k, config in enumerate(configs[:2] if small else configs):
+        workdir = folder / f"lab{k}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        run = run_lab(workdir, config)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            items.append((f"lab{k}", learn.analyse(read_vantages(run.chain(), clocks="common"))))
+    return items
+
+
+FAMILIES = ("ns2-wlh", "ns2-wb", "ns3-wifi", "ns3-lte", "ns3-policed", "lab")
+
+
+def items(folder: pathlib.Path, families=FAMILIES, *, small: bool = False, jobs: int = 2, seeds=(1, 2)):
+    """``(family, name, Labelled)`` of every trace of ``families`` (module docstring), each
+    simulated case run with each of ``seeds`` (the bundled model trains on seeds the
+    evaluation and the reproduce suite do not use: ``traces/train_learned``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with ProcessPoolExecutor(jobs) as pool:
+        for family in families:
+            if family.startswith("ns2-"):
+                cases = ns2_cases(family.removeprefix("ns2-"), small, tuple(seeds))
+                found = pool.map(_analysed_ns2, cases, itertools.repeat(folder))
+            elif family.startswith("ns3-"):
+                found = itertools.chain.from_iterable(pool.map(_analysed_ns3, ns3_cases(family, small, tuple(seeds))))
+            else:
+                found = _lab_items(folder, small)
+            for name, labelled in found:
+                yield family, name, labelled
