@@ -120,3 +120,12 @@ def test_the_learned_lda_learns_a_policer_from_simulated_ones(runs):
         decisions = learn.learned_decisions(lab, model)
         drops = decisions[decisions["cause"] == "policing"]
         assert least <= (drops["decision"] == "congestion").mean() <= most
+
+
+def test_the_bundled_learned_lda_calls_a_policers_drops_congestion(runs):
+    """Trained on the whole corpus (traces/train_learned), an ns-3 policer among it but never
+    this kernel's: measured 92-95 % of the nftables policer's drops called congestion."""
+    _, chain, _ = runs["policer"]
+    decisions = la.classify(la.build_timeline(chain), ["learned"])
+    drops = decisions[decisions["cause"] == "policing"]
+    assert (drops["decision"] == "congestion").mean() >= 0.8
