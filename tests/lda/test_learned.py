@@ -20,7 +20,17 @@ from ldanalyze.cli import main
 from ldanalyze.errors import UsageError
 from ldanalyze.lda import Replay, classify, get_lda, parse_ldas
 from ldanalyze.lda.base import Features
-from ldanalyze.lda.learned import FEATURES, gap_features, gap_labels, load_model, make_model, save_model
+from ldanalyze.lda.learned import (
+    FEATURES,
+    flat_trees,
+    gap_features,
+    gap_labels,
+    gbt_decision,
+    load_model,
+    make_model,
+    predict_wireless,
+    save_model,
+)
 from ldanalyze.lda.policer import Policer
 from ldanalyze.packets import make_packet_table
 from ldanalyze.timeline import build_timeline
@@ -309,3 +319,30 @@ def test_train_takes_a_capture_chain_and_a_labelled_capture(tmp_path, capsys):
         )
         == 0
     )
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), rows=st.integers(40, 400), missing=st.sampled_from([0.0, 0.2]), ties=st.booleans())
+def test_the_flat_trees_predict_as_scikit_learn_does(seed, rows, missing, ties):
+    """``gbt_decision`` over the model's flattened trees against scikit-learn's own raw scores
+    and predictions, on features with missing values and (``ties``) values on the thresholds."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(rows, len(FEATURES)))
+    if ties:
+        x = np.round(x, 1)  # many rows sit exactly on a split threshold
+    x[rng.random(x.shape) < missing] = np.nan
+    y = ((np.nan_to_num(x[:, 0]) + rng.normal(scale=0.5, size=rows)) > 0).astype(np.int64)
+    if np.unique(y).shape[0] < 2:
+        y[0], y[1] = 0, 1
+    model = make_model("gbt", seed).fit(x, y)
+    trees = flat_trees(model)
+    raw = gbt_decision(x, trees.feature, trees.threshold, trees.missing_left, trees.left, trees.right, trees.leaf,
+                       trees.value, trees.roots, trees.baseline)  # fmt: skip
+    np.testing.assert_allclose(raw, model.decision_function(x), rtol=1e-12, atol=1e-12)
+    assert (predict_wireless({"model": model, "trees": trees}, x) == (model.predict(x) == 1)).all()
+
+
+def test_other_models_predict_by_themselves(labelled):
+    for kind in ("rf", "logistic"):
+        model, _ = learn.fit(labelled, kind)
+        assert flat_trees(model) is None
