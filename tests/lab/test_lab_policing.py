@@ -88,15 +88,16 @@ def test_the_detector_calls_a_policers_drops_policing_and_a_queues_not(runs):
 
 
 def test_random_drops_are_left_alone_until_the_policer_drops(runs):
-    """Before the bucket first runs dry the random drops are Spike's to call; once the policer drops
-    every few packets, a random drop that falls in its step is the policer's as far as a receiver
-    can tell (measured: 35-79 % of a policed run's random drops called policing, every one of them
-    after the policer's first drop)."""
+    """Before the bucket first runs dry the random drops are Spike's to call (at most the issue's 10 %
+    called policing: a constant-rate sender's delivery rate is pinned whether policed or not, and
+    a few random spacings can look regular by chance; measured 0 or 1 of 15-24); once the policer
+    drops every few packets, a random drop that falls in its step is the policer's as far as a
+    receiver can tell (measured: 35-79 % of a policed run's random drops called policing)."""
     _, _, decisions = runs["policer"]
     mine = decisions[decisions["lda"] == "policer"]
     first = mine.loc[mine["cause"] == "policing", "t_decide"].min()
     early = mine[(mine["cause"] == "wireless") & (mine["t_decide"] < first)]
-    assert len(early) >= 5 and not (early["scheme"] == "policing").any()
+    assert len(early) >= 5 and (early["scheme"] == "policing").mean() <= 0.1
 
 
 def test_the_learned_lda_learns_a_policer_from_simulated_ones(runs):
