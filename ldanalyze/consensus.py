@@ -178,10 +178,14 @@ def agreement_counts(decisions: pd.DataFrame, by: tuple[str, ...] = (), ldas: li
     (0 on the rows of pairs). Summed over a trace's flows they are the trace's: a batch's
     workers send them instead of every decision, and ``agreement_table`` reads them."""
     _check_columns(decisions)
-    by = list(by)
+    group_by = list(by)
     names = voters(decisions) if ldas is None else list(ldas)
     # the groups numbered in order of first appearance among every decision, as a groupby's
-    group = decisions.groupby(by, sort=False, observed=True).ngroup().to_numpy() if by else np.zeros(len(decisions))
+    group = (
+        decisions.groupby(group_by, sort=False, observed=True).ngroup().to_numpy()
+        if group_by
+        else np.zeros(len(decisions))
+    )
     voting = decisions["lda"].astype(str).isin(names).to_numpy() & ~np.isnan(group)  # NaN: no group key
     d, group = decisions[voting], group[voting].astype(np.int64)
     lda = d["lda"].astype(str).to_numpy()
@@ -196,7 +200,7 @@ def agreement_counts(decisions: pd.DataFrame, by: tuple[str, ...] = (), ldas: li
     rows = seen.merge(seen, on="group", suffixes=("", "_other"))
     rows = rows[rows["rank_other"] >= rows["rank"]].sort_values(["group", "rank", "rank_other"], kind="stable")
 
-    keys = [k for k in LOSS_KEYS if k in d.columns and k not in by]  # a loss within its group
+    keys = [k for k in LOSS_KEYS if k in d.columns and k not in group_by]  # a loss within its group
     table = _pivot(_call_frame(d, keys).assign(group=group), ["group", *keys], names)
     present = list(table.columns)
     loss_group = table.index.get_level_values("group").to_numpy()
@@ -224,7 +228,7 @@ def agreement_counts(decisions: pd.DataFrame, by: tuple[str, ...] = (), ldas: li
             out["compared"][where] = per_row(compared, where)
             out["agreeing"][where] = per_row(compared & (wireless[:, a] == (others_w > others_c)), where)
     numbers, first_row = np.unique(group, return_index=True)
-    labels = d[by].iloc[first_row[np.searchsorted(numbers, g)]].reset_index(drop=True)
+    labels = d[group_by].iloc[first_row[np.searchsorted(numbers, g)]].reset_index(drop=True)
     return pd.concat(
         [labels, pd.DataFrame({"lda": rows["lda"].to_numpy(), "other": rows["lda_other"].to_numpy(), **out})], axis=1
     )
@@ -235,7 +239,7 @@ def agreement_table(counts: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFr
     columns; none: all pooled) and pair of LDAs, whichever way round a pair's rows have it:
     each LDA's ``called``, ``compared``, the share agreeing and its mean kappa with the others,
     each kappa from the pair's summed counts."""
-    by = list(by)
+    group_by = list(by)
     mirrored = counts[counts["lda"] != counts["other"]].rename(
         columns={
             "lda": "other",
@@ -246,17 +250,19 @@ def agreement_table(counts: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFr
     )
     summed = (
         pd.concat([counts, mirrored], ignore_index=True)
-        .groupby([*by, "lda", "other"], sort=False, observed=True)[list(COUNT_COLUMNS)]
+        .groupby([*group_by, "lda", "other"], sort=False, observed=True)[list(COUNT_COLUMNS)]
         .sum()
         .reset_index()
     )
     is_own = (summed["lda"] == summed["other"]).to_numpy()
     own = summed[is_own].reset_index(drop=True)
-    own["rank"] = own.groupby(by, sort=False, observed=True).cumcount() if by else np.arange(len(own))
-    voting = own.groupby(by, sort=False, observed=True)["lda"].transform("size").to_numpy() if by else len(own)
+    own["rank"] = own.groupby(group_by, sort=False, observed=True).cumcount() if group_by else np.arange(len(own))
+    voting = (
+        own.groupby(group_by, sort=False, observed=True)["lda"].transform("size").to_numpy() if group_by else len(own)
+    )
     voting = np.broadcast_to(voting, len(own))
-    pairs = summed[~is_own].merge(own[[*by, "lda"]].assign(row=np.arange(len(own))), on=[*by, "lda"])
-    pairs = pairs.merge(own[[*by, "lda", "rank"]].rename(columns={"lda": "other"}), on=[*by, "other"])
+    pairs = summed[~is_own].merge(own[[*group_by, "lda"]].assign(row=np.arange(len(own))), on=[*group_by, "lda"])
+    pairs = pairs.merge(own[[*group_by, "lda", "rank"]].rename(columns={"lda": "other"}), on=[*group_by, "other"])
     # each LDA's kappas with the others, in the others' order (NaN where undefined), averaged
     # as ``Series.mean`` does, over as many as there are others
     others = np.full((len(own), int(voting.max(initial=1)) - 1), np.nan)
@@ -271,7 +277,7 @@ def agreement_table(counts: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFr
             mean_kappa[chosen] = np.where(defined > 0, np.nan_to_num(block, nan=0.0).sum(axis=1) / defined, np.nan)
     compared = own["compared"].to_numpy()
     out = (
-        own[by]
+        own[group_by]
         .astype(object)
         .assign(
             lda=own["lda"].astype(str),
@@ -281,7 +287,7 @@ def agreement_table(counts: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFr
             mean_kappa=mean_kappa,
         )
     )
-    return out[[*by, *AGREEMENT_COLUMNS]]
+    return out[[*group_by, *AGREEMENT_COLUMNS]]
 
 
 def shares_over_time(decisions: pd.DataFrame, window: float | None = None, *, windows: int = 20) -> pd.DataFrame:
