@@ -25,11 +25,14 @@ from .timeline import build_timeline
 @dataclasses.dataclass
 class Batch:
     """``decisions`` (classify's table), ``summary`` (Timeline.summary rows) and ``throughput``
-    (the controller replay's summary rows; None without a controller), all with ``trace``."""
+    (the controller replay's summary rows; None without a controller), all with ``trace``;
+    ``agreement``, the LDAs' agreement counts per trace and flow (``consensus.agreement_counts``)
+    where the decisions were tallied away (None: the decisions give them)."""
 
     decisions: pd.DataFrame
     summary: pd.DataFrame
     throughput: pd.DataFrame | None
+    agreement: pd.DataFrame | None = None
 
 
 @renamed_keyword("replay_options", "semantics", since="0.5.0")
@@ -110,10 +113,14 @@ def one_label(name: str, rows: int) -> pd.Categorical:
 
 def stack(parts: Sequence[Batch]) -> Batch:
     throughputs = [p.throughput for p in parts if p.throughput is not None]
+    agreements = [p.agreement for p in parts if p.agreement is not None]
+    if len(agreements) not in (0, len(parts)):
+        raise UsageError("stack: some results have agreement counts and some do not")
     return Batch(
         decisions=_concat([p.decisions for p in parts]),
         summary=_concat([p.summary for p in parts]),
         throughput=_concat(throughputs) if throughputs else None,
+        agreement=_concat(agreements) if agreements else None,
     )
 
 

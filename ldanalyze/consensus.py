@@ -53,47 +53,47 @@ def voters(decisions: pd.DataFrame) -> list[str]:
 def calls(decisions: pd.DataFrame, ldas: list[str] | None = None) -> pd.DataFrame:
     """One row per loss (``trace, flow, uid`` and the first ``t_decide``), one column per voting
     LDA: 1.0 called wireless, 0.0 called congestion, NaN undetected."""
-    missing = [c for c in ("flow", "uid", "lda", "decision") if c not in decisions.columns]
-    if missing:
-        raise UsageError(f"consensus: the decisions table has no column {', '.join(map(repr, missing))}")
+    _check_columns(decisions)
     ldas = voters(decisions) if ldas is None else list(ldas)
     d = decisions[decisions["lda"].astype(str).isin(ldas)]
     keys = [k for k in LOSS_KEYS if k in d.columns]
-    decision = d["decision"].astype(str).to_numpy()
-    value = np.where(decision == WIRELESS, 1.0, np.where(decision == CONGESTION, 0.0, np.nan))
-    frame = d[keys].astype({k: str for k in keys if k != "uid"}).assign(lda=d["lda"].astype(str).to_numpy(), call=value)
-    table = frame.pivot_table(index=keys, columns="lda", values="call", aggfunc="first", dropna=False, sort=False)
-    table = table.reindex(columns=[name for name in ldas if name in table.columns])
-    table.columns.name = None
+    table = _pivot(_call_frame(d, keys), keys, ldas)
     if "t_decide" in d.columns:
         times = d.assign(**{k: d[k].astype(str) for k in keys if k != "uid"}).groupby(keys, sort=False)["t_decide"]
         table.insert(0, "t_decide", times.min().reindex(table.index).to_numpy())
     return table.reset_index()
 
 
-def _kappa(a: np.ndarray, b: np.ndarray) -> float:
-    both = ~(np.isnan(a) | np.isnan(b))
-    if not both.any():
-        return float("nan")
-    a, b = a[both], b[both]
-    observed = float(np.mean(a == b))
-    pa, pb = float(a.mean()), float(b.mean())
-    chance = pa * pb + (1.0 - pa) * (1.0 - pb)
-    return float("nan") if chance >= 1.0 else (observed - chance) / (1.0 - chance)
+def _check_columns(decisions: pd.DataFrame) -> None:
+    missing = [c for c in ("flow", "uid", "lda", "decision") if c not in decisions.columns]
+    if missing:
+        raise UsageError(f"consensus: the decisions table has no column {', '.join(map(repr, missing))}")
 
 
-def kappa_matrix(decisions: pd.DataFrame, ldas: list[str] | None = None) -> pd.DataFrame:
-    """Cohen's kappa of every pair of voting LDAs (a symmetric LDA × LDA table, 1 on the
-    diagonal where an LDA decided anything)."""
-    table = calls(decisions, ldas)
-    names = [c for c in table.columns if c not in (*LOSS_KEYS, "t_decide")]
-    values = {name: table[name].to_numpy(np.float64) for name in names}
-    out = pd.DataFrame(np.nan, index=names, columns=names)
-    for i, x in enumerate(names):
-        for y in names[i:]:
-            k = (1.0 if (~np.isnan(values[x])).any() else np.nan) if x == y else _kappa(values[x], values[y])
-            out.loc[x, y] = out.loc[y, x] = k
-    return out
+def _call_frame(d: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The loss ``keys`` (names as text), ``lda`` and ``call`` (1.0 wireless, 0.0 congestion,
+    NaN undetected) of each decision."""
+    decision = d["decision"].astype(str).to_numpy()
+    value = np.where(decision == WIRELESS, 1.0, np.where(decision == CONGESTION, 0.0, np.nan))
+    return d[keys].astype({k: str for k in keys if k != "uid"}).assign(lda=d["lda"].astype(str).to_numpy(), call=value)
+
+
+def _pivot(frame: pd.DataFrame, keys: list[str], ldas: list[str]) -> pd.DataFrame:
+    """``_call_frame``'s rows as one row per loss (indexed by ``keys``, in order of first
+    appearance), one column per LDA of ``ldas`` that has any row: its first call. Only the
+    losses there are: a pivot table keeping NaN made every flow × uid of a trace a row."""
+    loss = frame.groupby(keys, sort=False).ngroup().to_numpy()
+    first = np.unique(loss, return_index=True)[1]
+    index = pd.MultiIndex.from_frame(frame[keys].iloc[first]) if len(keys) > 1 else pd.Index(frame[keys[0]].iloc[first])
+    lda = frame["lda"].to_numpy()
+    names = [name for name in ldas if name in set(lda)]
+    column = pd.Index(names).get_indexer(lda)
+    votes = np.full((len(first), len(names)), np.nan)
+    called = frame["call"].notna().to_numpy() & (column >= 0)
+    # the first call an LDA made on a loss: the last written wins, so write them last to first
+    order = np.flatnonzero(called)[::-1]
+    votes[loss[order], column[order]] = frame["call"].to_numpy()[order]
+    return pd.DataFrame(votes, index=index, columns=names)
 
 
 def consensus(decisions: pd.DataFrame, ldas: list[str] | None = None) -> pd.DataFrame:
@@ -126,50 +126,168 @@ def majority_line(votes: pd.DataFrame, voters: int) -> str:
     )
 
 
+def kappa_matrix(decisions: pd.DataFrame, ldas: list[str] | None = None) -> pd.DataFrame:
+    """Cohen's kappa of every pair of voting LDAs (a symmetric LDA × LDA table, 1 on the
+    diagonal where an LDA decided anything)."""
+    counts = agreement_counts(decisions, (), ldas)
+    own = (counts["lda"] == counts["other"]).to_numpy()
+    names = counts.loc[own, "lda"].tolist()
+    position = {name: k for k, name in enumerate(names)}
+    i, j = (counts[side].map(position).to_numpy(np.int64) for side in ("lda", "other"))
+    called = (counts["wireless_wireless"] + counts["congestion_congestion"]).to_numpy()
+    kappa = np.where(own, np.where(called > 0, 1.0, np.nan), _kappa(counts))
+    out = np.full((len(names), len(names)), np.nan)
+    out[i, j] = out[j, i] = kappa
+    return pd.DataFrame(out, index=names, columns=names)
+
+
+def _kappa(counts: pd.DataFrame) -> np.ndarray:
+    """Cohen's kappa of each row's 2×2 counts (``PAIR_COUNTS``): NaN where no loss was decided
+    by both, or where the chance agreement is 1 (both called every loss the same way)."""
+    ww, wc, cw, cc = (counts[c].to_numpy(np.float64) for c in PAIR_COUNTS)
+    n = ww + wc + cw + cc
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = (ww + cc) / n
+        pa, pb = (ww + wc) / n, (ww + cw) / n
+        chance = pa * pb + (1.0 - pa) * (1.0 - pb)
+        kappa = (observed - chance) / (1.0 - chance)
+    return np.where((n > 0) & (chance < 1.0), kappa, np.nan)
+
+
 def agreement(decisions: pd.DataFrame, by: tuple[str, ...] = (), ldas: list[str] | None = None) -> pd.DataFrame:
     """Per group (``by``: columns of the decisions, e.g. ``("trace",)``; none: all pooled) and
     voting LDA: ``called`` (losses it decided), ``compared`` (those where the other LDAs have a
     majority: not tied, not silent), ``agrees_with_others`` (the share of the compared whose
     majority it matches) and ``mean_kappa`` with the other LDAs."""
-    if by:
-        parts = [
-            _agreement(group, ldas).assign(**dict(zip(by, key if isinstance(key, tuple) else (key,))))
-            for key, group in decisions.groupby(list(by), sort=False, observed=True)
-        ]
-        columns = [*by, *AGREEMENT_COLUMNS]
-        return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
-    return _agreement(decisions, ldas)
+    return agreement_table(agreement_counts(decisions, by, ldas), by)
 
 
 AGREEMENT_COLUMNS = ["lda", "called", "compared", "agrees_with_others", "mean_kappa"]
+# the 2×2 counts of a pair of LDAs over the losses both decided: the first one's call, the other's
+PAIR_COUNTS = ("wireless_wireless", "wireless_congestion", "congestion_wireless", "congestion_congestion")
+COUNT_COLUMNS = ("compared", "agreeing", *PAIR_COUNTS)
 
 
-def _agreement(decisions: pd.DataFrame, ldas: list[str] | None) -> pd.DataFrame:
-    table = calls(decisions, ldas)
-    names = [c for c in table.columns if c not in (*LOSS_KEYS, "t_decide")]
-    votes = table[names].to_numpy(np.float64) if names else np.zeros((len(table), 0))
-    wireless = np.nansum(votes == 1.0, axis=1)
-    congestion = np.nansum(votes == 0.0, axis=1)
-    kappa = kappa_matrix(decisions, names) if names else pd.DataFrame()
-    rows = []
-    for j, name in enumerate(names):
-        own = votes[:, j]
-        decided = ~np.isnan(own)
-        others_w = wireless - (own == 1.0)
-        others_c = congestion - (own == 0.0)
-        majority = np.where(others_w > others_c, 1.0, np.where(others_c > others_w, 0.0, np.nan))
-        compared = decided & ~np.isnan(majority)
-        others = kappa.loc[name].drop(index=name)
-        rows.append(
-            {
-                "lda": name,
-                "called": int(decided.sum()),
-                "compared": int(compared.sum()),
-                "agrees_with_others": float(np.mean(own[compared] == majority[compared])) if compared.any() else np.nan,
-                "mean_kappa": float(others.mean()) if others.notna().any() else np.nan,
-            }
+def agreement_counts(decisions: pd.DataFrame, by: tuple[str, ...] = (), ldas: list[str] | None = None) -> pd.DataFrame:
+    """How the voting LDAs agree, as counts that add up over disjoint losses: per group of
+    ``by`` (as ``agreement``), one row per LDA ``lda`` and LDA ``other`` at or after it in the
+    group's voter order, with ``PAIR_COUNTS`` over the losses both decided (``wireless_congestion``:
+    ``lda`` called wireless, ``other`` congestion). An LDA's row with itself holds its own
+    calls (``wireless_wireless`` + ``congestion_congestion`` = ``called``), and ``compared``
+    and ``agreeing``, its calls where the other LDAs have a majority and those that match it
+    (0 on the rows of pairs). Summed over a trace's flows they are the trace's: a batch's
+    workers send them instead of every decision, and ``agreement_table`` reads them."""
+    _check_columns(decisions)
+    group_by = list(by)
+    names = voters(decisions) if ldas is None else list(ldas)
+    # the groups numbered in order of first appearance among every decision, as a groupby's
+    group = (
+        decisions.groupby(group_by, sort=False, observed=True).ngroup().to_numpy()
+        if group_by
+        else np.zeros(len(decisions))
+    )
+    voting = decisions["lda"].astype(str).isin(names).to_numpy() & ~np.isnan(group)  # NaN: no group key
+    d, group = decisions[voting], group[voting].astype(np.int64)
+    lda = d["lda"].astype(str).to_numpy()
+    # each group's voters in ``voters``' order: as named, as the categories, or as first seen in the group
+    seen = pd.DataFrame({"group": group, "lda": lda}).drop_duplicates()
+    if ldas is not None or isinstance(d["lda"].dtype, pd.CategoricalDtype):
+        seen = seen.assign(order=seen["lda"].map({name: k for k, name in enumerate(names)}))
+        seen = seen.sort_values(["group", "order"], kind="stable")
+    else:
+        seen = seen.sort_values("group", kind="stable")
+    seen["rank"] = seen.groupby("group").cumcount()
+    rows = seen.merge(seen, on="group", suffixes=("", "_other"))
+    rows = rows[rows["rank_other"] >= rows["rank"]].sort_values(["group", "rank", "rank_other"], kind="stable")
+
+    keys = [k for k in LOSS_KEYS if k in d.columns and k not in group_by]  # a loss within its group
+    table = _pivot(_call_frame(d, keys).assign(group=group), ["group", *keys], names)
+    present = list(table.columns)
+    loss_group = table.index.get_level_values("group").to_numpy()
+    votes = table.to_numpy(np.float64)
+    wireless, congestion = votes == 1.0, votes == 0.0
+    groups = int(group.max()) + 1 if len(group) else 0
+    at = {name: k for k, name in enumerate(present)}
+    i, j = rows["lda"].map(at).to_numpy(), rows["lda_other"].map(at).to_numpy()
+    g = rows["group"].to_numpy()
+
+    def per_row(mask: np.ndarray, where: np.ndarray) -> np.ndarray:
+        return np.bincount(loss_group[mask], minlength=groups)[g[where]]
+
+    out = {name: np.zeros(len(rows), np.int64) for name in COUNT_COLUMNS}
+    sides = {WIRELESS: wireless, CONGESTION: congestion}
+    for a, b in dict.fromkeys(zip(i.tolist(), j.tolist())):
+        where = (i == a) & (j == b)
+        for name in PAIR_COUNTS:
+            first, second = name.split("_")
+            out[name][where] = per_row(sides[first][:, a] & sides[second][:, b], where)
+        if a == b:
+            others_w = wireless.sum(axis=1) - wireless[:, a]
+            others_c = congestion.sum(axis=1) - congestion[:, a]
+            compared = ~np.isnan(votes[:, a]) & (others_w != others_c)
+            out["compared"][where] = per_row(compared, where)
+            out["agreeing"][where] = per_row(compared & (wireless[:, a] == (others_w > others_c)), where)
+    numbers, first_row = np.unique(group, return_index=True)
+    labels = d[group_by].iloc[first_row[np.searchsorted(numbers, g)]].reset_index(drop=True)
+    return pd.concat(
+        [labels, pd.DataFrame({"lda": rows["lda"].to_numpy(), "other": rows["lda_other"].to_numpy(), **out})], axis=1
+    )
+
+
+def agreement_table(counts: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFrame:
+    """``agreement``'s table from ``agreement_counts`` rows, summed per group of ``by`` (their
+    columns; none: all pooled) and pair of LDAs, whichever way round a pair's rows have it:
+    each LDA's ``called``, ``compared``, the share agreeing and its mean kappa with the others,
+    each kappa from the pair's summed counts."""
+    group_by = list(by)
+    mirrored = counts[counts["lda"] != counts["other"]].rename(
+        columns={
+            "lda": "other",
+            "other": "lda",
+            "wireless_congestion": "congestion_wireless",
+            "congestion_wireless": "wireless_congestion",
+        }
+    )
+    summed = (
+        pd.concat([counts, mirrored], ignore_index=True)
+        .groupby([*group_by, "lda", "other"], sort=False, observed=True)[list(COUNT_COLUMNS)]
+        .sum()
+        .reset_index()
+    )
+    is_own = (summed["lda"] == summed["other"]).to_numpy()
+    own = summed[is_own].reset_index(drop=True)
+    own["rank"] = own.groupby(group_by, sort=False, observed=True).cumcount() if group_by else np.arange(len(own))
+    voting = (
+        own.groupby(group_by, sort=False, observed=True)["lda"].transform("size").to_numpy() if group_by else len(own)
+    )
+    voting = np.broadcast_to(voting, len(own))
+    pairs = summed[~is_own].merge(own[[*group_by, "lda"]].assign(row=np.arange(len(own))), on=[*group_by, "lda"])
+    pairs = pairs.merge(own[[*group_by, "lda", "rank"]].rename(columns={"lda": "other"}), on=[*group_by, "other"])
+    # each LDA's kappas with the others, in the others' order (NaN where undefined), averaged
+    # as ``Series.mean`` does, over as many as there are others
+    others = np.full((len(own), int(voting.max(initial=1)) - 1), np.nan)
+    row, rank = pairs["row"].to_numpy(), pairs["rank"].to_numpy()
+    others[row, rank - (rank > own["rank"].to_numpy()[row])] = _kappa(pairs)
+    mean_kappa = np.full(len(own), np.nan)
+    for n in np.unique(voting - 1):
+        chosen = voting - 1 == n
+        block = others[chosen, :n]
+        defined = (~np.isnan(block)).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean_kappa[chosen] = np.where(defined > 0, np.nan_to_num(block, nan=0.0).sum(axis=1) / defined, np.nan)
+    compared = own["compared"].to_numpy()
+    out = (
+        own[group_by]
+        .astype(object)
+        .assign(
+            lda=own["lda"].astype(str),
+            called=own["wireless_wireless"] + own["congestion_congestion"],
+            compared=compared,
+            agrees_with_others=np.where(compared > 0, own["agreeing"] / np.maximum(compared, 1), np.nan),
+            mean_kappa=mean_kappa,
         )
-    return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
+    )
+    return out[[*group_by, *AGREEMENT_COLUMNS]]
 
 
 def shares_over_time(decisions: pd.DataFrame, window: float | None = None, *, windows: int = 20) -> pd.DataFrame:

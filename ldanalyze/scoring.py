@@ -720,6 +720,7 @@ NUMBER_COLUMNS = (
     "called",
     "called_wireless",
     *(f"wireless_share{end}" for end in ("", "_lo", "_hi", "_boot_lo", "_boot_hi")),
+    *("compared", "agrees_with_others", "mean_kappa"),  # the batch's: the LDAs' agreement (consensus)
     "congestion_rate",
     "wireless_rate",
     "weak_labels",

@@ -126,3 +126,44 @@ def test_score_of_a_capture_without_truth_says_what_the_ldas_called(capsys):
     assert 0 <= rows["zigzag"]["wireless_share_boot_lo"] <= rows["zigzag"]["wireless_share"]
     assert rows["zigzag"]["wireless_share"] <= rows["zigzag"]["wireless_share_boot_hi"] <= 1
     assert rows["spike"]["M_c"] is None and rows["spike"]["agrees_with_others"] is not None
+
+
+flows_strategy = st.integers(2, 4).flatmap(
+    lambda k: st.lists(
+        st.integers(1, 12).flatmap(
+            lambda n: st.lists(st.lists(st.sampled_from([C, W, U]), min_size=n, max_size=n), min_size=k, max_size=k)
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(flows_strategy)
+def test_agreement_counts_summed_over_flows_give_the_pooled_agreement(flows):
+    """Counts per flow, summed, give what the pooled decisions give: the same calls, kappas and
+    shares agreeing (what a batch's results table builds from its workers' counts)."""
+    from ldanalyze.consensus import agreement_counts, agreement_table
+
+    names = [f"l{j}" for j in range(len(flows[0]))]
+    d = pd.concat(
+        [decisions(dict(zip(names, columns)), flow=str(f)) for f, columns in enumerate(flows)], ignore_index=True
+    )
+    per_flow = agreement_counts(d, ("flow",))
+    assert set(per_flow["flow"]) == {str(f) for f in range(len(flows))}
+    pooled = agreement(d)
+    summed = agreement_table(per_flow)
+    pd.testing.assert_frame_equal(summed, pooled, check_dtype=False)
+    k = kappa_matrix(d)
+    own = summed.set_index("lda")
+    for name in own.index:
+        others = k.loc[name].drop(index=name)
+        assert own.loc[name, "mean_kappa"] == pytest.approx(others.mean(), nan_ok=True)
+
+
+def test_consensus_has_one_row_per_loss_of_several_flows():
+    """Losses of two flows with different uids: one row each, no flow × uid rows of nothing."""
+    d = pd.concat([decisions({"a": [W, C]}, flow="1"), decisions({"a": [C]}, flow="2").assign(uid=7)])
+    votes = consensus(d)
+    assert list(zip(votes["flow"], votes["uid"])) == [("1", 0), ("1", 1), ("2", 7)]

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ..analysis import stack
+from ..consensus import agreement_counts, agreement_table
 from ..errors import UsageError
-from ..scoring import score
+from ..scoring import BY, score
 from .jobs import Analysis, Job, Outcome, discover
 from .running import execute
 
@@ -18,16 +19,19 @@ SCOPES = ("flow", "trace", "pooled")
 
 def results_table(outcomes: Sequence[Outcome], *, bootstrap: int = 0, seed=0) -> pd.DataFrame:
     """One tidy table of scores: ``scope`` flow (per trace and flow), trace, and pooled (every
-    trace); the modeled-throughput columns where a controller was replayed."""
+    trace); the LDAs' agreement with each other (``AGREEMENT``); the modeled-throughput
+    columns where a controller was replayed."""
     parts = [o.result for o in outcomes if o.result is not None]
     if not parts:
         return pd.DataFrame(columns=["scope", "trace", "flow", "lda"])
     batch = stack(parts)
+    counts = batch.agreement if batch.agreement is not None else agreement_counts(batch.decisions, ("trace", "flow"))
     tables = []
     for scope in SCOPES:
         table = score(
             batch.decisions, batch.summary, by=scope, bootstrap=bootstrap, seed=seed, throughput=batch.throughput
         )
+        _add_agreement(table, counts, BY[scope][:-1])
         for key in ("trace", "flow"):
             if key not in table.columns:
                 table.insert(0, key, "*")
@@ -38,6 +42,21 @@ def results_table(outcomes: Sequence[Outcome], *, bootstrap: int = 0, seed=0) ->
     out["trace"] = out["trace"].astype(str)
     out["flow"] = out["flow"].astype(str)
     return out
+
+
+# what ``consensus.agreement`` says of each voting LDA, from the agreement counts of the traces'
+# flows summed over the scope: NaN for the baselines, which do not vote
+AGREEMENT = ("compared", "agrees_with_others", "mean_kappa")
+
+
+def _add_agreement(table: pd.DataFrame, counts: pd.DataFrame, keys: tuple[str, ...]) -> None:
+    """Join the agreement of the LDAs (``AGREEMENT``) per ``keys`` onto a scope's score rows,
+    after the wireless shares: on a trace without truth the two say what there is to say."""
+    agreed = agreement_table(counts, keys).astype({k: str for k in keys})
+    joined = table[[*keys, "lda"]].astype(str).merge(agreed, how="left", on=[*keys, "lda"])
+    at = max(k for k, name in enumerate(table.columns) if name.startswith("wireless_share")) + 1
+    for offset, name in enumerate(AGREEMENT):
+        table.insert(at + offset, name, joined[name].to_numpy())
 
 
 def score_suite(

@@ -19,6 +19,7 @@ import pandas as pd
 
 from .. import threads
 from ..analysis import Batch, analyze, stack
+from ..consensus import agreement_counts
 from ..errors import TraceError, UsageError
 from ..io.labels import apply_labels
 from ..output import atomic_write
@@ -51,7 +52,8 @@ def run_job(job: Job, analysis: Analysis) -> Outcome:
 
 def _kept(result: Batch, keep: str) -> Batch:
     """What a job's result keeps (``KEEP``): everything, or what the results table reads, its
-    decisions tallied and the columns of its summary and throughput that scoring reads."""
+    decisions tallied, the LDAs' agreement counts per flow (a tally has no loss to pair the
+    LDAs' calls on) and the columns of its summary and throughput that scoring reads."""
     if keep == "decisions":
         return result
 
@@ -62,6 +64,7 @@ def _kept(result: Batch, keep: str) -> Batch:
         decisions=tally(result.decisions, bursts=keep == "bursts"),
         summary=read(result.summary, SUMMARY_READ),
         throughput=read(result.throughput, THROUGHPUT_REQUIRED),
+        agreement=agreement_counts(result.decisions, ("trace", "flow")),
     )
 
 

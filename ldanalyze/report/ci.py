@@ -40,7 +40,9 @@ JSON_SCHEMA = {
         "results": {
             "type": "array",
             "description": "scores as ldanalyze.scoring.score names them: shares (M_c, M_w, accuracy, wireless_share, the "
-            "loss rates, thput) are fractions, not percent; rates in bits/s; times in seconds",
+            "loss rates, thput, agrees_with_others) are fractions, not percent; rates in bits/s; times in seconds. "
+            "agrees_with_others and mean_kappa (Cohen's) compare a voting LDA with the majority of the others "
+            "(ldanalyze.consensus), not with the truth; null for the baselines",
             "items": {
                 **_ROW,
                 "required": ["scope", "trace", "flow", "lda", "M_c", "M_w"],
@@ -48,8 +50,18 @@ JSON_SCHEMA = {
                     "scope": {"enum": ["flow", "trace", "pooled"]},
                     **{
                         name: {"type": ["number", "null"], "minimum": 0, "maximum": 1}
-                        for name in ("M_c", "M_w", "accuracy", "wireless_share", "congestion_rate", "wireless_rate")
+                        for name in (
+                            "M_c",
+                            "M_w",
+                            "accuracy",
+                            "wireless_share",
+                            "agrees_with_others",
+                            "congestion_rate",
+                            "wireless_rate",
+                        )
                     },
+                    "compared": {"type": ["number", "null"], "minimum": 0},
+                    "mean_kappa": {"type": ["number", "null"], "minimum": -1, "maximum": 1},
                 },
             },
         },

@@ -110,7 +110,13 @@ def blocks(scores: pd.DataFrame):
         if truthless:
             title += (
                 f" (no ground truth: the cause of each of its {unknown} losses is unknown, so what each LDA "
-                "called is shown, not scored; --labels or a --vantage chain give the truth)"
+                "called is shown, not scored; --labels or a --vantage chain give the truth"
+                + (
+                    "; agreeing with the other LDAs is no sign of being right: LDAs of one family share their "
+                    "blind spots)"
+                    if "agrees_with_others" in group.columns
+                    else ")"
+                )
             )
         elif "congestion_rate" in group.columns and not _missing(first["congestion_rate"]):
             weak = "weak_labels" in group.columns and int(first["weak_labels"]) > 0

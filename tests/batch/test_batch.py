@@ -1038,3 +1038,46 @@ def test_a_cached_trace_keeps_its_meta_exactly(tmp_path):
     back = batching.cache.load_entry(tmp_path / "entry", None)
     pd.testing.assert_frame_equal(pd.DataFrame(back.meta["clock_fit"]), fits, check_dtype=False, check_exact=True)
     assert any(abs(v - round(v, 10)) > 0 for v in fits["excess_s"].dropna())  # a value that needs every digit
+
+
+def test_the_agreement_in_a_batch_is_that_of_every_decision(tmp_path):
+    """The workers send the LDAs' agreement as counts per flow (their decisions tallied away):
+    per trace and pooled, the results table gives ``consensus.agreement`` of every decision,
+    whether run here, on a pool, one flow at a time, or from the cache cold and warm; the
+    baselines, which do not vote, get none."""
+    from ldanalyze.consensus import agreement
+
+    paths = [str(TRACES / "wlh_mix_4flow_high.tr.gz"), *map(str, sorted((TRACES / "captures").glob("lab_r*.pcap")))]
+    jobs, ldas = [batching.Job(name=p, path=p) for p in paths], "biaz,zbs,spike,zigzag,unaware"
+    decisions = in_process.analyze_traces(paths, ldas).decisions
+    kept = batching.Analysis(ldas=ldas, keep="counts")
+    cached = dataclasses.replace(kept, cache_dir=str(tmp_path / "cache"))
+    runs = {
+        "here": batching.execute(jobs, kept),
+        "pool": batching.execute(jobs, kept, workers=2),
+        "flow at a time": batching.execute(jobs, dataclasses.replace(kept, flow_at_a_time_above=0)),
+        "cold": batching.execute(jobs, cached),
+        "warm": batching.execute(jobs, cached),
+    }
+    assert all(o.cached for o in runs["warm"]) and not any(o.cached for o in runs["cold"])
+    table = batching.results_table(runs["here"])
+    for outcomes in runs.values():
+        pd.testing.assert_frame_equal(batching.results_table(outcomes), table)
+    for scope, keys, expected in (
+        ("trace", ["trace"], agreement(decisions, ("trace",))),
+        ("pooled", [], agreement(decisions)),
+    ):
+        rows = table[table["scope"] == scope]
+        baseline = rows["lda"] == "unaware"
+        assert baseline.any() and rows.loc[baseline, ["agrees_with_others", "mean_kappa"]].isna().all().all()
+        both = rows[~baseline].merge(
+            expected.astype({k: str for k in keys}),
+            on=[*keys, "lda"],
+            how="outer",
+            suffixes=("", "_all"),
+            validate="1:1",
+        )
+        assert len(both) == len(expected) >= 4 * (len(paths) if keys else 1)
+        for column in ("called", "compared", "agrees_with_others", "mean_kappa"):
+            np.testing.assert_allclose(both[column].astype(float), both[f"{column}_all"].astype(float), rtol=1e-12)
+        assert both["agrees_with_others"].notna().all() and both["mean_kappa"].notna().any()

@@ -481,3 +481,24 @@ def test_a_capture_without_truth_says_so_instead_of_loss_rates(capsys):
     title = capsys.readouterr().out.splitlines()[0]
     assert "no ground truth: the cause of each of its 1 losses is unknown" in title and "true loss rates" not in title
     assert "and 36 more" in title  # 37 streams, named as far as 80 characters go
+
+
+def test_batch_shows_how_far_the_ldas_agree_on_a_capture_without_truth(tmp_path, capsys):
+    """Without truth the batch table shows each LDA's agreement with the others, with the
+    caveat that it is no sign of being right; the JSON report has the columns, null for a
+    baseline, and fits its schema."""
+    import jsonschema
+
+    from ldanalyze.report.ci import JSON_SCHEMA
+
+    capture, report = str(TRACES / "captures" / "lab_receiver.pcap"), tmp_path / "report.json"
+    args = ["batch", capture, "--no-cache", "--controller", "none", "--lda", "spike,zbs,zigzag,biaz,unaware"]
+    assert main([*args, "--json", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "agrees w/ others %" in out and "mean kappa w/ others" in out and "no sign of being right" in out
+    rows = json.loads(report.read_text())
+    jsonschema.validate(rows, JSON_SCHEMA)
+    pooled = {r["lda"]: r for r in rows["results"] if r["scope"] == "pooled"}
+    assert pooled["unaware"]["agrees_with_others"] is None and pooled["unaware"]["mean_kappa"] is None
+    assert all(0 <= pooled[lda]["agrees_with_others"] <= 1 for lda in ("spike", "zbs", "zigzag", "biaz"))
+    assert pooled["zigzag"]["compared"] <= pooled["zigzag"]["called"]
