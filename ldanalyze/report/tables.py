@@ -78,7 +78,7 @@ def _cell(row: pd.Series, column: str, kind: str) -> str:
     if kind == "pct":
         flag = IGNORED_MARK if column == "thput" and bool(row.get("ignored_congestion", False)) else ""
         return f"{value * 100:.1f}{flag}"
-    return f"{value:.2f}"
+    return f"{round(value, 2) + 0.0:.2f}"  # a value that rounds to zero shows as 0.00, never -0.00
 
 
 def _missing(value) -> bool:
