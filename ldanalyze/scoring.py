@@ -55,7 +55,9 @@ What the LDAs say, with or without truth
 ``called`` counts the losses an LDA decided (congestion or wireless, whatever their true cause,
 known or not) and ``called_wireless`` those it called wireless; ``wireless_share`` is
 called_wireless / called, with the same intervals as the metrics (``wireless_share_lo/hi``,
-``wireless_share_boot_lo/hi``; by ``average="mean"`` the mean of the flows' shares). On a trace
+``wireless_share_boot_lo/hi``; by ``average="mean"`` the mean of the flows' shares);
+``called_policing`` those it marked a policer's (``scheme`` ``policing``: the policer
+detector's three-way view) and ``policing_share`` called_policing / called. On a trace
 without ground truth it is what there is to say: how the LDAs split the same losses, and how
 sure each split is given how bursty the losses were (``ldanalyze.consensus`` compares the LDAs
 with each other).
@@ -131,6 +133,7 @@ COUNTS = (
     "decided_wireless",
     "policing_decided",
     "policing_as_wireless",
+    "called_policing",
 )
 METRICS = ("M_c", "M_w", "accuracy", "A_c", "A_w", "accuracy_ratio", "CC", "CW", "WC", "WW", "M_p")
 INTERVAL_METRICS = ("M_c", "M_w", "accuracy")
@@ -249,6 +252,8 @@ def _share_columns(out: pd.DataFrame, as_wireless: pd.DataFrame, confidence: flo
     if "M_w_boot_lo" in as_wireless.columns:
         out["wireless_share_boot_lo"] = 1.0 - as_wireless["M_w_boot_hi"].to_numpy()
         out["wireless_share_boot_hi"] = 1.0 - as_wireless["M_w_boot_lo"].to_numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):  # an LDA that called nothing: NaN
+        out["policing_share"] = out["called_policing"].to_numpy(np.float64) / out["called"].to_numpy(np.float64)
 
 
 # --- input ---------------------------------------------------------------------------------
@@ -314,6 +319,7 @@ def _prepare(
         "policing_decided": policing & decided,
         "policing_as_wireless": policing & is_decision[WIRELESS],
         "called_wireless": is_decision[WIRELESS],  # whatever the cause: for ``_as_wireless``
+        "called_policing": decided & _schemes_policing(decisions),
     }
     weight = None
     if "weight" in decisions.columns:
@@ -339,6 +345,14 @@ def _prepare(
     )
 
 
+def _schemes_policing(decisions: pd.DataFrame) -> np.ndarray:
+    """Per row, whether the LDA marked its call a policer's (``scheme`` ``policing``: the
+    policer detector's three-way view; see ``lda/policer.py``)."""
+    if "scheme" not in decisions.columns:
+        return np.zeros(len(decisions), bool)
+    return (decisions["scheme"].astype(str) == POLICING).to_numpy(bool)  # the scheme is named as the cause
+
+
 def _as_wireless(losses: _Losses) -> _Losses:
     """The same losses with every one taken as wireless (the truth-free shares): every decided
     loss is scored, and those called congestion are its "wireless as congestion"."""
@@ -358,7 +372,8 @@ def _as_wireless(losses: _Losses) -> _Losses:
 
 
 def tally(decisions: pd.DataFrame, *, bursts: bool = False) -> pd.DataFrame:
-    """The decisions as one row per trace, flow, LDA, true cause and decision (and burst, with
+    """The decisions as one row per trace, flow, LDA, true cause and decision (and whether the
+    call was a policer's, ``scheme`` kept as ``policing`` or empty; and burst, with
     ``bursts``: the burst bootstrap needs them), with ``weight`` the losses it stands for:
     ``score`` gives the same tables from it. Rows keep the order of their first loss, and a
     loss outside any burst stays a row of its own, so that even the bootstrap's resamples are
@@ -367,7 +382,7 @@ def tally(decisions: pd.DataFrame, *, bursts: bool = False) -> pd.DataFrame:
     n = len(decisions)
     keys = [
         c
-        for c in ("trace", "flow", "lda", "cause", "decision", *(("gap",) if bursts else ()))
+        for c in ("trace", "flow", "lda", "cause", "decision", "scheme", *(("gap",) if bursts else ()))
         if c in decisions.columns
     ]
     if n == 0:  # nothing to tally (a trace no LDA could run on has only its label columns)
@@ -382,11 +397,16 @@ def tally(decisions: pd.DataFrame, *, bursts: bool = False) -> pd.DataFrame:
         if name == "gap":  # a loss outside any burst (gap < 0) is a unit of its own: never merged
             gap = values.to_numpy(np.int64)
             values = np.where(gap >= 0, gap, -1 - np.arange(n))
+        elif name == "scheme":  # only whether it was a policer's counts (``called_policing``)
+            values = _schemes_policing(decisions)
         codes = pd.factorize(values)[0].astype(np.int64) + 1  # NaN (-1) too
         group = pd.factorize(group * (int(codes.max()) + 1) + codes)[0]
     # factorize numbers groups in the order of their first row
     first = np.unique(group, return_index=True)[1]
     out = decisions[keys].take(first).reset_index(drop=True)
+    if "scheme" in out.columns:
+        policed = _schemes_policing(out)
+        out["scheme"] = pd.Categorical(np.where(policed, POLICING, ""), categories=["", POLICING])
     out["weight"] = np.bincount(group, weights=weight).astype(np.int64)
     return out
 
@@ -720,6 +740,7 @@ NUMBER_COLUMNS = (
     "called",
     "called_wireless",
     *(f"wireless_share{end}" for end in ("", "_lo", "_hi", "_boot_lo", "_boot_hi")),
+    "policing_share",
     *("compared", "agrees_with_others", "mean_kappa"),  # the batch's: the LDAs' agreement (consensus)
     "congestion_rate",
     "wireless_rate",

@@ -114,6 +114,7 @@ def test_counts_and_metrics_by_hand():
         "policing": 0,
         "policing_decided": 0,
         "policing_as_wireless": 0,
+        "called_policing": 0,
     }
     assert {k: row[k] for k in COUNTS} == counts
     expected = {
@@ -577,6 +578,13 @@ def test_a_tally_scores_as_its_decisions(rows, by, seed):
     if by != "flow":
         assert score(counts, by=by, average="mean").equals(score(decisions, by=by, average="mean"))
     assert tally(counts).equals(counts)
+    # the policer detector's three-way view (``scheme`` policing) survives the tally, other schemes merge
+    schemes = np.random.default_rng(seed).choice(["", "policing", "spike", "zigzag"], len(decisions))
+    schemed = decisions.assign(scheme=schemes)
+    scores = score(schemed, by=by, bootstrap=0)
+    assert score(tally(schemed), by=by, bootstrap=0).equals(scores)
+    decided = schemed["decision"].isin(["congestion", "wireless"])
+    assert scores["called_policing"].sum() == int(((schemes == "policing") & decided).sum())
 
 
 def test_a_tally_by_hand():

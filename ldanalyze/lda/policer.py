@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from .. import packets
 from ..errors import UsageError
 from ..specs import check_fraction, check_positive
 from ..tiering import call
@@ -50,7 +51,7 @@ from .base import LDA, Features, Verdict
 from .rott import Spike
 from .zbs import SCHEMES as ZBS_SCHEMES
 
-POLICING = "policing"  # the scheme of a loss the detector called a policer's
+POLICING = packets.POLICING  # the scheme of a loss the detector called a policer's: the cause's name
 POLICING_CODE = len(ZBS_SCHEMES)  # its code among the decisions' schemes (after ZBS's)
 
 

@@ -39,7 +39,8 @@ JSON_SCHEMA = {
         },
         "results": {
             "type": "array",
-            "description": "scores as ldanalyze.scoring.score names them: shares (M_c, M_w, accuracy, wireless_share, the "
+            "description": "scores as ldanalyze.scoring.score names them: shares (M_c, M_w, accuracy, wireless_share, "
+            "policing_share, the "
             "loss rates, thput, agrees_with_others) are fractions, not percent; rates in bits/s; times in seconds. "
             "agrees_with_others and mean_kappa (Cohen's) compare a voting LDA with the majority of the others "
             "(ldanalyze.consensus), not with the truth; null for the baselines",
@@ -55,6 +56,7 @@ JSON_SCHEMA = {
                             "M_w",
                             "accuracy",
                             "wireless_share",
+                            "policing_share",
                             "agrees_with_others",
                             "congestion_rate",
                             "wireless_rate",

@@ -41,6 +41,7 @@ ROWS = (
     ("called", "called", "count"),
     ("called W %", "wireless_share", "pct"),
     ("  95% CI", "wireless_share", "ci"),
+    ("called policing %", "policing_share", "pct"),
     ("agrees w/ others %", "agrees_with_others", "pct"),
     ("mean kappa w/ others", "mean_kappa", "ratio"),
     ("thput %", "thput", "pct"),
@@ -155,6 +156,7 @@ def blocks(scores: pd.DataFrame):
             and (column not in OPTIONAL or column in group.columns)
             and not (truthless and column in TRUTH)
             and not (column in POLICING_ROWS and not int(first.get("policing", 0)))
+            and not (column == "policing_share" and not group.get("called_policing", pd.Series([0])).any())
         ]
         body = {
             str(row["lda"]): [_cell(row, column, kind) for _, column, kind in rows]
