@@ -91,14 +91,17 @@ def flow_table(keys: np.ndarray, tunnels: pd.DataFrame) -> pd.DataFrame:
 
 
 def tunnel_counts(tunnel: np.ndarray, tunnels: pd.DataFrame) -> dict[str, int]:
-    """Records opened out of each kind of tunnel (a record inside two tunnels counts for both),
-    from the records' innermost ``tunnel``."""
+    """Records opened out of each kind of tunnel, once per kind a record's tunnels hold (GRE in
+    VXLAN counts for both), from the records' innermost ``tunnel``."""
     per_tunnel = np.bincount(tunnel[tunnel >= 0], minlength=len(tunnels))
     counts: dict[str, int] = {}
     for t, n in enumerate(per_tunnel):
+        kinds = set()
         while n and t >= 0:
-            counts[tunnels["kind"].iat[t]] = counts.get(tunnels["kind"].iat[t], 0) + int(n)
+            kinds.add(tunnels["kind"].iat[t])
             t = int(tunnels["outer"].iat[t])
+        for kind in kinds:
+            counts[kind] = counts.get(kind, 0) + int(n)
     return counts
 
 
