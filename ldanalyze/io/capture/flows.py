@@ -20,7 +20,7 @@ from numba import njit
 
 from ...errors import UsageError
 from ...packets import named_flows
-from .linklayer import NO_TIME, S_DECODED, T_VXLAN, TUNNEL_NAMES
+from .linklayer import F_TUNNEL_DEEP, F_TUNNEL_OTHER, NO_TIME, S_DECODED, T_VXLAN, TUNNEL_NAMES
 
 
 def _address(v, hi, lo) -> str:
@@ -90,19 +90,41 @@ def flow_table(keys: np.ndarray, tunnels: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def tunnel_counts(tunnel: np.ndarray, tunnels: pd.DataFrame) -> dict[str, int]:
-    """Records opened out of each kind of tunnel, once per kind a record's tunnels hold (GRE in
-    VXLAN counts for both), from the records' innermost ``tunnel``."""
-    per_tunnel = np.bincount(tunnel[tunnel >= 0], minlength=len(tunnels))
+def tunnel_records(records) -> np.ndarray:
+    """The records of ``records`` (or of any array with its ``tunnel`` and ``flags`` fields) by
+    innermost tunnel, then those flagged ``F_TUNNEL_OTHER`` and ``F_TUNNEL_DEEP``: the two last
+    entries. Adds up across blocks of records, for ``tunnel_counts``."""
+    tunnel = records["tunnel"]
+    flags = records["flags"]
+    by_tunnel = np.bincount(tunnel[tunnel >= 0])
+    other = np.count_nonzero(flags & F_TUNNEL_OTHER)
+    deep = np.count_nonzero(flags & F_TUNNEL_DEEP)
+    return np.append(by_tunnel, [other, deep])
+
+
+def add_tunnel_records(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The sum of two ``tunnel_records`` (of tables grown in between: one may be shorter)."""
+    if len(a) < len(b):
+        a, b = b, a
+    total = a.copy()
+    total[: len(b) - 2] += b[:-2]
+    total[-2:] += b[-2:]
+    return total
+
+
+def tunnel_counts(counted: np.ndarray, tunnels: pd.DataFrame) -> dict:
+    """The capture's counts of ``tunnel_records``: records opened out of each kind of tunnel,
+    once per kind a record's tunnels hold (GRE in VXLAN counts for both; ``tunnels``), those not
+    opened (``tunnel_other``) and those too deep (``tunnel_too_deep``)."""
     counts: dict[str, int] = {}
-    for t, n in enumerate(per_tunnel):
+    for t, n in enumerate(counted[:-2]):
         kinds = set()
         while n and t >= 0:
             kinds.add(tunnels["kind"].iat[t])
             t = int(tunnels["outer"].iat[t])
         for kind in kinds:
             counts[kind] = counts.get(kind, 0) + int(n)
-    return counts
+    return {"tunnels": counts, "tunnel_other": int(counted[-2]), "tunnel_too_deep": int(counted[-1])}
 
 
 PROTO_NAMES = {

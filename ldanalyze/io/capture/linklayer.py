@@ -1,4 +1,4 @@
-"""Decoding one captured frame: link layer → IPv4/IPv6 → UDP/TCP, into one record, in numba.
+"""Decoding one captured frame: link layer → IPv4/IPv6 (→ tunnels) → UDP/TCP, into one record, in numba.
 
 ``decode_frame`` is called by the container walks of ``walk.py`` for every record. It writes
 the record's fields (see ``record_dtype``) and interns the record's 5-tuple in an open-addressing
@@ -27,6 +27,29 @@ Network layer: IPv4 with options (IHL); IPv6 with hop-by-hop, routing, destinati
 fragment, AH and mobility extension headers. A non-first fragment has no transport header: it is
 counted (``ip_fragment``) and gets no flow, never guessed ports. A first fragment keeps its
 ports; its ``ip_len`` is the size of the whole datagram when the transport header says it (UDP).
+
+Tunnels, opened after an IP header (``_tunnel_inner``), up to ``MAX_TUNNEL_DEPTH`` (4) deep:
+
+======  ======================  ============================================================
+kind    carried in              read
+======  ======================  ============================================================
+gtpu    UDP, port 2152 (either  GTPv1-U G-PDU (type 0xFF): TEID, the optional sequence/N-PDU
+        end)                    word and the chain of extension headers; other messages
+                                (echo, end marker, GTP') are counted (``tunnel_other``)
+vxlan   UDP, destination 4789   VNI (I flag set), then an Ethernet frame with its VLAN tags
+gre     IP protocol 47          version 0: checksum, key, sequence options; IPv4, IPv6 or
+                                transparent Ethernet (0x6558); version 1, routing or another
+                                protocol type are counted (``tunnel_other``)
+4in4..  IP protocols 4 and 41   IP-in-IP, 6in4, 4in6, 6in6
+======  ======================  ============================================================
+
+A tunnel is interned (kind, TEID / VNI / GRE key, outer addresses, enclosing tunnel) in a
+tunnel table, and the innermost one is part of the flow key: two bearers carrying the same
+inner 5-tuple are two flows. Everything of the record (``ip_len``, ``ttl``, ``ip_id``,
+ports, payload) is the innermost packet's; one not opened stays the outer packet, flagged
+(``F_TUNNEL_OTHER``; ``F_TUNNEL_DEEP`` past the depth limit). An outer IP first fragment is
+not opened (the rest is in other fragments): it stays the outer packet. A tunnel whose
+header or carried packet is cut is ``too_short``; a carried frame without IP ``not_ip``.
 
 Truncation: a frame whose captured bytes end before the headers needed for its flow (link,
 IP, and the UDP header, or the TCP header with its options) is ``too_short`` and gets no flow.

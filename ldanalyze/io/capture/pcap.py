@@ -34,8 +34,8 @@ from ...errors import TraceError, UsageError
 from ...packets import Trace, empty_rtt
 from . import payload as payloads
 from .fields import FieldSpec, payload_name
-from .flows import SSRC, flow_extents, flow_listing, flow_table, tunnel_counts, tunnel_table
-from .linklayer import F_TUNNEL_DEEP, F_TUNNEL_OTHER, NO_TIME, S_TOO_SHORT, S_UNSUPPORTED_LINK, STATUS_NAMES
+from .flows import SSRC, flow_extents, flow_listing, flow_table, tunnel_counts, tunnel_records, tunnel_table
+from .linklayer import NO_TIME, S_TOO_SHORT, S_UNSUPPORTED_LINK, STATUS_NAMES
 from .sequences import reasons_in_brief
 from .source import PCAP, PCAPNG, ByteWindow, container
 from .tcp import ACKS_ONLY
@@ -139,9 +139,7 @@ def _account(capture: Capture, walk, stream: ByteWindow) -> None:
     counts["records"] = len(records)
     by_status = np.bincount(status, minlength=len(STATUS_NAMES))
     counts.update({name: int(c) for name, c in zip(STATUS_NAMES, by_status)})
-    counts["tunnels"] = tunnel_counts(records["tunnel"], capture.tunnels)
-    counts["tunnel_other"] = int(np.count_nonzero(records["flags"] & F_TUNNEL_OTHER))
-    counts["tunnel_too_deep"] = int(np.count_nonzero(records["flags"] & F_TUNNEL_DEEP))
+    counts.update(tunnel_counts(tunnel_records(records), capture.tunnels))
 
     def note(message: str) -> None:
         capture.notes.append(f"{path}: {message}")

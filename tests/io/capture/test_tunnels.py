@@ -7,6 +7,7 @@ import re
 import subprocess
 import warnings
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scapy.contrib.gtp import GTPEchoRequest, GTPHeader
@@ -16,6 +17,7 @@ from scapy.layers.l2 import ARP, Ether
 from scapy.layers.vxlan import VXLAN
 from scapy.packet import Raw
 
+from ldanalyze.cli import main
 from ldanalyze.io.capture.fields import FieldSpec
 from ldanalyze.io.capture.linklayer import F_TUNNEL_DEEP, F_TUNNEL_OTHER
 from ldanalyze.io.capture.pcap import decode_capture, read_capture
@@ -185,3 +187,19 @@ def test_what_is_not_opened_is_counted(tmp_path):
     assert capture.flows["label"].iat[1] == "192.0.0.1:2152>192.0.0.2:2152/udp"
     # opened: the four of the deep one, counted once; the cut GTP-U and the ARP in VXLAN gave no packet
     assert capture.counts["tunnels"] == {"4in4": 1}
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_inspect_says_what_was_opened(tmp_path, capsys, whole):
+    path = tmp_path / "tunnels.pcap"
+    tunnel_capture(path)
+    args = ["inspect", str(path), "--field", "seq=0:4,time=4:8:ns"] + ([] if whole else ["--flow-at-a-time"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(args) == 0
+    out = capsys.readouterr().out
+    opened = re.search(r"tunnels opened \(packets by kind\): (.*?); not opened: (\d+)", out)
+    assert opened, out
+    counts = dict(item.split() for item in opened[1].split(", "))
+    assert {k: int(v) for k, v in counts.items()} == decode(path).counts["tunnels"]
+    assert "/gtpu=0x5678@192.0.10.1>192.0.10.2" in out
