@@ -24,7 +24,7 @@ from ldanalyze.io.capture.pcap import decode_capture, read_capture
 
 from ...conftest import needs_binary, require_binary
 from ...support.captures import T0, Record, write_pcap
-from ...support.tunnels import KINDS, link, outer_ip, wrap
+from ...support.tunnels import FLOWS, KINDS, SENT, link, outer_ip, seq_payload, tunnel_capture, wrap
 from .test_pcap_read import same_as_twin
 
 NS = T0 * 10**9
@@ -35,10 +35,6 @@ def decode(path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return decode_capture(path)
-
-
-def seq_payload(seq: int) -> bytes:
-    return seq.to_bytes(4, "big") + (NS + seq * 10**6).to_bytes(8, "big") + bytes(20)
 
 
 @st.composite
@@ -78,33 +74,6 @@ def test_tunnels_as_the_twin_opens_them(tmp_path_factory, frames):
 
 
 # -- tshark ------------------------------------------------------------------------------------
-FLOWS = [  # (tunnel kinds, innermost first; ids; inner IP version; sequence numbers lost)
-    (("gtpu",), (0x1234,), 4, {5, 17}),
-    (("gtpu-ext",), (0x5678,), 4, {3}),  # the same inner 5-tuple in another bearer
-    (("vxlan",), (42,), 4, {10, 11}),
-    (("gre",), (7,), 6, set()),
-    (("ip-in-4",), (0,), 6, {0, 29}),  # 6in4
-    (("ip-in-6",), (0,), 4, {14}),  # 4in6
-    (("gre-eth", "vxlan"), (9, 77), 4, {1}),
-    (("ip-in-4", "gtpu"), (0, 0xABCDEF), 4, set()),
-]
-SENT = 30
-
-
-def tunnel_capture(path):
-    records = []
-    for k, (kinds, ids, version, lost) in enumerate(FLOWS):
-        for seq in range(SENT):
-            if seq in lost:
-                continue
-            ip = IP(src="10.0.0.1", dst="10.0.0.2") if version == 4 else IPv6(src="fd00::1", dst="fd00::2")
-            packet = ip / UDP(sport=5000, dport=6000) / Raw(seq_payload(seq))
-            for depth, (kind, ident) in enumerate(zip(kinds, ids)):
-                packet = wrap(kind, packet, ident, depth + 10 * k)
-            records.append(Record(NS + seq * 10**6 + k * 1000, link(packet)))
-    write_pcap(path, sorted(records, key=lambda r: r.ts_ns), 1)
-
-
 def tshark_flows(path) -> dict:
     """(inner src, inner dst, tunnel ids outermost first) → sequence numbers, as tshark reads them."""
     fields = ("frame.protocols", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst", "udp.payload")
