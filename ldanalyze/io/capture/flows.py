@@ -94,9 +94,8 @@ def tunnel_records(records) -> np.ndarray:
     """The records of ``records`` (or of any array with its ``tunnel`` and ``flags`` fields) by
     innermost tunnel, then those flagged ``F_TUNNEL_OTHER`` and ``F_TUNNEL_DEEP``: the two last
     entries. Adds up across blocks of records, for ``tunnel_counts``."""
-    tunnel = records["tunnel"]
     flags = records["flags"]
-    by_tunnel = np.bincount(tunnel[tunnel >= 0])
+    by_tunnel = np.bincount(records["tunnel"] + 1)[1:]  # one pass: -1 (no tunnel) counts in the dropped bin
     other = np.count_nonzero(flags & F_TUNNEL_OTHER)
     deep = np.count_nonzero(flags & F_TUNNEL_DEEP)
     return np.append(by_tunnel, [other, deep])

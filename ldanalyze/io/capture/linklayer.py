@@ -125,8 +125,7 @@ TUNNEL_ID_NAMES = ("", "teid", "vni", "key", "", "", "", "")
 MAX_TUNNEL_DEPTH = 4
 GTPU_PORT = 2152
 VXLAN_PORT = 4789
-_NOT_TUNNEL = -2  # _tunnel_inner's answers besides an offset and a failure (-1)
-_TUNNEL_OTHER = -3
+_TUNNEL_OTHER = -2  # _tunnel_inner's answer besides an offset and a failure (-1)
 
 # Bytes of payload the payload hash covers (after the payload length is mixed in).
 HASH_BYTES = 32
@@ -473,12 +472,24 @@ def _ethernet_inside(b, q, end):
 
 
 @njit(cache=True)
+def _may_tunnel(b, l4, end, proto):
+    """Whether ``_tunnel_inner`` may find a tunnel: the common case, a packet that is not one,
+    told in a few instructions."""
+    if proto == _IPPROTO_UDP:
+        if end - l4 < 8:
+            return False
+        dport = u16be(b, l4 + 2)
+        return dport == VXLAN_PORT or dport == GTPU_PORT or u16be(b, l4) == GTPU_PORT
+    return proto == _IPPROTO_IPIP or proto == _IPPROTO_IPV6 or proto == _IPPROTO_GRE
+
+
+@njit(cache=True)
 def _tunnel_inner(b, l4, end, proto, version):
     """The packet a tunnel header at ``l4`` carries: (offset, 4 or 6, kind, id, has id).
 
-    The offset is -1 (and the version a status) when the tunnel is cut or carries no IP,
-    ``_NOT_TUNNEL`` when ``proto`` and the ports name no tunnel, ``_TUNNEL_OTHER`` when the
-    header is a tunnel's but not one that carries a packet ldanalyze opens.
+    Called where ``_may_tunnel`` says so. The offset is -1 (and the version a status) when the
+    tunnel is cut or carries no IP, ``_TUNNEL_OTHER`` when the header is a tunnel's but not one
+    that carries a packet ldanalyze opens.
     """
     if proto == _IPPROTO_IPIP or proto == _IPPROTO_IPV6:
         inner = 4 if proto == _IPPROTO_IPIP else 6
@@ -511,20 +522,14 @@ def _tunnel_inner(b, l4, end, proto, version):
             if inner == 0:
                 return _TUNNEL_OTHER, 0, 0, 0, 0
         return g, inner, T_GRE, key, has_key
-    if proto != _IPPROTO_UDP or end - l4 < 8:
-        return _NOT_TUNNEL, 0, 0, 0, 0
-    sport = u16be(b, l4)
-    dport = u16be(b, l4 + 2)
-    g = l4 + 8
-    if dport == VXLAN_PORT:
+    g = l4 + 8  # UDP, with a port of a tunnel (_may_tunnel)
+    if u16be(b, l4 + 2) == VXLAN_PORT:
         if end - g < 8:
             return -1, S_TOO_SHORT, 0, 0, 0
         if b[g] & 0x08 == 0:  # no valid VNI
             return _TUNNEL_OTHER, 0, 0, 0, 0
         q, inner = _ethernet_inside(b, g + 8, end)
         return q, inner, T_VXLAN, u32be(b, g + 4) >> 8, 1
-    if dport != GTPU_PORT and sport != GTPU_PORT:
-        return _NOT_TUNNEL, 0, 0, 0, 0
     if end - g < 8:
         return -1, S_TOO_SHORT, 0, 0, 0
     bits = np.int64(b[g])
@@ -556,36 +561,34 @@ def _tunnel_inner(b, l4, end, proto, version):
 
 
 # -- network and transport ---------------------------------------------------------------------
-@njit(cache=True)
-def _ip_header(b, p, q, end, wirelen, version, r):
-    """Read the IP header at ``q`` into ``r`` (version, TTL, ID, protocol, length).
-
-    Returns (status, protocol, transport offset, end of the datagram, flags, src hi, src lo,
-    dst hi, dst lo); status 0 when the transport header may follow, else the record's.
+@njit(cache=True, inline="always")
+def _ip_header(b, p, q, end, wirelen, version):
+    """Read the IP header at ``q``: (status, protocol, transport offset, end of the datagram,
+    flags, TTL, IP ID, src hi, src lo, dst hi, dst lo); status 0 when the transport header may
+    follow, else the record's (the fields up to the IP ID are set for ``S_FRAGMENT``).
     """
-    r["ip_ver"] = version
-    r["ip_id"] = 0
+    ip_id = 0
     flags = 0
     fragment_rest = False
     zero = np.uint64(0)
     if version == 4:
         if end - q < 20:
-            return S_TOO_SHORT, 0, 0, 0, 0, zero, zero, zero, zero
+            return S_TOO_SHORT, 0, 0, 0, 0, 0, 0, zero, zero, zero, zero
         vihl = np.int64(b[q])
         ihl = (vihl & 15) * 4
         if vihl >> 4 != 4 or ihl < 20:
-            return S_MALFORMED, 0, 0, 0, 0, zero, zero, zero, zero
+            return S_MALFORMED, 0, 0, 0, 0, 0, 0, zero, zero, zero, zero
         if end - q < ihl:
-            return S_TOO_SHORT, 0, 0, 0, 0, zero, zero, zero, zero
+            return S_TOO_SHORT, 0, 0, 0, 0, 0, 0, zero, zero, zero, zero
         total = u16be(b, q + 2)
         if total == 0:  # segmentation offload: the length was left to the NIC
             total = wirelen - (q - p)
         if total < ihl:
-            return S_MALFORMED, 0, 0, 0, 0, zero, zero, zero, zero
+            return S_MALFORMED, 0, 0, 0, 0, 0, 0, zero, zero, zero, zero
         frag = u16be(b, q + 6)
         proto = np.int64(b[q + 9])
-        r["ip_id"] = u16be(b, q + 4)
-        r["ttl"] = b[q + 8]
+        ip_id = u16be(b, q + 4)
+        ttl = np.int64(b[q + 8])
         w1 = zero
         w2 = np.uint64(u32be(b, q + 12))
         w3 = zero
@@ -598,14 +601,14 @@ def _ip_header(b, p, q, end, wirelen, version, r):
         ip_end = q + total
     else:
         if end - q < 40:
-            return S_TOO_SHORT, 0, 0, 0, 0, zero, zero, zero, zero
+            return S_TOO_SHORT, 0, 0, 0, 0, 0, 0, zero, zero, zero, zero
         if np.int64(b[q]) >> 4 != 6:
-            return S_MALFORMED, 0, 0, 0, 0, zero, zero, zero, zero
+            return S_MALFORMED, 0, 0, 0, 0, 0, 0, zero, zero, zero, zero
         plen = u16be(b, q + 4)
         if plen == 0:  # jumbogram or offload: take the frame's length
             plen = wirelen - (q - p) - 40
         proto = np.int64(b[q + 6])
-        r["ttl"] = b[q + 7]
+        ttl = np.int64(b[q + 7])
         w1 = u64be(b, q + 8)
         w2 = u64be(b, q + 16)
         w3 = u64be(b, q + 24)
@@ -614,11 +617,11 @@ def _ip_header(b, p, q, end, wirelen, version, r):
         ip_end = l4 + plen
         while proto == 0 or proto == 43 or proto == 60 or proto == 44 or proto == 51 or proto == 135:
             if end - l4 < 8:
-                return S_TOO_SHORT, 0, 0, 0, 0, zero, zero, zero, zero
+                return S_TOO_SHORT, 0, 0, 0, 0, 0, 0, zero, zero, zero, zero
             nxt = np.int64(b[l4])
             if proto == 44:
                 fo = u16be(b, l4 + 2)
-                r["ip_id"] = u32be(b, l4 + 4)
+                ip_id = u32be(b, l4 + 4)
                 if fo >> 3:
                     fragment_rest = True
                 elif fo & 1:
@@ -633,12 +636,9 @@ def _ip_header(b, p, q, end, wirelen, version, r):
             if fragment_rest:
                 break
         if ip_end < l4:
-            return S_MALFORMED, 0, 0, 0, 0, zero, zero, zero, zero
-    r["proto"] = proto
-    r["ip_len"] = ip_end - q
-    if fragment_rest:
-        return S_FRAGMENT, proto, l4, ip_end, flags, w1, w2, w3, w4
-    return 0, proto, l4, ip_end, flags, w1, w2, w3, w4
+            return S_MALFORMED, 0, 0, 0, 0, 0, 0, zero, zero, zero, zero
+    status = S_FRAGMENT if fragment_rest else 0
+    return status, proto, l4, ip_end, flags, ttl, ip_id, w1, w2, w3, w4
 
 
 @njit(cache=True)
@@ -681,15 +681,19 @@ def decode_frame(
     tunnel = -1
     depth = 0
     while True:
-        status, proto, l4, ip_end, flags, w1, w2, w3, w4 = _ip_header(b, p, q, end, wirelen, version, r)
+        status, proto, l4, ip_end, flags, ttl, ip_id, w1, w2, w3, w4 = _ip_header(b, p, q, end, wirelen, version)
+        r["ip_ver"] = version
+        if status != S_TOO_SHORT and status != S_MALFORMED:
+            r["ttl"] = ttl
+            r["ip_id"] = ip_id
+            r["proto"] = proto
+            r["ip_len"] = ip_end - q
         if status:
             r["status"] = status
             return n_flows, n_tunnels
-        if flags & F_FIRST_FRAGMENT:  # the rest of a tunnelled packet is in other fragments
-            break
+        if flags & F_FIRST_FRAGMENT or not _may_tunnel(b, l4, end, proto):
+            break  # (a first fragment: the rest of a tunnelled packet is in other fragments)
         inner, inner_version, kind, ident, has_id = _tunnel_inner(b, l4, end, proto, version)
-        if inner == _NOT_TUNNEL:
-            break
         if depth == MAX_TUNNEL_DEPTH:
             flags |= F_TUNNEL_DEEP
             break
