@@ -363,18 +363,25 @@ def _radiotap_flags(b, p, hlen):
 
 
 @njit(cache=True)
+def _ethernet(b, q, end):
+    """The IP header of the Ethernet frame at ``q`` (a capture's link, or carried in a tunnel):
+    (offset, 4 or 6), or (-1, status)."""
+    if end - q < 14:
+        return -1, S_TOO_SHORT
+    q, et = _skip_vlan_tags(b, q + 14, end, u16be(b, q + 12))
+    if q < 0:
+        return -1, S_TOO_SHORT
+    kind = _ethertype_kind(et)
+    return (q, kind) if kind else (-1, S_NOT_IP)
+
+
+@njit(cache=True)
 def network_start(b, p, end, linktype):
     """Where the IP header starts and its version: (offset, 4 or 6), or (-1, status)."""
     data_pad = False
     while True:
         if linktype == LINKTYPE_ETHERNET:
-            if end - p < 14:
-                return -1, S_TOO_SHORT
-            q, et = _skip_vlan_tags(b, p + 14, end, u16be(b, p + 12))
-            if q < 0:
-                return -1, S_TOO_SHORT
-            kind = _ethertype_kind(et)
-            return (q, kind) if kind else (-1, S_NOT_IP)
+            return _ethernet(b, p, end)
         if linktype == LINKTYPE_RAW or linktype == LINKTYPE_IPV4 or linktype == LINKTYPE_IPV6:
             if end - p < 1:
                 return -1, S_TOO_SHORT
@@ -460,18 +467,6 @@ def network_start(b, p, end, linktype):
 
 # -- tunnels ----------------------------------------------------------------------------------
 @njit(cache=True)
-def _ethernet_inside(b, q, end):
-    """The IP header of an Ethernet frame carried in a tunnel: (offset, 4 or 6), or (-1, status)."""
-    if end - q < 14:
-        return -1, S_TOO_SHORT
-    q, et = _skip_vlan_tags(b, q + 14, end, u16be(b, q + 12))
-    if q < 0:
-        return -1, S_TOO_SHORT
-    kind = _ethertype_kind(et)
-    return (q, kind) if kind else (-1, S_NOT_IP)
-
-
-@njit(cache=True)
 def _may_tunnel(b, l4, end, proto):
     """Whether ``_tunnel_inner`` may find a tunnel: the common case, a packet that is not one,
     told in a few instructions."""
@@ -516,7 +511,7 @@ def _tunnel_inner(b, l4, end, proto, version):
             g += 4
         et = u16be(b, l4 + 2)
         if et == _ETHERTYPE_TEB:
-            g, inner = _ethernet_inside(b, g, end)
+            g, inner = _ethernet(b, g, end)
         else:
             inner = _ethertype_kind(et)
             if inner == 0:
@@ -528,7 +523,7 @@ def _tunnel_inner(b, l4, end, proto, version):
             return -1, S_TOO_SHORT, 0, 0, 0
         if b[g] & 0x08 == 0:  # no valid VNI
             return _TUNNEL_OTHER, 0, 0, 0, 0
-        q, inner = _ethernet_inside(b, g + 8, end)
+        q, inner = _ethernet(b, g + 8, end)
         return q, inner, T_VXLAN, u32be(b, g + 4) >> 8, 1
     if end - g < 8:
         return -1, S_TOO_SHORT, 0, 0, 0
