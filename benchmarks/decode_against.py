@@ -10,6 +10,9 @@ child. Two figures per tree:
   decode alone, as the per-packet cost the two trees differ in);
 * ``decode``: ``decode_capture`` as a user calls it (fresh records, flow table, counts).
 
+each as wall time and as the process's CPU time (``*_cpu``: less disturbed by other load on
+the machine, which the wall time shows as preemption).
+
 numba's disk cache of ``walk.py`` does not notice a change to ``linklayer.py`` alone, so the
 cached machine code of both trees is deleted first (``--keep-cache`` to skip) and a first child
 per tree compiles before any timing. Prints each tree's rates, the spread of its children
@@ -58,19 +61,22 @@ def kernel():
     return output.n
 
 def best(fn):
-    t = float("inf")
+    wall = cpu = float("inf")
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         n = fn()
-        t = min(t, time.perf_counter() - t0)
-    return t, n
+        wall, cpu = min(wall, time.perf_counter() - t0), min(cpu, time.process_time() - c0)
+    return wall, cpu, n
 
 n_decoded = len(decode_capture(path).records)  # compile or load the kernels
-t_kernel, n = best(kernel)
+kernel_wall, kernel_cpu, n = best(kernel)
 assert n == n_decoded
-t_decode, _ = best(lambda: len(decode_capture(path).records))
-print(json.dumps({"packets": n, "kernel": t_kernel, "decode": t_decode}))
+decode_wall, decode_cpu, _ = best(lambda: len(decode_capture(path).records))
+print(json.dumps({"packets": n, "kernel": kernel_wall, "kernel_cpu": kernel_cpu, "decode": decode_wall,
+                  "decode_cpu": decode_cpu}))
 """
+
+FIGURES = ("kernel", "kernel_cpu", "decode", "decode_cpu")
 
 
 def clear_cache(tree: pathlib.Path) -> int:
@@ -121,17 +127,17 @@ def main() -> None:
     print(f"{capture.name}: {n:,} packets, {args.rounds} rounds x best of {args.repeat}")
     best = {}
     for name, tree in trees.items():
-        for what in ("kernel", "decode"):
+        print(f"  {name}: {tree}")
+        for what in FIGURES:
             times = sorted(r[what] for r in runs[name])
             best[name, what] = times[0]
             print(
-                f"  {name:4s} {what:6s} {n / times[0] / 1e6:6.2f} M packets/s  "
-                f"(children: best {times[0] * 1e3:.0f} ms, median {times[len(times) // 2] * 1e3:.0f} ms, "
-                f"worst {times[-1] * 1e3:.0f} ms)  {tree}"
+                f"    {what:10s} {n / times[0] / 1e6:6.2f} M packets/s  (children: best {times[0] * 1e3:.0f} ms, "
+                f"median {times[len(times) // 2] * 1e3:.0f} ms, worst {times[-1] * 1e3:.0f} ms)"
             )
-    for what in ("kernel", "decode"):
+    for what in FIGURES:
         ratio = best["this", what] / best["base", what]
-        print(f"  {what}: this tree's time per packet / base's = {ratio:.3f} ({ratio - 1:+.1%})")
+        print(f"  {what:10s}: this tree's time per packet / base's = {ratio:.3f} ({ratio - 1:+.1%})")
 
 
 if __name__ == "__main__":

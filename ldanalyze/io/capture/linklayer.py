@@ -126,6 +126,8 @@ MAX_TUNNEL_DEPTH = 4
 GTPU_PORT = 2152
 VXLAN_PORT = 4789
 _TUNNEL_OTHER = -2  # _tunnel_inner's answer besides an offset and a failure (-1)
+# decode_frame's answers: the record is finished without flow, has its flow key, or may be a tunnel
+FRAME_DONE, FRAME_FLOW, FRAME_TUNNEL = 0, 1, 2
 
 # Bytes of payload the payload hash covers (after the payload length is mixed in).
 HASH_BYTES = 32
@@ -267,11 +269,12 @@ def payload_hash(b, q, length):
 # -- flow table --------------------------------------------------------------------------------
 @njit(cache=True)
 def flow_slot_hash(w0, w1, w2, w3, w4, w5):
-    h = (w0 ^ w1) * _M1
+    """The slot hash of a key. ``w5`` (a tunnel + 1, mostly 0) is mixed in beside the first
+    words rather than in one more round: a key without tunnel hashes as a 5-word one."""
+    h = (w0 ^ w1 ^ (w5 * _M3)) * _M1
     h = (h ^ w2 ^ (h >> np.uint64(31))) * _M2
     h = (h ^ w3 ^ (h >> np.uint64(31))) * _M3
     h = (h ^ w4 ^ (h >> np.uint64(31))) * _M1
-    h = (h ^ w5 ^ (h >> np.uint64(31))) * _M2
     return h ^ (h >> np.uint64(32))
 
 
@@ -556,7 +559,7 @@ def _tunnel_inner(b, l4, end, proto, version):
 
 
 # -- network and transport ---------------------------------------------------------------------
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _ip_header(b, p, q, end, wirelen, version):
     """Read the IP header at ``q``: (status, protocol, transport offset, end of the datagram,
     flags, TTL, IP ID, src hi, src lo, dst hi, dst lo); status 0 when the transport header may
@@ -637,22 +640,100 @@ def _ip_header(b, p, q, end, wirelen, version):
 
 
 @njit(cache=True)
-def decode_frame(
-    b, p, caplen, wirelen, linktype, out, heads, i, keys, slots, n_flows, tunnels, tunnel_slots, n_tunnels
-):
-    """Decode the frame ``b[p:p+caplen]`` into record ``out[i]``; returns the new flow and
-    tunnel counts.
+def decode_tunnelled(b, p, caplen, wirelen, linktype, out, heads, i, tunnels, tunnel_slots, n_tunnels):
+    """Decode a frame that ``decode_frame`` found may start a tunnel: open its tunnels (up to
+    ``MAX_TUNNEL_DEPTH``), interning each in ``tunnels`` (rows as ``intern_flow`` says, room
+    for ``MAX_TUNNEL_DEPTH`` more), then decode the innermost packet (``decode_frame``).
 
-    Tunnels are opened (up to ``MAX_TUNNEL_DEPTH`` of them) and interned in their own table
-    (``tunnels``, rows as ``intern_flow`` says); the record is the innermost packet's, and its
-    flow key holds its tunnel. ``heads`` is ``out["head"]`` (a view: writing through a nested
-    array view of the record would cost a reference count per packet). The caller has set
-    ``ts_ns``, ``offset``, ``iface``, ``caplen`` and ``wirelen``. Both tables must have room
-    for one more flow and ``MAX_TUNNEL_DEPTH`` more tunnels.
+    Returns ``decode_frame``'s answer (never ``FRAME_TUNNEL``) and the new tunnel count.
     """
+    q, version, tunnel, flags, n_tunnels = _open_tunnels(
+        b, p, caplen, wirelen, linktype, out, i, tunnels, tunnel_slots, n_tunnels
+    )
+    if q < 0:
+        zero = np.uint64(0)
+        return FRAME_DONE, zero, zero, zero, zero, zero, zero, n_tunnels
+    state, w0, w1, w2, w3, w4, w5 = decode_frame(
+        b, p, caplen, wirelen, linktype, out, heads, i, q, version, tunnel, flags
+    )
+    return state, w0, w1, w2, w3, w4, w5, n_tunnels
+
+
+@njit(cache=True)
+def _open_tunnels(b, p, caplen, wirelen, linktype, out, i, tunnels, tunnel_slots, n_tunnels):
+    """Open the tunnels of a frame ``_decode`` found may start one, interning each.
+
+    Returns ``(q, version, tunnel, flags, n_tunnels)``: the IP header ``_decode`` should go on
+    from, its version, the innermost tunnel opened (-1: none), and ``F_TUNNEL_OTHER`` or
+    ``F_TUNNEL_DEEP`` when one was left closed; ``q`` is -1 when a tunnel was cut or carries no
+    IP, the record then written here (the fields of the header around it, and its status).
+    """
+    end = p + caplen
+    q, version = network_start(b, p, end, linktype)
+    tunnel = -1
+    depth = 0
+    # the enclosing header's fields: the record keeps them when a carried header is cut
+    ttl = ip_id = proto = ip_len = 0
+    while True:
+        status, inner_proto, l4, ip_end, flags, inner_ttl, inner_id, w1, w2, w3, w4 = _ip_header(
+            b, p, q, end, wirelen, version
+        )
+        if status == S_TOO_SHORT or status == S_MALFORMED:
+            return _cut(out, i, tunnel, version, ttl, ip_id, proto, ip_len, status), 0, tunnel, 0, n_tunnels
+        ttl, ip_id, proto, ip_len = inner_ttl, inner_id, inner_proto, ip_end - q
+        if status or flags & F_FIRST_FRAGMENT or not _may_tunnel(b, l4, end, proto):
+            return q, version, tunnel, 0, n_tunnels  # (a first fragment: the rest is in other fragments)
+        if depth == MAX_TUNNEL_DEPTH:
+            return q, version, tunnel, F_TUNNEL_DEEP, n_tunnels
+        inner, inner_version, kind, ident, has_id = _tunnel_inner(b, l4, end, proto, version)
+        if inner == _TUNNEL_OTHER:
+            return q, version, tunnel, F_TUNNEL_OTHER, n_tunnels
+        if inner < 0:
+            return _cut(out, i, tunnel, version, ttl, ip_id, proto, ip_len, inner_version), 0, tunnel, 0, n_tunnels
+        tw0 = np.uint64(kind | (has_id << 8) | (version << 16)) | (np.uint64(ident) << np.uint64(32))
+        tunnel, n_tunnels = intern_flow(tunnels, tunnel_slots, n_tunnels, tw0, w1, w2, w3, w4, np.uint64(tunnel + 1))
+        depth += 1
+        q = inner
+        version = inner_version
+
+
+@njit(cache=True)
+def _cut(out, i, tunnel, version, ttl, ip_id, proto, ip_len, status):
+    """Finish record ``out[i]`` (``_decode`` has reset it) of a frame whose tunnel, or the
+    header it carries, is cut or malformed; returns -1."""
+    r = out[i]
+    r["tunnel"] = tunnel
+    r["ip_ver"] = version
+    r["ttl"] = ttl
+    r["ip_id"] = ip_id
+    r["proto"] = proto
+    r["ip_len"] = ip_len
+    r["status"] = status
+    return -1
+
+
+@njit(cache=True)
+def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, q, version, tunnel, flags):
+    """Decode the frame ``b[p:p+caplen]`` into record ``out[i]``, all but its flow id.
+
+    Returns ``(state, w0, .., w5)``: ``FRAME_FLOW`` with the flow key (``intern_flow``'s,
+    which the caller interns and writes to ``flow``), ``FRAME_DONE`` for a record without
+    flow, or ``FRAME_TUNNEL`` (the record unfinished) where a tunnel may start: the caller
+    then decodes the frame with ``decode_tunnelled``. With ``q`` < 0 the frame is read from
+    the link layer on; else from the IP header at ``q`` (its ``version``), carried in
+    ``tunnel``, the record flagged ``flags`` (``decode_tunnelled``).
+
+    Kept apart from the tunnels and the tables because every array a big kernel takes costs
+    two atomic reference-count updates on each call (numba cannot prune those past a call that
+    may raise): a frame without tunnel pays for ``b`` and ``heads`` only. ``heads`` is
+    ``out["head"]`` (a view: writing through a nested array view of the record would cost a
+    reference count per packet). The caller has set ``ts_ns``, ``offset``, ``iface``,
+    ``caplen`` and ``wirelen``.
+    """
+    zero = np.uint64(0)
     r = out[i]
     r["flow"] = -1
-    r["tunnel"] = -1
+    r["tunnel"] = tunnel
     r["flags"] = 0
     r["ip_ver"] = 0
     r["proto"] = 0
@@ -669,48 +750,34 @@ def decode_frame(
     r["tcp_tsecr"] = 0
     r["tcp_mss"] = 0
     end = p + caplen
-    q, version = network_start(b, p, end, linktype)
-    if q < 0:
-        r["status"] = version
-        return n_flows, n_tunnels
-    tunnel = -1
-    depth = 0
-    while True:
-        status, proto, l4, ip_end, flags, ttl, ip_id, w1, w2, w3, w4 = _ip_header(b, p, q, end, wirelen, version)
-        r["ip_ver"] = version
-        if status != S_TOO_SHORT and status != S_MALFORMED:
-            r["ttl"] = ttl
-            r["ip_id"] = ip_id
-            r["proto"] = proto
-            r["ip_len"] = ip_end - q
-        if status:
-            r["status"] = status
-            return n_flows, n_tunnels
-        if flags & F_FIRST_FRAGMENT or not _may_tunnel(b, l4, end, proto):
-            break  # (a first fragment: the rest of a tunnelled packet is in other fragments)
-        inner, inner_version, kind, ident, has_id = _tunnel_inner(b, l4, end, proto, version)
-        if depth == MAX_TUNNEL_DEPTH:
-            flags |= F_TUNNEL_DEEP
-            break
-        if inner == _TUNNEL_OTHER:
-            flags |= F_TUNNEL_OTHER
-            break
-        if inner < 0:
-            r["status"] = inner_version
-            return n_flows, n_tunnels
-        tw0 = np.uint64(kind | (has_id << 8) | (version << 16)) | (np.uint64(ident) << np.uint64(32))
-        tunnel, n_tunnels = intern_flow(tunnels, tunnel_slots, n_tunnels, tw0, w1, w2, w3, w4, np.uint64(tunnel + 1))
-        r["tunnel"] = tunnel
-        depth += 1
-        q = inner
-        version = inner_version
+    outer = q < 0
+    if outer:
+        q, version = network_start(b, p, end, linktype)
+        if q < 0:
+            r["status"] = version
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero
+    status, proto, l4, ip_end, header_flags, ttl, ip_id, w1, w2, w3, w4 = _ip_header(b, p, q, end, wirelen, version)
+    r["ip_ver"] = version
+    if status == S_TOO_SHORT or status == S_MALFORMED:
+        r["status"] = status
+        return FRAME_DONE, zero, zero, zero, zero, zero, zero
+    r["ttl"] = ttl
+    r["ip_id"] = ip_id
+    r["proto"] = proto
+    r["ip_len"] = ip_end - q
+    if status:
+        r["status"] = status
+        return FRAME_DONE, zero, zero, zero, zero, zero, zero
+    flags |= header_flags
+    if outer and not flags & F_FIRST_FRAGMENT and _may_tunnel(b, l4, end, proto):
+        return FRAME_TUNNEL, zero, zero, zero, zero, zero, zero
     l4_len = ip_end - l4
     sport = 0
     dport = 0
     if proto == _IPPROTO_UDP:
         if end - l4 < 8:
             r["status"] = S_TOO_SHORT
-            return n_flows, n_tunnels
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero
         sport = u16be(b, l4)
         dport = u16be(b, l4 + 2)
         ulen = u16be(b, l4 + 4)
@@ -724,14 +791,14 @@ def decode_frame(
     elif proto == _IPPROTO_TCP:
         if end - l4 < 20:
             r["status"] = S_TOO_SHORT
-            return n_flows, n_tunnels
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero
         doff = (np.int64(b[l4 + 12]) >> 4) * 4
         if doff < 20:
             r["status"] = S_MALFORMED
-            return n_flows, n_tunnels
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero
         if end - l4 < doff:
             r["status"] = S_TOO_SHORT
-            return n_flows, n_tunnels
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero
         sport = u16be(b, l4)
         dport = u16be(b, l4 + 2)
         r["tcp_seq"] = u32be(b, l4 + 4)
@@ -767,7 +834,7 @@ def decode_frame(
                 hlen = 4
         if end - l4 < hlen:
             r["status"] = S_TOO_SHORT
-            return n_flows, n_tunnels
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero
         if hlen:
             sport = u16be(b, l4)
             dport = u16be(b, l4 + 2)
@@ -775,7 +842,7 @@ def decode_frame(
         payload = l4 + hlen
     if payload_len < 0:
         r["status"] = S_MALFORMED
-        return n_flows, n_tunnels
+        return FRAME_DONE, zero, zero, zero, zero, zero, zero
     r["payload_len"] = payload_len
     captured = max(0, min(payload_len, end - payload))
     n_head = min(captured, heads.shape[1])
@@ -787,8 +854,6 @@ def decode_frame(
     if captured >= min(payload_len, HASH_BYTES):
         r["payload_hash"] = payload_hash(b, payload, payload_len)
     r["flags"] = flags
-    w0 = np.uint64(version | (proto << 8) | (sport << 16) | (dport << 32))
-    flow, n_flows = intern_flow(keys, slots, n_flows, w0, w1, w2, w3, w4, np.uint64(tunnel + 1))
-    r["flow"] = flow
     r["status"] = S_DECODED
-    return n_flows, n_tunnels
+    w0 = np.uint64(version | (proto << 8) | (sport << 16) | (dport << 32))
+    return FRAME_FLOW, w0, w1, w2, w3, w4, np.uint64(tunnel + 1)

@@ -26,7 +26,20 @@ from numba import njit
 
 from ...errors import TraceError
 from ...tiering import pick
-from .linklayer import LINK_NAMES, MAX_TUNNEL_DEPTH, NO_TIME, decode_frame, record_dtype, rehash_flows, u16, u32
+from .linklayer import (
+    FRAME_FLOW,
+    FRAME_TUNNEL,
+    LINK_NAMES,
+    MAX_TUNNEL_DEPTH,
+    NO_TIME,
+    decode_frame,
+    decode_tunnelled,
+    intern_flow,
+    record_dtype,
+    rehash_flows,
+    u16,
+    u32,
+)
 from .source import PCAP_MAGIC_NS, PCAP_MAGIC_US, PCAPNG_SHB, ByteWindow
 
 PCAPNG_BOM = 0x1A2B3C4D
@@ -72,11 +85,15 @@ def _start_record(out, n, ts_ns, offset, iface, caplen, wirelen):
 
 
 @njit(cache=True)
-def _no_room(out, n, slots, n_flows, tunnel_slots, n_tunnels):
-    """STOP_FULL or STOP_GROW when one more record, flow or frame's tunnels would not fit, else 0."""
-    if n >= out.shape[0]:
+def _no_room(n, records, n_flows, flow_slots, n_tunnels, tunnel_slots):
+    """STOP_FULL or STOP_GROW when one more record, flow or frame's tunnels would not fit, else 0.
+
+    Takes the sizes (``records``: of the output, ``*_slots``: of the slot arrays), not the
+    arrays: arrays would cost reference-count updates on every record.
+    """
+    if n >= records:
         return STOP_FULL
-    if 2 * (n_flows + 1) > slots.shape[0] or 2 * (n_tunnels + MAX_TUNNEL_DEPTH) > tunnel_slots.shape[0]:
+    if 2 * (n_flows + 1) > flow_slots or 2 * (n_tunnels + MAX_TUNNEL_DEPTH) > tunnel_slots:
         return STOP_GROW
     return 0
 
@@ -107,7 +124,7 @@ def walk_pcap(
     ``detail`` is the bytes the next record needs (``STOP_INPUT``) or a ``P_*`` problem.
     """
     while True:
-        full = _no_room(out, n, slots, n_flows, tunnel_slots, n_tunnels)
+        full = _no_room(n, out.shape[0], n_flows, slots.shape[0], n_tunnels, tunnel_slots.shape[0])
         if full:
             return pos, n, n_flows, n_tunnels, full, 0
         if end - pos < 16:
@@ -120,22 +137,17 @@ def walk_pcap(
         ts = u32(b, pos, big) * 1_000_000_000 + u32(b, pos + 4, big) * frac_ns
         wirelen = u32(b, pos + 12, big)
         _start_record(out, n, ts, base + pos, 0, caplen, wirelen)
-        n_flows, n_tunnels = decode_frame(
-            b,
-            pos + 16,
-            caplen,
-            wirelen,
-            linktype,
-            out,
-            heads,
-            n,
-            keys,
-            slots,
-            n_flows,
-            tunnels,
-            tunnel_slots,
-            n_tunnels,
+        # the flow is interned here, and a tunnel opened, where the tables cost no reference counts
+        state, w0, w1, w2, w3, w4, w5 = decode_frame(
+            b, pos + 16, caplen, wirelen, linktype, out, heads, n, -1, 0, -1, 0
         )
+        if state == FRAME_TUNNEL:
+            state, w0, w1, w2, w3, w4, w5, n_tunnels = decode_tunnelled(
+                b, pos + 16, caplen, wirelen, linktype, out, heads, n, tunnels, tunnel_slots, n_tunnels
+            )
+        if state == FRAME_FLOW:
+            flow, n_flows = intern_flow(keys, slots, n_flows, w0, w1, w2, w3, w4, w5)
+            out[n]["flow"] = flow
         n += 1
         pos += 16 + caplen
 
@@ -165,7 +177,7 @@ def walk_pcapng(
     """
     n_ifaces = ifaces.shape[0]
     while True:
-        full = _no_room(out, n, slots, n_flows, tunnel_slots, n_tunnels)
+        full = _no_room(n, out.shape[0], n_flows, slots.shape[0], n_tunnels, tunnel_slots.shape[0])
         if full:
             return pos, n, n_flows, n_tunnels, full, 0
         if end - pos < 12:
@@ -208,22 +220,17 @@ def walk_pcapng(
         else:
             return pos, n, n_flows, n_tunnels, STOP_BLOCK, 0
         _start_record(out, n, ts, base + pos, iface_base + iface, caplen, wirelen)
-        n_flows, n_tunnels = decode_frame(
-            b,
-            data,
-            caplen,
-            wirelen,
-            ifaces[iface, I_LINKTYPE],
-            out,
-            heads,
-            n,
-            keys,
-            slots,
-            n_flows,
-            tunnels,
-            tunnel_slots,
-            n_tunnels,
+        # the flow is interned here, and a tunnel opened, where the tables cost no reference counts
+        state, w0, w1, w2, w3, w4, w5 = decode_frame(
+            b, data, caplen, wirelen, ifaces[iface, I_LINKTYPE], out, heads, n, -1, 0, -1, 0
         )
+        if state == FRAME_TUNNEL:
+            state, w0, w1, w2, w3, w4, w5, n_tunnels = decode_tunnelled(
+                b, data, caplen, wirelen, ifaces[iface, I_LINKTYPE], out, heads, n, tunnels, tunnel_slots, n_tunnels
+            )
+        if state == FRAME_FLOW:
+            flow, n_flows = intern_flow(keys, slots, n_flows, w0, w1, w2, w3, w4, w5)
+            out[n]["flow"] = flow
         n += 1
         pos += blen
 
