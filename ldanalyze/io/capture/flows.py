@@ -90,14 +90,24 @@ def flow_table(keys: np.ndarray, tunnels: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def tunnel_records(records) -> np.ndarray:
+def tunnel_records(records, n_tunnels: int | None = None) -> np.ndarray:
     """The records of ``records`` (or of any array with its ``tunnel`` and ``flags`` fields) by
     innermost tunnel, then those flagged ``F_TUNNEL_OTHER`` and ``F_TUNNEL_DEEP``: the two last
-    entries. Adds up across blocks of records, for ``tunnel_counts``."""
-    flags = records["flags"]
-    by_tunnel = np.bincount(records["tunnel"] + 1)[1:]  # one pass: -1 (no tunnel) counts in the dropped bin
-    other = np.count_nonzero(flags & F_TUNNEL_OTHER)
-    deep = np.count_nonzero(flags & F_TUNNEL_DEEP)
+    entries. Adds up across blocks of records, for ``tunnel_counts``.
+
+    ``n_tunnels`` (the tunnel table's size, when known): with none, no record has a tunnel and
+    the count by tunnel is skipped. The flags are read once: both are rare. (Counting a plain
+    capture took 30 ms a million records, an eighth of decoding it.)
+    """
+    if n_tunnels == 0:
+        by_tunnel = np.zeros(0, np.int64)
+    else:
+        by_tunnel = np.bincount(records["tunnel"] + 1)[1:]  # one pass: -1 (no tunnel) counts in the dropped bin
+    marked = records["flags"] & (F_TUNNEL_OTHER | F_TUNNEL_DEEP)
+    other = deep = 0
+    if marked.any():
+        other = np.count_nonzero(marked & F_TUNNEL_OTHER)
+        deep = np.count_nonzero(marked & F_TUNNEL_DEEP)
     return np.append(by_tunnel, [other, deep])
 
 

@@ -751,8 +751,8 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, q, version, tun
     r["tcp_mss"] = 0
     end = p + caplen
     outer = q < 0
-    if outer:
-        q, version = network_start(b, p, end, linktype)
+    if outer:  # Ethernet read here: network_start's reference counts would cost every packet
+        q, version = _ethernet(b, p, end) if linktype == LINKTYPE_ETHERNET else network_start(b, p, end, linktype)
         if q < 0:
             r["status"] = version
             return FRAME_DONE, zero, zero, zero, zero, zero, zero

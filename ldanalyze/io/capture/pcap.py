@@ -139,7 +139,7 @@ def _account(capture: Capture, walk, stream: ByteWindow) -> None:
     counts["records"] = len(records)
     by_status = np.bincount(status, minlength=len(STATUS_NAMES))
     counts.update({name: int(c) for name, c in zip(STATUS_NAMES, by_status)})
-    counts.update(tunnel_counts(tunnel_records(records), capture.tunnels))
+    counts.update(tunnel_counts(tunnel_records(records, len(capture.tunnels)), capture.tunnels))
 
     def note(message: str) -> None:
         capture.notes.append(f"{path}: {message}")
