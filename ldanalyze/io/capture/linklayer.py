@@ -640,36 +640,19 @@ def _ip_header(b, p, q, end, wirelen, version):
 
 
 @njit(cache=True)
-def decode_tunnelled(b, p, caplen, wirelen, linktype, out, heads, i, tunnels, tunnel_slots, n_tunnels):
-    """Decode a frame that ``decode_frame`` found may start a tunnel: open its tunnels (up to
-    ``MAX_TUNNEL_DEPTH``), interning each in ``tunnels`` (rows as ``intern_flow`` says, room
-    for ``MAX_TUNNEL_DEPTH`` more), then decode the innermost packet (``decode_frame``).
+def open_tunnels(b, p, caplen, wirelen, linktype, out, i, tunnels, tunnel_slots, n_tunnels):
+    """Open the tunnels of a frame ``decode_frame`` found may start one (``FRAME_TUNNEL``), up
+    to ``MAX_TUNNEL_DEPTH``, interning each in ``tunnels`` (rows as ``intern_flow`` says; room
+    for ``MAX_TUNNEL_DEPTH`` more).
 
-    Returns ``decode_frame``'s answer (never ``FRAME_TUNNEL``) and the new tunnel count.
-    """
-    q, version, tunnel, flags, n_tunnels = _open_tunnels(
-        b, p, caplen, wirelen, linktype, out, i, tunnels, tunnel_slots, n_tunnels
-    )
-    if q < 0:
-        zero = np.uint64(0)
-        return FRAME_DONE, zero, zero, zero, zero, zero, zero, n_tunnels
-    state, w0, w1, w2, w3, w4, w5 = decode_frame(
-        b, p, caplen, wirelen, linktype, out, heads, i, q, version, tunnel, flags
-    )
-    return state, w0, w1, w2, w3, w4, w5, n_tunnels
-
-
-@njit(cache=True)
-def _open_tunnels(b, p, caplen, wirelen, linktype, out, i, tunnels, tunnel_slots, n_tunnels):
-    """Open the tunnels of a frame ``_decode`` found may start one, interning each.
-
-    Returns ``(q, version, tunnel, flags, n_tunnels)``: the IP header ``_decode`` should go on
-    from, its version, the innermost tunnel opened (-1: none), and ``F_TUNNEL_OTHER`` or
+    Returns ``(q, version, tunnel, flags, n_tunnels)``: the IP header ``decode_frame`` should
+    go on from, its version, the innermost tunnel opened (-1: none), and ``F_TUNNEL_OTHER`` or
     ``F_TUNNEL_DEEP`` when one was left closed; ``q`` is -1 when a tunnel was cut or carries no
-    IP, the record then written here (the fields of the header around it, and its status).
+    IP, the record then finished here (the fields of the header around it, and its status).
+    Called by the walks themselves: a wrapper would pay the reference counts of its arrays.
     """
     end = p + caplen
-    q, version = network_start(b, p, end, linktype)
+    q, version = _ethernet(b, p, end) if linktype == LINKTYPE_ETHERNET else network_start(b, p, end, linktype)
     tunnel = -1
     depth = 0
     # the enclosing header's fields: the record keeps them when a carried header is cut
@@ -719,9 +702,9 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, q, version, tun
     Returns ``(state, w0, .., w5)``: ``FRAME_FLOW`` with the flow key (``intern_flow``'s,
     which the caller interns and writes to ``flow``), ``FRAME_DONE`` for a record without
     flow, or ``FRAME_TUNNEL`` (the record unfinished) where a tunnel may start: the caller
-    then decodes the frame with ``decode_tunnelled``. With ``q`` < 0 the frame is read from
-    the link layer on; else from the IP header at ``q`` (its ``version``), carried in
-    ``tunnel``, the record flagged ``flags`` (``decode_tunnelled``).
+    then opens the tunnels (``open_tunnels``) and calls again. With ``q`` < 0 the frame is read
+    from the link layer on; else from the IP header at ``q`` (its ``version``), carried in
+    ``tunnel``, the record flagged ``flags`` (``open_tunnels``' answer).
 
     Kept apart from the tunnels and the tables because every array a big kernel takes costs
     two atomic reference-count updates on each call (numba cannot prune those past a call that

@@ -33,8 +33,8 @@ from .linklayer import (
     MAX_TUNNEL_DEPTH,
     NO_TIME,
     decode_frame,
-    decode_tunnelled,
     intern_flow,
+    open_tunnels,
     record_dtype,
     rehash_flows,
     u16,
@@ -142,9 +142,13 @@ def walk_pcap(
             b, pos + 16, caplen, wirelen, linktype, out, heads, n, -1, 0, -1, 0
         )
         if state == FRAME_TUNNEL:
-            state, w0, w1, w2, w3, w4, w5, n_tunnels = decode_tunnelled(
-                b, pos + 16, caplen, wirelen, linktype, out, heads, n, tunnels, tunnel_slots, n_tunnels
+            q, version, tunnel, flags, n_tunnels = open_tunnels(
+                b, pos + 16, caplen, wirelen, linktype, out, n, tunnels, tunnel_slots, n_tunnels
             )
+            if q >= 0:  # (else the record is finished, without flow)
+                state, w0, w1, w2, w3, w4, w5 = decode_frame(
+                    b, pos + 16, caplen, wirelen, linktype, out, heads, n, q, version, tunnel, flags
+                )
         if state == FRAME_FLOW:
             flow, n_flows = intern_flow(keys, slots, n_flows, w0, w1, w2, w3, w4, w5)
             out[n]["flow"] = flow
@@ -225,9 +229,13 @@ def walk_pcapng(
             b, data, caplen, wirelen, ifaces[iface, I_LINKTYPE], out, heads, n, -1, 0, -1, 0
         )
         if state == FRAME_TUNNEL:
-            state, w0, w1, w2, w3, w4, w5, n_tunnels = decode_tunnelled(
-                b, data, caplen, wirelen, ifaces[iface, I_LINKTYPE], out, heads, n, tunnels, tunnel_slots, n_tunnels
+            q, version, tunnel, flags, n_tunnels = open_tunnels(
+                b, data, caplen, wirelen, ifaces[iface, I_LINKTYPE], out, n, tunnels, tunnel_slots, n_tunnels
             )
+            if q >= 0:  # (else the record is finished, without flow)
+                state, w0, w1, w2, w3, w4, w5 = decode_frame(
+                    b, data, caplen, wirelen, ifaces[iface, I_LINKTYPE], out, heads, n, q, version, tunnel, flags
+                )
         if state == FRAME_FLOW:
             flow, n_flows = intern_flow(keys, slots, n_flows, w0, w1, w2, w3, w4, w5)
             out[n]["flow"] = flow
