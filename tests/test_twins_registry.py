@@ -50,11 +50,13 @@ NO_TWIN: dict[str, str] = {
         "capture.capture_records",
         *(_LINK + k for k in ("network_start", "_ethertype_kind", "_radiotap_flags", "_skip_vlan_tags")),
         *(_LINK + k for k in ("intern_flow", "flow_slot_hash", "mix64", "u16", "u16be", "u16le", "u32", "u32be")),
-        *(_LINK + k for k in ("u32le", "u64be", "u64le")),
+        *(_LINK + k for k in ("u32le", "u64be", "u64le", "_ip_header", "_may_tunnel", "_tunnel_inner")),
+        *(_LINK + k for k in ("_ethernet", "open_tunnels", "_cut")),
         *("ldanalyze.io.capture.walk." + k for k in ("_no_room", "_start_record", "ticks_to_ns")),
     ),
-    _LINK + "rehash_flows": "rebuilds the flow table's slots once a capture passes 512 flows "
-    "(walk.Output.grow_flows); the flows read after it are held to naive.capture.capture_records",
+    _LINK + "rehash_flows": "rebuilds the flow table's slots once a capture passes 512 flows (the tunnel "
+    "table's past 12 tunnels; walk.Output.grow_flows); the flows read after it are held to "
+    "naive.capture.capture_records",
     "ldanalyze.lda.learned.gbt_decision": "checked against scikit-learn's own decision_function and predict "
     "(tests/lda/test_learned.py)",
     "ldanalyze.io.capture.flows.flow_extents": "checked against pandas' groupby (tests/io/capture/test_pcap_read.py)",

@@ -61,6 +61,14 @@ def _print_streams(meta: dict) -> None:
                 "send times from": "- (sent by the capture host)" if out else send_time_source(info),
             }
         )
+    records = meta.get("records", {})
+    opened = records.get("tunnels")
+    if opened or records.get("tunnel_other") or records.get("tunnel_too_deep"):
+        kinds = ", ".join(f"{kind} {n}" for kind, n in opened.items()) or "none"
+        print(
+            f"\ntunnels opened (packets by kind): {kinds}; not opened: {records.get('tunnel_other', 0)} "
+            f"(signalling, other protocols), {records.get('tunnel_too_deep', 0)} deeper than 4 tunnels"
+        )
     host = meta.get("capture_host")
     if host:
         print(f"\ncapture host: {host['address'] or 'not known'} ({host['how']})")

@@ -157,6 +157,9 @@ def decode_frame_naive(frame, wirelen, linktype, head_bytes=16, **record):
         tcp_tsval=None,
         tcp_tsecr=None,
         tcp_mss=None,
+        tunnels=(),
+        tunnel_other=False,
+        tunnel_too_deep=False,
     )
     try:
         status = _decode_into(rec, frame, wirelen, linktype, head_bytes)
@@ -272,7 +275,107 @@ def _decode_into(rec, frame, wirelen, linktype, head_bytes):
     at, version = _ip_start(frame, linktype)
     if at is None:
         return version
+    while True:
+        header = _ip_header_naive(rec, frame, at, version, wirelen)
+        if isinstance(header, str):
+            return header
+        proto, src, dst, l4, ip_end, later_fragment = header
+        rec["proto"] = proto
+        rec["ip_len"] = ip_end - at
+        if later_fragment:
+            return "ip_fragment"
+        if rec["first_fragment"]:
+            break
+        try:
+            tunnel = _tunnel_naive(frame, l4, proto, version)
+        except _TooShort:  # cut inside the tunnel's header: matters only if it is opened
+            tunnel = (None, "too_short", None, None)
+        if tunnel is None:
+            break
+        if len(rec["tunnels"]) == 4:
+            rec["tunnel_too_deep"] = True
+            break
+        if tunnel == "other":
+            rec["tunnel_other"] = True
+            break
+        inner_at, inner_version, kind, ident = tunnel
+        if inner_at is None:
+            return inner_version
+        rec["tunnels"] += ((kind, ident, src, dst),)
+        at, version = inner_at, inner_version
+    return _transport_into(rec, frame, at, version, proto, src, dst, l4, ip_end, head_bytes)
+
+
+_GTP_PORT, _VXLAN_PORT = 2152, 4789
+
+
+def _tunnel_naive(frame, l4, proto, outer_version):
+    """None (no tunnel), "other" (a tunnel message not opened), or (offset of the inner IP
+    header or None, its version or the status, kind, id or None)."""
+    if proto in (4, 41):
+        inner = 4 if proto == 4 else 6
+        return l4, inner, f"{inner}in{outer_version}", None
+    if proto == 47:
+        _need(frame, l4, 4)
+        bits, ethertype = _struct.unpack(">HH", frame[l4 : l4 + 4])
+        version, routing = bits & 7, bits >> 14 & 1
+        if version or routing:
+            return "other"
+        checksum, has_key, has_seq = bits >> 15, bits >> 13 & 1, bits >> 12 & 1
+        key_at = l4 + 4 + 4 * checksum
+        key = None
+        if has_key:
+            _need(frame, key_at, 4)
+            key = _struct.unpack(">I", frame[key_at : key_at + 4])[0]
+        body = key_at + 4 * has_key + 4 * has_seq
+        if ethertype == 0x6558:
+            inner_at, inner = _ip_start(frame[body:], 1)
+            return (body + inner_at if inner_at is not None else None), inner, "gre", key
+        if ethertype not in (0x0800, 0x86DD):
+            return "other"
+        return body, 4 if ethertype == 0x0800 else 6, "gre", key
+    if proto != 17 or len(frame) < l4 + 8:
+        return None
+    sport, dport = _struct.unpack(">HH", frame[l4 : l4 + 4])
+    body = l4 + 8
+    if dport == _VXLAN_PORT:
+        _need(frame, body, 8)
+        if not frame[body] & 0x08:
+            return "other"
+        vni = int.from_bytes(frame[body + 4 : body + 7], "big")
+        inner_at, inner = _ip_start(frame[body + 8 :], 1)
+        return (body + 8 + inner_at if inner_at is not None else None), inner, "vxlan", vni
+    if _GTP_PORT not in (sport, dport):
+        return None
+    _need(frame, body, 8)
+    flags, message, _, teid = _struct.unpack(">BBHI", frame[body : body + 8])
+    if flags >> 5 != 1 or not flags & 0x10 or message != 0xFF:
+        return "other"
+    at = body + 8
+    if flags & 0x07:
+        _need(frame, at, 4)
+        extension = frame[at + 3] if flags & 0x04 else 0
+        at += 4
+        while extension:
+            _need(frame, at, 1)
+            size = 4 * frame[at]
+            if not size:
+                return None, "malformed", "gtpu", teid
+            _need(frame, at, size)
+            extension = frame[at + size - 1]
+            at += size
+    _need(frame, at, 1)
+    inner = frame[at] >> 4
+    if inner not in (4, 6):
+        return None, "not_ip", "gtpu", teid
+    return at, inner, "gtpu", teid
+
+
+def _ip_header_naive(rec, frame, at, version, wirelen):
+    """(protocol, src, dst, transport offset, datagram end, later fragment), or a status."""
     rec["ip_ver"] = version
+    rec["ip_id"] = 0
+    rec["first_fragment"] = False
     later_fragment = False
     if version == 4:
         _need(frame, at, 20)
@@ -318,10 +421,10 @@ def _decode_into(rec, frame, wirelen, linktype, head_bytes):
                 break
         if ip_end < l4:
             return "malformed"
-    rec["proto"] = proto
-    rec["ip_len"] = ip_end - at
-    if later_fragment:
-        return "ip_fragment"
+    return proto, src, dst, l4, ip_end, later_fragment
+
+
+def _transport_into(rec, frame, at, version, proto, src, dst, l4, ip_end, head_bytes):
     sport = dport = 0
     if proto == 17:
         _need(frame, l4, 8)
@@ -374,7 +477,7 @@ def _decode_into(rec, frame, wirelen, linktype, head_bytes):
     rec["head"] = captured[:head_bytes]
     if len(captured) >= min(payload_len, CAPTURE_HASH_BYTES):
         rec["payload_hash"] = capture_payload_hash(payload_len, captured)
-    rec["flow"] = (version, proto, src, sport, dst, dport)
+    rec["flow"] = (version, proto, src, sport, dst, dport, rec["tunnels"])
     return "decoded"
 
 

@@ -1,9 +1,10 @@
 """The flows of a decoded capture: their table and labels, what each holds, its records, and
 the host the capture was taken on.
 
-A flow is a 5-tuple and a direction, interned as the walk decodes (``linklayer``).
-``flow_table`` labels each (``10.0.0.1:5004>10.0.0.2:6000/udp``; an RTP stream of a flow adds
-``/ssrc=0x...``), ``flow_extents`` and ``flow_listing`` give ``list_flows``'s table,
+A flow is a 5-tuple, a direction and the tunnels it travels in, interned as the walk decodes
+(``linklayer``). ``flow_table`` labels each (``10.0.0.1:5004>10.0.0.2:6000/udp``; a flow inside
+tunnels adds each, innermost first, ``/gtpu=0x1234@192.0.2.1>192.0.2.2``, see ``tunnel_table``;
+an RTP stream of a flow adds ``/ssrc=0x...``), ``flow_extents`` and ``flow_listing`` give ``list_flows``'s table,
 ``flow_groups`` hands the payload readers each flow's decoded records a field at a time
 (``FlowRecords``), and ``capture_host`` tells the address the capture was taken at from the
 flows' ends and TTLs (``host_of``).
@@ -19,26 +20,120 @@ from numba import njit
 
 from ...errors import UsageError
 from ...packets import named_flows
-from .linklayer import NO_TIME, S_DECODED
+from .linklayer import F_TUNNEL_DEEP, F_TUNNEL_OTHER, NO_TIME, S_DECODED, T_VXLAN, TUNNEL_NAMES
 
 
-def flow_table(keys: np.ndarray) -> pd.DataFrame:
-    """One row per interned 5-tuple: versions, protocols, addresses as text, ports, label."""
+def _address(v, hi, lo) -> str:
+    return str(ipaddress.IPv4Address(int(lo)) if v == 4 else ipaddress.IPv6Address((int(hi) << 64) | int(lo)))
+
+
+def _ends(ver, keys: np.ndarray) -> tuple[list[str], list[str]]:
+    """Source and destination addresses of key rows, as text."""
+    src = [_address(v, h, lo) for v, h, lo in zip(ver, keys[:, 1], keys[:, 2])]
+    dst = [_address(v, h, lo) for v, h, lo in zip(ver, keys[:, 3], keys[:, 4])]
+    return src, dst
+
+
+def tunnel_table(keys: np.ndarray) -> pd.DataFrame:
+    """One row per interned tunnel (``linklayer.intern_flow``): kind, id (TEID, VNI or GRE key;
+    -1 when it has none), outer addresses, the tunnel it travels in (-1: none), and its text
+    (``gtpu=0x1234@192.0.2.1>192.0.2.2``, ``vxlan=42@...``, ``gre=0x5@...``, ``6in4@...``)."""
+    w0 = keys[:, 0]
+    kind = [TUNNEL_NAMES[k] for k in (w0 & np.uint64(0xFF)).astype(np.int64)]
+    ident = np.where(w0 & np.uint64(0x100), (w0 >> np.uint64(32)).astype(np.int64), -1)
+    ver = ((w0 >> np.uint64(16)) & np.uint64(0xFF)).astype(np.int64)
+    src, dst = _ends(ver, keys)
+    text = []
+    for k, i, v, s, d in zip(kind, ident, ver, src, dst):
+        if v == 6:
+            s, d = f"[{s}]", f"[{d}]"
+        shown = "" if i < 0 else f"={i}" if k == TUNNEL_NAMES[T_VXLAN] else f"={i:#x}"  # VNIs in decimal
+        text.append(f"{k}{shown}@{s}>{d}")
+    return pd.DataFrame(
+        {"kind": kind, "id": ident, "src": src, "dst": dst, "outer": keys[:, 5].astype(np.int64) - 1, "text": text}
+    )
+
+
+def tunnel_path(tunnels: pd.DataFrame, tunnel: int) -> str:
+    """The texts of a tunnel and of those it travels in, innermost first, each after a ``/``."""
+    parts = []
+    while tunnel >= 0:
+        parts.append("/" + tunnels["text"].iat[tunnel])
+        tunnel = int(tunnels["outer"].iat[tunnel])
+    return "".join(parts)
+
+
+def flow_table(keys: np.ndarray, tunnels: pd.DataFrame) -> pd.DataFrame:
+    """One row per interned flow: versions, protocols, addresses as text, ports, its innermost
+    tunnel (an index into ``tunnels``, -1: none), label."""
     w0 = keys[:, 0]
     ver = (w0 & 0xFF).astype(np.int64)
     proto = ((w0 >> np.uint64(8)) & np.uint64(0xFF)).astype(np.int64)
     sport = ((w0 >> np.uint64(16)) & np.uint64(0xFFFF)).astype(np.int64)
     dport = ((w0 >> np.uint64(32)) & np.uint64(0xFFFF)).astype(np.int64)
-
-    def address(v, hi, lo):
-        return str(ipaddress.IPv4Address(int(lo)) if v == 4 else ipaddress.IPv6Address((int(hi) << 64) | int(lo)))
-
-    src = [address(v, h, lo) for v, h, lo in zip(ver, keys[:, 1], keys[:, 2])]
-    dst = [address(v, h, lo) for v, h, lo in zip(ver, keys[:, 3], keys[:, 4])]
-    labels = [flow_label(*row) for row in zip(ver, proto, src, sport, dst, dport)]
+    tunnel = keys[:, 5].astype(np.int64) - 1
+    src, dst = _ends(ver, keys)
+    labels = [
+        flow_label(*row) + tunnel_path(tunnels, t) for row, t in zip(zip(ver, proto, src, sport, dst, dport), tunnel)
+    ]
     return pd.DataFrame(
-        {"label": labels, "ip_ver": ver, "proto": proto, "src": src, "sport": sport, "dst": dst, "dport": dport}
+        {
+            "label": labels,
+            "ip_ver": ver,
+            "proto": proto,
+            "src": src,
+            "sport": sport,
+            "dst": dst,
+            "dport": dport,
+            "tunnel": tunnel,
+        }
     )
+
+
+def tunnel_records(records, n_tunnels: int | None = None) -> np.ndarray:
+    """The records of ``records`` (or of any array with its ``tunnel`` and ``flags`` fields) by
+    innermost tunnel, then those flagged ``F_TUNNEL_OTHER`` and ``F_TUNNEL_DEEP``: the two last
+    entries. Adds up across blocks of records, for ``tunnel_counts``.
+
+    ``n_tunnels`` (the tunnel table's size, when known): with none, no record has a tunnel and
+    the count by tunnel is skipped. The flags are read once: both are rare. (Counting a plain
+    capture took 30 ms a million records, an eighth of decoding it.)
+    """
+    if n_tunnels == 0:
+        by_tunnel = np.zeros(0, np.int64)
+    else:
+        by_tunnel = np.bincount(records["tunnel"] + 1)[1:]  # one pass: -1 (no tunnel) counts in the dropped bin
+    marked = records["flags"] & (F_TUNNEL_OTHER | F_TUNNEL_DEEP)
+    other = deep = 0
+    if marked.any():
+        other = np.count_nonzero(marked & F_TUNNEL_OTHER)
+        deep = np.count_nonzero(marked & F_TUNNEL_DEEP)
+    return np.append(by_tunnel, [other, deep])
+
+
+def add_tunnel_records(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The sum of two ``tunnel_records`` (of tables grown in between: one may be shorter)."""
+    if len(a) < len(b):
+        a, b = b, a
+    total = a.copy()
+    total[: len(b) - 2] += b[:-2]
+    total[-2:] += b[-2:]
+    return total
+
+
+def tunnel_counts(counted: np.ndarray, tunnels: pd.DataFrame) -> dict:
+    """The capture's counts of ``tunnel_records``: records opened out of each kind of tunnel,
+    once per kind a record's tunnels hold (GRE in VXLAN counts for both; ``tunnels``), those not
+    opened (``tunnel_other``) and those too deep (``tunnel_too_deep``)."""
+    counts: dict[str, int] = {}
+    for t, n in enumerate(counted[:-2]):
+        kinds = set()
+        while n and t >= 0:
+            kinds.add(tunnels["kind"].iat[t])
+            t = int(tunnels["outer"].iat[t])
+        for kind in kinds:
+            counts[kind] = counts.get(kind, 0) + int(n)
+    return {"tunnels": counts, "tunnel_other": int(counted[-2]), "tunnel_too_deep": int(counted[-1])}
 
 
 PROTO_NAMES = {

@@ -1,4 +1,4 @@
-"""Decoding one captured frame: link layer → IPv4/IPv6 → UDP/TCP, into one record, in numba.
+"""Decoding one captured frame: link layer → IPv4/IPv6 (→ tunnels) → UDP/TCP, into one record, in numba.
 
 ``decode_frame`` is called by the container walks of ``walk.py`` for every record. It writes
 the record's fields (see ``record_dtype``) and interns the record's 5-tuple in an open-addressing
@@ -27,6 +27,29 @@ Network layer: IPv4 with options (IHL); IPv6 with hop-by-hop, routing, destinati
 fragment, AH and mobility extension headers. A non-first fragment has no transport header: it is
 counted (``ip_fragment``) and gets no flow, never guessed ports. A first fragment keeps its
 ports; its ``ip_len`` is the size of the whole datagram when the transport header says it (UDP).
+
+Tunnels, opened after an IP header (``_tunnel_inner``), up to ``MAX_TUNNEL_DEPTH`` (4) deep:
+
+======  ======================  ============================================================
+kind    carried in              read
+======  ======================  ============================================================
+gtpu    UDP, port 2152 (either  GTPv1-U G-PDU (type 0xFF): TEID, the optional sequence/N-PDU
+        end)                    word and the chain of extension headers; other messages
+                                (echo, end marker, GTP') are counted (``tunnel_other``)
+vxlan   UDP, destination 4789   VNI (I flag set), then an Ethernet frame with its VLAN tags
+gre     IP protocol 47          version 0: checksum, key, sequence options; IPv4, IPv6 or
+                                transparent Ethernet (0x6558); version 1, routing or another
+                                protocol type are counted (``tunnel_other``)
+4in4..  IP protocols 4 and 41   IP-in-IP, 6in4, 4in6, 6in6
+======  ======================  ============================================================
+
+A tunnel is interned (kind, TEID / VNI / GRE key, outer addresses, enclosing tunnel) in a
+tunnel table, and the innermost one is part of the flow key: two bearers carrying the same
+inner 5-tuple are two flows. Everything of the record (``ip_len``, ``ttl``, ``ip_id``,
+ports, payload) is the innermost packet's; one not opened stays the outer packet, flagged
+(``F_TUNNEL_OTHER``; ``F_TUNNEL_DEEP`` past the depth limit). An outer IP first fragment is
+not opened (the rest is in other fragments): it stays the outer packet. A tunnel whose
+header or carried packet is cut is ``too_short``; a carried frame without IP ``not_ip``.
 
 Truncation: a frame whose captured bytes end before the headers needed for its flow (link,
 IP, and the UDP header, or the TCP header with its options) is ``too_short`` and gets no flow.
@@ -92,6 +115,19 @@ STATUS_NAMES = (
 F_FIRST_FRAGMENT = 1  # the first fragment of a fragmented datagram
 F_TCP_TIMESTAMP = 2  # tcp_tsval / tcp_tsecr hold the timestamps option
 F_TCP_MSS = 4  # tcp_mss holds the MSS option (SYN segments)
+F_TUNNEL_OTHER = 8  # a tunnel message not decapsulated (GTP signalling, GRE v1...): the outer packet
+F_TUNNEL_DEEP = 16  # a tunnel deeper than MAX_TUNNEL_DEPTH: the record is the deepest one opened
+
+# -- tunnels (kinds of the tunnel table's rows) ------------------------------------------------
+T_GTPU, T_VXLAN, T_GRE, T_4IN4, T_6IN4, T_4IN6, T_6IN6 = 1, 2, 3, 4, 5, 6, 7
+TUNNEL_NAMES = ("", "gtpu", "vxlan", "gre", "4in4", "6in4", "4in6", "6in6")
+TUNNEL_ID_NAMES = ("", "teid", "vni", "key", "", "", "", "")
+MAX_TUNNEL_DEPTH = 4
+GTPU_PORT = 2152
+VXLAN_PORT = 4789
+_TUNNEL_OTHER = -2  # _tunnel_inner's answer besides an offset and a failure (-1)
+# decode_frame's answers: the record is finished without flow, has its flow key, or may be a tunnel
+FRAME_DONE, FRAME_FLOW, FRAME_TUNNEL = 0, 1, 2
 
 # Bytes of payload the payload hash covers (after the payload length is mixed in).
 HASH_BYTES = 32
@@ -99,9 +135,13 @@ NO_TIME = np.iinfo(np.int64).min  # ts_ns of a record without a timestamp (pcapn
 
 _ETHERTYPE_IPV4 = 0x0800
 _ETHERTYPE_IPV6 = 0x86DD
+_ETHERTYPE_TEB = 0x6558  # transparent Ethernet bridging (GRE)
 _AF_INET6 = (10, 24, 28, 30)
 _IPPROTO_TCP = 6
 _IPPROTO_UDP = 17
+_IPPROTO_IPIP = 4
+_IPPROTO_IPV6 = 41
+_IPPROTO_GRE = 47
 _PORTED = (33, 132, 136)  # DCCP, SCTP, UDP-Lite: ports in the first 4 bytes
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -115,6 +155,7 @@ def record_dtype(head_bytes: int) -> np.dtype:
             ("ts_ns", "<i8"),  # capture time, ns since the epoch (NO_TIME: none)
             ("offset", "<u8"),  # byte offset of the record (its pcap header / pcapng block)
             ("flow", "<i4"),  # index into the flow table; -1 when the frame has no flow
+            ("tunnel", "<i4"),  # the innermost tunnel opened (index into the tunnel table), or -1
             ("iface", "<u4"),  # interface (pcapng: across sections; pcap: 0)
             ("status", "u1"),  # S_*
             ("flags", "u1"),  # F_*
@@ -227,8 +268,10 @@ def payload_hash(b, q, length):
 
 # -- flow table --------------------------------------------------------------------------------
 @njit(cache=True)
-def flow_slot_hash(w0, w1, w2, w3, w4):
-    h = (w0 ^ w1) * _M1
+def flow_slot_hash(w0, w1, w2, w3, w4, w5):
+    """The slot hash of a key. ``w5`` (a tunnel + 1, mostly 0) is mixed in beside the first
+    words rather than in one more round: a key without tunnel hashes as a 5-word one."""
+    h = (w0 ^ w1 ^ (w5 * _M3)) * _M1
     h = (h ^ w2 ^ (h >> np.uint64(31))) * _M2
     h = (h ^ w3 ^ (h >> np.uint64(31))) * _M3
     h = (h ^ w4 ^ (h >> np.uint64(31))) * _M1
@@ -236,15 +279,16 @@ def flow_slot_hash(w0, w1, w2, w3, w4):
 
 
 @njit(cache=True)
-def intern_flow(keys, slots, n_flows, w0, w1, w2, w3, w4):
-    """Index of the flow with key (w0..w4), added when new. Returns (flow, n_flows).
+def intern_flow(keys, slots, n_flows, w0, w1, w2, w3, w4, w5):
+    """Index of the row with key (w0..w5), added when new. Returns (row, n_flows).
 
-    ``keys`` rows are (ver | proto << 8 | sport << 16 | dport << 32, src hi, src lo, dst hi,
-    dst lo); ``slots`` (a power of two, -1 = empty) maps hashes to rows. The caller keeps the
-    table at most half full.
+    Flow rows are (ver | proto << 8 | sport << 16 | dport << 32, src hi, src lo, dst hi,
+    dst lo, tunnel + 1); tunnel rows (kind | has id << 8 | outer ver << 16 | id << 32, outer
+    src hi, src lo, dst hi, dst lo, enclosing tunnel + 1). ``slots`` (a power of two, -1 = empty) maps hashes
+    to rows. The caller keeps the table at most half full.
     """
     mask = np.uint64(slots.shape[0] - 1)
-    s = flow_slot_hash(w0, w1, w2, w3, w4) & mask
+    s = flow_slot_hash(w0, w1, w2, w3, w4, w5) & mask
     while True:
         f = slots[s]
         if f < 0:
@@ -253,9 +297,17 @@ def intern_flow(keys, slots, n_flows, w0, w1, w2, w3, w4):
             keys[n_flows, 2] = w2
             keys[n_flows, 3] = w3
             keys[n_flows, 4] = w4
+            keys[n_flows, 5] = w5
             slots[s] = n_flows
             return n_flows, n_flows + 1
-        if keys[f, 0] == w0 and keys[f, 1] == w1 and keys[f, 2] == w2 and keys[f, 3] == w3 and keys[f, 4] == w4:
+        if (
+            keys[f, 0] == w0
+            and keys[f, 1] == w1
+            and keys[f, 2] == w2
+            and keys[f, 3] == w3
+            and keys[f, 4] == w4
+            and keys[f, 5] == w5
+        ):
             return f, n_flows
         s = (s + np.uint64(1)) & mask
 
@@ -265,7 +317,7 @@ def rehash_flows(keys, n_flows, slots):
     """Fill a fresh (all -1) slot array from the first ``n_flows`` keys."""
     mask = np.uint64(slots.shape[0] - 1)
     for f in range(n_flows):
-        s = flow_slot_hash(keys[f, 0], keys[f, 1], keys[f, 2], keys[f, 3], keys[f, 4]) & mask
+        s = flow_slot_hash(keys[f, 0], keys[f, 1], keys[f, 2], keys[f, 3], keys[f, 4], keys[f, 5]) & mask
         while slots[s] >= 0:
             s = (s + np.uint64(1)) & mask
         slots[s] = f
@@ -314,18 +366,25 @@ def _radiotap_flags(b, p, hlen):
 
 
 @njit(cache=True)
+def _ethernet(b, q, end):
+    """The IP header of the Ethernet frame at ``q`` (a capture's link, or carried in a tunnel):
+    (offset, 4 or 6), or (-1, status)."""
+    if end - q < 14:
+        return -1, S_TOO_SHORT
+    q, et = _skip_vlan_tags(b, q + 14, end, u16be(b, q + 12))
+    if q < 0:
+        return -1, S_TOO_SHORT
+    kind = _ethertype_kind(et)
+    return (q, kind) if kind else (-1, S_NOT_IP)
+
+
+@njit(cache=True)
 def network_start(b, p, end, linktype):
     """Where the IP header starts and its version: (offset, 4 or 6), or (-1, status)."""
     data_pad = False
     while True:
         if linktype == LINKTYPE_ETHERNET:
-            if end - p < 14:
-                return -1, S_TOO_SHORT
-            q, et = _skip_vlan_tags(b, p + 14, end, u16be(b, p + 12))
-            if q < 0:
-                return -1, S_TOO_SHORT
-            kind = _ethertype_kind(et)
-            return (q, kind) if kind else (-1, S_NOT_IP)
+            return _ethernet(b, p, end)
         if linktype == LINKTYPE_RAW or linktype == LINKTYPE_IPV4 or linktype == LINKTYPE_IPV6:
             if end - p < 1:
                 return -1, S_TOO_SHORT
@@ -409,17 +468,255 @@ def network_start(b, p, end, linktype):
         return -1, S_UNSUPPORTED_LINK
 
 
+# -- tunnels ----------------------------------------------------------------------------------
+@njit(cache=True)
+def _may_tunnel(b, l4, end, proto):
+    """Whether ``_tunnel_inner`` may find a tunnel: the common case, a packet that is not one,
+    told in a few instructions."""
+    if proto == _IPPROTO_UDP:
+        if end - l4 < 8:
+            return False
+        dport = u16be(b, l4 + 2)
+        return dport == VXLAN_PORT or dport == GTPU_PORT or u16be(b, l4) == GTPU_PORT
+    return proto == _IPPROTO_IPIP or proto == _IPPROTO_IPV6 or proto == _IPPROTO_GRE
+
+
+@njit(cache=True)
+def _tunnel_inner(b, l4, end, proto, version):
+    """The packet a tunnel header at ``l4`` carries: (offset, 4 or 6, kind, id, has id).
+
+    Called where ``_may_tunnel`` says so. The offset is -1 (and the version a status) when the
+    tunnel is cut or carries no IP, ``_TUNNEL_OTHER`` when the header is a tunnel's but not one
+    that carries a packet ldanalyze opens.
+    """
+    if proto == _IPPROTO_IPIP or proto == _IPPROTO_IPV6:
+        inner = 4 if proto == _IPPROTO_IPIP else 6
+        kind = (T_4IN4 if version == 4 else T_4IN6) if inner == 4 else (T_6IN4 if version == 4 else T_6IN6)
+        return l4, inner, kind, 0, 0
+    if proto == _IPPROTO_GRE:
+        if end - l4 < 4:
+            return -1, S_TOO_SHORT, 0, 0, 0
+        bits = u16be(b, l4)
+        if bits & 0x4007:  # a routing field (RFC 1701) or a version other than 0 (PPTP's is 1)
+            return _TUNNEL_OTHER, 0, 0, 0, 0
+        g = l4 + 4
+        if bits & 0x8000:  # checksum and reserved word
+            g += 4
+        key = 0
+        has_key = 0
+        if bits & 0x2000:
+            if end - g < 4:
+                return -1, S_TOO_SHORT, 0, 0, 0
+            key = u32be(b, g)
+            has_key = 1
+            g += 4
+        if bits & 0x1000:  # sequence number
+            g += 4
+        et = u16be(b, l4 + 2)
+        if et == _ETHERTYPE_TEB:
+            g, inner = _ethernet(b, g, end)
+        else:
+            inner = _ethertype_kind(et)
+            if inner == 0:
+                return _TUNNEL_OTHER, 0, 0, 0, 0
+        return g, inner, T_GRE, key, has_key
+    g = l4 + 8  # UDP, with a port of a tunnel (_may_tunnel)
+    if u16be(b, l4 + 2) == VXLAN_PORT:
+        if end - g < 8:
+            return -1, S_TOO_SHORT, 0, 0, 0
+        if b[g] & 0x08 == 0:  # no valid VNI
+            return _TUNNEL_OTHER, 0, 0, 0, 0
+        q, inner = _ethernet(b, g + 8, end)
+        return q, inner, T_VXLAN, u32be(b, g + 4) >> 8, 1
+    if end - g < 8:
+        return -1, S_TOO_SHORT, 0, 0, 0
+    bits = np.int64(b[g])
+    if bits >> 4 != 3 or b[g + 1] != 0xFF:  # not GTPv1 (version 1, PT 1), or not a G-PDU
+        return _TUNNEL_OTHER, 0, 0, 0, 0
+    teid = u32be(b, g + 4)
+    q = g + 8
+    if bits & 7:  # E, S or PN: sequence number, N-PDU number, next extension type
+        if end - q < 4:
+            return -1, S_TOO_SHORT, 0, 0, 0
+        following = np.int64(b[q + 3]) if bits & 4 else 0
+        q += 4
+        while following:
+            if end - q < 1:
+                return -1, S_TOO_SHORT, 0, 0, 0
+            size = np.int64(b[q]) * 4
+            if size == 0:
+                return -1, S_MALFORMED, 0, 0, 0
+            if end - q < size:
+                return -1, S_TOO_SHORT, 0, 0, 0
+            following = np.int64(b[q + size - 1])
+            q += size
+    if end - q < 1:
+        return -1, S_TOO_SHORT, 0, 0, 0
+    inner = np.int64(b[q]) >> 4
+    if inner != 4 and inner != 6:
+        return -1, S_NOT_IP, 0, 0, 0
+    return q, inner, T_GTPU, teid, 1
+
+
 # -- network and transport ---------------------------------------------------------------------
 @njit(cache=True)
-def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, keys, slots, n_flows):
-    """Decode the frame ``b[p:p+caplen]`` into record ``out[i]``; returns the new flow count.
-
-    ``heads`` is ``out["head"]`` (a view: writing through a nested array view of the record
-    would cost a reference count per packet). The caller has set ``ts_ns``, ``offset``,
-    ``iface``, ``caplen`` and ``wirelen``. The flow table must have room for one more flow.
+def _ip_header(b, p, q, end, wirelen, version):
+    """Read the IP header at ``q``: (status, protocol, transport offset, end of the datagram,
+    flags, TTL, IP ID, src hi, src lo, dst hi, dst lo); status 0 when the transport header may
+    follow, else the record's (the fields up to the IP ID are set for ``S_FRAGMENT``).
     """
+    ip_id = 0
+    flags = 0
+    fragment_rest = False
+    zero = np.uint64(0)
+    if version == 4:
+        if end - q < 20:
+            return S_TOO_SHORT, 0, 0, 0, 0, 0, 0, zero, zero, zero, zero
+        vihl = np.int64(b[q])
+        ihl = (vihl & 15) * 4
+        if vihl >> 4 != 4 or ihl < 20:
+            return S_MALFORMED, 0, 0, 0, 0, 0, 0, zero, zero, zero, zero
+        if end - q < ihl:
+            return S_TOO_SHORT, 0, 0, 0, 0, 0, 0, zero, zero, zero, zero
+        total = u16be(b, q + 2)
+        if total == 0:  # segmentation offload: the length was left to the NIC
+            total = wirelen - (q - p)
+        if total < ihl:
+            return S_MALFORMED, 0, 0, 0, 0, 0, 0, zero, zero, zero, zero
+        frag = u16be(b, q + 6)
+        proto = np.int64(b[q + 9])
+        ip_id = u16be(b, q + 4)
+        ttl = np.int64(b[q + 8])
+        w1 = zero
+        w2 = np.uint64(u32be(b, q + 12))
+        w3 = zero
+        w4 = np.uint64(u32be(b, q + 16))
+        l4 = q + ihl
+        if frag & 0x1FFF:
+            fragment_rest = True
+        elif frag & 0x2000:
+            flags |= F_FIRST_FRAGMENT
+        ip_end = q + total
+    else:
+        if end - q < 40:
+            return S_TOO_SHORT, 0, 0, 0, 0, 0, 0, zero, zero, zero, zero
+        if np.int64(b[q]) >> 4 != 6:
+            return S_MALFORMED, 0, 0, 0, 0, 0, 0, zero, zero, zero, zero
+        plen = u16be(b, q + 4)
+        if plen == 0:  # jumbogram or offload: take the frame's length
+            plen = wirelen - (q - p) - 40
+        proto = np.int64(b[q + 6])
+        ttl = np.int64(b[q + 7])
+        w1 = u64be(b, q + 8)
+        w2 = u64be(b, q + 16)
+        w3 = u64be(b, q + 24)
+        w4 = u64be(b, q + 32)
+        l4 = q + 40
+        ip_end = l4 + plen
+        while proto == 0 or proto == 43 or proto == 60 or proto == 44 or proto == 51 or proto == 135:
+            if end - l4 < 8:
+                return S_TOO_SHORT, 0, 0, 0, 0, 0, 0, zero, zero, zero, zero
+            nxt = np.int64(b[l4])
+            if proto == 44:
+                fo = u16be(b, l4 + 2)
+                ip_id = u32be(b, l4 + 4)
+                if fo >> 3:
+                    fragment_rest = True
+                elif fo & 1:
+                    flags |= F_FIRST_FRAGMENT
+                hlen = 8
+            elif proto == 51:
+                hlen = (np.int64(b[l4 + 1]) + 2) * 4
+            else:
+                hlen = (np.int64(b[l4 + 1]) + 1) * 8
+            proto = nxt
+            l4 += hlen
+            if fragment_rest:
+                break
+        if ip_end < l4:
+            return S_MALFORMED, 0, 0, 0, 0, 0, 0, zero, zero, zero, zero
+    status = S_FRAGMENT if fragment_rest else 0
+    return status, proto, l4, ip_end, flags, ttl, ip_id, w1, w2, w3, w4
+
+
+@njit(cache=True)
+def open_tunnels(b, p, caplen, wirelen, linktype, out, i, tunnels, tunnel_slots, n_tunnels):
+    """Open the tunnels of a frame ``decode_frame`` found may start one (``FRAME_TUNNEL``), up
+    to ``MAX_TUNNEL_DEPTH``, interning each in ``tunnels`` (rows as ``intern_flow`` says; room
+    for ``MAX_TUNNEL_DEPTH`` more).
+
+    Returns ``(q, version, tunnel, flags, n_tunnels)``: the IP header ``decode_frame`` should
+    go on from, its version, the innermost tunnel opened (-1: none), and ``F_TUNNEL_OTHER`` or
+    ``F_TUNNEL_DEEP`` when one was left closed; ``q`` is -1 when a tunnel was cut or carries no
+    IP, the record then finished here (the fields of the header around it, and its status).
+    Called by the walks themselves: a wrapper would pay the reference counts of its arrays.
+    """
+    end = p + caplen
+    q, version = _ethernet(b, p, end) if linktype == LINKTYPE_ETHERNET else network_start(b, p, end, linktype)
+    tunnel = -1
+    depth = 0
+    # the enclosing header's fields: the record keeps them when a carried header is cut
+    ttl = ip_id = proto = ip_len = 0
+    while True:
+        status, inner_proto, l4, ip_end, flags, inner_ttl, inner_id, w1, w2, w3, w4 = _ip_header(
+            b, p, q, end, wirelen, version
+        )
+        if status == S_TOO_SHORT or status == S_MALFORMED:
+            return _cut(out, i, tunnel, version, ttl, ip_id, proto, ip_len, status), 0, tunnel, 0, n_tunnels
+        ttl, ip_id, proto, ip_len = inner_ttl, inner_id, inner_proto, ip_end - q
+        if status or flags & F_FIRST_FRAGMENT or not _may_tunnel(b, l4, end, proto):
+            return q, version, tunnel, 0, n_tunnels  # (a first fragment: the rest is in other fragments)
+        if depth == MAX_TUNNEL_DEPTH:
+            return q, version, tunnel, F_TUNNEL_DEEP, n_tunnels
+        inner, inner_version, kind, ident, has_id = _tunnel_inner(b, l4, end, proto, version)
+        if inner == _TUNNEL_OTHER:
+            return q, version, tunnel, F_TUNNEL_OTHER, n_tunnels
+        if inner < 0:
+            return _cut(out, i, tunnel, version, ttl, ip_id, proto, ip_len, inner_version), 0, tunnel, 0, n_tunnels
+        tw0 = np.uint64(kind | (has_id << 8) | (version << 16)) | (np.uint64(ident) << np.uint64(32))
+        tunnel, n_tunnels = intern_flow(tunnels, tunnel_slots, n_tunnels, tw0, w1, w2, w3, w4, np.uint64(tunnel + 1))
+        depth += 1
+        q = inner
+        version = inner_version
+
+
+@njit(cache=True)
+def _cut(out, i, tunnel, version, ttl, ip_id, proto, ip_len, status):
+    """Finish record ``out[i]`` (``_decode`` has reset it) of a frame whose tunnel, or the
+    header it carries, is cut or malformed; returns -1."""
+    r = out[i]
+    r["tunnel"] = tunnel
+    r["ip_ver"] = version
+    r["ttl"] = ttl
+    r["ip_id"] = ip_id
+    r["proto"] = proto
+    r["ip_len"] = ip_len
+    r["status"] = status
+    return -1
+
+
+@njit(cache=True)
+def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, q, version, tunnel, flags):
+    """Decode the frame ``b[p:p+caplen]`` into record ``out[i]``, all but its flow id.
+
+    Returns ``(state, w0, .., w5)``: ``FRAME_FLOW`` with the flow key (``intern_flow``'s,
+    which the caller interns and writes to ``flow``), ``FRAME_DONE`` for a record without
+    flow, or ``FRAME_TUNNEL`` (the record unfinished) where a tunnel may start: the caller
+    then opens the tunnels (``open_tunnels``) and calls again. With ``q`` < 0 the frame is read
+    from the link layer on; else from the IP header at ``q`` (its ``version``), carried in
+    ``tunnel``, the record flagged ``flags`` (``open_tunnels``' answer).
+
+    Kept apart from the tunnels and the tables because every array a big kernel takes costs
+    two atomic reference-count updates on each call (numba cannot prune those past a call that
+    may raise): a frame without tunnel pays for ``b`` and ``heads`` only. ``heads`` is
+    ``out["head"]`` (a view: writing through a nested array view of the record would cost a
+    reference count per packet). The caller has set ``ts_ns``, ``offset``, ``iface``,
+    ``caplen`` and ``wirelen``.
+    """
+    zero = np.uint64(0)
     r = out[i]
     r["flow"] = -1
+    r["tunnel"] = tunnel
     r["flags"] = 0
     r["ip_ver"] = 0
     r["proto"] = 0
@@ -436,99 +733,34 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, keys, slots, n_
     r["tcp_tsecr"] = 0
     r["tcp_mss"] = 0
     end = p + caplen
-    q, version = network_start(b, p, end, linktype)
-    if q < 0:
-        r["status"] = version
-        return n_flows
+    outer = q < 0
+    if outer:  # Ethernet read here: network_start's reference counts would cost every packet
+        q, version = _ethernet(b, p, end) if linktype == LINKTYPE_ETHERNET else network_start(b, p, end, linktype)
+        if q < 0:
+            r["status"] = version
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero
+    status, proto, l4, ip_end, header_flags, ttl, ip_id, w1, w2, w3, w4 = _ip_header(b, p, q, end, wirelen, version)
     r["ip_ver"] = version
-    flags = 0
-    fragment_rest = False
-    if version == 4:
-        if end - q < 20:
-            r["status"] = S_TOO_SHORT
-            return n_flows
-        vihl = np.int64(b[q])
-        ihl = (vihl & 15) * 4
-        if vihl >> 4 != 4 or ihl < 20:
-            r["status"] = S_MALFORMED
-            return n_flows
-        if end - q < ihl:
-            r["status"] = S_TOO_SHORT
-            return n_flows
-        total = u16be(b, q + 2)
-        if total == 0:  # segmentation offload: the length was left to the NIC
-            total = wirelen - (q - p)
-        if total < ihl:
-            r["status"] = S_MALFORMED
-            return n_flows
-        frag = u16be(b, q + 6)
-        proto = np.int64(b[q + 9])
-        r["ip_id"] = u16be(b, q + 4)
-        r["ttl"] = b[q + 8]
-        w1 = np.uint64(0)
-        w2 = np.uint64(u32be(b, q + 12))
-        w3 = np.uint64(0)
-        w4 = np.uint64(u32be(b, q + 16))
-        l4 = q + ihl
-        if frag & 0x1FFF:
-            fragment_rest = True
-        elif frag & 0x2000:
-            flags |= F_FIRST_FRAGMENT
-        ip_end = q + total
-    else:
-        if end - q < 40:
-            r["status"] = S_TOO_SHORT
-            return n_flows
-        if np.int64(b[q]) >> 4 != 6:
-            r["status"] = S_MALFORMED
-            return n_flows
-        plen = u16be(b, q + 4)
-        if plen == 0:  # jumbogram or offload: take the frame's length
-            plen = wirelen - (q - p) - 40
-        proto = np.int64(b[q + 6])
-        r["ttl"] = b[q + 7]
-        w1 = u64be(b, q + 8)
-        w2 = u64be(b, q + 16)
-        w3 = u64be(b, q + 24)
-        w4 = u64be(b, q + 32)
-        l4 = q + 40
-        ip_end = l4 + plen
-        while proto == 0 or proto == 43 or proto == 60 or proto == 44 or proto == 51 or proto == 135:
-            if end - l4 < 8:
-                r["status"] = S_TOO_SHORT
-                return n_flows
-            nxt = np.int64(b[l4])
-            if proto == 44:
-                fo = u16be(b, l4 + 2)
-                r["ip_id"] = u32be(b, l4 + 4)
-                if fo >> 3:
-                    fragment_rest = True
-                elif fo & 1:
-                    flags |= F_FIRST_FRAGMENT
-                hlen = 8
-            elif proto == 51:
-                hlen = (np.int64(b[l4 + 1]) + 2) * 4
-            else:
-                hlen = (np.int64(b[l4 + 1]) + 1) * 8
-            proto = nxt
-            l4 += hlen
-            if fragment_rest:
-                break
-        if ip_end < l4:
-            r["status"] = S_MALFORMED
-            return n_flows
+    if status == S_TOO_SHORT or status == S_MALFORMED:
+        r["status"] = status
+        return FRAME_DONE, zero, zero, zero, zero, zero, zero
+    r["ttl"] = ttl
+    r["ip_id"] = ip_id
     r["proto"] = proto
     r["ip_len"] = ip_end - q
-    if fragment_rest:
-        r["status"] = S_FRAGMENT
-        return n_flows
+    if status:
+        r["status"] = status
+        return FRAME_DONE, zero, zero, zero, zero, zero, zero
+    flags |= header_flags
+    if outer and not flags & F_FIRST_FRAGMENT and _may_tunnel(b, l4, end, proto):
+        return FRAME_TUNNEL, zero, zero, zero, zero, zero, zero
     l4_len = ip_end - l4
     sport = 0
     dport = 0
     if proto == _IPPROTO_UDP:
         if end - l4 < 8:
             r["status"] = S_TOO_SHORT
-            return n_flows
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero
         sport = u16be(b, l4)
         dport = u16be(b, l4 + 2)
         ulen = u16be(b, l4 + 4)
@@ -542,14 +774,14 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, keys, slots, n_
     elif proto == _IPPROTO_TCP:
         if end - l4 < 20:
             r["status"] = S_TOO_SHORT
-            return n_flows
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero
         doff = (np.int64(b[l4 + 12]) >> 4) * 4
         if doff < 20:
             r["status"] = S_MALFORMED
-            return n_flows
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero
         if end - l4 < doff:
             r["status"] = S_TOO_SHORT
-            return n_flows
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero
         sport = u16be(b, l4)
         dport = u16be(b, l4 + 2)
         r["tcp_seq"] = u32be(b, l4 + 4)
@@ -585,7 +817,7 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, keys, slots, n_
                 hlen = 4
         if end - l4 < hlen:
             r["status"] = S_TOO_SHORT
-            return n_flows
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero
         if hlen:
             sport = u16be(b, l4)
             dport = u16be(b, l4 + 2)
@@ -593,7 +825,7 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, keys, slots, n_
         payload = l4 + hlen
     if payload_len < 0:
         r["status"] = S_MALFORMED
-        return n_flows
+        return FRAME_DONE, zero, zero, zero, zero, zero, zero
     r["payload_len"] = payload_len
     captured = max(0, min(payload_len, end - payload))
     n_head = min(captured, heads.shape[1])
@@ -605,8 +837,6 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, keys, slots, n_
     if captured >= min(payload_len, HASH_BYTES):
         r["payload_hash"] = payload_hash(b, payload, payload_len)
     r["flags"] = flags
-    w0 = np.uint64(version | (proto << 8) | (sport << 16) | (dport << 32))
-    flow, n_flows = intern_flow(keys, slots, n_flows, w0, w1, w2, w3, w4)
-    r["flow"] = flow
     r["status"] = S_DECODED
-    return n_flows
+    w0 = np.uint64(version | (proto << 8) | (sport << 16) | (dport << 32))
+    return FRAME_FLOW, w0, w1, w2, w3, w4, np.uint64(tunnel + 1)

@@ -34,7 +34,7 @@ from ...errors import TraceError, UsageError
 from ...packets import Trace, empty_rtt
 from . import payload as payloads
 from .fields import FieldSpec, payload_name
-from .flows import SSRC, flow_extents, flow_listing, flow_table
+from .flows import SSRC, flow_extents, flow_listing, flow_table, tunnel_counts, tunnel_records, tunnel_table
 from .linklayer import NO_TIME, S_TOO_SHORT, S_UNSUPPORTED_LINK, STATUS_NAMES
 from .sequences import reasons_in_brief
 from .source import PCAP, PCAPNG, ByteWindow, container
@@ -56,15 +56,19 @@ class Capture:
     """A decoded capture: one record per captured frame, the flow table, what was skipped.
 
     ``records`` is a packed array (``linklayer.record_dtype``): ``records["flow"]`` indexes
-    ``flows`` (one row per 5-tuple and direction: ``label, ip_ver, proto, src, sport, dst,
-    dport``), -1 for frames without a flow. ``counts`` holds records by decode status (see
-    ``linklayer.STATUS_NAMES``) and skipped pcapng blocks; ``notes`` the warnings issued.
+    ``flows`` (one row per 5-tuple, direction and tunnel: ``label, ip_ver, proto, src, sport,
+    dst, dport, tunnel``), -1 for frames without a flow; ``records["tunnel"]`` and
+    ``flows["tunnel"]`` index ``tunnels`` (``flows.tunnel_table``). ``counts`` holds records by
+    decode status (see ``linklayer.STATUS_NAMES``), by tunnel kind opened (``tunnels``), the
+    tunnel messages not opened (``tunnel_other``) and the tunnels too deep to open
+    (``tunnel_too_deep``), and skipped pcapng blocks; ``notes`` the warnings issued.
     """
 
     path: str
     format: str
     records: np.ndarray
     flows: pd.DataFrame
+    tunnels: pd.DataFrame
     interfaces: pd.DataFrame
     counts: dict
     notes: list[str]
@@ -113,11 +117,13 @@ def decode_into(path: str | os.PathLike, output: Output, chunk_bytes: int = CHUN
         walk = PcapWalk(stream) if fmt == PCAP else PcapngWalk(stream)
         walk.run(output)
         records = output.records()
+        tunnels = tunnel_table(output.tunnels[: output.n_tunnels])
         capture = Capture(
             path=path,
             format=fmt,
             records=records,
-            flows=flow_table(output.keys[: output.n_flows]),
+            flows=flow_table(output.keys[: output.n_flows], tunnels),
+            tunnels=tunnels,
             interfaces=pd.DataFrame(walk.interfaces),
             counts=walk.counts,
             notes=[],
@@ -133,6 +139,7 @@ def _account(capture: Capture, walk, stream: ByteWindow) -> None:
     counts["records"] = len(records)
     by_status = np.bincount(status, minlength=len(STATUS_NAMES))
     counts.update({name: int(c) for name, c in zip(STATUS_NAMES, by_status)})
+    counts.update(tunnel_counts(tunnel_records(records, len(capture.tunnels)), capture.tunnels))
 
     def note(message: str) -> None:
         capture.notes.append(f"{path}: {message}")

@@ -26,7 +26,20 @@ from numba import njit
 
 from ...errors import TraceError
 from ...tiering import pick
-from .linklayer import LINK_NAMES, NO_TIME, decode_frame, record_dtype, rehash_flows, u16, u32
+from .linklayer import (
+    FRAME_FLOW,
+    FRAME_TUNNEL,
+    LINK_NAMES,
+    MAX_TUNNEL_DEPTH,
+    NO_TIME,
+    decode_frame,
+    intern_flow,
+    open_tunnels,
+    record_dtype,
+    rehash_flows,
+    u16,
+    u32,
+)
 from .source import PCAP_MAGIC_NS, PCAP_MAGIC_US, PCAPNG_SHB, ByteWindow
 
 PCAPNG_BOM = 0x1A2B3C4D
@@ -72,37 +85,73 @@ def _start_record(out, n, ts_ns, offset, iface, caplen, wirelen):
 
 
 @njit(cache=True)
-def _no_room(out, n, slots, n_flows):
-    """STOP_FULL or STOP_GROW when one more record or flow would not fit, else 0."""
-    if n >= out.shape[0]:
+def _no_room(n, records, n_flows, flow_slots, n_tunnels, tunnel_slots):
+    """STOP_FULL or STOP_GROW when one more record, flow or frame's tunnels would not fit, else 0.
+
+    Takes the sizes (``records``: of the output, ``*_slots``: of the slot arrays), not the
+    arrays: arrays would cost reference-count updates on every record.
+    """
+    if n >= records:
         return STOP_FULL
-    if 2 * (n_flows + 1) > slots.shape[0]:
+    if 2 * (n_flows + 1) > flow_slots or 2 * (n_tunnels + MAX_TUNNEL_DEPTH) > tunnel_slots:
         return STOP_GROW
     return 0
 
 
 @njit(cache=True)
-def walk_pcap(b, pos, end, base, big, frac_ns, linktype, max_caplen, out, heads, n, keys, slots, n_flows):
+def walk_pcap(
+    b,
+    pos,
+    end,
+    base,
+    big,
+    frac_ns,
+    linktype,
+    max_caplen,
+    out,
+    heads,
+    n,
+    keys,
+    slots,
+    n_flows,
+    tunnels,
+    tunnel_slots,
+    n_tunnels,
+):
     """Decode pcap records from ``b[pos:end]`` until input, output or flow table runs out.
 
-    Returns ``(pos, n, n_flows, stop, detail)``: where it stopped and why (``STOP_*``);
+    Returns ``(pos, n, n_flows, n_tunnels, stop, detail)``: where it stopped and why (``STOP_*``);
     ``detail`` is the bytes the next record needs (``STOP_INPUT``) or a ``P_*`` problem.
     """
     while True:
-        full = _no_room(out, n, slots, n_flows)
+        full = _no_room(n, out.shape[0], n_flows, slots.shape[0], n_tunnels, tunnel_slots.shape[0])
         if full:
-            return pos, n, n_flows, full, 0
+            return pos, n, n_flows, n_tunnels, full, 0
         if end - pos < 16:
-            return pos, n, n_flows, STOP_INPUT, 16
+            return pos, n, n_flows, n_tunnels, STOP_INPUT, 16
         caplen = u32(b, pos + 8, big)
         if caplen > max_caplen:
-            return pos, n, n_flows, STOP_CORRUPT, P_CAPLEN
+            return pos, n, n_flows, n_tunnels, STOP_CORRUPT, P_CAPLEN
         if end - pos - 16 < caplen:
-            return pos, n, n_flows, STOP_INPUT, 16 + caplen
+            return pos, n, n_flows, n_tunnels, STOP_INPUT, 16 + caplen
         ts = u32(b, pos, big) * 1_000_000_000 + u32(b, pos + 4, big) * frac_ns
         wirelen = u32(b, pos + 12, big)
         _start_record(out, n, ts, base + pos, 0, caplen, wirelen)
-        n_flows = decode_frame(b, pos + 16, caplen, wirelen, linktype, out, heads, n, keys, slots, n_flows)
+        # the flow is interned here, and a tunnel opened, where the tables cost no reference counts
+        state, w0, w1, w2, w3, w4, w5 = decode_frame(
+            b, pos + 16, caplen, wirelen, linktype, out, heads, n, -1, 0, -1, 0
+        )
+        if state == FRAME_TUNNEL:
+            q, version, tunnel, flags, n_tunnels = open_tunnels(
+                b, pos + 16, caplen, wirelen, linktype, out, n, tunnels, tunnel_slots, n_tunnels
+            )
+            if q >= 0:  # (else the record is finished, without flow)
+                state, w0, w1, w2, w3, w4, w5 = decode_frame(
+                    b, pos + 16, caplen, wirelen, linktype, out, heads, n, q, version, tunnel, flags
+                )
+        if state == FRAME_FLOW:
+            flow, n_flows = intern_flow(keys, slots, n_flows, w0, w1, w2, w3, w4, w5)
+            out[n]["flow"] = flow
         n += 1
         pos += 16 + caplen
 
@@ -122,7 +171,9 @@ def ticks_to_ns(ticks, base, exp):
 
 
 @njit(cache=True)
-def walk_pcapng(b, pos, end, base, big, ifaces, iface_base, out, heads, n, keys, slots, n_flows):
+def walk_pcapng(
+    b, pos, end, base, big, ifaces, iface_base, out, heads, n, keys, slots, n_flows, tunnels, tunnel_slots, n_tunnels
+):
     """Decode pcapng packet blocks (EPB, SPB, PB) from ``b[pos:end]``.
 
     Stops (``STOP_BLOCK``) at any other block, which the caller handles; otherwise as
@@ -130,39 +181,39 @@ def walk_pcapng(b, pos, end, base, big, ifaces, iface_base, out, heads, n, keys,
     """
     n_ifaces = ifaces.shape[0]
     while True:
-        full = _no_room(out, n, slots, n_flows)
+        full = _no_room(n, out.shape[0], n_flows, slots.shape[0], n_tunnels, tunnel_slots.shape[0])
         if full:
-            return pos, n, n_flows, full, 0
+            return pos, n, n_flows, n_tunnels, full, 0
         if end - pos < 12:
-            return pos, n, n_flows, STOP_INPUT, 12
+            return pos, n, n_flows, n_tunnels, STOP_INPUT, 12
         btype = u32(b, pos, big)
         if btype == PCAPNG_SHB:  # its byte order may differ: the caller reads it
-            return pos, n, n_flows, STOP_BLOCK, 0
+            return pos, n, n_flows, n_tunnels, STOP_BLOCK, 0
         blen = u32(b, pos + 4, big)
         if blen < 12 or blen & 3:
-            return pos, n, n_flows, STOP_CORRUPT, P_BLOCK_LENGTH
+            return pos, n, n_flows, n_tunnels, STOP_CORRUPT, P_BLOCK_LENGTH
         if end - pos < blen:
-            return pos, n, n_flows, STOP_INPUT, blen
+            return pos, n, n_flows, n_tunnels, STOP_INPUT, blen
         if u32(b, pos + blen - 4, big) != blen:
-            return pos, n, n_flows, STOP_CORRUPT, P_TRAILER
+            return pos, n, n_flows, n_tunnels, STOP_CORRUPT, P_TRAILER
         if btype == BLOCK_EPB or btype == BLOCK_PB:
             if blen < 32:
-                return pos, n, n_flows, STOP_CORRUPT, P_BLOCK_LENGTH
+                return pos, n, n_flows, n_tunnels, STOP_CORRUPT, P_BLOCK_LENGTH
             iface = u32(b, pos + 8, big) if btype == BLOCK_EPB else u16(b, pos + 8, big)
             if iface >= n_ifaces:
-                return pos, n, n_flows, STOP_CORRUPT, P_IFACE
+                return pos, n, n_flows, n_tunnels, STOP_CORRUPT, P_IFACE
             caplen = u32(b, pos + 20, big)
             if 32 + caplen > blen:
-                return pos, n, n_flows, STOP_CORRUPT, P_BLOCK_CAPLEN
+                return pos, n, n_flows, n_tunnels, STOP_CORRUPT, P_BLOCK_CAPLEN
             wirelen = u32(b, pos + 24, big)
             ticks = (np.uint64(u32(b, pos + 12, big)) << np.uint64(32)) | np.uint64(u32(b, pos + 16, big))
             ts = ticks_to_ns(ticks, ifaces[iface, I_RES_BASE], ifaces[iface, I_RES_EXP]) + ifaces[iface, I_OFFSET_NS]
             data = pos + 28
         elif btype == BLOCK_SPB:
             if n_ifaces == 0:
-                return pos, n, n_flows, STOP_CORRUPT, P_NO_IFACE
+                return pos, n, n_flows, n_tunnels, STOP_CORRUPT, P_NO_IFACE
             if blen < 16:
-                return pos, n, n_flows, STOP_CORRUPT, P_BLOCK_LENGTH
+                return pos, n, n_flows, n_tunnels, STOP_CORRUPT, P_BLOCK_LENGTH
             iface = 0
             wirelen = u32(b, pos + 8, big)
             caplen = min(wirelen, blen - 16)
@@ -171,15 +222,29 @@ def walk_pcapng(b, pos, end, base, big, ifaces, iface_base, out, heads, n, keys,
             ts = NO_TIME
             data = pos + 12
         else:
-            return pos, n, n_flows, STOP_BLOCK, 0
+            return pos, n, n_flows, n_tunnels, STOP_BLOCK, 0
         _start_record(out, n, ts, base + pos, iface_base + iface, caplen, wirelen)
-        n_flows = decode_frame(b, data, caplen, wirelen, ifaces[iface, I_LINKTYPE], out, heads, n, keys, slots, n_flows)
+        # the flow is interned here, and a tunnel opened, where the tables cost no reference counts
+        state, w0, w1, w2, w3, w4, w5 = decode_frame(
+            b, data, caplen, wirelen, ifaces[iface, I_LINKTYPE], out, heads, n, -1, 0, -1, 0
+        )
+        if state == FRAME_TUNNEL:
+            q, version, tunnel, flags, n_tunnels = open_tunnels(
+                b, data, caplen, wirelen, ifaces[iface, I_LINKTYPE], out, n, tunnels, tunnel_slots, n_tunnels
+            )
+            if q >= 0:  # (else the record is finished, without flow)
+                state, w0, w1, w2, w3, w4, w5 = decode_frame(
+                    b, data, caplen, wirelen, ifaces[iface, I_LINKTYPE], out, heads, n, q, version, tunnel, flags
+                )
+        if state == FRAME_FLOW:
+            flow, n_flows = intern_flow(keys, slots, n_flows, w0, w1, w2, w3, w4, w5)
+            out[n]["flow"] = flow
         n += 1
         pos += blen
 
 
 class Output:
-    """Record blocks and the flow table, grown as the kernels ask."""
+    """Record blocks, the flow table and the tunnel table, grown as the kernels ask."""
 
     def __init__(self, head_bytes: int) -> None:
         self.dtype = record_dtype(head_bytes)
@@ -187,9 +252,12 @@ class Output:
         self.out = np.empty(BLOCK_RECORDS, self.dtype)
         self.heads = self.out["head"]
         self.n = 0
-        self.keys = np.zeros((512, 5), np.uint64)
+        self.keys = np.zeros((512, 6), np.uint64)
         self.slots = np.full(1024, -1, np.int32)
         self.n_flows = 0
+        self.tunnels = np.zeros((16, 6), np.uint64)
+        self.tunnel_slots = np.full(32, -1, np.int32)
+        self.n_tunnels = 0
 
     def new_block(self) -> None:
         self.blocks.append(self.out[: self.n])
@@ -198,11 +266,11 @@ class Output:
         self.n = 0
 
     def grow_flows(self) -> None:
-        keys = np.zeros((self.keys.shape[0] * 2, 5), np.uint64)
-        keys[: self.n_flows] = self.keys[: self.n_flows]
-        self.keys = keys
-        self.slots = np.full(self.slots.shape[0] * 2, -1, np.int32)
-        rehash_flows(self.keys, self.n_flows, self.slots)
+        """Double the flow table, or the tunnel table, whichever is full (``walk._no_room``)."""
+        if 2 * (self.n_flows + 1) > self.slots.shape[0]:
+            self.keys, self.slots = _doubled(self.keys, self.n_flows)
+        else:
+            self.tunnels, self.tunnel_slots = _doubled(self.tunnels, self.n_tunnels)
 
     def records(self) -> np.ndarray:
         """All records in one array (each block released once copied)."""
@@ -218,6 +286,15 @@ class Output:
             records[at : at + len(block)] = block
             at += len(block)
         return records
+
+
+def _doubled(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A table twice the size holding the first ``n`` keys, and its slots."""
+    bigger = np.zeros((keys.shape[0] * 2, keys.shape[1]), np.uint64)
+    bigger[:n] = keys[:n]
+    slots = np.full(bigger.shape[0] * 2, -1, np.int32)
+    rehash_flows(bigger, n, slots)
+    return bigger, slots
 
 
 class PcapWalk:
@@ -256,7 +333,7 @@ class PcapWalk:
         max_caplen = min(max(self.snaplen, 262144), MAX_CAPLEN)
         walk = pick(walk_pcap, stream.interpreted_decode_s())
         while True:
-            pos, output.n, output.n_flows, stop, detail = walk(
+            pos, output.n, output.n_flows, output.n_tunnels, stop, detail = walk(
                 stream.data,
                 pos,
                 stream.filled,
@@ -271,6 +348,9 @@ class PcapWalk:
                 output.keys,
                 output.slots,
                 output.n_flows,
+                output.tunnels,
+                output.tunnel_slots,
+                output.n_tunnels,
             )
             if stop == STOP_FULL:
                 output.new_block()
@@ -308,7 +388,7 @@ class PcapngWalk:
         ifaces = np.zeros((0, 5), np.int64)
         walk = pick(walk_pcapng, stream.interpreted_decode_s())
         while True:
-            pos, output.n, output.n_flows, stop, detail = walk(
+            pos, output.n, output.n_flows, output.n_tunnels, stop, detail = walk(
                 stream.data,
                 pos,
                 stream.filled,
@@ -322,6 +402,9 @@ class PcapngWalk:
                 output.keys,
                 output.slots,
                 output.n_flows,
+                output.tunnels,
+                output.tunnel_slots,
+                output.n_tunnels,
             )
             if stop == STOP_FULL:
                 output.new_block()

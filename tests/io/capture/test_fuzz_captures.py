@@ -1,11 +1,12 @@
 """Fuzzing the capture readers with mutations of real captures (tests/data/real, the bundled lab
-chain): bit flips, truncations, spliced bytes, duplicated and dropped byte ranges. The reader may
+chain) and of a generated one of flows in tunnels (GTP-U, VXLAN, GRE, IP-in-IP, nested): bit flips, truncations, spliced bytes, duplicated and dropped byte ranges. The reader may
 refuse a file with one of the project's errors, never with anything else, and what it accepts
 keeps every packet accounted for (per flow, delivered + losses + unobserved = sent)."""
 
 from __future__ import annotations
 
 import pathlib
+import tempfile
 import warnings
 
 import pytest
@@ -14,13 +15,26 @@ from hypothesis import strategies as st
 
 import ldanalyze as la
 from ldanalyze.errors import TraceError, UsageError
+from ldanalyze.io.capture.fields import FieldSpec
 
 from ...conftest import TRACES
+from ...support.tunnels import tunnel_capture
 
 SOURCES = sorted((pathlib.Path(__file__).parents[2] / "data" / "real").glob("*.pcap*")) + [
     TRACES / "captures" / "lab_receiver.pcap"
 ]
 DATA = {p.name: p.read_bytes() for p in SOURCES}
+
+
+def _tunnelled() -> bytes:
+    with tempfile.TemporaryDirectory() as folder:
+        path = pathlib.Path(folder) / "tunnels.pcap"
+        tunnel_capture(path)
+        return path.read_bytes()
+
+
+DATA["tunnels.pcap"] = _tunnelled()
+OPTIONS = {"tunnels.pcap": {"payload": FieldSpec.parse("seq=0:4,time=4:8:ns")}}  # its flows' sequence field
 
 
 @st.composite
@@ -59,7 +73,7 @@ def test_damaged_real_captures_are_read_or_refused_cleanly(tmp_path_factory, nam
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                trace = la.read_trace(path)
+                trace = la.read_trace(path, **OPTIONS.get(name, {}))
         except (TraceError, UsageError):
             outcomes["refused"] += 1
             return

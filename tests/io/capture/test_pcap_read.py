@@ -20,7 +20,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ldanalyze.errors import TraceError
-from ldanalyze.io.capture.linklayer import F_FIRST_FRAGMENT, F_TCP_MSS, F_TCP_TIMESTAMP, NO_TIME, STATUS_NAMES
+from ldanalyze.io.capture.linklayer import (
+    F_FIRST_FRAGMENT,
+    F_TCP_MSS,
+    F_TCP_TIMESTAMP,
+    F_TUNNEL_DEEP,
+    F_TUNNEL_OTHER,
+    NO_TIME,
+    STATUS_NAMES,
+)
 from ldanalyze.io.capture.pcap import CaptureWarning, decode_capture, list_flows, read_capture
 from ldanalyze.io.capture.source import capture_format
 
@@ -85,12 +93,26 @@ def as_twin(capture):
             "tcp_tsval": int(r["tcp_tsval"]) if flags & F_TCP_TIMESTAMP else None,
             "tcp_tsecr": int(r["tcp_tsecr"]) if flags & F_TCP_TIMESTAMP else None,
             "tcp_mss": int(r["tcp_mss"]) if flags & F_TCP_MSS else None,
+            "tunnels": tunnel_chain(capture.tunnels, int(r["tunnel"])),
+            "tunnel_other": bool(flags & F_TUNNEL_OTHER),
+            "tunnel_too_deep": bool(flags & F_TUNNEL_DEEP),
         }
         if r["flow"] >= 0:
             f = capture.flows.iloc[int(r["flow"])]
-            rec["flow"] = (int(f.ip_ver), int(f.proto), f.src, int(f.sport), f.dst, int(f.dport))
+            chain = tunnel_chain(capture.tunnels, int(f.tunnel))
+            rec["flow"] = (int(f.ip_ver), int(f.proto), f.src, int(f.sport), f.dst, int(f.dport), chain)
         out.append(rec)
     return out
+
+
+def tunnel_chain(tunnels, tunnel):
+    """(kind, id or None, outer src, outer dst) of a record's tunnels, outermost first (the twin's)."""
+    chain = []
+    while tunnel >= 0:
+        t = tunnels.iloc[tunnel]
+        chain.append((t.kind, None if t.id < 0 else int(t.id), t.src, t.dst))
+        tunnel = int(t.outer)
+    return tuple(reversed(chain))
 
 
 def same_as_twin(path, **options):

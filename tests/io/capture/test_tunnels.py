@@ -1,0 +1,174 @@
+"""Tunnelled captures (GTP-U, VXLAN, GRE, IP-in-IP, nested): the kernel against its plain twin
+on generated stacks, and against tshark on flows with known losses; what is not opened."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import warnings
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scapy.contrib.gtp import GTPEchoRequest, GTPHeader
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import ARP, Ether
+from scapy.layers.vxlan import VXLAN
+from scapy.packet import Raw
+
+from ldanalyze.cli import main
+from ldanalyze.io.capture.fields import FieldSpec
+from ldanalyze.io.capture.linklayer import F_TUNNEL_DEEP, F_TUNNEL_OTHER
+from ldanalyze.io.capture.pcap import decode_capture, read_capture
+
+from ...conftest import needs_binary, require_binary
+from ...support.captures import T0, Record, write_pcap
+from ...support.tunnels import FLOWS, KINDS, SENT, link, outer_ip, seq_payload, tunnel_capture, wrap
+from .test_pcap_read import same_as_twin
+
+NS = T0 * 10**9
+SEQ_TS = FieldSpec.parse("seq=0:4,time=4:8:ns")
+
+
+def decode(path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return decode_capture(path)
+
+
+@st.composite
+def tunnelled(draw):
+    """A frame of 0-6 nested tunnels around a UDP or TCP packet, maybe cut short, maybe a tunnel
+    message that is not a carried packet; and the tunnel kinds, innermost first."""
+    version = draw(st.sampled_from((4, 6)))
+    packet = IP(src="10.0.0.1", dst="10.0.0.2") if version == 4 else IPv6(src="fd00::1", dst="fd00::2")
+    body = draw(st.binary(min_size=0, max_size=40))
+    packet = packet / (UDP(sport=5000, dport=6000) if draw(st.booleans()) else TCP(seq=7)) / Raw(body)
+    kinds = draw(st.lists(st.sampled_from(KINDS), max_size=6))
+    for depth, kind in enumerate(kinds):
+        packet = wrap(kind, packet, draw(st.integers(0, 2**32 - 1)), depth)
+    if draw(st.integers(0, 9)) == 0:  # a GTP message that carries no packet
+        packet = outer_ip(4, 9) / UDP(sport=2152, dport=2152) / GTPHeader(gtp_type=1) / GTPEchoRequest()
+        kinds = ["echo"]
+    frame = link(packet)
+    cut = draw(st.none() | st.integers(14, len(frame)))
+    return Record(NS, frame, cut), kinds
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(frames=st.lists(tunnelled(), min_size=1, max_size=8))
+def test_tunnels_as_the_twin_opens_them(tmp_path_factory, frames):
+    path = tmp_path_factory.mktemp("tun") / "t.pcap"
+    write_pcap(path, [r for r, _ in frames], 1)
+    capture = same_as_twin(path)
+    for (record, kinds), r in zip(frames, capture.records):
+        if kinds == ["echo"] and record.snaplen is None:
+            assert r["flags"] & F_TUNNEL_OTHER and r["tunnel"] == -1
+        elif record.snaplen is None and 0 < len(kinds) <= 4 and kinds != ["echo"]:
+            assert r["status"] == 0 and r["tunnel"] >= 0
+            depth, t = 0, int(r["tunnel"])
+            while t >= 0:
+                depth, t = depth + 1, int(capture.tunnels["outer"].iat[t])
+            assert depth == len(kinds)
+
+
+# -- tshark ------------------------------------------------------------------------------------
+def tshark_flows(path) -> dict:
+    """(inner src, inner dst, tunnel ids outermost first) → sequence numbers, as tshark reads them."""
+    fields = ("frame.protocols", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst", "udp.payload")
+    fields += ("gtp.teid", "vxlan.vni", "gre.key")
+    cmd = [require_binary("tshark"), "-n", "-r", str(path), "-T", "fields", "-E", "separator=;"]
+    out = subprocess.run(cmd + [a for f in fields for a in ("-e", f)], check=True, capture_output=True, text=True)
+    flows: dict = {}
+    for line in out.stdout.splitlines():
+        protocols, src4, dst4, src6, dst6, payload, teid, vni, key = line.split(";")
+        layers = [p for p in protocols.split(":") if p in ("ip", "ipv6")]
+        src, dst = (src4, dst4) if layers[-1] == "ip" else (src6, dst6)
+        ids = tuple(int(x, 0) for x in (teid, vni, key) if x for x in x.split(","))
+        seq = int(payload.split(",")[-1][:8], 16)
+        flows.setdefault((src.split(",")[-1], dst.split(",")[-1], tuple(sorted(ids))), []).append(seq)
+    return flows
+
+
+@needs_binary("tshark")
+def test_tshark_reads_the_same_flows_and_sequence_numbers_inside_tunnels(tmp_path):
+    path = tmp_path / "tunnels.pcap"
+    tunnel_capture(path)
+    capture = decode(path)
+    tunnels = capture.tunnels
+    mine = {}
+    for f in capture.flows.itertuples():
+        ids, t = [], int(f.tunnel)
+        while t >= 0:
+            if tunnels["id"].iat[t] >= 0:
+                ids.append(int(tunnels["id"].iat[t]))
+            t = int(tunnels["outer"].iat[t])
+        rows = capture.records["flow"] == f.Index
+        seqs = capture.records["head"][rows, :4].copy().view(">u4")[:, 0].tolist()
+        mine[(f.src, f.dst, tuple(sorted(ids)))] = seqs
+    assert mine == tshark_flows(path)
+    assert len(mine) == len(FLOWS)
+    assert capture.counts["tunnels"] == {
+        "gtpu": 3 * SENT - 3,  # the last flow's 4in4 travels in GTP-U
+        "vxlan": 2 * SENT - 3,
+        "gre": 2 * SENT - 1,
+        "6in4": SENT - 2,
+        "4in6": SENT - 1,
+        "4in4": SENT,
+    }
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trace = read_capture(path, payload=SEQ_TS, skew="keep", capture_host="none")
+    lost = trace.packets[trace.packets["fate"] == "lost"]
+    assert sorted(trace.meta["flows"]) == sorted(capture.flows["label"])
+    for f in capture.flows.itertuples():
+        # the k-th flow's innermost tunnel has the outer addresses of level 10 k (192.0.10k.1, 2001:db8:10k::1)
+        level = int(re.split("[.:]", tunnels["src"].iat[f.tunnel])[2])
+        dropped = FLOWS[level // 10][3]
+        # a receiver knows the gaps between arrivals, not a loss before the first or after the last
+        gaps = {s for s in dropped if 0 < s < SENT - 1}
+        label = f.label
+        assert set(lost.loc[lost["flow"] == label, "seq"]) == gaps, label
+
+
+def test_what_is_not_opened_is_counted(tmp_path):
+    inner = IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=5000, dport=6000) / Raw(seq_payload(1))
+    deep = inner
+    for depth in range(5):
+        deep = wrap("ip-in-4", deep, 0, depth)
+    arp = wrap("vxlan", IP(), 5)
+    arp[VXLAN].remove_payload()
+    arp = arp / Ether(src="02:00:00:00:00:03", dst="ff:ff:ff:ff:ff:ff") / ARP()
+    ext = link(wrap("gtpu-ext", inner, 3))
+    echo = outer_ip(4, 0) / UDP(sport=2152, dport=2152) / GTPHeader(gtp_type=1) / GTPEchoRequest()
+    records = [Record(NS, link(deep)), Record(NS, link(arp)), Record(NS, ext, 14 + 20 + 8 + 12 + 2)]
+    path = tmp_path / "edges.pcap"
+    write_pcap(path, records + [Record(NS, link(echo))], 1)
+    capture = same_as_twin(path)
+    status = capture.records["status"].tolist()
+    assert status == [0, 2, 1, 0]  # decoded, not_ip, too_short (cut in the extension header), decoded
+    assert capture.counts["tunnel_too_deep"] == 1 and capture.counts["tunnel_other"] == 1
+    assert capture.records["flags"][0] & F_TUNNEL_DEEP
+    # the deepest packet opened is the fifth tunnel's: IP-in-IP between level 0's ends
+    assert capture.flows["label"].iat[0].startswith("192.0.0.1>192.0.0.2/4/4in4@192.0.1.1>192.0.1.2/")
+    assert capture.flows["label"].iat[1] == "192.0.0.1:2152>192.0.0.2:2152/udp"
+    # opened: the four of the deep one, counted once; the cut GTP-U and the ARP in VXLAN gave no packet
+    assert capture.counts["tunnels"] == {"4in4": 1}
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_inspect_says_what_was_opened(tmp_path, capsys, whole):
+    path = tmp_path / "tunnels.pcap"
+    tunnel_capture(path)
+    args = ["inspect", str(path), "--field", "seq=0:4,time=4:8:ns"] + ([] if whole else ["--flow-at-a-time"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(args) == 0
+    out = capsys.readouterr().out
+    opened = re.search(r"tunnels opened \(packets by kind\): (.*?); not opened: (\d+)", out)
+    assert opened, out
+    counts = dict(item.split() for item in opened[1].split(", "))
+    assert {k: int(v) for k, v in counts.items()} == decode(path).counts["tunnels"]
+    assert "/gtpu=0x5678@192.0.10.1>192.0.10.2" in out
