@@ -189,6 +189,15 @@ def _ip_start(frame, linktype):
             if (linktype == 228 and version != 4) or (linktype == 229 and version != 6):
                 return None, "malformed"
             return (0, version) if version in (4, 6) else (None, "not_ip")
+        if linktype == 9:  # PPP
+            at = 2 if frame[:2] == b"\xff\x03" else 0
+            _need(frame, at, 1)
+            if frame[at] % 2:  # one-byte protocol
+                protocol, at = frame[at], at + 1
+            else:
+                _need(frame, at, 2)
+                protocol, at = _struct.unpack(">H", frame[at : at + 2])[0], at + 2
+            return (at, {0x21: 4, 0x57: 6}[protocol]) if protocol in (0x21, 0x57) else (None, "not_ip")
         if linktype in (0, 108):
             _need(frame, 0, 4)
             family = _struct.unpack("<I", frame[:4])[0]

@@ -34,7 +34,7 @@ from scapy.packet import Raw
 from scapy.utils import RawPcapNgWriter, RawPcapWriter
 
 T0 = 1_700_000_000  # seconds: capture times start here
-LINKTYPES = (0, 1, 101, 105, 108, 113, 127, 192, 228, 229, 276)
+LINKTYPES = (0, 1, 9, 101, 105, 108, 113, 127, 192, 228, 229, 276)
 ETHERTYPE = {4: 0x0800, 6: 0x86DD}
 AF_INET6 = (10, 24, 28, 30)
 
@@ -141,18 +141,25 @@ def link_frame(
     af6: int = 10,
     wifi: str = "data",
     radiotap: str = "",
+    ppp: str = "hdlc",
 ) -> bytes:
     """``packet`` (scapy IP/IPv6 or raw bytes starting with an IP header) in a link-layer frame.
 
     ``vlans``: TPIDs of the tags to stack (Ethernet, SLL, SLL2). ``wifi``: ``data``, ``qos``,
     ``qos-4addr`` (to-DS and from-DS), ``beacon``, ``null``, ``protected``. ``radiotap``:
-    flag names (``badFCS``, ``pad``) and ``TSFT`` to add a TSFT field.
+    flag names (``badFCS``, ``pad``) and ``TSFT`` to add a TSFT field. ``ppp``: ``hdlc``
+    (address and control, then the protocol), ``plain`` (the protocol only, as ns-3 writes) or
+    ``compressed`` (a one-byte protocol).
     """
     raw = bytes(packet)
     version = raw[0] >> 4
     ethertype = ETHERTYPE.get(version, 0x0800)
     if linktype in (101, 228, 229):
         return raw
+    if linktype == 9:
+        protocol = 0x21 if version == 4 else 0x57
+        field = bytes([protocol]) if ppp == "compressed" else struct.pack(">H", protocol)
+        return (b"\xff\x03" if ppp == "hdlc" else b"") + field + raw
     if linktype in (0, 108):
         return struct.pack(af_order + "I", 2 if version == 4 else af6) + raw
     if linktype in (1, 113, 276):
@@ -372,6 +379,8 @@ def frames(draw, linktype: int, tpids=(0x8100, 0x88A8, 0x9100)) -> list[bytes]:
         options["wifi"] = draw(st.sampled_from(["data", "qos", "qos-4addr", "data", "beacon", "null", "protected"]))
     if linktype == 127:
         options["radiotap"] = draw(st.sampled_from(["", "TSFT", "pad", "TSFT+pad", "badFCS"]))
+    if linktype == 9:
+        options["ppp"] = draw(st.sampled_from(["hdlc", "plain", "compressed"]))
     if linktype in (228, 229):
         wanted = 4 if linktype == 228 else 6
         if ends.ip_ver != wanted:

@@ -11,6 +11,9 @@ Link types (LINKTYPE_* values of the pcap/pcapng specifications):
                               10, 24, 28, 30 = IPv6 on Linux, NetBSD/OpenBSD, FreeBSD, macOS)
 1      Ethernet               with any stack of 802.1Q / 802.1ad / QinQ tags (0x8100, 0x88a8,
                               0x9100)
+9      PPP                    HDLC address and control (0xFF 0x03) when present, then the
+                              protocol (0x0021 IPv4, 0x0057 IPv6; one byte when compressed):
+                              ns-3's point-to-point links write it
 101    raw IP                 version from the first nibble; 228 = IPv4 only, 229 = IPv6 only
 105    802.11                 data and QoS data frames with LLC/SNAP; management, control and
                               null-data frames are counted (``wifi_not_data``), protected
@@ -65,6 +68,7 @@ from numba import njit
 # -- link types ------------------------------------------------------------------------------
 LINKTYPE_NULL = 0
 LINKTYPE_ETHERNET = 1
+LINKTYPE_PPP = 9
 LINKTYPE_RAW = 101
 LINKTYPE_IEEE802_11 = 105
 LINKTYPE_LOOP = 108
@@ -78,6 +82,7 @@ LINKTYPE_LINUX_SLL2 = 276
 LINK_NAMES = {
     LINKTYPE_NULL: "null",
     LINKTYPE_ETHERNET: "ethernet",
+    LINKTYPE_PPP: "ppp",
     LINKTYPE_RAW: "raw",
     LINKTYPE_IEEE802_11: "802.11",
     LINKTYPE_LOOP: "loop",
@@ -392,6 +397,22 @@ def network_start(b, p, end, linktype):
             if linktype == LINKTYPE_IPV4 and version != 4 or linktype == LINKTYPE_IPV6 and version != 6:
                 return -1, S_MALFORMED
             return (p, version) if version == 4 or version == 6 else (-1, S_NOT_IP)
+        if linktype == LINKTYPE_PPP:
+            if end - p >= 2 and b[p] == 0xFF and b[p + 1] == 0x03:  # HDLC address and control, when present
+                p += 2
+            if end - p < 1:
+                return -1, S_TOO_SHORT
+            if b[p] & 1:  # a protocol field compressed to one byte (RFC 1661 §6.5)
+                protocol = np.int64(b[p])
+                p += 1
+            else:
+                if end - p < 2:
+                    return -1, S_TOO_SHORT
+                protocol = u16be(b, p)
+                p += 2
+            if protocol == 0x21:
+                return p, 4
+            return (p, 6) if protocol == 0x57 else (-1, S_NOT_IP)
         if linktype == LINKTYPE_NULL or linktype == LINKTYPE_LOOP:
             if end - p < 4:
                 return -1, S_TOO_SHORT

@@ -92,6 +92,8 @@ def dpkt_ip(linktype, buf):
         ip = dpkt.sll.SLL(buf).data
     elif linktype == 276:
         ip = dpkt.sll2.SLL2(buf).data
+    elif linktype == 9:
+        ip = dpkt.ppp.PPP(buf).data if buf[:2] == b"\xff\x03" else dpkt.ppp.PPP(b"\xff\x03" + buf).data
     elif linktype in (0, 108):
         ip = dpkt.loopback.Loopback(buf).data
     elif linktype in (101, 228, 229):
@@ -138,6 +140,9 @@ FIXTURE_LINKS = [
     (1, {"vlans": (0x8100,)}, BOTH),
     (1, {"vlans": (0x88A8, 0x8100)}, BOTH),
     (1, {"vlans": (0x9100,)}, ("dpkt",)),
+    (9, {"ppp": "hdlc"}, ("dpkt",)),
+    (9, {"ppp": "plain"}, ("dpkt",)),
+    (9, {"ppp": "compressed"}, ("dpkt",)),
     (113, {}, BOTH),
     (276, {}, BOTH),
     (0, {"af_order": "<", "af6": 30}, ("dpkt",)),
