@@ -14,6 +14,7 @@ import csv
 import importlib.util
 import os
 import pathlib
+import subprocess
 import warnings
 
 import dpkt
@@ -24,7 +25,7 @@ from ldanalyze.analysis import analyze_traces
 from ldanalyze.io.capture.fields import FieldSpec
 from ldanalyze.io.labels import apply_labels
 
-from ..conftest import IN_CI
+from ..conftest import IN_CI, require_binary
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -228,3 +229,33 @@ def test_spike_calls_the_policers_drops_wireless_and_the_radios_not(policed):
     policing = share(policed, "spike", "policing", lambda d: d["decision"] == "wireless")
     radio = share(policed, "spike", "wireless", lambda d: d["decision"] == "wireless")
     assert policing >= 0.6 and radio <= 0.5, (policing, radio)
+
+
+@pytest.fixture(scope="module")
+def lte(tmp_path_factory):
+    return start("lte", tmp_path_factory)
+
+
+def test_the_core_capture_is_read_through_its_gtp_tunnels(lte):
+    """The S1-U link at the eNB (real GTP-U from ns-3's EPC, on a PPP link): each bearer (TEID) is
+    a flow of its own, as tshark counts them, and the per-packet truth holds through the tunnel:
+    every packet a UE received crossed S1-U, no packet the bottleneck dropped did, and every one
+    the eNB's buffer or the radio lost had."""
+    path = lte.folder / "s1u.pcap"
+    out = subprocess.run([require_binary("tshark"), "-n", "-r", str(path), "-T", "fields", "-e", "gtp.teid"],
+                         capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    theirs = {int(teid, 16): out.count(teid) for teid in set(out)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trace = la.read_trace(path, payload=SEQ_TS, skew="keep")
+    core = trace.packets[trace.packets["fate"] == "delivered"]
+    bearers = core.groupby(core["flow"].astype(str), observed=True).size()
+    assert {int(label.split("/gtpu=")[1].split("@")[0], 16): n for label, n in bearers.items()} == theirs
+    crossed = {(label.split("/gtpu=")[0], int(seq)) for label, seq in zip(core["flow"].astype(str), core["seq"])}
+    for i in range(lte.receivers):
+        got = set(received(lte, i))
+        assert got and got <= crossed
+        rows = labels(lte, i)
+        assert not {(r["flow"], int(r["seq"])) for r in rows if r["detail"] == "queue-disc"} & crossed
+        lost_after = {(r["flow"], int(r["seq"])) for r in rows if r["detail"] in ("enb-buffer", "radio")}
+        assert lost_after <= crossed

@@ -25,6 +25,8 @@
 //                       or -- sent while the eNB had released the UE after its radio link failed
 //                       (the RRC's release and re-establishment traces) -- discarded at the eNB
 //                       (wireless, `link-failure`)
+//   s1u.pcap            the S1-U link at the eNB (PPP link type): every user packet inside GTP-U,
+//                       as it left the core for the eNB
 //   sent.csv            flow,seq: every packet the remote host's IP layer sent (the ledger)
 //   stats.csv           received, labelled, dropped_but_delivered (0 here), written last
 // Every packet of the ledger is received or labelled, never both; a packet that neither reached
@@ -204,6 +206,13 @@ int main(int argc, char* argv[])
     Simulator::Schedule(Seconds(1.0 + duration), &ConstantVelocityMobilityModel::SetVelocity, walker, Vector());
 
     NetDeviceContainer enbDevices = lte->InstallEnbDevice(enb);
+    for (uint32_t d = 0; d < enb.Get(0)->GetNDevices(); ++d) // the S1-U link's end at the eNB
+    {
+        if (Ptr<PointToPointNetDevice> s1u = DynamicCast<PointToPointNetDevice>(enb.Get(0)->GetDevice(d)))
+        {
+            p2p.EnablePcap(out + "/s1u.pcap", s1u, false, true);
+        }
+    }
     NetDeviceContainer ueDevices = lte->InstallUeDevice(ue);
     internet.Install(ue);
     Ipv4InterfaceContainer ueAddresses = epc->AssignUeIpv4Address(ueDevices);
