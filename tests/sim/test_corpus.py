@@ -20,15 +20,14 @@ corpus = sys.modules["corpus"] = importlib.util.module_from_spec(spec)  # its wo
 spec.loader.exec_module(corpus)
 
 UNAVAILABLE = corpus.scenario.unavailable()
+pytestmark = pytest.mark.skipif(UNAVAILABLE is not None and not IN_CI, reason=f"{UNAVAILABLE} (CI runs it)")
 FAMILIES = ("ns2-wlh", "ns3-wifi", "ns3-policed")
 
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
     if UNAVAILABLE:
-        if IN_CI:
-            pytest.fail(f"the ns-3 scenarios must run in CI, but {UNAVAILABLE}")
-        pytest.skip(UNAVAILABLE)
+        pytest.fail(f"the ns-3 scenarios must run in CI, but {UNAVAILABLE}")
     os.environ.setdefault("LDANALYZE_NS3_CACHE", str(tmp_path_factory.getbasetemp() / "ns3"))
     return list(corpus.items(tmp_path_factory.mktemp("corpus"), FAMILIES, small=True, jobs=2))
 
