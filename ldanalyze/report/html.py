@@ -50,8 +50,14 @@ def _figures_first(plots, scores: pd.DataFrame, per_flow: pd.DataFrame, truth: b
     """The figure a person looks at first: with truth, M_c against M_w; without, what each LDA
     called (and with truth, that too, against the true share)."""
     out = []
-    if truth:
+    if truth and (scores["M_c"].notna() & scores["M_w"].notna()).any():
         out.append(_png(plots.mc_mw(scores, per_flow)))
+    elif truth:  # the plot would be empty: say why instead
+        first = scores.iloc[0]
+        out.append(
+            f"<p class='note'>No M_c against M_w: it needs scored losses of both causes, and this trace has "
+            f"{int(first['congestion'])} congestion and {int(first['wireless'])} wireless losses scored.</p>"
+        )
     if voting:
         out.append(_png(plots.called_wireless(scores, per_flow)))
     if not truth:
