@@ -663,26 +663,20 @@ def test_ci_outputs_parse_validate_and_count(suite, tmp_path):
     assert f"| {suite / 'README.txt'} | no known trace format |" in text
 
 
+def against_a_worse_biaz(suite, baseline) -> int:
+    """``batch``'s exit code for the suite scored with Biaz far from the paper's threshold,
+    against ``baseline``."""
+    lda = "biaz:upper=3,zbs,spike"
+    return main(["batch", str(suite), "--no-cache", "--jobs", "1", "--lda", lda, "--controller", "none",
+                 "--baseline", str(baseline)])  # fmt: skip
+
+
 def test_baseline_round_trip_on_the_command_line(suite, tmp_path, capsys):
     saved = tmp_path / "baseline.parquet"
     assert run(tmp_path, suite, "-o", saved, "--controller", "none") == 0
     assert run(tmp_path, suite, "--baseline", saved, "--controller", "none") == 0
     # a worse biaz (a threshold far from the paper's) regresses its accuracy
-    code = main(
-        [
-            "batch",
-            str(suite),
-            "--no-cache",
-            "--jobs",
-            "1",
-            "--lda",
-            "biaz:upper=3,zbs,spike",
-            "--controller",
-            "none",
-            "--baseline",
-            str(saved),
-        ]
-    )
+    code = against_a_worse_biaz(suite, saved)
     out = capsys.readouterr().out
     assert code == 1 and "FAILED baseline" in out and "biaz" in out
 
@@ -701,21 +695,7 @@ def test_a_json_table_or_report_is_a_baseline_to_the_last_bit(suite, tmp_path, c
         assert list(read.columns) == list(written.columns)
         np.testing.assert_array_equal(read[floats].to_numpy(np.float64), written[floats].to_numpy(np.float64))
         assert run(tmp_path, suite, "--baseline", baseline, "--tolerance", "0", "--controller", "none") == 0
-        code = main(
-            [
-                "batch",
-                str(suite),
-                "--no-cache",
-                "--jobs",
-                "1",
-                "--lda",
-                "biaz:upper=3,zbs,spike",
-                "--controller",
-                "none",
-                "--baseline",
-                str(baseline),
-            ]
-        )
+        code = against_a_worse_biaz(suite, baseline)
         assert code == 1 and "FAILED baseline" in capsys.readouterr().out
     (tmp_path / "other.json").write_text('{"a": 1}')
     assert run(tmp_path, suite, "--baseline", tmp_path / "other.json") == 2
