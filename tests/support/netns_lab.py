@@ -250,6 +250,28 @@ def _mac(subnet: str, host: int) -> str:
     return "02:00:" + ":".join(f"{int(octet):02x}" for octet in subnet.split(".")) + f":{host:02x}"
 
 
+def rtpbin_to_receiver(port: int) -> list[str]:
+    """The end of a GStreamer sender pipeline: rtpbin ``rb``'s RTP to the receiver's ``port`` and
+    its RTCP to the next one, from the lab's fixed sender ports."""
+    return [
+        "rb.send_rtp_sink_0",
+        "rb.send_rtp_src_0",
+        "!",
+        "udpsink",
+        f"host={RECEIVER_IP}",
+        f"port={port}",
+        f"bind-port={RTP_SENDER_PORT}",
+        "rb.send_rtcp_src_0",
+        "!",
+        "udpsink",
+        f"host={RECEIVER_IP}",
+        f"port={port + 1}",
+        f"bind-port={RTP_SENDER_PORT + 1}",
+        "sync=false",
+        "async=false",
+    ]
+
+
 class _Lab:
     """The namespaces and processes of one run, and the steps that build, use and remove them."""
 
@@ -464,21 +486,7 @@ class _Lab:
             "!",
             "rtppcmapay",
             "!",
-            "rb.send_rtp_sink_0",
-            "rb.send_rtp_src_0",
-            "!",
-            "udpsink",
-            f"host={RECEIVER_IP}",
-            f"port={c.port}",
-            f"bind-port={RTP_SENDER_PORT}",
-            "rb.send_rtcp_src_0",
-            "!",
-            "udpsink",
-            f"host={RECEIVER_IP}",
-            f"port={c.port + 1}",
-            f"bind-port={RTP_SENDER_PORT + 1}",
-            "sync=false",
-            "async=false",
+            *rtpbin_to_receiver(c.port),
         ]
         for step in steps:
             step.start()
@@ -557,21 +565,7 @@ class _Lab:
             "payload-type-map=application/x-rtp-pt-map,96=(uint)97",
             "max-size-packets=1000",
             "!",
-            "rb.send_rtp_sink_0",
-            "rb.send_rtp_src_0",
-            "!",
-            "udpsink",
-            f"host={RECEIVER_IP}",
-            f"port={c.port}",
-            f"bind-port={RTP_SENDER_PORT}",
-            "rb.send_rtcp_src_0",
-            "!",
-            "udpsink",
-            f"host={RECEIVER_IP}",
-            f"port={c.port + 1}",
-            f"bind-port={RTP_SENDER_PORT + 1}",
-            "sync=false",
-            "async=false",
+            *rtpbin_to_receiver(c.port),
             "udpsrc",
             f"port={back}",
             "!",
