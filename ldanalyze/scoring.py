@@ -350,7 +350,7 @@ def _schemes_policing(decisions: pd.DataFrame) -> np.ndarray:
     policer detector's three-way view; see ``lda/policer.py``)."""
     if "scheme" not in decisions.columns:
         return np.zeros(len(decisions), bool)
-    return (decisions["scheme"].astype(str) == POLICING).to_numpy(bool)  # the scheme is named as the cause
+    return (decisions["scheme"] == POLICING).to_numpy(bool)  # the scheme is named as the cause
 
 
 def _as_wireless(losses: _Losses) -> _Losses:
