@@ -196,7 +196,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             .to_string(index=False)
         )
         print("\nlosses per segment:")
-        print(pd.DataFrame(seen.meta["segments"]).to_string(index=False))
+        segments = pd.DataFrame(seen.meta["segments"])
+        if not segments["cause_unknown"].any():  # only an air vantage leaves losses without a cause
+            segments = segments.drop(columns="cause_unknown")
+        print(segments.to_string(index=False))
     if "clock_fit" in seen.meta:
         removed = "skew and offset" if seen.meta.get("offset_removed") else "skew"
         print(

@@ -135,8 +135,8 @@ def test_inspect_json(captures, capsys):
     payload = json.loads(out)
     assert payload["format"] == "vantages" and payload["meta"]["vantage"] == "chain"
     assert payload["meta"]["segments"] == [
-        {"segment": "s.pcap>r1.pcap", "cause": "wireless", "lost": 11, "unobserved": 0},
-        {"segment": "r1.pcap>d.pcap", "cause": "congestion", "lost": 7, "unobserved": 0},
+        {"segment": "s.pcap>r1.pcap", "cause": "wireless", "lost": 11, "unobserved": 0, "cause_unknown": 0},
+        {"segment": "r1.pcap>d.pcap", "cause": "congestion", "lost": 7, "unobserved": 0, "cause_unknown": 0},
     ]
     assert [v["matched"] for v in payload["meta"]["vantages"]] == [300, 289, 282]
     (flow,) = payload["flows"]

@@ -160,6 +160,7 @@ def decode_frame_naive(frame, wirelen, linktype, head_bytes=16, **record):
         tunnels=(),
         tunnel_other=False,
         tunnel_too_deep=False,
+        mac=wifi_sequence_naive(frame, linktype),
     )
     try:
         status = _decode_into(rec, frame, wirelen, linktype, head_bytes)
@@ -243,6 +244,42 @@ def _ip_start(frame, linktype):
         if linktype == 105:
             return _ip_start_80211(frame, pad)
         return None, "unsupported_link"
+
+
+def wifi_sequence_naive(frame, linktype):
+    """(sequence number, retry, data, QoS, counter key) of an 802.11 data or management
+    frame under radiotap, PPI or nothing; None for control frames, a bad FCS or too few bytes."""
+    if linktype == 192:
+        if len(frame) < 8:
+            return None
+        length, linktype = _struct.unpack("<HI", frame[2:8])
+        frame = frame[length:]
+    if linktype == 127:
+        if len(frame) < 8:
+            return None
+        length, present = _struct.unpack("<HI", frame[2:8])
+        if length < 8 or len(frame) < length or _radiotap_flags_naive(frame[:length], present) & 0x40:
+            return None
+        frame = frame[length:]
+    elif linktype != 105:
+        return None
+    if len(frame) < 24:
+        return None
+    fc0, fc1 = frame[0], frame[1]
+    kind = (fc0 >> 2) & 3
+    if kind not in (0, 2):
+        return None
+    receiver = int.from_bytes(frame[4:10], "little")
+    transmitter = int.from_bytes(frame[10:16], "little")
+    qos = kind == 2 and bool(fc0 & 0x80)
+    key = (transmitter * _HASH_M1) & _MASK64
+    if qos:
+        at = 30 if fc1 & 3 == 3 else 24
+        if len(frame) <= at:
+            return None
+        key ^= ((receiver + 1) * _HASH_M2 + (frame[at] & 0x0F) + 1) & _MASK64
+    seq = _struct.unpack("<H", frame[22:24])[0] >> 4
+    return seq, bool(fc1 & 0x08), kind == 2, qos, (capture_mix64(key) >> 32) | 1
 
 
 def _radiotap_flags_naive(header, present):

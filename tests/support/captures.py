@@ -142,12 +142,16 @@ def link_frame(
     wifi: str = "data",
     radiotap: str = "",
     ppp: str = "hdlc",
+    wifi_seq: int = 0,
+    wifi_retry: bool = False,
+    wifi_tid: int = 5,
 ) -> bytes:
     """``packet`` (scapy IP/IPv6 or raw bytes starting with an IP header) in a link-layer frame.
 
     ``vlans``: TPIDs of the tags to stack (Ethernet, SLL, SLL2). ``wifi``: ``data``, ``qos``,
     ``qos-4addr`` (to-DS and from-DS), ``beacon``, ``null``, ``protected``. ``radiotap``:
-    flag names (``badFCS``, ``pad``) and ``TSFT`` to add a TSFT field. ``ppp``: ``hdlc``
+    flag names (``badFCS``, ``pad``) and ``TSFT`` to add a TSFT field. ``wifi_seq``,
+    ``wifi_retry``, ``wifi_tid``: the 802.11 sequence number, retry bit and QoS TID. ``ppp``: ``hdlc``
     (address and control, then the protocol), ``plain`` (the protocol only, as ns-3 writes) or
     ``compressed`` (a one-byte protocol).
     """
@@ -177,7 +181,7 @@ def link_frame(
             CookedLinuxV2(proto=types[0], ifindex=3, lladdrtype=1, pkttype=0, lladdrlen=6, src=b"\x02\0\0\0\0\x01\0\0")
             / inner
         )
-    dot11 = wifi_frame(raw, ethertype, wifi, pad="pad" in radiotap)
+    dot11 = wifi_frame(raw, ethertype, wifi, pad="pad" in radiotap, seq=wifi_seq, retry=wifi_retry, tid=wifi_tid)
     if linktype == 105:
         return dot11
     if linktype == 127:
@@ -190,17 +194,30 @@ def link_frame(
     raise ValueError(linktype)
 
 
-def wifi_frame(raw: bytes, ethertype: int, kind: str, pad: bool = False) -> bytes:
+def wifi_frame(
+    raw: bytes, ethertype: int, kind: str, pad: bool = False, seq: int = 0, retry: bool = False, tid: int = 5
+) -> bytes:
+    sc = seq << 4
+    retried = "+retry" if retry else ""
     if kind == "beacon":
         return bytes(
-            Dot11(type=0, subtype=8, addr1="ff:ff:ff:ff:ff:ff", addr2="02:00:00:00:00:01", addr3="02:00:00:00:00:01")
+            Dot11(
+                type=0,
+                subtype=8,
+                SC=sc,
+                FCfield=retried.lstrip("+") or 0,
+                addr1="ff:ff:ff:ff:ff:ff",
+                addr2="02:00:00:00:00:01",
+                addr3="02:00:00:00:00:01",
+            )
         ) + bytes(12)
     if kind == "null":
         return bytes(
             Dot11(
                 type=2,
                 subtype=4,
-                FCfield="to_DS",
+                SC=sc,
+                FCfield="to_DS" + retried,
                 addr1="02:00:00:00:00:01",
                 addr2="02:00:00:00:00:02",
                 addr3="02:00:00:00:00:01",
@@ -211,13 +228,14 @@ def wifi_frame(raw: bytes, ethertype: int, kind: str, pad: bool = False) -> byte
     header = Dot11(
         type=2,
         subtype=8 if qos else 0,
-        FCfield=fc,
+        SC=sc,
+        FCfield=fc + retried,
         addr1="02:00:00:00:00:01",
         addr2="02:00:00:00:00:02",
         addr3="02:00:00:00:00:03",
         addr4="02:00:00:00:00:04",
     )
-    head = bytes(header / Dot11QoS(TID=5)) if qos else bytes(header)
+    head = bytes(header / Dot11QoS(TID=tid)) if qos else bytes(header)
     if pad and len(head) % 4:
         head += bytes(4 - len(head) % 4)
     return head + bytes(LLC(dsap=0xAA, ssap=0xAA, ctrl=3) / SNAP(OUI=0, code=ethertype)) + raw
@@ -377,6 +395,9 @@ def frames(draw, linktype: int, tpids=(0x8100, 0x88A8, 0x9100)) -> list[bytes]:
         options["af6"] = draw(st.sampled_from(AF_INET6))
     if linktype in (105, 127, 192):
         options["wifi"] = draw(st.sampled_from(["data", "qos", "qos-4addr", "data", "beacon", "null", "protected"]))
+        options["wifi_seq"] = draw(st.integers(0, 4095))
+        options["wifi_retry"] = draw(st.booleans())
+        options["wifi_tid"] = draw(st.integers(0, 15))
     if linktype == 127:
         options["radiotap"] = draw(st.sampled_from(["", "TSFT", "pad", "TSFT+pad", "badFCS"]))
     if linktype == 9:

@@ -30,6 +30,7 @@ using Key = std::pair<std::string, uint32_t>; // (flow, seq)
 
 std::map<Ipv4Address, uint32_t> receiverOf;             // receiver address -> its index
 std::map<uint32_t, Ptr<PcapFileWrapper>> captureOfNode; // node id -> its receiver's capture
+Ptr<PcapFileWrapper> senderCapture;                     // what the sender's IP layer sends
 std::map<Key, uint32_t> ledger;                         // sent -> receiver index
 std::map<Key, double> sentAt;                           // sent -> the sender's send time (s)
 std::map<Key, std::string> drops;                       // -> "cause,detail" of the first drop traced
@@ -81,8 +82,10 @@ void SenderSend(const Ipv4Header& ip, Ptr<const Packet> packet, uint32_t)
 {
     Key key;
     uint32_t receiver;
-    if (Identify(WithHeader(packet, ip), key, receiver))
+    Ptr<Packet> sent = WithHeader(packet, ip);
+    if (Identify(sent->Copy(), key, receiver))
     {
+        senderCapture->Write(Simulator::Now(), sent);
         sentFile << key.first << "," << key.second << "\n";
         ledger[key] = receiver;
         sentAt[key] = Simulator::Now().GetSeconds();
@@ -106,7 +109,8 @@ void ReceiverRx(Ptr<const Packet> packet, Ptr<Ipv4> ipv4, uint32_t)
     }
 }
 
-// the files and traces every scenario has: the ledger, the receivers' captures (raw IP), the
+// the files and traces every scenario has: the ledger, the sender's capture of the measured
+// packets and the receivers' captures (raw IP), the
 // sender's and the receivers' IP layers, IP drops (route)
 void Start(const std::string& out, const std::string& prefix, Ptr<Node> sender, const NodeContainer& receivers,
            const Ipv4InterfaceContainer& addresses)
@@ -114,6 +118,7 @@ void Start(const std::string& out, const std::string& prefix, Ptr<Node> sender, 
     sentFile.open(out + "/sent.csv");
     sentFile << "flow,seq\n";
     PcapHelper pcap;
+    senderCapture = pcap.CreateFile(out + "/sender.pcap", std::ios::out, PcapHelper::DLT_RAW);
     for (uint32_t i = 0; i < receivers.GetN(); ++i)
     {
         receiverOf[addresses.GetAddress(i)] = i;

@@ -26,6 +26,12 @@
 //                        link type raw IP)
 //   sta-<i>-radiotap.pcap  the frames its radio received (802.11 with radiotap): retransmissions
 //                        whose ACK was lost show up twice there, once above the MAC
+//   sender.pcap          the server's measured packets as its IP layer sent them (raw IP): the
+//                        sender's vantage of a capture chain
+//   air.pcap             with `sniffer` > 0: a monitor-mode capture (802.11 with radiotap) by a
+//                        node `sniffer` m from the AP on the stations' far side, its own radio
+//                        and fading: every frame it decoded, retransmissions included; it misses
+//                        some, as a real sniffer does. The air vantage of a chain sender > air > sta
 //   sta-<i>.labels.csv   flow,seq,cause,detail: each packet sent to the station and never received,
 //                        with the first drop traced for it: queue-disc (congestion), policer (policing,
 //                        detail tbf), MAC retry limit (wireless), MAC queue full or lifetime expired
@@ -38,7 +44,8 @@
 // neither received nor dropped where traced makes the run fail (traces/ns3/truth.h).
 //
 // Usage: wifi --duration=S --stations=N --spacing=M --bottleneck=RATE --queue=P --interval=S
-//             --size=B --per=P --retries=R --speed=V --policer=RATE --policer_burst=B --seed=K --out=DIR
+//             --size=B --per=P --retries=R --speed=V --policer=RATE --policer_burst=B --sniffer=M
+//             --seed=K --out=DIR
 #include <cstring>  // before ns-3 3.37's headers: mac64-address.h uses memcmp without it
 
 #include "ns3/applications-module.h"
@@ -149,6 +156,7 @@ int main(int argc, char* argv[])
     uint32_t size = 1000;
     std::string policer = "0";
     uint32_t policerBurst = 3000;
+    double sniffer = 0;
     uint32_t seed = 1;
     std::string out = ".";
     CommandLine cmd;
@@ -164,6 +172,7 @@ int main(int argc, char* argv[])
     cmd.AddValue("speed", "m/s at which the last station walks away from the AP for half the run, then back", speed);
     cmd.AddValue("policer", "token rate of a policer in place of the bottleneck's FIFO (0: none)", policer);
     cmd.AddValue("policer_burst", "the policer's bucket, bytes", policerBurst);
+    cmd.AddValue("sniffer", "metres from the AP of a monitor-mode sniffer writing air.pcap (0: none)", sniffer);
     cmd.AddValue("seed", "run number", seed);
     cmd.AddValue("out", "output folder", out);
     cmd.Parse(argc, argv);
@@ -257,6 +266,21 @@ int main(int argc, char* argv[])
     address.Assign(apDevice);
     Ipv4GlobalRoutingHelper::PopulateRoutingTables();
     NeighborCacheHelper().PopulateNeighborCache();  // static ARP, as in the netns lab: no address-resolution stalls
+    // a sniffer: an ad hoc MAC with no IP stack above it transmits nothing; its PHY's trace is
+    // what a monitor-mode capture shows (created last, so that without it nothing else changes)
+    if (sniffer > 0)
+    {
+        NodeContainer sniffers;
+        sniffers.Create(1);
+        mac.SetType("ns3::AdhocWifiMac");
+        NetDeviceContainer snifferDevice = wifi.Install(phy, mac, sniffers);
+        Ptr<ListPositionAllocator> beside = CreateObject<ListPositionAllocator>();
+        beside->Add(Vector(-sniffer, 0, 0));
+        mobility.SetPositionAllocator(beside);
+        mobility.SetMobilityModel("ns3::ConstantPositionMobilityModel");
+        mobility.Install(sniffers);
+        phy.EnablePcap(out + "/air.pcap", snifferDevice.Get(0), true, true);
+    }
 
     truth::Start(out, "sta", server.Get(0), stas, staIfaces);
     for (uint32_t i = 0; i < stations; ++i)

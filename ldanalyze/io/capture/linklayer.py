@@ -123,6 +123,12 @@ F_TCP_MSS = 4  # tcp_mss holds the MSS option (SYN segments)
 F_TUNNEL_OTHER = 8  # a tunnel message not decapsulated (GTP signalling, GRE v1...): the outer packet
 F_TUNNEL_DEEP = 16  # a tunnel deeper than MAX_TUNNEL_DEPTH: the record is the deepest one opened
 
+# -- 802.11 (monitor-mode captures: radiotap, PPI, bare 802.11) ---------------------------
+NO_MAC_SEQ = 0xFFFF  # mac_seq of a record with no 802.11 sequence number
+M_RETRY = 1  # the retry bit: a retransmission of a frame sent before
+M_QOS = 2  # QoS data: numbered per receiver and traffic identifier, not per transmitter
+M_DATA = 4  # a data frame (else management)
+
 # -- tunnels (kinds of the tunnel table's rows) ------------------------------------------------
 T_GTPU, T_VXLAN, T_GRE, T_4IN4, T_6IN4, T_4IN6, T_6IN6 = 1, 2, 3, 4, 5, 6, 7
 TUNNEL_NAMES = ("", "gtpu", "vxlan", "gre", "4in4", "6in4", "4in6", "6in6")
@@ -180,6 +186,9 @@ def record_dtype(head_bytes: int) -> np.dtype:
             ("tcp_tsval", "<u4"),
             ("tcp_tsecr", "<u4"),
             ("tcp_mss", "<u2"),
+            ("mac_seq", "<u2"),  # 802.11 sequence number (NO_MAC_SEQ: not an 802.11 data or management frame)
+            ("mac_flags", "u1"),  # M_*: what the 802.11 header says of the frame
+            ("mac_space", "<u4"),  # the transmitter's sequence counter it numbers (mac_sequence_space)
             ("head", "u1", (head_bytes,)),
         ],
         align=False,
@@ -368,6 +377,66 @@ def _radiotap_flags(b, p, hlen):
     if q >= p + hlen:
         return 0
     return np.int64(b[q])
+
+
+@njit(cache=True)
+def u48le(b, i):
+    """Six bytes (a MAC address) as a little-endian word."""
+    return np.uint64(u32le(b, i)) | (np.uint64(u16le(b, i + 4)) << np.uint64(32))
+
+
+@njit(cache=True)
+def mac_sequence_space(transmitter, receiver, tid):
+    """The sequence counter an 802.11 frame is numbered from, as a nonzero 32-bit key: the
+    transmitter's one counter for management and non-QoS data frames (``tid`` -1), one per
+    receiver and traffic identifier for QoS data (IEEE 802.11-2020 §10.3.2.14)."""
+    h = transmitter * _M1
+    if tid >= 0:
+        h ^= (receiver + np.uint64(1)) * _M2 + np.uint64(tid + 1)
+    return np.uint32(mix64(h) >> np.uint64(32)) | np.uint32(1)
+
+
+@njit(cache=True)
+def wifi_sequence(b, p, end, linktype):
+    """``(mac_seq, mac_flags, mac_space)`` of the 802.11 frame a radiotap, PPI or bare 802.11
+    record carries; ``(NO_MAC_SEQ, 0, 0)`` for control frames, frames with a bad FCS and
+    records too short to say. What lets a monitor-mode capture fold a frame's retries into one
+    packet and count the frames its sniffer missed (``io.capture.air``)."""
+    none = (NO_MAC_SEQ, 0, np.uint32(0))
+    if linktype == LINKTYPE_PPI:
+        if end - p < 8:
+            return none
+        hlen = u16le(b, p + 2)
+        linktype = u32le(b, p + 4)
+        p += hlen
+    if linktype == LINKTYPE_IEEE802_11_RADIOTAP:
+        if end - p < 8:
+            return none
+        hlen = u16le(b, p + 2)
+        if hlen < 8 or end - p < hlen or _radiotap_flags(b, p, hlen) & 0x40:
+            return none
+        p += hlen
+    elif linktype != LINKTYPE_IEEE802_11:
+        return none
+    if end - p < 24:
+        return none
+    fc0 = np.int64(b[p])
+    fc1 = np.int64(b[p + 1])
+    kind = (fc0 >> 2) & 3
+    if kind != 0 and kind != 2:  # control frames carry no sequence number
+        return none
+    flags = M_RETRY if fc1 & 0x08 else 0
+    tid = -1
+    if kind == 2:
+        flags |= M_DATA
+        if fc0 & 0x80:  # QoS data: the TID is in QoS control, after a fourth address if any
+            at = p + (30 if fc1 & 3 == 3 else 24)
+            if end - at < 1:
+                return none
+            tid = np.int64(b[at]) & 0x0F
+            flags |= M_QOS
+    space = mac_sequence_space(u48le(b, p + 10), u48le(b, p + 4), tid)
+    return u16le(b, p + 22) >> 4, flags, space
 
 
 @njit(cache=True)
@@ -755,7 +824,14 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, q, version, tun
     r["tcp_mss"] = 0
     end = p + caplen
     outer = q < 0
-    if outer:  # Ethernet read here: network_start's reference counts would cost every packet
+    if outer:
+        if linktype == LINKTYPE_IEEE802_11_RADIOTAP or linktype == LINKTYPE_IEEE802_11 or linktype == LINKTYPE_PPI:
+            r["mac_seq"], r["mac_flags"], r["mac_space"] = wifi_sequence(b, p, end, linktype)
+        else:
+            r["mac_seq"] = NO_MAC_SEQ
+            r["mac_flags"] = 0
+            r["mac_space"] = 0
+        # Ethernet read here: network_start's reference counts would cost every packet
         q, version = _ethernet(b, p, end) if linktype == LINKTYPE_ETHERNET else network_start(b, p, end, linktype)
         if q < 0:
             r["status"] = version

@@ -48,7 +48,20 @@ import pandas as pd
 
 from ...clocks import PLAUSIBLE_SKEW_PPM, fit_lower_envelope, remove_skew
 from ...errors import TraceError, UsageError
-from ...packets import CAUSE_WORDS, DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, Trace, empty_rtt, named_flows
+from ...packets import (
+    CAUSE_WORDS,
+    CONGESTION,
+    DELIVERED,
+    FATE_DTYPE,
+    FATES,
+    LOST,
+    UNOBSERVED,
+    WIRELESS,
+    Trace,
+    empty_rtt,
+    named_flows,
+)
+from . import air
 from . import payload as payloads
 from .fields import FieldSpec, payload_name
 from .pcap import CHUNK_BYTES, DEFAULT_HEAD_BYTES, CaptureWarning, decode_capture
@@ -61,10 +74,12 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 @dataclasses.dataclass(frozen=True)
 class Vantage:
     """One capture of a chain and the cause of losses on the segment that ends at it
-    (ignored for the first capture, the sender's)."""
+    (ignored for the first capture, the sender's); ``air``: a monitor-mode capture of the
+    radio (``io.capture.air``)."""
 
     path: str
     cause: str = LOST
+    air: bool = False
 
     def __post_init__(self) -> None:
         if self.cause not in set(CAUSE_WORDS.values()):
@@ -73,14 +88,16 @@ class Vantage:
 
 def parse_vantage(text: str) -> Vantage:
     """``PATH`` or ``PATH:CAUSE`` (cause ``congestion``, ``wireless``, ``policing``, ``route`` or
-    ``unknown``); a
-    colon that is part of an existing file's name stays in the path."""
+    ``unknown``), or ``PATH:air``: a monitor-mode capture of the radio, what is lost before it
+    congestion; a colon that is part of an existing file's name stays in the path."""
     path, colon, cause = text.rpartition(":")
     cause = cause.lower()
     if not colon or os.path.exists(text):
         return Vantage(text)
+    if cause == "air":
+        return Vantage(path, CONGESTION, air=True)
     if cause not in CAUSE_WORDS:
-        raise UsageError(f"vantage {text!r}: unknown cause {cause!r} (say {', '.join(CAUSE_WORDS)})")
+        raise UsageError(f"vantage {text!r}: unknown cause {cause!r} (say {', '.join(CAUSE_WORDS)}, or air)")
     return Vantage(path, CAUSE_WORDS[cause])
 
 
@@ -115,6 +132,7 @@ def read_vantages(
         )
     head_bytes = max(DEFAULT_HEAD_BYTES, payload.needed_bytes if isinstance(payload, FieldSpec) else 0)
     captures = [decode_capture(v.path, head_bytes=head_bytes, chunk_bytes=chunk_bytes) for v in chain]
+    chain = _with_air(chain, captures)
     sender = captures[0]
     table, taken = payloads.capture_packets(
         sender, payload=payload, vantage="sender", flows=flows, fallback=payloads.ORDER if payload == "auto" else None
@@ -123,24 +141,41 @@ def read_vantages(
     five_tuple = sender.flows["label"].to_numpy()[sender.records["flow"][rows]]
     label_code = {label: i for i, label in enumerate(pd.unique(five_tuple))}
     keys = [_match_keys(c, label_code) for c in captures]
+    folded = {k: air.fold_retries(captures[k].records, keys[k]) for k, v in enumerate(chain) if v.air}
+    for k, frames in folded.items():
+        keys[k] = frames.keys
     sender_time = sender.times()[rows]
-    seen, arrival, ttl_gap, reports = _follow(chain, captures, keys, rows, sender_time)
+    seen, arrival, record_at, ttl_gap, reports = _follow(chain, captures, keys, rows, sender_time)
     keep, left_out = _chosen(table["flow"], seen, ttl_gap, chain, named=flows is not None)
     reverse = _reverse_delays(captures[0], captures[-1], pd.unique(five_tuple[keep])) if clocks == "separate" else ()
     if not keep.all():
-        table, seen, arrival, sender_time = (
+        table, seen, arrival, record_at, sender_time = (
             table[keep].reset_index(drop=True),
             seen[keep],
             arrival[keep],
+            record_at[keep],
             sender_time[keep],
         )
         table["flow"] = table["flow"].cat.remove_unused_categories()
-    fate, reason, segments = _fates(chain, seen, sender_time, reports)
+    flow_codes = table["flow"].cat.codes.to_numpy()
+    furthest = seen.shape[1] - 1 - np.argmax(seen[:, ::-1], axis=1)
+    proven = {
+        k: air.never_transmitted(
+            captures[k].records, record_at[:, k], flow_codes, furthest > k, furthest == k - 1
+        )
+        for k in folded
+    }
+    fate, reason, segments = _fates(chain, seen, sender_time, reports, proven)
     # the sender's table is a PacketTable already (t_send: capture time at the sender), in order
     packets = table.assign(
         t_recv=np.where(fate == FATES.index(DELIVERED), arrival[:, -1], np.nan),
         fate=pd.Categorical.from_codes(fate, dtype=FATE_DTYPE),
         reason=reason,
+        **{
+            name: values
+            for k, frames in folded.items()
+            for name, values in air.air_columns(captures[k], frames, record_at[:, k]).items()
+        },
     )
     meta = {
         "format": VANTAGE_FORMAT,
@@ -160,6 +195,28 @@ def read_vantages(
         trace = remove_skew(trace, offset=True, pairs="all", skew_limit_ppm=skew_limit_ppm, reverse=reverse)
     _say_which_skew_is_applied(reports, trace.meta)
     return trace
+
+
+def _with_air(chain: list[Vantage], captures) -> list[Vantage]:
+    """The chain with its air vantage found: one said so (``PATH:air``) or a middle capture of
+    802.11 frames. The segment after it ends in the radio's losses: ``wireless`` unless its
+    cause was given. At most one air vantage."""
+    chain = [
+        dataclasses.replace(v, air=True) if 0 < k < len(chain) - 1 and air.is_air_capture(c) else v
+        for k, (v, c) in enumerate(zip(chain, captures, strict=True))
+    ]
+    on_air = [k for k, v in enumerate(chain) if v.air]
+    if len(on_air) > 1:
+        raise UsageError(f"a chain takes one air vantage; {', '.join(chain[k].path for k in on_air)} are each one")
+    if on_air:
+        k = on_air[0]
+        if k in (0, len(chain) - 1):
+            raise UsageError(
+                f"vantage {chain[k].path} is the air's: it goes between the sender's capture and the receiver's"
+            )
+        if chain[k + 1].cause == LOST:
+            chain[k + 1] = dataclasses.replace(chain[k + 1], cause=WIRELESS)
+    return chain
 
 
 def _say_which_skew_is_applied(reports: list[dict], meta: dict) -> None:
@@ -237,7 +294,8 @@ def _ranked(keys: np.ndarray) -> np.ndarray:
 
 
 def _follow(chain, captures, keys, rows, sender_time):
-    """For each sender row and later vantage: seen there? at what time? and the TTL drop.
+    """For each sender row and later vantage: seen there? at what time? in which record? and
+    the TTL drop.
 
     Every sender record of the chosen flows' 5-tuples takes part in the matching (also those
     that are not rows, like pure acknowledgements), so that only packets the sender capture
@@ -247,6 +305,8 @@ def _follow(chain, captures, keys, rows, sender_time):
     seen[:, 0] = True
     arrival = np.full((n, k_all), np.nan)
     arrival[:, 0] = sender_time
+    record_at = np.full((n, k_all), -1, np.int64)
+    record_at[:, 0] = rows
     ttl_gap = np.zeros(n, np.int64)  # TTL at the sender minus TTL at the furthest vantage seen
     sender = captures[0]
     row_of = np.full(sender.records.shape[0], -1, np.int64)
@@ -281,6 +341,7 @@ def _follow(chain, captures, keys, rows, sender_time):
             )
         seen[row, k] = True
         arrival[row, k] = capture.times()[record]
+        record_at[row, k] = record
         ttl_gap[row] = sender.records["ttl"][rows[row]].astype(np.int64) - capture.records["ttl"][record]
         reports.append(_report(chain[k], capture, sender_time[row], arrival[row, k], unmatched))
         if unmatched:
@@ -288,7 +349,7 @@ def _follow(chain, captures, keys, rows, sender_time):
                 f"{capture.path}: {unmatched} packet(s) of the sender's flows were never seen in "
                 f"{sender.path} (it started later, ended earlier or dropped packets)"
             )
-    return seen, arrival, ttl_gap, reports
+    return seen, arrival, record_at, ttl_gap, reports
 
 
 def _report(vantage: Vantage, capture, sent: np.ndarray, seen_at: np.ndarray, unmatched: int) -> dict:
@@ -359,9 +420,11 @@ def _names(chain) -> list[str]:
     return short if len(set(short)) == len(short) else [v.path for v in chain]
 
 
-def _fates(chain, seen: np.ndarray, sender_time: np.ndarray, reports: list[dict]):
+def _fates(chain, seen: np.ndarray, sender_time: np.ndarray, reports: list[dict], proven: dict[int, np.ndarray]):
     """Fate codes (``FATES`` order) and reasons of the rows from the furthest vantage that saw
-    each; per-segment counts."""
+    each; per-segment counts. ``proven``: for an air vantage k, the rows proven never to have
+    been on the air (``air.never_transmitted``); the other rows lost before it have no known
+    cause."""
     n, k_all = seen.shape
     names = _names(chain)
     furthest = k_all - 1 - np.argmax(seen[:, ::-1], axis=1)
@@ -373,7 +436,14 @@ def _fates(chain, seen: np.ndarray, sender_time: np.ndarray, reports: list[dict]
         report = reports[k]
         missed = ~seen[:, k] & (furthest > k)
         report["missed"] = int(missed.sum())
-        if report["missed"]:
+        if report["missed"] and chain[k].air:
+            _warn(
+                f"{report['path']}: the sniffer missed {report['missed']} of the "
+                f"{report['missed'] + report['matched']} packets that went on the air "
+                f"({report['missed'] / (report['missed'] + report['matched']):.1%}); a loss it may have missed "
+                "has no known cause"
+            )
+        elif report["missed"]:
             _warn(
                 f"{report['path']}: {report['missed']} packet(s) seen further down the path are missing from it "
                 "(it started later, ended earlier or dropped packets)"
@@ -385,16 +455,20 @@ def _fates(chain, seen: np.ndarray, sender_time: np.ndarray, reports: list[dict]
         )
         segment = f"{names[k - 1]}>{names[k]}"
         fate[index] = FATES.index(chain[k].cause)
-        fate[index[outside]] = FATES.index(UNOBSERVED)
         reason[index] = len(labels)
+        unknown = np.zeros(index.shape[0], bool) if k not in proven else ~proven[k][index] & ~outside
+        fate[index[unknown]] = FATES.index(LOST)
+        reason[index[unknown]] = len(labels) + 2
+        fate[index[outside]] = FATES.index(UNOBSERVED)
         reason[index[outside]] = len(labels) + 1
-        labels += [segment, f"outside {names[k]}"]
+        labels += [segment, f"outside {names[k]}"] + ([f"{segment}: {air.NOT_SEEN_IN_AIR}"] if k in proven else [])
         segments.append(
             {
                 "segment": segment,
                 "cause": chain[k].cause,
-                "lost": int((~outside).sum()),
+                "lost": int((~outside & ~unknown).sum()),
                 "unobserved": int(outside.sum()),
+                "cause_unknown": int(unknown.sum()),
             }
         )
     return fate, pd.Categorical.from_codes(reason, categories=labels), segments

@@ -26,6 +26,10 @@ from ldanalyze.io.capture.linklayer import (
     F_TCP_TIMESTAMP,
     F_TUNNEL_DEEP,
     F_TUNNEL_OTHER,
+    M_DATA,
+    M_QOS,
+    M_RETRY,
+    NO_MAC_SEQ,
     NO_TIME,
     STATUS_NAMES,
 )
@@ -96,6 +100,15 @@ def as_twin(capture):
             "tunnels": tunnel_chain(capture.tunnels, int(r["tunnel"])),
             "tunnel_other": bool(flags & F_TUNNEL_OTHER),
             "tunnel_too_deep": bool(flags & F_TUNNEL_DEEP),
+            "mac": None
+            if r["mac_seq"] == NO_MAC_SEQ
+            else (
+                int(r["mac_seq"]),
+                bool(r["mac_flags"] & M_RETRY),
+                bool(r["mac_flags"] & M_DATA),
+                bool(r["mac_flags"] & M_QOS),
+                int(r["mac_space"]),
+            ),
         }
         if r["flow"] >= 0:
             f = capture.flows.iloc[int(r["flow"])]

@@ -141,8 +141,8 @@ def test_losses_take_the_cause_of_their_segment(tmp_path):
     assert [s for s, f in fates.items() if f == "wireless"] == [3, 4, 20]
     assert [s for s, f in fates.items() if f == "congestion"] == [10, 30, 31]
     assert trace.meta["segments"] == [
-        {"segment": "s.pcap>r1.pcap", "cause": "wireless", "lost": 3, "unobserved": 0},
-        {"segment": "r1.pcap>d.pcap", "cause": "congestion", "lost": 3, "unobserved": 0},
+        {"segment": "s.pcap>r1.pcap", "cause": "wireless", "lost": 3, "unobserved": 0, "cause_unknown": 0},
+        {"segment": "r1.pcap>d.pcap", "cause": "congestion", "lost": 3, "unobserved": 0, "cause_unknown": 0},
     ]
     lost = trace.packets[trace.packets["fate"] != "delivered"]
     assert sorted(lost["reason"].astype(str).unique()) == ["r1.pcap>d.pcap", "s.pcap>r1.pcap"]

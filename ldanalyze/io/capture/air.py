@@ -1,0 +1,164 @@
+"""A monitor-mode (802.11) capture as a vantage of a capture chain: the radio's own evidence.
+
+A sniffer near an access point sees every transmission attempt of a frame it can decode, with
+the 802.11 header's retry bit and sequence number (``linklayer.wifi_sequence``). Placed in a
+chain between a capture on the sender's side and the receiver's own (``--vantage
+air.pcap:air``, or any middle capture whose link is 802.11), it splits each loss by where it
+happened (issue #33, the air as a vantage):
+
+* a packet seen in the air and never at the receiver was given up by the radio: **wireless**
+  (the chain's next segment, unless a cause is given for it);
+* a packet never seen in the air was lost before the radio (the AP's queue, a bottleneck on
+  the wire: the air vantage's own cause, ``congestion`` unless given) **only when the MAC
+  sequence numbers prove it was never transmitted**: between the two frames of its flow the
+  sniffer saw around it, every sequence number the transmitter used is accounted for by a
+  frame the sniffer saw or by a packet that reached the receiver unseen. Otherwise the sniffer
+  may have missed it, and its cause stays unknown (``lost``, reason ``not seen in the air``),
+  never guessed.
+
+Retries fold into one packet: frames of the same packet (flow, IP ID, payload) with the same
+transmitter sequence counter and number are its attempts. The packet's rows get
+``air_frames`` (frames of it the sniffer saw: a lower bound of the attempts), ``air_retried``
+(one of them had the retry bit: there was an attempt before, seen or not), ``t_air`` and
+``t_air_last`` (its first and last frame on the sniffer's clock).
+
+What this cannot see: encrypted frames (``wifi_protected``: the IP header is unreadable, so no
+frame is matched; decrypt the capture first, e.g. with Wireshark's keys), A-MPDU subframes the
+capture does not split, and a sender whose MAC renumbers a retransmitted frame. Sequence
+numbers wrap every 4096 frames: a stretch between two seen frames that may hold more is not
+counted, its losses left unknown.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from .linklayer import (
+    LINKTYPE_IEEE802_11,
+    LINKTYPE_IEEE802_11_RADIOTAP,
+    LINKTYPE_PPI,
+    M_RETRY,
+    NO_MAC_SEQ,
+)
+
+AIR_LINKTYPES = (LINKTYPE_IEEE802_11, LINKTYPE_IEEE802_11_RADIOTAP, LINKTYPE_PPI)
+AIR_COLUMNS = ("air_frames", "air_retried", "t_air", "t_air_last")
+SEQUENCE_SPACE = 4096  # 802.11 sequence numbers are 12 bits
+WRAP_GUARD = SEQUENCE_SPACE // 2  # frames between two seen ones beyond which a count may have wrapped
+NOT_SEEN_IN_AIR = "not seen in the air"
+
+
+def is_air_capture(capture) -> bool:
+    """Whether every interface of ``capture`` carries 802.11 frames (radiotap, PPI or bare)."""
+    links = capture.interfaces["linktype"].to_numpy() if len(capture.interfaces) else np.zeros(0)
+    return bool(len(links)) and bool(np.isin(links, AIR_LINKTYPES).all())
+
+
+@dataclasses.dataclass(frozen=True)
+class AirFrames:
+    """An air capture's frames folded into packets (``fold_retries``), per record: ``keys``
+    the match key of each packet's first frame (0 for its retries and the other records),
+    ``frames`` and ``retried`` of that packet, ``last`` the record of its last frame."""
+
+    keys: np.ndarray
+    frames: np.ndarray
+    retried: np.ndarray
+    last: np.ndarray
+
+
+def fold_retries(records: np.ndarray, keys: np.ndarray) -> AirFrames:
+    """Fold the frames of one packet (same match key, same sequence counter and number) into
+    its first frame; ``keys`` are the chain's match keys of the records (0: not of its flows)."""
+    n = keys.shape[0]
+    candidate = np.flatnonzero(keys != 0)
+    mac = (records["mac_space"][candidate].astype(np.uint64) << np.uint64(16)) | records["mac_seq"][candidate]
+    group, _ = pd.factorize(pd.MultiIndex.from_arrays([keys[candidate], mac]))
+    first = np.full(group.max() + 1 if group.size else 0, n, np.int64)
+    np.minimum.at(first, group, candidate)
+    last = np.full(first.shape[0], -1, np.int64)
+    np.maximum.at(last, group, candidate)
+    frames = np.bincount(group, minlength=first.shape[0])
+    retried = np.bincount(group, weights=(records["mac_flags"][candidate] & M_RETRY) != 0, minlength=first.shape[0])
+    folded = np.zeros(n, np.uint64)
+    folded[first] = keys[first]
+    per_record = np.zeros(n, np.int64)
+    per_record[first] = frames
+    any_retry = np.zeros(n, bool)
+    any_retry[first] = retried > 0
+    last_record = np.full(n, -1, np.int64)
+    last_record[first] = last
+    return AirFrames(folded, per_record, any_retry, last_record)
+
+
+def air_columns(capture, folded: AirFrames, record_at: np.ndarray) -> dict[str, np.ndarray]:
+    """The packets' ``AIR_COLUMNS`` from the record each matched in the air (-1: not seen)."""
+    seen = record_at >= 0
+    at = np.where(seen, record_at, 0)
+    times = capture.times()
+    last = np.where(seen, folded.last[at], 0)
+    return {
+        "air_frames": np.where(seen, folded.frames[at], 0).astype(np.int64),
+        "air_retried": seen & folded.retried[at],
+        "t_air": np.where(seen, times[at], np.nan),
+        "t_air_last": np.where(seen, times[last], np.nan),
+    }
+
+
+def never_transmitted(
+    records: np.ndarray,
+    record_at: np.ndarray,
+    flow_codes: np.ndarray,
+    after_air: np.ndarray,
+    lost_before: np.ndarray,
+) -> np.ndarray:
+    """Which rows of ``lost_before`` (not seen in the air, nor further on) the transmitter's
+    sequence numbers prove never went on the air (module docstring); the others of them the
+    sniffer may have missed.
+
+    ``record_at``: each row's first frame in the air (-1: not seen); ``flow_codes``: rows
+    grouped by flow, in send order within each; ``after_air``: rows seen beyond the air
+    vantage (they went on the air, seen or not)."""
+    n = record_at.shape[0]
+    proven = np.zeros(n, bool)
+    seen = record_at >= 0
+    if not lost_before.any() or not seen.any():
+        return proven
+    numbered = np.flatnonzero(records["mac_seq"] != NO_MAC_SEQ)
+    by_space = numbered[np.lexsort((numbered, records["mac_space"][numbered]))]
+    position = np.full(records.shape[0], -1, np.int64)
+    position[by_space] = np.arange(by_space.shape[0])
+    space_sorted = records["mac_space"][by_space]
+    seq_sorted = records["mac_seq"][by_space].astype(np.int64)
+    # the seen rows around each row, within its flow
+    index = np.arange(n)
+    starts = np.ones(n, bool)
+    starts[1:] = flow_codes[1:] != flow_codes[:-1]
+    flow_start = np.maximum.accumulate(np.where(starts, index, 0))
+    before = np.maximum.accumulate(np.where(seen, index, -1))
+    after = np.minimum.accumulate(np.where(seen, index, n)[::-1])[::-1]
+    inside = ~seen & (before >= flow_start) & (after < n)
+    inside[inside] &= flow_codes[after[inside]] == flow_codes[inside]
+    candidates = np.flatnonzero(inside & lost_before)
+    if not candidates.size:
+        return proven
+    pairs = pd.MultiIndex.from_arrays([before[candidates], after[candidates]])
+    stretch, unique = pd.factorize(pairs)
+    for s, (a, b) in enumerate(unique):
+        rows = np.arange(a + 1, b)
+        pa, pb = position[record_at[a]], position[record_at[b]]
+        if pa < 0 or pb < 0 or space_sorted[pa] != space_sorted[pb] or pb - pa > WRAP_GUARD:
+            continue
+        if rows.shape[0] >= WRAP_GUARD:
+            continue
+        first, last = seq_sorted[pa], seq_sorted[pb]
+        span = (last - first) % SEQUENCE_SPACE
+        between = (seq_sorted[pa + 1 : pb] - first) % SEQUENCE_SPACE
+        seen_numbers = np.unique(between[(between > 0) & (between < span)]).shape[0]
+        unseen_numbers = span - 1 - seen_numbers
+        went_unseen = int((after_air[rows] & ~seen[rows]).sum())
+        if unseen_numbers == went_unseen:  # every number is accounted for: the rest never went out
+            proven[candidates[stretch == s]] = True
+    return proven
