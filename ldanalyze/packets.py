@@ -19,6 +19,12 @@ fate      category delivered | congestion | wireless | route | policing | lost |
 reason    category what the fate was derived from (e.g. ``queue``, ``link-error``, ``IFQ ---``)
 ========  =======  ===========================================================================
 
+Optional columns: a capture chain with an air vantage (``io.capture.air``) adds the radio's
+evidence, ``AIR_COLUMNS``: ``air_frames`` (int64, frames of the packet a monitor-mode sniffer
+saw, 0: none), ``air_retried`` (bool, one had the 802.11 retry bit), ``t_air`` and
+``t_air_last`` (float64, its first and last frame on the sniffer's clock). The timeline
+carries them to its arrivals and losses.
+
 ``route`` is a loss to routing and mobility (no route, a route-wait buffer full, a broken link
 reported by the MAC, a loop, TTL): neither congestion nor the radio's doing, so scores leave it
 out of M_c/M_w unless told to count it as one of them. ``policing`` is a drop by a rate
@@ -61,6 +67,7 @@ CAUSE_WORDS = {
 }
 WEAK_LABEL = "weak-label"  # the reason of a loss whose cause came from a rule, not per-packet truth
 FATE_DTYPE = pd.CategoricalDtype(list(FATES))
+AIR_COLUMNS = ("air_frames", "air_retried", "t_air", "t_air_last")
 
 COLUMNS = {
     "flow": "category",

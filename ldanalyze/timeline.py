@@ -33,6 +33,9 @@
     lost retransmission of a sequence number already charged or received) have ``gap = -1``
     and ``detected = False``: a receiver cannot classify them.
 
+A PacketTable with the radio's evidence of an air vantage (``packets.AIR_COLUMNS``) keeps it in
+arrivals and losses.
+
 Sequence numbers that wrap (RTP's 16 bits, say) are unwrapped per flow in send order when
 ``seq_modulus`` is given.
 """
@@ -49,6 +52,7 @@ from numba import njit
 
 from .formatting import timeline_html
 from .packets import (
+    AIR_COLUMNS,
     CONGESTION,
     DELIVERED,
     FATES,
@@ -257,7 +261,7 @@ def _arrivals(packets: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
     if order is not None:
         codes, t_recv = codes[order], t_recv[order]
     a = {"flow": packets["flow"].take(rows).reset_index(drop=True)}
-    for column in ("seq", "tx", "uid", "size", "t_send"):
+    for column in ("seq", "tx", "uid", "size", "t_send", *_air_columns(packets)):
         a[column] = packets[column].to_numpy()[rows]
     a["t_recv"] = t_recv
     n = rows.shape[0]
@@ -282,6 +286,11 @@ def _arrivals(packets: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
     a["kind"] = pd.Categorical.from_codes(kind, dtype=ARRIVAL_KIND)
     a["hi_before"] = hi_before
     return pd.DataFrame(a, copy=False), prev_in_order  # the arrays made here, taken as they are
+
+
+def _air_columns(packets: pd.DataFrame) -> list[str]:
+    """The radio's evidence the PacketTable has (``packets.AIR_COLUMNS``): kept per arrival and loss."""
+    return [name for name in AIR_COLUMNS if name in packets.columns]
 
 
 @njit(cache=True)
@@ -377,6 +386,7 @@ def _losses(packets: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
     out = {
         "flow": pd.Categorical.from_codes(code, dtype=flow.dtype),  # as arrivals and gaps have it
         **{name: packets[name].to_numpy()[rows] for name in ("seq", "tx", "uid", "t_send", "t_drop")},
+        **{name: packets[name].to_numpy()[rows] for name in _air_columns(packets)},
         "cause": np.asarray(fate.cat.categories.astype(str), dtype=object)[fate.cat.codes.to_numpy()[rows]],
         "reason": packets["reason"].take(rows).to_numpy(),
     }

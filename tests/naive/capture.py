@@ -602,3 +602,39 @@ def flow_ttls(flows, statuses, ttls, n_flows, decoded):
         if status == decoded and flow >= 0:
             table[flow][ttl] += 1
     return table
+
+
+# --- the air vantage --------------------------------------------------------------------------
+AIR_SEQUENCE_SPACE, AIR_WRAP_GUARD = 4096, 2048
+
+
+@twin_of("ldanalyze.io.capture.air.never_transmitted")
+def never_transmitted_naive(frames, record_at, flows, after_air, lost_before):
+    """Row by row: a row lost before the air is proven never sent when, between the frames of
+    the nearest seen rows of its flow on either side (same counter), every sequence number the
+    counter skipped is a seen frame's or a row's that went on unseen. ``frames``: (sequence
+    number or None, counter) per air record."""
+    n = len(record_at)
+    proven = [False] * n
+    for i in range(n):
+        if not lost_before[i] or record_at[i] >= 0:
+            continue
+        a = i - 1
+        while a >= 0 and flows[a] == flows[i] and record_at[a] < 0:
+            a -= 1
+        b = i + 1
+        while b < n and flows[b] == flows[i] and record_at[b] < 0:
+            b += 1
+        if a < 0 or b >= n or flows[a] != flows[i] or flows[b] != flows[i]:
+            continue
+        (first, space), (last, other_space) = frames[record_at[a]], frames[record_at[b]]
+        if first is None or last is None or space != other_space:
+            continue
+        between = [s for s, c in frames[record_at[a] + 1 : record_at[b]] if c == space and s is not None]
+        if len(between) + 1 > AIR_WRAP_GUARD or b - a - 1 >= AIR_WRAP_GUARD:
+            continue
+        span = (last - first) % AIR_SEQUENCE_SPACE
+        numbers = {(s - first) % AIR_SEQUENCE_SPACE for s in between} & set(range(1, span))
+        went_unseen = sum(1 for r in range(a + 1, b) if after_air[r] and record_at[r] < 0)
+        proven[i] = span - 1 - len(numbers) == went_unseen
+    return proven

@@ -54,6 +54,13 @@ RUNS = {  # run → its scenario, its parameters, the causes it must hold
         {"duration": 12, "stations": 1, "speed": 8.0, "seed": 3, "policer": "1600kbps", "policer_burst": 3000},
         ("policing/tbf", "wireless/retry-limit"),
     ),
+    # the "wifi" run with a monitor-mode sniffer 20 m from the AP (air.pcap): far enough to
+    # miss a few % of the AP's frames, as a real sniffer does
+    "wifi-sniffer": (
+        "wifi",
+        {"duration": 12, "stations": 3, "retries": 1, "speed": 4.0, "seed": 3, "sniffer": 20.0},
+        ("wireless/retry-limit", "congestion/queue-disc"),
+    ),
 }
 
 
@@ -259,3 +266,54 @@ def test_the_core_capture_is_read_through_its_gtp_tunnels(lte):
         assert not {(r["flow"], int(r["seq"])) for r in rows if r["detail"] == "queue-disc"} & crossed
         lost_after = {(r["flow"], int(r["seq"])) for r in rows if r["detail"] in ("enb-buffer", "radio")}
         assert lost_after <= crossed
+
+
+@pytest.fixture(scope="module")
+def sniffed(tmp_path_factory):
+    return start("wifi-sniffer", tmp_path_factory)
+
+
+def test_the_air_capture_reads_as_tshark_reads_it(sniffed):
+    """Sequence number and retry bit of every data and management frame, as tshark decodes them."""
+    require_binary("tshark")
+    path = sniffed.folder / "air.pcap"
+    fields = subprocess.run(
+        ["tshark", "-r", str(path), "-T", "fields", "-e", "wlan.seq", "-e", "wlan.fc.retry"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    records = la.io.capture.pcap.decode_capture(path).records
+    assert len(fields) == len(records)
+    for line, record in zip(fields, records, strict=True):
+        seq, retry = line.split("\t")
+        want = (int(seq), retry in ("1", "True")) if seq else (0xFFFF, False)
+        assert (int(record["mac_seq"]), bool(record["mac_flags"] & 1)) == want
+
+
+def test_the_air_vantage_tells_each_loss_where_the_scenario_traced_it(sniffed):
+    """Chains sender > air > station, against ns-3's traced cause of every loss: a cause the
+    chain names is never wrong; a loss the sniffer may have missed keeps none (measured: 95 of
+    128 congestion losses and all 415 radio losses named, 33 left unknown, none wrong)."""
+    named = wrong = unknown = total = 0
+    for i in range(sniffed.receivers):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trace = la.read_vantages(
+                [sniffed.folder / "sender.pcap", f"{sniffed.folder / 'air.pcap'}:air", sniffed.pcap(i)]
+            )
+        truth = {int(row["seq"]): row["cause"] for row in labels(sniffed, i)}
+        lost = trace.packets[trace.packets["fate"] != "delivered"]
+        assert set(lost["seq"]) == set(truth)  # the chain finds every loss and no other
+        for seq, fate in zip(lost["seq"], lost["fate"].astype(str), strict=True):
+            total += 1
+            if fate == "lost":
+                unknown += 1
+            else:
+                named += 1
+                wrong += fate != truth[seq]
+        segments = {s["cause"]: s for s in trace.meta["segments"]}
+        assert segments["congestion"]["cause_unknown"] == int((lost["fate"] == "lost").sum())
+        assert trace.meta["vantages"][1]["missed"] > 0  # the sniffer missed some that got through
+    assert wrong == 0
+    assert named >= 0.9 * total and unknown > 0

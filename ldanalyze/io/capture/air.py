@@ -36,16 +36,10 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from .linklayer import (
-    LINKTYPE_IEEE802_11,
-    LINKTYPE_IEEE802_11_RADIOTAP,
-    LINKTYPE_PPI,
-    M_RETRY,
-    NO_MAC_SEQ,
-)
+from ...packets import AIR_COLUMNS
+from .linklayer import LINKTYPE_IEEE802_11, LINKTYPE_IEEE802_11_RADIOTAP, LINKTYPE_PPI, M_RETRY, NO_MAC_SEQ
 
 AIR_LINKTYPES = (LINKTYPE_IEEE802_11, LINKTYPE_IEEE802_11_RADIOTAP, LINKTYPE_PPI)
-AIR_COLUMNS = ("air_frames", "air_retried", "t_air", "t_air_last")
 SEQUENCE_SPACE = 4096  # 802.11 sequence numbers are 12 bits
 WRAP_GUARD = SEQUENCE_SPACE // 2  # frames between two seen ones beyond which a count may have wrapped
 NOT_SEEN_IN_AIR = "not seen in the air"
@@ -94,25 +88,23 @@ def fold_retries(records: np.ndarray, keys: np.ndarray) -> AirFrames:
 
 
 def air_columns(capture, folded: AirFrames, record_at: np.ndarray) -> dict[str, np.ndarray]:
-    """The packets' ``AIR_COLUMNS`` from the record each matched in the air (-1: not seen)."""
+    """The packets' ``AIR_COLUMNS`` (``packets``) from the record each matched in the air (-1:
+    not seen)."""
     seen = record_at >= 0
     at = np.where(seen, record_at, 0)
     times = capture.times()
     last = np.where(seen, folded.last[at], 0)
-    return {
-        "air_frames": np.where(seen, folded.frames[at], 0).astype(np.int64),
-        "air_retried": seen & folded.retried[at],
-        "t_air": np.where(seen, times[at], np.nan),
-        "t_air_last": np.where(seen, times[last], np.nan),
-    }
+    values = (
+        np.where(seen, folded.frames[at], 0).astype(np.int64),
+        seen & folded.retried[at],
+        np.where(seen, times[at], np.nan),
+        np.where(seen, times[last], np.nan),
+    )
+    return dict(zip(AIR_COLUMNS, values, strict=True))
 
 
 def never_transmitted(
-    records: np.ndarray,
-    record_at: np.ndarray,
-    flow_codes: np.ndarray,
-    after_air: np.ndarray,
-    lost_before: np.ndarray,
+    records: np.ndarray, record_at: np.ndarray, flow_codes: np.ndarray, after_air: np.ndarray, lost_before: np.ndarray
 ) -> np.ndarray:
     """Which rows of ``lost_before`` (not seen in the air, nor further on) the transmitter's
     sequence numbers prove never went on the air (module docstring); the others of them the

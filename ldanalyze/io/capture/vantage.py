@@ -86,10 +86,11 @@ class Vantage:
             raise UsageError(f"vantage {self.path}: cause must be one of {', '.join(CAUSE_WORDS)}, not {self.cause!r}")
 
 
-def parse_vantage(text: str) -> Vantage:
+def parse_vantage(text: str | os.PathLike) -> Vantage:
     """``PATH`` or ``PATH:CAUSE`` (cause ``congestion``, ``wireless``, ``policing``, ``route`` or
     ``unknown``), or ``PATH:air``: a monitor-mode capture of the radio, what is lost before it
     congestion; a colon that is part of an existing file's name stays in the path."""
+    text = os.fspath(text)
     path, colon, cause = text.rpartition(":")
     cause = cause.lower()
     if not colon or os.path.exists(text):
@@ -102,7 +103,7 @@ def parse_vantage(text: str) -> Vantage:
 
 
 def read_vantages(
-    vantages: Sequence[Vantage | str],
+    vantages: Sequence[Vantage | str | os.PathLike],
     *,
     payload: str | FieldSpec = "auto",
     flows: Iterable[str] | str | None = None,
@@ -160,9 +161,7 @@ def read_vantages(
     flow_codes = table["flow"].cat.codes.to_numpy()
     furthest = seen.shape[1] - 1 - np.argmax(seen[:, ::-1], axis=1)
     proven = {
-        k: air.never_transmitted(
-            captures[k].records, record_at[:, k], flow_codes, furthest > k, furthest == k - 1
-        )
+        k: air.never_transmitted(captures[k].records, record_at[:, k], flow_codes, furthest > k, furthest == k - 1)
         for k in folded
     }
     fate, reason, segments = _fates(chain, seen, sender_time, reports, proven)

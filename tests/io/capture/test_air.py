@@ -1,0 +1,253 @@
+"""The air vantage (``ldanalyze/io/capture/air.py``): a monitor-mode capture between the sender's
+capture and the receiver's, its retries folded, the radio's losses told from those before it.
+
+A simulated access point (``transmit``) numbers what it sends from one counter, retries what is
+not acknowledged and drops some packets before the radio; a sniffer sees each frame or misses
+it. The proofs are held against that simulation's truth, and against the row-by-row twin in
+tests/naive/capture.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ldanalyze.errors import UsageError
+from ldanalyze.io.capture.air import fold_retries, never_transmitted
+from ldanalyze.io.capture.linklayer import M_RETRY, NO_MAC_SEQ
+from ldanalyze.io.capture.vantage import Vantage, parse_vantage, read_vantages
+from ldanalyze.packets import AIR_COLUMNS, validate_packets
+from ldanalyze.timeline import build_timeline
+
+from ...naive.capture import never_transmitted_naive
+from ...support.captures import T0, Endpoints, Record, ip_packet, iperf3_payload, link_frame, write_pcap
+
+FLOW = Endpoints(proto="udp", src="10.0.0.1", dst="10.0.0.2", sport=40000, dport=5201)
+OTHER = Endpoints(proto="udp", src="10.0.0.1", dst="10.0.0.3", sport=40001, dport=5201)
+RECORD = np.dtype([("mac_seq", "<u2"), ("mac_space", "<u4"), ("mac_flags", "u1")])
+
+
+@dataclasses.dataclass
+class Sent:
+    """One packet through the simulated AP: its fate and the frames the sniffer saw of it."""
+
+    flow: int
+    queue_drop: bool = False  # dropped before the radio: never numbered, never sent
+    seq: int | None = None  # the MAC sequence number it was sent with
+    attempts: int = 0
+    seen: list[bool] = dataclasses.field(default_factory=list)  # per attempt: the sniffer got it
+    delivered: bool = False
+
+
+@st.composite
+def transmit(draw):
+    """An AP sending two flows (rows grouped by flow afterwards) and beacons from one counter,
+    and a sniffer's air records: (sequence number, counter) per frame it saw, in order."""
+    n = draw(st.integers(2, 60))
+    miss = draw(st.sampled_from([0.0, 0.05, 0.3, 0.8]))
+    counter = draw(st.integers(0, 4095))
+    frames: list[tuple[int | None, int]] = []
+    sent: list[Sent] = []
+    for _ in range(n):
+        if draw(st.integers(0, 9)) == 0:  # a beacon between data frames
+            if draw(st.floats(0, 1)) >= miss:
+                frames.append((counter, 7))
+            counter = (counter + 1) % 4096
+        if draw(st.integers(0, 9)) == 0:  # a frame of another counter (another transmitter)
+            frames.append((draw(st.integers(0, 4095)), 9))
+        p = Sent(flow=draw(st.integers(0, 1)))
+        sent.append(p)
+        if draw(st.integers(0, 4)) == 0:
+            p.queue_drop = True
+            continue
+        p.seq, counter = counter, (counter + 1) % 4096
+        p.attempts = draw(st.integers(1, 3))
+        p.delivered = draw(st.booleans()) if p.attempts == 3 else True
+        for _ in range(p.attempts):
+            got = draw(st.floats(0, 1)) >= miss
+            p.seen.append(got)
+            if got:
+                frames.append((p.seq, 7))
+                p.__dict__.setdefault("records", []).append(len(frames) - 1)
+    return sent, frames
+
+
+def arrays(sent: list[Sent], frames):
+    """The inputs of ``never_transmitted``: rows grouped by flow (send order kept within)."""
+    order = sorted(range(len(sent)), key=lambda i: (sent[i].flow, i))
+    rows = [sent[i] for i in order]
+    records = np.zeros(len(frames), RECORD)
+    for r, (seq, space) in enumerate(frames):
+        records[r] = (NO_MAC_SEQ if seq is None else seq, space, 0)
+    record_at = np.array([p.__dict__.get("records", [-1])[0] for p in rows], np.int64)
+    flows = np.array([p.flow for p in rows], np.int64)
+    after_air = np.array([p.delivered for p in rows])
+    lost_before = (record_at < 0) & ~after_air
+    return rows, records, record_at, flows, after_air, lost_before
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=transmit())
+def test_a_proof_never_calls_a_sent_packet_unsent_and_agrees_with_the_twin(case):
+    sent, frames = case
+    rows, records, record_at, flows, after_air, lost_before = arrays(sent, frames)
+    proven = never_transmitted(records, record_at, flows, after_air, lost_before)
+    assert proven.tolist() == never_transmitted_naive(frames, record_at, flows, after_air, lost_before)
+    assert not any(p.seq is not None for p, q in zip(rows, proven) if q)  # sound: only queue drops
+    assert not (proven & ~lost_before).any()
+
+
+def test_a_sniffer_that_misses_nothing_proves_every_queue_drop():
+    sent = [Sent(0), Sent(0, queue_drop=True), Sent(0, queue_drop=True), Sent(0), Sent(0, queue_drop=True), Sent(0)]
+    frames = []
+    for k, p in enumerate(s for s in sent if not s.queue_drop):
+        p.seq, p.delivered = 100 + k, True
+        frames.append((p.seq, 7))
+        p.records = [len(frames) - 1]
+    rows, records, record_at, flows, after_air, lost_before = arrays(sent, frames)
+    assert never_transmitted(records, record_at, flows, after_air, lost_before).tolist() == [
+        False,
+        True,
+        True,
+        False,
+        True,
+        False,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("frames", "record_at", "proven"),
+    [
+        ([4094, 4095], [0, -1, 1], True),  # the lost row took no number
+        ([4095, 0], [0, -1, 1], True),  # ... across the wrap
+        ([4095, 1], [0, -1, 1], False),  # 0 skipped: the sniffer may have missed the lost row
+        ([4095, 1], [0, -1, "went", 1], True),  # 0 was the row that reached the receiver unseen
+        ([4095, 0, 1], [0, -1, 2], True),  # 0 was a frame of another flow, seen
+    ],
+)
+def test_numbers_are_counted_across_the_wrap(frames, record_at, proven):
+    """Rows of one flow: seen, lost unseen, (went on unseen,) seen; frames of one counter."""
+    went = [r == "went" for r in record_at]
+    record_at = np.array([-1 if r == "went" else r for r in record_at], np.int64)
+    after_air = np.array([r >= 0 for r in record_at]) | went
+    records = np.array([(s, 7, 0) for s in frames], RECORD)
+    got = never_transmitted(records, record_at, np.zeros(len(record_at), np.int64), after_air, ~after_air)
+    assert bool(got[1]) is proven
+
+
+def test_retries_fold_into_their_first_frame():
+    """Frames of one packet (key) with one sequence number are its attempts; the same packet
+    sent again under a new number is another packet (a retransmission from above)."""
+    records = np.zeros(6, RECORD)
+    records["mac_space"] = 7
+    records["mac_seq"] = [10, 10, 11, 10, 12, 12]
+    records["mac_flags"] = [0, M_RETRY, 0, M_RETRY, 0, 0]
+    keys = np.array([5, 5, 6, 5, 5, 0], np.uint64)
+    folded = fold_retries(records, keys)
+    assert folded.keys.tolist() == [5, 0, 6, 0, 5, 0]
+    assert folded.frames.tolist() == [3, 0, 1, 0, 1, 0]
+    assert folded.retried.tolist() == [True, False, False, False, False, False]
+    assert folded.last.tolist() == [3, -1, 2, -1, 4, -1]
+
+
+# -- chains of captures ------------------------------------------------------------------------
+def write_air_chain(tmp_path, plan: str, *, gap_at: int | None = None) -> list[str]:
+    """Three captures of one flow: the sender's (Ethernet), the air (radiotap), the receiver's.
+    ``plan`` has a letter per packet: ``d`` delivered, ``r`` delivered after a retry, ``q``
+    dropped before the radio, ``w`` sent twice and lost on the air, ``m`` sent and delivered,
+    the sniffer missing it, ``x`` sent and lost, the sniffer missing it. ``gap_at``: the AP's
+    counter skips a number before that packet (a frame to someone the sniffer missed)."""
+    sender, air, receiver = [], [], []
+    mac = 300
+    for i, kind in enumerate(plan):
+        t = T0 + i * 0.01
+        packet = ip_packet(FLOW, iperf3_payload(i, t, size=120), ip_id=i)
+        sender.append(Record(int(t * 1e9), link_frame(1, packet)))
+        if kind == "q":
+            continue
+        if i == gap_at:
+            mac += 1
+        tries = {"d": 1, "r": 2, "w": 2, "m": 0, "x": 0}[kind]
+        for k in range(tries):
+            frame = link_frame(127, packet, wifi="qos", wifi_seq=mac, wifi_retry=k > 0, wifi_tid=0)
+            air.append(Record(int((t + 0.001 + k * 0.0005) * 1e9), frame))
+        mac += 1
+        if kind in "drm":
+            receiver.append(Record(int((t + 0.003) * 1e9), link_frame(1, packet)))
+    paths = []
+    for name, records, linktype in (("s.pcap", sender, 1), ("air.pcap", air, 127), ("d.pcap", receiver, 1)):
+        write_pcap(tmp_path / name, records, linktype)
+        paths.append(str(tmp_path / name))
+    return paths
+
+
+def read(paths, *, air: str = ":air", **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trace = read_vantages([paths[0], paths[1] + air, paths[2]], **options)
+    validate_packets(trace.packets)
+    return trace
+
+
+def fates(trace) -> str:
+    return "".join(
+        {"delivered": ".", "congestion": "C", "wireless": "W", "lost": "?"}[f]
+        for f in trace.packets["fate"].astype(str)
+    )
+
+
+def test_each_loss_is_told_by_where_it_was_last_seen(tmp_path):
+    trace = read(write_air_chain(tmp_path, "ddqdwdrqqdxdmd"))
+    assert fates(trace) == "..C.W..CC.?..."
+    segments = {s["segment"]: s for s in trace.meta["segments"]}
+    assert segments["s.pcap>air.pcap"] == {
+        "segment": "s.pcap>air.pcap",
+        "cause": "congestion",
+        "lost": 3,
+        "unobserved": 0,
+        "cause_unknown": 1,
+    }
+    assert segments["air.pcap>d.pcap"]["cause"] == "wireless" and segments["air.pcap>d.pcap"]["lost"] == 1
+    p = trace.packets
+    assert p["air_frames"].tolist() == [1, 1, 0, 1, 2, 1, 2, 0, 0, 1, 0, 1, 0, 1]
+    assert p["air_retried"].tolist() == [k in (4, 6) for k in range(14)]
+    assert (p["t_air_last"] - p["t_air"]).fillna(0).round(6).tolist()[4] == 0.0005
+    assert trace.meta["vantages"][1]["missed"] == 1  # the m: delivered, never seen in the air
+
+
+def test_a_number_the_sniffer_never_saw_leaves_the_queue_drop_next_to_it_unknown(tmp_path):
+    """The counter skips a number around the dropped packet: the sniffer may have missed the
+    packet sent with it."""
+    paths = write_air_chain(tmp_path, "ddqdd", gap_at=3)
+    assert fates(read(paths)) == "..?.."
+    assert fates(read(write_air_chain(tmp_path, "ddqdd"))) == "..C.."
+
+
+def test_a_middle_radiotap_capture_is_the_air_vantage_by_itself(tmp_path):
+    """Without ':air' the capture is still folded and the next segment still wireless; what is
+    lost before it has the cause given (none here: unknown)."""
+    trace = read(write_air_chain(tmp_path, "ddqdwdd"), air="")
+    assert fates(trace) == "..?.W.."
+    assert trace.meta["vantages"][1]["unmatched"] == 0  # the retry is folded, not unmatched
+
+
+def test_the_timeline_carries_the_radio_evidence(tmp_path):
+    timeline = build_timeline(read(write_air_chain(tmp_path, "ddrdwdd")))
+    assert timeline.arrivals["air_frames"].tolist() == [1, 1, 2, 1, 1, 1]
+    assert timeline.arrivals["air_retried"].tolist() == [False, False, True, False, False, False]
+    assert timeline.losses["air_frames"].tolist() == [2]
+    assert set(AIR_COLUMNS) <= set(read(write_air_chain(tmp_path, "dd")).packets.columns)
+
+
+def test_air_vantages_that_cannot_be_are_refused(tmp_path):
+    s, a, d = write_air_chain(tmp_path, "ddd")
+    with pytest.raises(UsageError, match="one air vantage"):
+        read_vantages([s, a + ":air", a + ":air", d])
+    with pytest.raises(UsageError, match="between the sender's capture and the receiver's"):
+        read_vantages([s, d + ":air"])
+    assert parse_vantage("x.pcap:air") == Vantage("x.pcap", "congestion", air=True)
