@@ -436,10 +436,10 @@ def _fates(chain, seen: np.ndarray, sender_time: np.ndarray, reports: list[dict]
         missed = ~seen[:, k] & (furthest > k)
         report["missed"] = int(missed.sum())
         if report["missed"] and chain[k].air:
+            on_air = int((seen[:, k] | (furthest > k)).sum())
             _warn(
-                f"{report['path']}: the sniffer missed {report['missed']} of the "
-                f"{report['missed'] + report['matched']} packets that went on the air "
-                f"({report['missed'] / (report['missed'] + report['matched']):.1%}); a loss it may have missed "
+                f"{report['path']}: the sniffer missed {report['missed']} of the {on_air} packets of the flows read "
+                f"known to have gone on the air ({report['missed'] / on_air:.1%}); a loss it may have missed "
                 "has no known cause"
             )
         elif report["missed"]:
