@@ -13,8 +13,9 @@ AssertionError naming the first rule it breaks. The rules are the replay contrac
 
 The synthetic timelines: two flows over a queue that fills and drains in episodes, dropping
 packets when full (congestion, at high delay), and a radio that drops packets at random
-(wireless, at any delay); clocks are common and every arrival carries an RTT sample, so an LDA
-that needs either finds it.
+(wireless, at any delay); clocks are common, every arrival carries an RTT sample and the radio's
+evidence of a receiver's monitor-mode capture (``packets.AIR_COLUMNS``), so an LDA that needs
+any of them finds it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .lda import LDA, REGISTRY, Replay, classify, lda_state, parse_ldas
-from .packets import CONGESTION, DELIVERED, WIRELESS, make_packet_table
+from .packets import AIR_COLUMNS, CONGESTION, DELIVERED, WIRELESS, make_packet_table
 from .timeline import Timeline, build_timeline
 
 REPLAYS = (Replay(), Replay(update_first=False, gap_delay="previous"), Replay(detection=3))
@@ -55,13 +56,38 @@ def sample_packets(seed: int = 0, packets: int = 1500) -> pd.DataFrame:
     return make_packet_table(flow=flow, seq=seq, t_send=t_send, t_recv=t_recv, fate=fate, size=[1000] * len(flow))
 
 
+def radio_evidence(table: pd.DataFrame) -> dict[str, np.ndarray]:
+    """``packets.AIR_COLUMNS`` of a PacketTable as a monitor-mode capture at the receiver would give them: the
+    radio numbers what it sends from one counter (the queue's drops take no number) and the
+    receiver's capture holds the frames delivered, so an arrival's ``air_unseen`` counts the
+    radio's losses since its flow's previous arrival."""
+    n = len(table)
+    order = np.argsort(table["t_send"].to_numpy(), kind="stable")
+    fate = table["fate"].astype(str).to_numpy()
+    flows = table["flow"].astype(str).to_numpy()
+    unseen = np.full(n, -1, np.int64)
+    lost_on_air = 0
+    since: dict[str, int] = {}
+    for row in order:
+        if fate[row] == WIRELESS:
+            lost_on_air += 1
+        elif fate[row] == DELIVERED:
+            if flows[row] in since:
+                unseen[row] = lost_on_air - since[flows[row]]
+            since[flows[row]] = lost_on_air
+    got = fate == DELIVERED
+    t_air = np.where(got, table["t_recv"].to_numpy(), np.nan)
+    return dict(zip(AIR_COLUMNS, (got.astype(np.int64), np.zeros(n, bool), t_air, t_air, unseen), strict=True))
+
+
 def sample_timeline(seed: int = 0, packets: int = 1500) -> Timeline:
-    """``sample_packets`` as a Timeline on common clocks, with an RTT sample per arrival."""
+    """``sample_packets`` as a Timeline on common clocks, with an RTT sample per arrival and the
+    radio's evidence."""
     return _timeline(sample_packets(seed, packets))
 
 
 def _timeline(table: pd.DataFrame) -> Timeline:
-    tl = build_timeline(table)
+    tl = build_timeline(table.assign(**radio_evidence(table)))
     got = table[table["fate"] == DELIVERED]
     rtt = pd.DataFrame(
         {

@@ -24,6 +24,7 @@ from .baselines import Omniscient, Unaware
 from .interarrival import Biaz, MBiaz, WinLdaPlus
 from .learned import Learned
 from .policer import POLICING, Policer
+from .radio import MacSeq
 from .rott import Spike, WroLdaPlus, ZigZag
 from .rtt import AdaptiveRtt
 from .xrtp import Xrtp
@@ -47,6 +48,7 @@ REGISTRY: dict[str, type[LDA]] = {
         Veno,
         Learned,
         Policer,
+        MacSeq,
     )
 }
 DECISIONS = ("congestion", "wireless", "undetected")

@@ -14,7 +14,7 @@ import pytest
 import ldanalyze as la
 from ldanalyze.lda import LDA, REGISTRY, Features, Replay, Verdict, classify, get_lda, lda_state, parse_ldas
 from ldanalyze.packets import make_packet_table
-from ldanalyze.testing import check_lda
+from ldanalyze.testing import check_lda, radio_evidence
 from ldanalyze.timeline import build_timeline
 
 from ..conftest import TRACES
@@ -23,13 +23,23 @@ NAMES = list(REGISTRY)
 REPLAYS = [Replay(), Replay(update_first=False, gap_delay="previous"), Replay(detection=3)]
 
 
+def _build(source):
+    """The timeline of a trace or PacketTable with a monitor-mode capture's radio evidence, so
+    that the LDAs that read it (macseq) run too."""
+    if isinstance(source, la.Trace):
+        return build_timeline(
+            dataclasses.replace(source, packets=source.packets.assign(**radio_evidence(source.packets)))
+        )
+    return build_timeline(source.assign(**radio_evidence(source)))
+
+
 @functools.cache
 def sample(name: str) -> la.Trace:
     return la.read_trace(TRACES / f"{name}.tr.gz")
 
 
 def timeline(name: str = "wlh_mix_4flow_high"):
-    return build_timeline(sample(name))
+    return _build(sample(name))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -56,11 +66,11 @@ def test_no_loss_no_decision_and_empty_trace(name):
         fate=["delivered"] * 20,
         size=[500] * 20,
     )
-    tl = build_timeline(table)
+    tl = _build(table)
     tl.meta["clock"] = "common"
     assert classify(tl, [name]).empty
     assert len(lda_state(tl, name)) == 20
-    empty = build_timeline(table.iloc[:0])
+    empty = _build(table.iloc[:0])
     assert classify(empty, [name]).empty
 
 
@@ -74,7 +84,7 @@ def test_all_lost_is_all_undetected(name):
         fate=["wireless"] * 5,
         size=[500] * 5,
     )
-    d = classify(build_timeline(table), [name])
+    d = classify(_build(table), [name])
     assert d["decision"].astype(str).tolist() == ["undetected"] * 5
 
 
@@ -85,7 +95,7 @@ def prefix(tl_full_packets: pd.DataFrame, rtt: pd.DataFrame, meta: dict, t_cut_s
     keep = p["t_send"] <= t_cut_send
     later = p.loc[~keep, "t_recv"].min()
     view_ends = later if later == later else np.inf
-    part = build_timeline(p[keep].reset_index(drop=True))
+    part = _build(p[keep].reset_index(drop=True))
     part = dataclasses.replace(part, rtt=rtt[rtt["t"] < view_ends], meta=dict(meta))
     return part, view_ends
 

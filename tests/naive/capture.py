@@ -638,3 +638,30 @@ def never_transmitted_naive(frames, record_at, flows, after_air, lost_before):
         went_unseen = sum(1 for r in range(a + 1, b) if after_air[r] and record_at[r] < 0)
         proven[i] = span - 1 - len(numbers) == went_unseen
     return proven
+
+
+@twin_of("ldanalyze.io.capture.air._numbers_unseen", "ldanalyze.io.capture.air.numbers_unseen")
+def numbers_unseen_naive(frames, record_at, flows):
+    """Per row seen (record ≥ 0): the numbers of its counter between its flow's previous seen
+    frame (in capture order) and its own that no frame of the capture carries; -1 unknown."""
+    out = [-1] * len(record_at)
+    by_flow = {}
+    for row in sorted((r for r in range(len(record_at)) if record_at[r] >= 0), key=lambda r: record_at[r]):
+        previous = by_flow.get(flows[row])
+        by_flow[flows[row]] = row
+        if previous is None:
+            continue
+        a, b = record_at[previous], record_at[row]
+        (first, space), (last, other) = frames[a], frames[b]
+        if first is None or last is None or space != other or b <= a:
+            continue
+        span = (last - first) % AIR_SEQUENCE_SPACE
+        if span == 0:
+            out[row] = 0
+            continue
+        between = [s for s, c in frames[a + 1 : b] if c == space and s is not None]
+        if len(between) >= AIR_WRAP_GUARD:
+            continue
+        seen = {(s - first) % AIR_SEQUENCE_SPACE for s in between} & set(range(1, span))
+        out[row] = span - 1 - len(seen)
+    return out

@@ -54,6 +54,12 @@ RUNS = {  # run → its scenario, its parameters, the causes it must hold
         {"duration": 12, "stations": 1, "speed": 8.0, "seed": 3, "policer": "1600kbps", "policer_burst": 3000},
         ("policing/tbf", "wireless/retry-limit"),
     ),
+    # the "wifi" run with QoS (WMM) MACs: 802.11 sequence numbers per receiver and TID
+    "wifi-qos": (
+        "wifi",
+        {"duration": 12, "stations": 3, "retries": 1, "speed": 4.0, "seed": 3, "qos": 1},
+        ("wireless/retry-limit", "congestion/queue-disc"),
+    ),
     # the "wifi" run with a monitor-mode sniffer 20 m from the AP (air.pcap): far enough to
     # miss a few % of the AP's frames, as a real sniffer does
     "wifi-sniffer": (
@@ -317,3 +323,28 @@ def test_the_air_vantage_tells_each_loss_where_the_scenario_traced_it(sniffed):
         assert trace.meta["vantages"][1]["missed"] > 0  # the sniffer missed some that got through
     assert wrong == 0
     assert named >= 0.9 * total and unknown > 0
+
+
+def radio_scores(run: Run, ldas: str):
+    """Pooled scores of ``ldas`` over the stations' own monitor-mode captures, truth joined."""
+    traces = []
+    for i in range(run.receivers):
+        (flow,) = {f for f, _ in received(run, i)}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trace = la.read_trace(run.folder / f"sta-{i}-radiotap.pcap", payload=SEQ_TS, skew="keep", flows=[flow])
+            traces.append(apply_labels(trace, run.labels_file(i)))
+    batch = analyze_traces(traces, ldas)
+    return la.score(batch.decisions, batch.summary, by="pooled", bootstrap=0).set_index("lda")
+
+
+@pytest.mark.parametrize(("name", "most_m_c"), [("wifi-qos", 0.05), ("wifi", 0.2)])
+def test_macseq_reads_the_radios_sequence_numbers(name, most_m_c, tmp_path_factory):
+    """Each station's own radiotap capture: with QoS MACs (numbers per receiver) macseq is
+    nearly exact (measured M_c 0.023, M_w 0, accuracy 99.5 %) where every delay-based LDA
+    calls the radio's losses congestion; with one counter per sender it still calls no radio
+    loss congestion but calls some congestion losses wireless (M_c 0.14: frames to the other
+    stations that the station did not decode)."""
+    scores = radio_scores(start(name, tmp_path_factory), "spike,biaz,zbs,veno,macseq")
+    assert scores.loc["macseq", "M_w"] <= 0.02 and scores.loc["macseq", "M_c"] <= most_m_c
+    assert scores.loc["macseq", "accuracy"] > scores.drop(index="macseq")["accuracy"].max() + 0.3

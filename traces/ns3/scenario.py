@@ -33,7 +33,8 @@ MODULES = {"wifi": ("wifi", "applications", "internet", "point-to-point", "mobil
 RECEIVERS = {"wifi": ("stations", "sta"), "lte": ("ues", "ue")}  # the count parameter, the file prefix
 WIFI_DEFAULTS = {"duration": 10, "stations": 3, "spacing": 12, "bottleneck": "6Mbps", "queue": 20,
                  "interval": 0.004, "size": 1000, "per": 0.0, "retries": 1, "speed": 3.0, "seed": 1,
-                 "policer": "0", "policer_burst": 3000, "sniffer": 0.0}  # policer "0": none, the FIFO bottleneck
+                 "policer": "0", "policer_burst": 3000, "sniffer": 0.0,
+                 "qos": 0}  # policer "0": none, the FIFO bottleneck
 LTE_DEFAULTS = {"duration": 10, "ues": 3, "spacing": 60, "bottleneck": "2500kbps", "queue": 30, "buffer": 20000,
                 "interval": 0.005, "size": 600, "speed": 30.0, "seed": 1}
 DEFAULTS = {"wifi": WIFI_DEFAULTS, "lte": LTE_DEFAULTS}

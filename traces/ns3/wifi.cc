@@ -8,7 +8,9 @@
 // Station i stands 5 + i*`spacing` m from the AP; the last one walks away at `speed` m/s for half
 // the run and comes back. 802.11a, log-distance loss (exponent 3) with Nakagami fading, AARF rate
 // adaptation (it honours the retry limit, `retries` retransmissions: Minstrel keeps its own retry
-// chain and ignores it), no block ack. Each station receives one UDP flow from the server whose
+// chain and ignores it), no block ack; `qos` 1 makes the MACs QoS (WMM) ones, which number their
+// data frames per receiver and TID (as every 802.11n and later network does) instead of from one
+// counter per sender. Each station receives one UDP flow from the server whose
 // payload starts with ns-3's SeqTsHeader (seq u32, send time u64 ns): UdpClient sends `size`-byte
 // packets about every `interval` seconds (station i every interval * (1 + 0.013 i)). `per` adds a
 // frame error rate at the stations' receivers.
@@ -45,7 +47,7 @@
 //
 // Usage: wifi --duration=S --stations=N --spacing=M --bottleneck=RATE --queue=P --interval=S
 //             --size=B --per=P --retries=R --speed=V --policer=RATE --policer_burst=B --sniffer=M
-//             --seed=K --out=DIR
+//             --qos=0|1 --seed=K --out=DIR
 #include <cstring>  // before ns-3 3.37's headers: mac64-address.h uses memcmp without it
 
 #include "ns3/applications-module.h"
@@ -157,6 +159,7 @@ int main(int argc, char* argv[])
     std::string policer = "0";
     uint32_t policerBurst = 3000;
     double sniffer = 0;
+    bool qos = false;
     uint32_t seed = 1;
     std::string out = ".";
     CommandLine cmd;
@@ -173,6 +176,7 @@ int main(int argc, char* argv[])
     cmd.AddValue("policer", "token rate of a policer in place of the bottleneck's FIFO (0: none)", policer);
     cmd.AddValue("policer_burst", "the policer's bucket, bytes", policerBurst);
     cmd.AddValue("sniffer", "metres from the AP of a monitor-mode sniffer writing air.pcap (0: none)", sniffer);
+    cmd.AddValue("qos", "QoS (WMM) MACs: 802.11 sequence numbers per receiver and TID, not one counter per sender", qos);
     cmd.AddValue("seed", "run number", seed);
     cmd.AddValue("out", "output folder", out);
     cmd.Parse(argc, argv);
@@ -207,9 +211,11 @@ int main(int argc, char* argv[])
                                  "MaxSlrc", UintegerValue(retries + 1));
     WifiMacHelper mac;
     Ssid ssid("ldanalyze");
-    mac.SetType("ns3::StaWifiMac", "Ssid", SsidValue(ssid), "BE_MaxAmpduSize", UintegerValue(0));
+    mac.SetType("ns3::StaWifiMac", "Ssid", SsidValue(ssid), "BE_MaxAmpduSize", UintegerValue(0), "QosSupported",
+                BooleanValue(qos));
     NetDeviceContainer staDevices = wifi.Install(phy, mac, stas);
-    mac.SetType("ns3::ApWifiMac", "Ssid", SsidValue(ssid), "BE_MaxAmpduSize", UintegerValue(0));
+    mac.SetType("ns3::ApWifiMac", "Ssid", SsidValue(ssid), "BE_MaxAmpduSize", UintegerValue(0), "QosSupported",
+                BooleanValue(qos));
     NetDeviceContainer apDevice = wifi.Install(phy, mac, ap);
     for (uint32_t i = 0; i < stations; ++i)
     {

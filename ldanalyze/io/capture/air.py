@@ -16,6 +16,10 @@ happened (issue #33, the air as a vantage):
   may have missed it, and its cause stays unknown (``lost``, reason ``not seen in the air``),
   never guessed.
 
+Read alone, a receiver's own monitor-mode capture (``read_capture``) gives each arrival its
+frame's retry bit (``received_air_columns``): evidence of the radio's trouble that no end-to-end
+LDA had (issue #30).
+
 Retries fold into one packet: frames of the same packet (flow, IP ID, payload) with the same
 transmitter sequence counter and number are its attempts. The packet's rows get
 ``air_frames`` (frames of it the sniffer saw: a lower bound of the attempts), ``air_retried``
@@ -35,10 +39,12 @@ import dataclasses
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
-from ...packets import AIR_COLUMNS
+from ...packets import AIR_COLUMNS, DELIVERED
 from .linklayer import LINKTYPE_IEEE802_11, LINKTYPE_IEEE802_11_RADIOTAP, LINKTYPE_PPI, M_RETRY, NO_MAC_SEQ
 
+UNKNOWN = -1  # air_unseen where the numbers cannot be counted
 AIR_LINKTYPES = (LINKTYPE_IEEE802_11, LINKTYPE_IEEE802_11_RADIOTAP, LINKTYPE_PPI)
 SEQUENCE_SPACE = 4096  # 802.11 sequence numbers are 12 bits
 WRAP_GUARD = SEQUENCE_SPACE // 2  # frames between two seen ones beyond which a count may have wrapped
@@ -87,7 +93,7 @@ def fold_retries(records: np.ndarray, keys: np.ndarray) -> AirFrames:
     return AirFrames(folded, per_record, any_retry, last_record)
 
 
-def air_columns(capture, folded: AirFrames, record_at: np.ndarray) -> dict[str, np.ndarray]:
+def air_columns(capture, folded: AirFrames, record_at: np.ndarray, flow_codes: np.ndarray) -> dict[str, np.ndarray]:
     """The packets' ``AIR_COLUMNS`` (``packets``) from the record each matched in the air (-1:
     not seen)."""
     seen = record_at >= 0
@@ -99,8 +105,82 @@ def air_columns(capture, folded: AirFrames, record_at: np.ndarray) -> dict[str, 
         seen & folded.retried[at],
         np.where(seen, times[at], np.nan),
         np.where(seen, times[last], np.nan),
+        numbers_unseen(capture.records, record_at, flow_codes),
     )
     return dict(zip(AIR_COLUMNS, values, strict=True))
+
+
+def received_air_columns(capture, packets: pd.DataFrame) -> dict[str, np.ndarray]:
+    """``AIR_COLUMNS`` of a receiver's own monitor-mode capture read as one point: each
+    delivered row is one frame the receiver's radio got (a copy received again is a row of its
+    own, a duplicate), retried when its retry bit says an attempt before it failed; lost rows
+    have none."""
+    uid = packets["uid"].to_numpy()
+    got = (packets["fate"] == DELIVERED).to_numpy() & (uid >= 0) & (uid < capture.records.shape[0])
+    at = np.where(got, uid, 0)
+    times = capture.times()
+    t_air = np.where(got, times[at] if times.size else np.nan, np.nan)
+    retried = got & ((capture.records["mac_flags"][at] & M_RETRY) != 0)
+    unseen = numbers_unseen(capture.records, np.where(got, uid, -1), packets["flow"].cat.codes.to_numpy())
+    values = (got.astype(np.int64), retried, t_air, t_air, unseen)
+    return dict(zip(AIR_COLUMNS, values, strict=True))
+
+
+def numbers_unseen(records: np.ndarray, record_at: np.ndarray, flow_codes: np.ndarray) -> np.ndarray:
+    """Per row seen in the capture (``record_at`` ≥ 0): how many numbers of its frame's
+    sequence counter went by, since the previous frame of its flow in the capture, that no
+    frame of the capture carries (``air_unseen``): frames the transmitter sent and the radio
+    never heard, this flow's or another's on the same counter. 0: everything the transmitter
+    numbered in between was seen, so a packet of the flow missing in between was never
+    transmitted. ``UNKNOWN`` for a flow's first frame, a frame without a number, a change of
+    counter and stretches that may have wrapped."""
+    out = np.full(record_at.shape[0], UNKNOWN, np.int64)
+    rows = np.flatnonzero(record_at >= 0)
+    if not rows.size:
+        return out
+    rows = rows[np.lexsort((record_at[rows], flow_codes[rows]))]
+    starts = np.ones(rows.shape[0], bool)
+    starts[1:] = flow_codes[rows[1:]] != flow_codes[rows[:-1]]
+    out[rows] = _numbers_unseen(
+        records["mac_seq"].astype(np.int64), records["mac_space"].astype(np.int64), record_at[rows], starts
+    )
+    return out
+
+
+@njit(cache=True)
+def _numbers_unseen(seq, space, record, starts):
+    """``numbers_unseen`` over rows in capture order within each flow (``starts``: a flow's first)."""
+    out = np.full(record.shape[0], UNKNOWN, np.int64)
+    mark = np.zeros(SEQUENCE_SPACE, np.bool_)
+    marked = np.empty(WRAP_GUARD, np.int64)
+    for j in range(record.shape[0]):
+        if starts[j]:
+            continue
+        a, b = record[j - 1], record[j]
+        if seq[a] == NO_MAC_SEQ or seq[b] == NO_MAC_SEQ or space[a] != space[b] or b <= a:
+            continue
+        span = (seq[b] - seq[a]) % SEQUENCE_SPACE
+        if span == 0:  # the same frame again
+            out[j] = 0
+            continue
+        count = 0
+        frames = 0
+        for r in range(a + 1, b):
+            if space[r] != space[a] or seq[r] == NO_MAC_SEQ:
+                continue
+            frames += 1
+            if frames >= WRAP_GUARD:
+                break
+            d = (seq[r] - seq[a]) % SEQUENCE_SPACE
+            if 0 < d < span and not mark[d]:
+                mark[d] = True
+                marked[count] = d
+                count += 1
+        for k in range(count):
+            mark[marked[k]] = False
+        if frames < WRAP_GUARD:
+            out[j] = span - 1 - count
+    return out
 
 
 def never_transmitted(

@@ -173,7 +173,7 @@ def read_vantages(
         **{
             name: values
             for k, frames in folded.items()
-            for name, values in air.air_columns(captures[k], frames, record_at[:, k]).items()
+            for name, values in air.air_columns(captures[k], frames, record_at[:, k], flow_codes).items()
         },
     )
     meta = {

@@ -18,13 +18,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ldanalyze.errors import UsageError
-from ldanalyze.io.capture.air import fold_retries, never_transmitted
+from ldanalyze.io.capture.air import fold_retries, never_transmitted, numbers_unseen
 from ldanalyze.io.capture.linklayer import M_RETRY, NO_MAC_SEQ
 from ldanalyze.io.capture.vantage import Vantage, parse_vantage, read_vantages
 from ldanalyze.packets import AIR_COLUMNS, validate_packets
 from ldanalyze.timeline import build_timeline
 
-from ...naive.capture import never_transmitted_naive
+from ...naive.capture import never_transmitted_naive, numbers_unseen_naive
 from ...support.captures import T0, Endpoints, Record, ip_packet, iperf3_payload, link_frame, write_pcap
 
 FLOW = Endpoints(proto="udp", src="10.0.0.1", dst="10.0.0.2", sport=40000, dport=5201)
@@ -100,6 +100,29 @@ def test_a_proof_never_calls_a_sent_packet_unsent_and_agrees_with_the_twin(case)
     assert proven.tolist() == never_transmitted_naive(frames, record_at, flows, after_air, lost_before)
     assert not any(p.seq is not None for p, q in zip(rows, proven) if q)  # sound: only queue drops
     assert not (proven & ~lost_before).any()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    frames=st.lists(st.tuples(st.one_of(st.none(), st.integers(4090, 4095), st.integers(0, 6)), st.integers(1, 2))),
+    data=st.data(),
+)
+def test_numbers_unseen_agrees_with_the_twin(frames, data):
+    """Rows of two flows, each seen at some record (or not at all); numbers near the wrap."""
+    n = data.draw(st.integers(0, 12))
+    record_at = np.array([data.draw(st.integers(-1, len(frames) - 1)) for _ in range(n)], np.int64)
+    flows = np.array([data.draw(st.integers(0, 1)) for _ in range(n)], np.int64)
+    records = np.zeros(len(frames), RECORD)
+    for r, (seq, space) in enumerate(frames):
+        records[r] = (NO_MAC_SEQ if seq is None else seq, space, 0)
+    assert numbers_unseen(records, record_at, flows).tolist() == numbers_unseen_naive(frames, record_at, flows)
+
+
+def test_numbers_unseen_counts_what_the_radio_never_heard():
+    """Flow 0 at numbers 10, 13 and 14; 11 seen on another flow, 12 never: one unseen."""
+    records = np.array([(10, 7, 0), (11, 7, 0), (5, 9, 0), (13, 7, 0), (14, 7, 0), (14, 7, 0)], RECORD)
+    got = numbers_unseen(records, np.array([0, 3, 4, 5, -1]), np.zeros(5, np.int64))
+    assert got.tolist() == [-1, 1, 0, 0, -1]
 
 
 def test_a_sniffer_that_misses_nothing_proves_every_queue_drop():
