@@ -146,15 +146,16 @@ def _named_as_trace(path: str) -> bool:
     return name.endswith(TRACE_NAMES)
 
 
-MANIFEST_KEYS = ("name", "path", "vantage", "labels", "payload", "flows", "clocks", "skew", "format")
+MANIFEST_KEYS = ("name", "path", "vantage", "labels", "payload", "field", "flows", "clocks", "skew", "format")
 
 
 def read_manifest(path: str) -> list[Job]:
     """Jobs from a manifest: TOML (``[[trace]]`` tables) or CSV (a header naming the keys;
     ``vantage`` and ``flows`` separated by ``;``). Keys: ``path`` or ``vantage`` (a chain,
-    sender first, ``PCAP[:CAUSE]``), and optionally ``name``, ``labels``, ``payload``, ``flows``,
-    ``clocks`` (chains), ``skew``, ``format``. Relative paths are taken from the manifest's
-    folder."""
+    sender first, ``PCAP[:CAUSE]``), and optionally ``name``, ``labels``, ``payload`` or
+    ``field`` (a field spec, as ``--field`` takes it), ``flows``, ``clocks`` (chains), ``skew``,
+    ``format``. Relative paths are taken from the manifest's folder."""
+    from ..io.capture.fields import FieldSpec
     import csv
     import tomllib
 
@@ -191,6 +192,13 @@ def read_manifest(path: str) -> list[Job]:
 
         vantage = tuple(local(v) for v in entry.get("vantage", []))
         options = {k: entry[k] for k in ("payload", "flows", "clocks", "skew", "format") if k in entry}
+        if "field" in entry:
+            if "payload" in entry:
+                raise UsageError(f"--manifest {path}: entry {number}: give either payload or field")
+            try:
+                options["payload"] = FieldSpec.parse(str(entry["field"]))
+            except UsageError as exc:
+                raise UsageError(f"--manifest {path}: entry {number}: field: {exc}") from None
         if "flows" in options:
             options["flows"] = list(options["flows"])
         name = entry.get("name") or entry.get("path") or " > ".join(entry["vantage"])

@@ -32,6 +32,7 @@ from ldanalyze.report import ci
 from ldanalyze.report.ci import JSON_SCHEMA
 
 from ..conftest import TRACES
+from ..support.tunnels import tunnel_capture
 
 SUITE = ["wlh_cbr_1flow_bursty.tr.gz", "wlh_tcp_1flow_high.tr.gz", "wlh_tfrc_1flow_high.tr.gz"]
 
@@ -794,6 +795,29 @@ def test_manifest_lists_traces_with_labels_and_options(suite, tmp_path):
         batching.read_manifest(str(tmp_path / "bad.toml"))
     (tmp_path / "bad.toml").write_text(f'[[trace]]\npath = "{trace}"\ncolour = "red"\n')
     with pytest.raises(UsageError, match=r"entry 1: unknown key\(s\) colour \(known: name, path, vantage"):
+        batching.read_manifest(str(tmp_path / "bad.toml"))
+
+
+def test_a_manifest_reads_a_field_spec_and_labels_flows_inside_tunnels(tmp_path):
+    """A capture of flows in GTP-U, VXLAN, GRE and IP-in-IP tunnels (tests/support/tunnels.py),
+    its sequence numbers read by a field spec; a labels file names one flow by its label, tunnel
+    and all, and its two losses are scored."""
+    tunnel_capture(tmp_path / "t.pcap")
+    flow = "10.0.0.1:5000>10.0.0.2:6000/udp/gtpu=0x1234@192.0.0.1>192.0.0.2"
+    (tmp_path / "labels.csv").write_text(f"flow,seq,cause\n{flow},5,congestion\n{flow},17,wireless\n")
+    (tmp_path / "m.toml").write_text(
+        f'[[trace]]\npath = "t.pcap"\nfield = "seq=0:4,time=4:8:ns"\nlabels = "labels.csv"\nflows = ["{flow}"]\n'
+    )
+    (job,) = batching.read_manifest(str(tmp_path / "m.toml"))
+    (outcome,) = batching.execute([job], analysis())
+    assert outcome.error is None
+    losses = outcome.result.summary.set_index("flow").loc[flow]
+    assert (losses["congestion"], losses["wireless"]) == (1, 1)
+    (tmp_path / "bad.toml").write_text('[[trace]]\npath = "t.pcap"\nfield = "seq=0:4"\npayload = "rtp"\n')
+    with pytest.raises(UsageError, match="entry 1: give either payload or field"):
+        batching.read_manifest(str(tmp_path / "bad.toml"))
+    (tmp_path / "bad.toml").write_text('[[trace]]\npath = "t.pcap"\nfield = "seq=zero"\n')
+    with pytest.raises(UsageError, match="entry 1: field:"):
         batching.read_manifest(str(tmp_path / "bad.toml"))
 
 
