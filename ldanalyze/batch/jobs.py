@@ -155,9 +155,10 @@ def read_manifest(path: str) -> list[Job]:
     sender first, ``PCAP[:CAUSE]``), and optionally ``name``, ``labels``, ``payload`` or
     ``field`` (a field spec, as ``--field`` takes it), ``flows``, ``clocks`` (chains), ``skew``,
     ``format``. Relative paths are taken from the manifest's folder."""
-    from ..io.capture.fields import FieldSpec
     import csv
     import tomllib
+
+    from ..io.capture.fields import FieldSpec
 
     base = os.path.dirname(os.path.abspath(path))
     try:

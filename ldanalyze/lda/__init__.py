@@ -134,7 +134,7 @@ def classify(timeline: Timeline, ldas="all", *, semantics: Replay | None = None)
     decision = np.empty((k, n), np.int8)
     scheme = np.full((k, n), len(SCHEMES), np.int8)  # the code of ""
     for i, lda in enumerate(chosen):
-        verdict = lda.decide(f)
+        verdict = f.verdict(lda)
         per_loss = verdict.wireless if verdict.per_loss else take(verdict.wireless, gap, False)
         decision[i] = np.where(detected, np.where(per_loss, WIRELESS, CONGESTION), UNDETECTED)
         if verdict.scheme is not None:

@@ -65,6 +65,7 @@ class Features:
     ``at`` (decision arrival, −1 when never detected), ``si`` (the arrival whose state decides:
     ``at``, or ``at − 1`` when not ``update_first``; −1 when no arrival precedes), ``gidx``
     (the arrival whose delay the gap is judged by, −1 if none) and ``gdelay`` (that delay).
+    The verdicts decided over them are kept (``verdict``).
     """
 
     timeline: Timeline
@@ -83,6 +84,15 @@ class Features:
     si: np.ndarray
     gidx: np.ndarray
     gdelay: np.ndarray
+    # what LDAs decided over these arrays (``verdict``): the learned LDA and the policer detector
+    # reuse the verdicts of the schemes they stack instead of replaying them again
+    memo: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+    def verdict(self, lda: LDA) -> Verdict:
+        """``lda.decide(self)``, once per LDA (equal parameters: the same verdict)."""
+        if lda not in self.memo:
+            self.memo[lda] = lda.decide(self)
+        return self.memo[lda]
 
     @property
     def decided(self) -> np.ndarray:

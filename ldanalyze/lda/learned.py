@@ -135,7 +135,7 @@ def gap_features(f: Features) -> pd.DataFrame:
             **_loss_history(f, tmin),
         }
     for name, lda in STACKED.items():
-        columns[name] = lda.decide(f).wireless.astype(np.float64)
+        columns[name] = f.verdict(lda).wireless.astype(np.float64)
     columns["policing"] = Policer().policed(f)[0].astype(np.float64)
     out = pd.DataFrame(columns, columns=list(FEATURES))
     out.loc[~decided] = np.nan

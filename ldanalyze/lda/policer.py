@@ -96,17 +96,19 @@ def policed_gaps(start, t_send, d, size, seq, first_seq, si, gdelay, span, toler
         rates[count % history] = rate
         last_seq = first_seq[g]
         count += 1
-        if count < min_losses:
+        if count < min_losses or not gdelay[g] - low[s] <= max_rise:  # a delay rise: a queue's, not a policer's
             continue
         plateau = np.median(rates[: min(count, history)])
-        pinned = abs(rate - plateau) <= tolerance * plateau
-        quiet = gdelay[g] - low[s] <= max_rise
+        if not abs(rate - plateau) <= tolerance * plateau:  # the delivery rate is not pinned
+            continue
+        bursting = offered >= burst * plateau  # a sender far above the plateau: a burst the bucket cut
+        if bursting:
+            out[g] = True
+            continue
         steps = spacing[: min(count - 1, history)]
         mean = steps.mean()
         regular = mean > 0 and steps.std() / mean <= regularity
-        regular = regular and steps[(count - 2) % history] >= in_step * np.median(steps)  # this loss's own step
-        bursting = offered >= burst * plateau  # a sender far above the plateau: a burst the bucket cut
-        out[g] = pinned and quiet and (regular or bursting)
+        out[g] = regular and steps[(count - 2) % history] >= in_step * np.median(steps)  # this loss's own step
     return out, judged
 
 
@@ -161,7 +163,7 @@ class Policer(LDA):
 
     def decide(self, f: Features) -> Verdict:
         policed, _ = self.policed(f)
-        spike = Spike().decide(f).wireless
+        spike = f.verdict(Spike()).wireless
         return Verdict(wireless=spike & ~policed, scheme=np.where(policed, POLICING_CODE, -1).astype(np.int8))
 
     def state(self, f: Features) -> pd.DataFrame:
