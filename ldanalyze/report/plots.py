@@ -425,7 +425,7 @@ def kappa(matrix: pd.DataFrame, ax=None, title: str | None = None):
     ax.set_yticks(range(n), labels, fontsize=8)
     bar = (fig or ax.figure).colorbar(image, ax=ax, shrink=0.8)
     bar.set_label("Cohen's kappa", fontsize=8)
-    ax.set_title(title or "agreement between LDAs (1 alike, 0 as by chance)", fontsize=10)
+    ax.set_title(title or "agreement between LDAs\n(1 alike, 0 as by chance)", fontsize=10)
     return fig if fig is not None else ax.figure
 
 
