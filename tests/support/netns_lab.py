@@ -16,19 +16,27 @@ test can check what the analyzer says against ground truth: packets(sender) - pa
 the wireless loss, packets(r1) - packets(r2) the congestion loss, and packets(r2) ==
 packets(receiver).
 
+With ``LabConfig.tunnel`` the sender's and the receiver's traffic to each other travels in a
+kernel tunnel between them (``ip link add ovl type vxlan``, ``gre``, ``gretap``, ``ipip`` or
+``sit``: see ``TUNNELS``), carried by r1 and r2 as any IP packet: the four captures hold the
+kernel's encapsulated packets (the underlay), and two more, on the tunnel device at the sender
+(egress) and at the receiver (ingress), the inner packets (the overlay). r1's rule and r2's
+limiter act on the outer packets as before: the rule matches the data datagrams inside them.
+
 The lab is quiet apart from the experiment: IPv6 is off before any link comes up (no router or
 neighbour solicitations), neighbours are static (no ARP), and the veths are created directly
 inside the namespaces, so the host's own network namespace is never touched apart from the
 namespace names themselves. Every namespace is deleted again, whatever happens.
 
 Needs root and ``ip``, ``ss``, ``tc`` (iproute2), ``nft``, ``sysctl``, ``iperf3`` and ``tcpdump``:
-see ``lab_unavailable``.
+see ``lab_unavailable``; a tunnel, its kernel driver: see ``tunnel_unavailable``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gzip
 import json
 import os
 import re
@@ -58,6 +66,14 @@ CAPTURE_POINTS = {
     "r2": ("r2", "to-receiver", "out"),
     "receiver": ("receiver", "to-r2", "in"),
 }
+# The tunnel (LabConfig.tunnel): its device at both ends, the inner addresses (.1 / ::1 the sender,
+# .2 / ::2 the receiver), and the VNI or GRE key.
+OVERLAY = "ovl"
+OVERLAY_SUBNET = "10.231.9"
+OVERLAY_SUBNET6 = "fd00:231:9"
+TUNNEL_KEY = 42
+# The tunnel captures: name -> (host, interface, direction).
+OVERLAY_POINTS = {"sender-overlay": ("sender", OVERLAY, "out"), "receiver-overlay": ("receiver", OVERLAY, "in")}
 STEP_TIMEOUT_S = 10  # any single setup or query command
 DRAIN_S = 1.0  # after the traffic: the tbf queue (10 kB) empties at any of the lab's rates
 RTP_SENDER_PORT = 5006  # the GStreamer sender's source port (RTCP from the next one)
@@ -65,6 +81,51 @@ START_TIMEOUT_S = 5  # tcpdump until "listening on", iperf3 server until its soc
 # r2's rate limiter: a shaper, or a policer. (tc's police action would be a second policer; the
 # kernels this lab runs on lack act_police and every classifier but basic ones, so it is not here.)
 LIMITERS = ("tbf", "nft-limit")
+
+
+@dataclasses.dataclass(frozen=True)
+class Tunnel:
+    """A kind of Linux tunnel: ``ip link add ovl type {link_type} local ... remote ... {options}``.
+
+    ``header`` counts the bytes from the outer IPv4 header (20 bytes, no options) to the inner IP
+    header: the tunnel's overhead, which sets the device's MTU (1500 - header, so that no outer
+    packet is fragmented). ``outer`` is the nftables match of the outer packets.
+    ``kernel_options`` build the driver (``=y``, or as ``module``): its own option last, after
+    those it depends on (kconfig writes no line for an option whose dependency is not set)."""
+
+    link_type: str
+    options: tuple[str, ...]
+    header: int
+    ethernet: bool  # carries Ethernet frames (the ends then need static neighbours)
+    inner_version: int
+    outer: str
+    kernel_options: tuple[str, ...]
+    module: str
+
+    @property
+    def mtu(self) -> int:
+        return 1500 - self.header
+
+
+_GRE = ("CONFIG_NET_IPGRE_DEMUX", "CONFIG_NET_IPGRE")
+TUNNELS = {
+    # the IANA port: Linux's default, 8472, is not read as VXLAN (by ldanalyze or tshark); the
+    # kernel picks the UDP source port from a hash of the inner flow
+    "vxlan": Tunnel(
+        "vxlan",
+        ("id", str(TUNNEL_KEY), "dstport", "4789", "nolearning"),
+        20 + 8 + 8 + 14,
+        True,
+        4,
+        "udp dport 4789",
+        ("CONFIG_VXLAN",),
+        "vxlan",
+    ),
+    "gre": Tunnel("gre", ("key", str(TUNNEL_KEY)), 20 + 8, False, 4, "ip protocol 47", _GRE, "ip_gre"),
+    "gretap": Tunnel("gretap", ("key", str(TUNNEL_KEY)), 20 + 8 + 14, True, 4, "ip protocol 47", _GRE, "ip_gre"),
+    "ipip": Tunnel("ipip", (), 20, False, 4, "ip protocol 4", ("CONFIG_NET_IPIP",), "ipip"),
+    "sit": Tunnel("sit", (), 20, False, 6, "ip protocol 41", ("CONFIG_IPV6", "CONFIG_IPV6_SIT"), "sit"),  # 6in4
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +172,10 @@ class LabConfig:
     # "nft-limit", a policer at tbf_rate with a bucket of tbf_burst_bytes that queues nothing
     # (nftables limit in r2's forward chain, on the data flow only: the control connection passes)
     limiter: str = "tbf"
+    # a kind of TUNNELS: the traffic between the sender and the receiver travels in it (iperf3
+    # UDP only); the underlay captures take ``snaplen`` plus the tunnel's header, so that they
+    # hold the same inner bytes as a plain capture would
+    tunnel: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,6 +193,11 @@ class LabRun:
     the nftables limit rule's, which sees the data flow only.
     ``capture_drops`` is what each tcpdump reported as "dropped by kernel".
     ``iperf3`` is the client's ``-J`` report; its ``end.sum`` holds the server's loss count.
+
+    With a ``tunnel``, ``captures`` hold its outer packets and ``overlay`` maps "sender-overlay"
+    and "receiver-overlay" to the captures on the tunnel's two ends (the inner packets, sender's
+    egress and receiver's ingress); ``sender_ip`` and ``receiver_ip`` are the inner addresses,
+    ``underlay`` the outer ones (the tunnel's ends). ``capture_drops`` counts for all six.
     """
 
     captures: Mapping[str, Path]
@@ -140,6 +210,9 @@ class LabRun:
     receiver_ip: str
     port: int
     limiter: str = "tbf"
+    tunnel: str | None = None
+    overlay: Mapping[str, Path] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    underlay: tuple[str, str] = (SENDER_IP, RECEIVER_IP)
 
     @property
     def bottleneck_cause(self) -> str:
@@ -159,6 +232,13 @@ class LabRun:
             Vantage(str(c["receiver"])),
         ]
 
+    def overlay_chain(self) -> list:
+        """The tunnel's two end captures as a chain: its one segment holds every loss, of
+        unknown cause (r1's and r2's drops both happen inside the tunnel)."""
+        from ldanalyze.io.capture.vantage import Vantage
+
+        return [Vantage(str(self.overlay["sender-overlay"])), Vantage(str(self.overlay["receiver-overlay"]))]
+
 
 def lab_unavailable() -> str | None:
     """Why the lab cannot run here (not root, a command missing, no namespaces), else None."""
@@ -172,6 +252,59 @@ def lab_unavailable() -> str | None:
     if added.returncode != 0:
         return f"`ip netns add` fails: {added.stderr.strip()}"
     subprocess.run(["ip", "netns", "delete", probe], check=False, capture_output=True)
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class TunnelUnavailable:
+    """Why a kind of tunnel cannot be made here; ``absent`` when the kernel was built without
+    its driver (its option "is not set" in /proc/config.gz), rather than a module missing."""
+
+    reason: str
+    absent: bool
+
+
+def tunnel_unavailable(kind: str) -> TunnelUnavailable | None:
+    """Whether ``ip link add ... type {kind}`` works in a namespace (after ``modprobe`` of its
+    module where there is one), else why not; the lab must be available (``lab_unavailable``)."""
+    tunnel = TUNNELS[kind]
+    probe = f"ldlab-probe-{os.getpid()}-{secrets.token_hex(3)}"
+    add = ["ip", "-n", probe, "link", "add", "probe", "type", tunnel.link_type]
+    add += ["local", "10.0.0.1", "remote", "10.0.0.2", *tunnel.options]
+    _run(["ip", "netns", "add", probe])
+    try:
+        failed = subprocess.run(add, check=False, capture_output=True, text=True)
+        if failed.returncode != 0 and shutil.which("modprobe"):
+            subprocess.run(["modprobe", tunnel.module], check=False, capture_output=True)
+            failed = subprocess.run(add, check=False, capture_output=True, text=True)
+    finally:
+        subprocess.run(["ip", "netns", "delete", probe], check=False, capture_output=True)
+    if failed.returncode == 0:
+        return None
+    said = f"`{' '.join(add[3:])}` fails: {failed.stderr.strip()}"
+    options = {name: _kernel_option(name) for name in tunnel.kernel_options}
+    unset = [name for name, value in options.items() if value == "is not set"]
+    if unset:
+        built = f"# {unset[0]} is not set, in /proc/config.gz"
+        return TunnelUnavailable(f"{said}; the kernel was built without the {kind} driver ({built})", True)
+    found = ", ".join(
+        f"{name}={value}" if value else f"{name}: no line in /proc/config.gz" for name, value in options.items()
+    )
+    return TunnelUnavailable(f"{said} ({found}; module {tunnel.module})", False)
+
+
+def _kernel_option(name: str) -> str | None:
+    """A kernel build option's value in /proc/config.gz ("y", "m", "is not set"), or None when
+    the file or the option's line is missing."""
+    try:
+        with gzip.open("/proc/config.gz", "rt") as f:
+            for line in f:
+                if line.startswith(f"{name}="):
+                    return line.strip().partition("=")[2]
+                if line.strip() == f"# {name} is not set":
+                    return "is not set"
+    except OSError:
+        return None
     return None
 
 
@@ -282,6 +415,14 @@ class _Lab:
         self.ns = {host: f"{tag}-{host}" for host in HOSTS}
         self.created: list[str] = []
         self.procs: list[subprocess.Popen] = []
+        self.tunnel = None if config.tunnel is None else TUNNELS.get(config.tunnel)
+        # the ends of the traffic: the tunnel's inner addresses, or the underlay's
+        if self.tunnel is None:
+            self.sender_ip, self.receiver_ip = SENDER_IP, RECEIVER_IP
+        elif self.tunnel.inner_version == 6:
+            self.sender_ip, self.receiver_ip = f"{OVERLAY_SUBNET6}::1", f"{OVERLAY_SUBNET6}::2"
+        else:
+            self.sender_ip, self.receiver_ip = f"{OVERLAY_SUBNET}.1", f"{OVERLAY_SUBNET}.2"
 
     def exec(self, host: str, *cmd: str) -> list[str]:
         """A command line that runs ``cmd`` inside a host's namespace."""
@@ -289,6 +430,7 @@ class _Lab:
 
     # -- build -------------------------------------------------------------------------------
     def build(self) -> None:
+        self.check_tunnel()
         for host in HOSTS:
             self.created.append(self.ns[host])  # first: an interrupt may come before `ip` returns
             _run(["ip", "netns", "add", self.ns[host]])
@@ -354,8 +496,67 @@ class _Lab:
         _run(["ip", "-n", self.ns["receiver"], "route", "add", "default", "via", "10.231.3.1"])
         for router in ("r1", "r2"):
             _run(self.exec(router, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"))
+        if self.tunnel is not None:
+            self.add_tunnel()
         self.add_wireless_loss()
         self.add_bottleneck()
+
+    def check_tunnel(self) -> None:
+        c = self.config
+        if c.tunnel is None:
+            return
+        if self.tunnel is None:
+            raise ValueError(f"tunnel {c.tunnel!r}: one of {', '.join(TUNNELS)}")
+        if c.traffic != "iperf3":
+            raise ValueError(f"a tunnel carries iperf3 UDP traffic, not {c.traffic!r}")
+        inner = c.length + 8 + (20 if self.tunnel.inner_version == 4 else 40)
+        if inner > self.tunnel.mtu:
+            raise ValueError(f"{inner}-byte datagrams do not fit the {c.tunnel} tunnel's MTU ({self.tunnel.mtu})")
+
+    def add_tunnel(self) -> None:
+        """The tunnel's device ``ovl`` at the sender and at the receiver, between their underlay
+        addresses, with the inner addresses, an MTU that no outer packet exceeds 1500 bytes with
+        and, for Ethernet tunnels, fixed MACs and static neighbours.
+
+        A 6in4 (sit) end has IPv6 on that device alone, without link-local address (no DAD, no
+        router solicitation); its inner address is added without DAD too, and a sit device
+        (NOARP) joins no solicited-node group, so it sends no MLD report either (an Ethernet
+        tunnel would: an IPv6 overlay on VXLAN sent one, to ff02::16)."""
+        t = self.tunnel
+        inner = {1: self.sender_ip, 2: self.receiver_ip}
+        for host, me, other, local, remote in (
+            ("sender", 1, 2, SENDER_IP, RECEIVER_IP),
+            ("receiver", 2, 1, RECEIVER_IP, SENDER_IP),
+        ):
+            ip = ["ip", "-n", self.ns[host]]
+            mac = ["address", _mac(OVERLAY_SUBNET, me)] if t.ethernet else []
+            _run(
+                [*ip, "link", "add", OVERLAY, *mac, "mtu", str(t.mtu), "type", t.link_type]
+                + ["local", local, "remote", remote, *t.options]
+            )
+            if t.inner_version == 6:
+                _run([*ip, "link", "set", OVERLAY, "addrgenmode", "none"])
+                conf = f"net.ipv6.conf.{OVERLAY}"
+                _run(
+                    self.exec(
+                        host,
+                        "sysctl",
+                        "-q",
+                        "-w",
+                        f"{conf}.accept_ra=0",
+                        f"{conf}.router_solicitations=0",
+                        f"{conf}.disable_ipv6=0",
+                    )
+                )
+                _run([*ip, "-6", "addr", "add", f"{inner[me]}/64", "dev", OVERLAY, "nodad"])
+            else:
+                _run([*ip, "addr", "add", f"{inner[me]}/24", "dev", OVERLAY])
+            if t.ethernet:
+                _run(
+                    [*ip, "neigh", "replace", inner[other], "lladdr", _mac(OVERLAY_SUBNET, other)]
+                    + ["dev", OVERLAY, "nud", "permanent"]
+                )
+            _run([*ip, "link", "set", OVERLAY, "gso_max_segs", "1", "up"])
 
     def add_wireless_loss(self) -> None:
         """r1 drops a random share of the flow's data datagrams, and only those.
@@ -376,8 +577,15 @@ class _Lab:
         _run(self.exec("r1", "nft", "-f", "-"), input=ruleset)
 
     def media(self) -> str:
-        """The nftables match of the flow's data packets (not the test's control traffic)."""
+        """The nftables match of the flow's data packets (not the test's control traffic); in a
+        tunnel, of the outer packets that carry them: the inner UDP header's port and length,
+        read at their offsets from the outer IP header."""
         c = self.config
+        t = self.tunnel
+        if t is not None:
+            inner_ip = t.header * 8  # bits from the outer IP header
+            proto, udp = (inner_ip + 72, inner_ip + 160) if t.inner_version == 4 else (inner_ip + 48, inner_ip + 320)
+            return f"{t.outer} @nh,{proto},8 17 @nh,{udp + 16},16 {c.port} @nh,{udp + 32},16 {c.length + 8}"
         return (
             "meta l4proto udp @th,64,2 2 @th,72,8 != 192-223"
             if c.traffic == "webrtc"  # RTP, not RTCP
@@ -440,7 +648,7 @@ class _Lab:
                     "sender",
                     "iperf3",
                     "-c",
-                    RECEIVER_IP,
+                    self.receiver_ip,
                     "-p",
                     str(c.port),
                     *udp,
@@ -625,12 +833,18 @@ class _Lab:
     # -- run ---------------------------------------------------------------------------------
     def run(self) -> LabRun:
         c = self.config
-        captures = {name: self.workdir / f"{name}.pcap" for name in CAPTURE_POINTS}
+        overlay = OVERLAY_POINTS if self.tunnel is not None else {}
+        captures = {name: self.workdir / f"{name}.pcap" for name in [*CAPTURE_POINTS, *overlay]}
         points = {
             name: (host, dev, "inout" if c.both_ways and name in ("sender", "receiver") else way)
-            for name, (host, dev, way) in CAPTURE_POINTS.items()
+            for name, (host, dev, way) in {**CAPTURE_POINTS, **overlay}.items()
         }
-        tcpdumps = {name: self.start_capture(*points[name], captures[name]) for name in captures}
+        # the outer packets' captures take the tunnel's header more: the same inner bytes
+        underlay = c.snaplen + (self.tunnel.header if self.tunnel is not None else 0)
+        tcpdumps = {
+            name: self.start_capture(*points[name], captures[name], underlay if name in CAPTURE_POINTS else c.snaplen)
+            for name in captures
+        }
         self.mark_capture("start")
         steps = [threading.Timer(at, self.set_bottleneck_rate, (rate,)) for at, rate in c.tbf_steps]
         if c.traffic == "rtp-audio":
@@ -646,16 +860,18 @@ class _Lab:
         self.mark_capture("end")
         capture_drops = {name: self.stop_capture(proc) for name, proc in tcpdumps.items()}
         return LabRun(
-            captures=MappingProxyType(captures),
+            captures=MappingProxyType({name: captures[name] for name in CAPTURE_POINTS}),
             wireless_drops=self.wireless_drops(),
             bottleneck_drops=self.bottleneck_drops(),
             capture_drops=MappingProxyType(capture_drops),
             iperf3=report,
             limiter=c.limiter,
-            sender_ip=SENDER_IP,
+            sender_ip=self.sender_ip,
             sender_port=sender_port,
-            receiver_ip=RECEIVER_IP,
+            receiver_ip=self.receiver_ip,
             port=c.port,
+            tunnel=c.tunnel,
+            overlay=MappingProxyType({name: captures[name] for name in overlay}),
         )
 
     def spawn(self, host: str, *cmd: str) -> subprocess.Popen:
@@ -670,19 +886,21 @@ class _Lab:
         every capture's first and last records show it was running: a chain reader cannot
         otherwise tell a flow's first or last packet dropped upstream of a capture from one that
         passed while the capture was not running (``vantage.py`` calls such a packet unobserved;
-        gst's RTCP BYE, sent last, was one). Both go from port 9 to port 9: one flow."""
+        gst's RTCP BYE, sent last, was one). Both go from port 9 to port 9: one flow (in the
+        tunnel, when there is one)."""
+        family = "AF_INET6" if ":" in self.receiver_ip else "AF_INET"
         _run(
             self.exec(
                 "sender",
                 sys.executable,
                 "-c",
-                "import socket; s = socket.socket(socket.AF_INET, "
-                f"socket.SOCK_DGRAM); s.bind(('', 9)); s.sendto(b'{text}', ('{RECEIVER_IP}', 9))",
+                f"import socket; s = socket.socket(socket.{family}, "
+                f"socket.SOCK_DGRAM); s.bind(('', 9)); s.sendto(b'{text}', ('{self.receiver_ip}', 9))",
             )
         )
         time.sleep(0.05)
 
-    def start_capture(self, host: str, dev: str, direction: str, path: Path) -> subprocess.Popen:
+    def start_capture(self, host: str, dev: str, direction: str, path: Path, snaplen: int) -> subprocess.Popen:
         """Start tcpdump and return once it says it is listening.
 
         Immediate mode hands every packet to tcpdump at once (libpcap then uses TPACKET_V2 rather
@@ -703,7 +921,7 @@ class _Lab:
             "8192",
             "-n",
             "-s",
-            str(self.config.snaplen),
+            str(snaplen),
             "--immediate-mode",
             "-Z",
             "root",
