@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
-from ..packets import CAUSE_WORDS, CONGESTION, LOSS_FATES, LOST, WEAK_LABEL, WIRELESS, Trace
+from ..packets import CAUSE_WORDS, LOSS_FATES, LOST, WEAK_LABEL, Trace
 from .text import iter_lines
 
 REQUIRED = ("flow", "seq", "cause")
@@ -405,7 +405,7 @@ def _loss_times(packets: pd.DataFrame) -> np.ndarray:
 def write_labels(trace: Trace, path: str | os.PathLike | io.TextIOBase) -> int:
     """Write the losses of ``trace`` as a labels file (``flow,seq,tx,cause``); returns the rows."""
     lost = trace.packets[trace.packets["fate"].isin(LOSS_FATES)]
-    names = {CONGESTION: "congestion", WIRELESS: "wireless", LOST: "unknown"}
+    names = {fate: word for word, fate in CAUSE_WORDS.items() if word != LOST}  # lost: "unknown"
     table = pd.DataFrame(
         {
             "flow": lost["flow"].astype(str),

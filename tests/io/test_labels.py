@@ -33,6 +33,8 @@ from ldanalyze.packets import (
     FATES,
     LOSS_FATES,
     LOST,
+    POLICING,
+    ROUTE,
     WIRELESS,
     Trace,
     empty_rtt,
@@ -282,8 +284,9 @@ def test_a_repeated_label_changes_a_packet_once(tmp_path):
 
 def test_write_labels_round_trip(tmp_path):
     """A trace's causes written as labels and joined back onto the same trace with every loss
-    made 'lost' give the causes back; losses of unknown cause are written as 'unknown'."""
-    causes = [CONGESTION, WIRELESS, CONGESTION, LOST, WIRELESS, LOST]  # rows 1, 2, 5, 6, 9, 10
+    made 'lost' give the causes back, a policer's and routing's too; losses of unknown cause are
+    written as 'unknown'."""
+    causes = [CONGESTION, WIRELESS, POLICING, LOST, ROUTE, LOST]  # rows 1, 2, 5, 6, 9, 10
     rows = [(flow, seq, causes.pop(0) if fate != DELIVERED else fate) for flow, seq, fate in HAND]
     trace = trace_of(rows)
     path = tmp_path / "labels.csv"
@@ -293,9 +296,9 @@ def test_write_labels_round_trip(tmp_path):
     assert written.values.tolist() == [
         ["a", 1, 0, "congestion"],
         ["a", 2, 0, "wireless"],
-        ["a", 4, 0, "congestion"],
+        ["a", 4, 0, "policing"],
         ["a", 4, 1, "unknown"],
-        ["b", 11, 0, "wireless"],
+        ["b", 11, 0, "route"],
         ["b", 12, 0, "unknown"],
     ]
     blank = trace_of([(flow, seq, LOST if fate in LOSS_FATES else fate) for flow, seq, fate in rows])
