@@ -77,7 +77,10 @@ class ClockRates:
             pairs = [(str(k).strip(), v) for k, v in given.items()]
             every = None
         elif isinstance(given, str) and "=" in given:
-            pairs = [tuple(part.split("=", 1)) for part in given.split(",") if part.strip()]
+            # a part without "=" has no rate: an empty one, refused by _hz as any bad rate is
+            pairs = [
+                (key, value) for key, _, value in (part.partition("=") for part in given.split(",") if part.strip())
+            ]
             every = None
         else:
             pairs, every = [], cls._hz(given, given)
