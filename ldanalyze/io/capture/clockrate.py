@@ -156,6 +156,7 @@ def send_seconds(
     packets' first payload bytes; a ``clock_rate`` the user ``given`` is checked against the
     stream's own clock (``check_given_rate``)."""
     units, field = spec.time_units, spec.send_time
+    assert field is not None  # asked of a spec with a send time only
     if units in PAIR_UNITS:
         whole, fraction = (f.read(head) for f in field.halves())
         return whole + fraction * PAIR_UNITS[units]
