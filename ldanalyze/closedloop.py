@@ -193,7 +193,7 @@ def modeled(timeline, ldas, fair_share_bps: float) -> pd.DataFrame:
     by the flow's fair share of the bottleneck instead, the normaliser of the closed-loop truth."""
     from .control import replay
 
-    rows = {}
+    rows: dict[tuple[str, str], dict[str, float]] = {}
     for receive in ("trace", "model"):
         result = replay(timeline, f"tfrc:receive={receive}", list(ldas))
         capacity = result.summary.astype({"lda": str, "flow": str}).set_index(["lda", "flow"])["capacity_bps"]

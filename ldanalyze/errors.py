@@ -49,7 +49,7 @@ class TraceError(ValueError):
         return out
 
 
-def _restore_trace_error(cls: type, fields: dict) -> TraceError:
+def _restore_trace_error(cls: type[TraceError], fields: dict) -> TraceError:
     error = cls.__new__(cls)
     error.__dict__.update(fields)
     ValueError.__init__(error, error._render())

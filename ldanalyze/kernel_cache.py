@@ -50,4 +50,4 @@ def choose(package: pathlib.Path = PACKAGE, root: pathlib.Path | None = None) ->
             shutil.rmtree(old, ignore_errors=True)
     except OSError:  # no writable home: numba keeps its caches beside the modules, as it would
         return
-    numba.config.CACHE_DIR = str(folder)
+    numba.config.CACHE_DIR = str(folder)  # type: ignore[attr-defined]  # numba's options: globals set from the environment

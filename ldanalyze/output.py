@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[pathlib.Path], None]) -> None:
+def atomic_write(path: str | os.PathLike, write: Callable[[pathlib.Path], object]) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path`` (same suffix), then move it onto
     ``path``: a reader, or another worker, sees the old file or the whole new one."""
     target = os.path.abspath(path)

@@ -462,11 +462,10 @@ def zbs_usage(results: pd.DataFrame) -> pd.DataFrame:
     """Paper 000 Fig. 13: per topology and number of flows (high uniform loss), the share of time
     each of ZBS's base schemes was in force, mean over the flows of every seed's trace."""
     from .io import read_trace
-    from .lda import get_lda
-    from .lda.zbs import SCHEMES
+    from .lda.zbs import SCHEMES, Zbs
     from .timeline import build_timeline
 
-    zbs = get_lda("zbs")
+    zbs = Zbs()
     chosen = results[(results["loss"] == HIGH[0]) & (results["rate"] == HIGH[1]) & (results["lda"] == "zbs")]
     rows = []
     for trace in chosen.itertuples():
@@ -653,7 +652,7 @@ def _readme(
 # --- the closed loop (ldanalyze.closedloop) -------------------------------------------------
 
 # paper 000 Tables II (WLH) and III (WB): one flow, high loss, in %; "unaware" is the paper's TFRC
-PAPER_TABLES = {
+PAPER_TABLES: dict[str, dict[str, dict[str, float]]] = {
     "wlh": {
         "thput": dict(unaware=84, omniscient=99, biaz=99, mbiaz=99, spike=99, zigzag=98),
         "cong.": dict(unaware=0.2, omniscient=2.3, biaz=2.3, mbiaz=2.3, spike=0.4, zigzag=0.3),

@@ -15,7 +15,6 @@ out and counted in ``attrs['refused']``.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 from collections.abc import Iterable, Sequence
@@ -67,7 +66,7 @@ def sweep(
         raise UsageError("a sweep needs at least one parameter to vary")
     default = get_lda(lda)
     names = list(grid)
-    unknown = [n for n in names if n not in {f.name for f in dataclasses.fields(default)}]
+    unknown = [n for n in names if n not in default.params()]
     if unknown:
         get_lda(lda, **{unknown[0]: 0})  # the registry's own message, naming what the LDA takes
     points, refused = [], 0

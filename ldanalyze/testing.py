@@ -52,8 +52,8 @@ def sample_packets(seed: int = 0, packets: int = 1500) -> pd.DataFrame:
                 fate = DELIVERED
             delay = 0.02 + 0.004 * queue + rng.uniform(0, 0.001)
             rows.append((flow, k, t, t + delay if fate == DELIVERED else np.nan, fate))
-    flow, seq, t_send, t_recv, fate = (list(column) for column in zip(*rows))
-    return make_packet_table(flow=flow, seq=seq, t_send=t_send, t_recv=t_recv, fate=fate, size=[1000] * len(flow))
+    flows, seqs, sent, received, fates = (list(column) for column in zip(*rows))
+    return make_packet_table(flow=flows, seq=seqs, t_send=sent, t_recv=received, fate=fates, size=[1000] * len(flows))
 
 
 def radio_evidence(table: pd.DataFrame) -> dict[str, np.ndarray]:

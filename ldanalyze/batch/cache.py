@@ -92,6 +92,7 @@ def analyze_cached(
             decided = classify(timeline, runnable, semantics=analysis.semantics)
             decisions.append(_write_piece(decided, results / f"decisions-{_part_name(runnable)}.arrow", ldas=runnable))
             if analysis.controller:
+                assert rows is not None  # read above where there is a controller
                 rows = _replay_rows(timeline, analysis, runnable, rows, results, decided)
     summary = _read_table(results / "summary.arrow")
     flows = summary["flow"].astype(str).tolist()
@@ -305,6 +306,7 @@ def _write_piece(table: pd.DataFrame, path: pathlib.Path, *, ldas: list[str] | N
 
 def entry_of(job: Job, analysis: Analysis) -> pathlib.Path:
     """The job's cache entry: its folder under the cache, by content and read options."""
+    assert analysis.cache_dir is not None  # asked of a cached analysis only
     key = cache_key(job, analysis.cache_dir)
     return pathlib.Path(analysis.cache_dir) / key[:2] / key
 
@@ -338,6 +340,7 @@ def load_entry(entry: pathlib.Path, path: str | None) -> Trace | None:
 def read_fresh(job: Job, options: dict) -> Trace:
     if job.vantage:
         return read_vantages(list(job.vantage), **options)
+    assert job.path is not None  # a job is a file or a chain
     return read_trace(job.path, **options)
 
 

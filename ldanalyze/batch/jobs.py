@@ -11,6 +11,7 @@ import glob
 import os
 import pathlib
 from collections.abc import Sequence
+from typing import Any
 
 from ..analysis import Batch
 from ..control import parse_controllers
@@ -47,7 +48,7 @@ class Job:
     path: str | None = None
     vantage: tuple[str, ...] = ()
     labels: str | None = None
-    read_options: tuple[tuple[str, object], ...] = ()
+    read_options: tuple[tuple[str, Any], ...] = ()  # the reader's keyword arguments
 
     @property
     def files(self) -> list[str]:
@@ -166,10 +167,10 @@ def read_manifest(path: str) -> list[Job]:
             with open(path, "rb") as f:
                 entries = tomllib.load(f).get("trace", [])
         else:
-            with open(path, newline="", encoding="utf-8-sig") as f:
+            with open(path, newline="", encoding="utf-8-sig") as text:
                 entries = [
                     {k: v for k, v in row.items() if v not in (None, "")}
-                    for row in csv.DictReader(line for line in f if not line.startswith("#"))
+                    for row in csv.DictReader(line for line in text if not line.startswith("#"))
                 ]
                 for entry in entries:
                     for key in ("vantage", "flows"):

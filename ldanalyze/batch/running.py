@@ -6,14 +6,17 @@ instead of stopping the others, the outcomes in job order whatever order they fi
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import multiprocessing
 import os
+import pathlib
 import signal
 import time
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -110,6 +113,7 @@ def _analyze_flows(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
     from ..io.capture.split import read_capture_flows
     from ..io.labels import LabelRules, is_rules_file, read_label_rules, read_labels
 
+    assert job.path is not None  # one capture file (_flow_at_a_time)
     labels: pd.DataFrame | LabelRules | None = None
     if job.labels and is_rules_file(job.labels):
         labels = read_label_rules(job.labels)
@@ -129,17 +133,20 @@ def _analyze_flows(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
             return apply_labels(trace, labels)
         return apply_labels(trace, labels[labels["flow"].isin(trace.flows)])
 
+    def stored(entry: pathlib.Path) -> tuple[Trace, bool]:
+        trace = load_entry(entry, job.path)
+        assert trace is not None  # every flow's entry holds its trace (the listing is written last)
+        return labelled(trace), True
+
+    def fresh(trace: Trace) -> tuple[Trace, bool]:
+        return labelled(trace), False
+
     folder = entry_of(job, analysis) / "flows" if analysis.cache_dir is not None else None
     listing = folder / "flows.json" if folder is not None else None
     known = json.loads(listing.read_text()) if listing is not None and listing.exists() else None
     if known is not None and all((folder / name / "meta.json").exists() for name in known["entries"]):
         results = [
-            analyze_cached(
-                job,
-                analysis,
-                entry=folder / name,
-                read=lambda sub=folder / name: (labelled(load_entry(sub, job.path)), True),
-            )
+            analyze_cached(job, analysis, entry=folder / name, read=functools.partial(stored, folder / name))
             for name in known["entries"]
         ]
         parts, packets, cached, seen = [r[0] for r in results], sum(r[1] for r in results), True, set(known["flows"])
@@ -153,13 +160,11 @@ def _analyze_flows(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
                 continue
             names.append(str(k))
             store(folder / str(k), trace)
-            parts.append(
-                analyze_cached(job, analysis, entry=folder / str(k), read=lambda t=trace: (labelled(t), False))[0]
-            )
+            parts.append(analyze_cached(job, analysis, entry=folder / str(k), read=functools.partial(fresh, trace))[0])
         if listing is not None and parts:
             text = json.dumps({"entries": names, "flows": sorted(seen)})
             atomic_write(listing, lambda tmp: tmp.write_text(text))  # last: the flows are all in
-    if labels is not None and not set(labels["flow"]) <= seen:
+    if isinstance(labels, pd.DataFrame) and not set(labels["flow"]) <= seen:  # (a rule that matches none warns)
         missing = sorted(set(labels["flow"]) - seen)
         raise TraceError(job.labels, f"labels name flow(s) {job.path} does not have: {', '.join(missing[:5])}")
     return stack(parts), packets, cached
@@ -263,7 +268,7 @@ def _on_pool(jobs, analysis, workers, take) -> None:
         gc.unfreeze()
 
 
-_STARTED = None  # in a pool's worker: the parent's shared array of the jobs started
+_STARTED: Any = None  # in a pool's worker: the parent's shared array of the jobs started (multiprocessing.Array)
 
 
 def _share(started) -> None:

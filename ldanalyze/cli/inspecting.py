@@ -143,7 +143,8 @@ def _inspected_flow_by_flow(args: argparse.Namespace) -> _Inspected:
         packets, kind = packets + len(trace.packets), trace.format
     summary = pd.concat(summaries, ignore_index=True)
     summary = summary.set_index("flow").loc[natural_sorted(summary["flow"])].reset_index()
-    return _Inspected(path, kind, flows.whole_meta(metas), packets, 0, empty_rtt(), summary)
+    assert kind is not None  # a capture without a flow to read raises a TraceError instead
+    return _Inspected(flows.path, kind, flows.whole_meta(metas), packets, 0, empty_rtt(), summary)
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ from ..io import read_trace
 from ..io.capture.clockrate import ClockRates, doubtful_clocks_note
 from ..io.capture.fields import FieldSpec
 from ..io.capture.source import capture_format
-from ..io.capture.split import read_capture_flows
+from ..io.capture.split import FlowByFlow, read_capture_flows
 from ..io.capture.vantage import parse_vantage, read_vantages
 from ..io.labels import apply_labels
 from ..lda import Replay
@@ -48,9 +48,11 @@ def byte_size(text: str) -> int | None:
 
 def clock_rates_arg(text: str) -> ClockRates:
     try:
-        return ClockRates.parse(text)
+        rates = ClockRates.parse(text)
     except UsageError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    assert rates is not None  # (None is the rates of None only)
+    return rates
 
 
 def drop_cause_arg(text: str) -> tuple[str, str]:
@@ -210,12 +212,13 @@ def flow_picking(args: argparse.Namespace) -> list[str]:
     ]
 
 
-def flow_by_flow(args: argparse.Namespace, path: str | None):
+def flow_by_flow(args: argparse.Namespace, path: str | None) -> FlowByFlow:
     """``read_capture_flows`` of the capture at ``path`` with the command line's options
     (``--flow-at-a-time``), or a usage error for an option that picks flows or streams."""
     given = flow_picking(args)
     if given:
         raise UsageError(f"--flow-at-a-time reads whole captures flow by flow; it takes no {', '.join(given)}")
+    assert path is not None  # a --vantage chain (None) is refused above, as picking flows
     if capture_format(path) is None:
         raise UsageError(f"--flow-at-a-time reads pcap and pcapng captures; {path} is not one")
     options = {name: value for name, value in reader_options(args).items() if name in SPLIT_OPTIONS}

@@ -69,13 +69,19 @@ def _replay_options(*, defaults: bool) -> argparse.ArgumentParser:
     return replaying
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class CommandParser(argparse.ArgumentParser):
+    """The top parser, which knows each command's parser."""
+
+    commands: dict[str, argparse.ArgumentParser]  # for the suggestions of unrecognized
+
+
+def build_parser() -> CommandParser:
+    parser = CommandParser(
         prog="ldanalyze",
         description="Offline analysis of loss differentiation algorithms over ns-2 traces and pcap/pcapng captures.",
     )
     parser.add_argument("--version", action="version", version=f"ldanalyze {VERSION}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=argparse.ArgumentParser)
     parser.commands = sub.choices  # each command's parser, for the suggestions of unrecognized
 
     reading = argparse.ArgumentParser(add_help=False)
@@ -496,7 +502,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]) -> str:
+def unrecognized(parser: CommandParser, args: argparse.Namespace, unknown: list[str]) -> str:
     """argparse's message for arguments it does not know, with the nearest option of the
     command when one is close (``--ldas`` → ``--lda``)."""
     message = f"unrecognized arguments: {' '.join(unknown)}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.abc
 import os
 import sys
+from types import FrameType
 
 import numpy as np
 
@@ -36,7 +37,7 @@ class _NoBlasProbe(importlib.abc.MetaPathFinder):
 
     @staticmethod
     def _from_numba_probe() -> bool:
-        frame = sys._getframe(2)
+        frame: FrameType | None = sys._getframe(2)
         while frame is not None:
             code = frame.f_code
             if code.co_name == "ensure_blas" and code.co_filename.endswith(os.path.join("numba", "np", "linalg.py")):

@@ -9,6 +9,7 @@ import pathlib
 import signal
 import sys
 import time
+from collections.abc import Iterator
 
 import pandas as pd
 
@@ -79,7 +80,7 @@ def _check_outputs(s: dict) -> None:
 
 
 @contextlib.contextmanager
-def _terminate_as_interrupt():
+def _terminate_as_interrupt() -> Iterator[list[int]]:
     """SIGTERM (a CI runner cancelling or timing out a job) stops the batch as Ctrl-C does, so
     that the outputs are written for the traces done; the list it yields is not empty once
     SIGTERM came."""
@@ -219,7 +220,10 @@ def cmd_batch(args: argparse.Namespace) -> int:
     passed = failed_checks == 0 and errors.empty and not interrupted
     done = [o.job.name for o in outcomes]
     # without losses: read and analysed, but nothing lost to score
-    counts = {"passed_over": passed_over, "without_losses": len(outcomes) - len(errors) - ci.scored_traces(results)}
+    counts: ci.Counts = {
+        "passed_over": passed_over,
+        "without_losses": len(outcomes) - len(errors) - ci.scored_traces(results),
+    }
 
     if s["output"]:
         write_table(results, s["output"], inputs, None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import UsageError
@@ -18,7 +19,7 @@ from .detect import FORMATS, NS2_WIRED, NS2_WIRELESS, PCAP, PCAPNG, detect_forma
 from .ns2.wired import read_ns2_wired
 from .ns2.wireless import read_ns2_wireless
 
-READERS = {
+READERS: dict[str, Callable[..., Trace]] = {
     NS2_WIRED: read_ns2_wired,
     **dict.fromkeys(NS2_WIRELESS, read_ns2_wireless),
     PCAP: read_capture,

@@ -68,4 +68,4 @@ def detect_format(path: str | os.PathLike) -> str:
             line=1,
             text=lines[0],
         )
-    return max(votes, key=votes.get)
+    return max(votes, key=votes.__getitem__)

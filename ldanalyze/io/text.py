@@ -7,11 +7,11 @@ never counts lines; when something is wrong, ``locate_row`` finds the line numbe
 from __future__ import annotations
 
 import gzip
+import io
 import mmap
 import os
 import zlib
 from collections.abc import Iterator
-from typing import BinaryIO
 
 import pyarrow as pa
 
@@ -25,7 +25,7 @@ def is_gzip(path: str | os.PathLike) -> bool:
         return f.read(2) == GZIP_MAGIC
 
 
-def open_binary(path: str | os.PathLike) -> BinaryIO:
+def open_binary(path: str | os.PathLike) -> gzip.GzipFile | io.BufferedReader:
     """Open a file for reading bytes, decompressing gzip when its magic says so."""
     try:
         gz = is_gzip(path)
@@ -34,7 +34,7 @@ def open_binary(path: str | os.PathLike) -> BinaryIO:
     return gzip.open(path, "rb") if gz else open(path, "rb")
 
 
-def iter_blocks(path: str | os.PathLike, block_bytes: int) -> Iterator[tuple[object, int]]:
+def iter_blocks(path: str | os.PathLike, block_bytes: int) -> Iterator[tuple[pa.Buffer | bytes, int]]:
     """Yield ``(block, offset)``: buffers that end at a line boundary, and where they start.
 
     ``offset`` counts bytes of the (decompressed) text. Plain files are memory-mapped and

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import xml.etree.ElementTree as ET
+from typing import TypedDict
 
 import pandas as pd
 
@@ -87,6 +88,14 @@ JSON_SCHEMA = {
     },
 }
 FAILED = ("fail", "regressed", "missing")
+
+
+class Counts(TypedDict):
+    """The files a batch passed over (file → why) and the traces it read without losses: the
+    keywords ``json_report``, ``counts_line`` and ``markdown_summary`` share."""
+
+    passed_over: dict[str, str]
+    without_losses: int
 
 
 def _json(value) -> str:

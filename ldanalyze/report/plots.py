@@ -630,7 +630,7 @@ def sweep(table: pd.DataFrame, ax=None, title: str | None = None):
         else f"frontier ({len(front)})",
     )
     if len(front) <= 12:  # which setting gives which trade-off (labels 5 points apart, not overprinted)
-        placed = []
+        placed: list[tuple[float, float]] = []
         for row in front.itertuples():
             if any(math.hypot(row.M_c * 100 - x, row.M_w * 100 - y) < 5 for x, y in placed):
                 continue
@@ -697,6 +697,7 @@ def evaluation(scores: pd.DataFrame, importance: pd.DataFrame | None = None):
     ax.set_title("grouped cross-validation: accuracy with 95 % Wilson intervals", fontsize=10)
     legend_outside(ax)
     if panels == 2:
+        assert importance is not None  # panels == 2 says so
         ax = axes[0, 1]
         table = importance.pivot(index="feature", columns="held_out", values="importance")
         table = table.loc[table.mean(axis=1).sort_values().index]

@@ -874,6 +874,22 @@ def test_a_big_capture_is_read_one_flow_at_a_time_with_the_whole_reads_results(t
         assert "10.9.9.9:1>10.9.9.8:2/udp" in outcome.error
 
 
+def test_a_capture_read_one_flow_at_a_time_takes_a_rules_file_as_the_whole_read_does(tmp_path):
+    """A rules file (weak labels) on a capture read flow by flow: the same scores as the whole
+    read, a rule that matches no flow left to its warning (the check that a labels file names
+    only the capture's flows is a labels table's)."""
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[[rule]]\ncause = "congestion"\n[[rule]]\nflow = "10.9.9.9*"\ncause = "wireless"\n')
+    job = batching.Job(name="lab", path=str(TRACES / "captures" / "lab_receiver.pcap"), labels=str(rules))
+    tables = []
+    for above, cache in ((None, None), (0, None), (0, str(tmp_path / "cache"))):
+        outcomes = batching.execute([job], batching.Analysis(ldas="biaz", flow_at_a_time_above=above, cache_dir=cache))
+        assert [o.error for o in outcomes] == [None]
+        tables.append(batching.results_table(outcomes))
+    for split in tables[1:]:
+        pd.testing.assert_frame_equal(split, tables[0])
+
+
 def test_flow_at_a_time_sizes_on_the_command_line(suite, tmp_path, capsys):
     capture = tmp_path / "c" / "lab.pcap"
     capture.parent.mkdir()

@@ -77,7 +77,10 @@ class ClockRates:
             pairs = [(str(k).strip(), v) for k, v in given.items()]
             every = None
         elif isinstance(given, str) and "=" in given:
-            pairs = [tuple(part.split("=", 1)) for part in given.split(",") if part.strip()]
+            # a part without "=" has no rate: an empty one, refused by _hz as any bad rate is
+            pairs = [
+                (key, value) for key, _, value in (part.partition("=") for part in given.split(",") if part.strip())
+            ]
             every = None
         else:
             pairs, every = [], cls._hz(given, given)
@@ -153,6 +156,7 @@ def send_seconds(
     packets' first payload bytes; a ``clock_rate`` the user ``given`` is checked against the
     stream's own clock (``check_given_rate``)."""
     units, field = spec.time_units, spec.send_time
+    assert field is not None  # asked of a spec with a send time only
     if units in PAIR_UNITS:
         whole, fraction = (f.read(head) for f in field.halves())
         return whole + fraction * PAIR_UNITS[units]

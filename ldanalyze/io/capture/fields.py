@@ -141,7 +141,8 @@ class FieldSpec:
         return max(f.end for f in fields if f is not None)
 
 
-RTP = FieldSpec(seq=Field(2, 2), send_time=Field(4, 4), time_units=None, stream=Field(8, 4), name="rtp")
+RTP_SEQ, RTP_TIMESTAMP, RTP_SSRC = Field(2, 2), Field(4, 4), Field(8, 4)  # the RTP header's
+RTP = FieldSpec(seq=RTP_SEQ, send_time=RTP_TIMESTAMP, time_units=None, stream=RTP_SSRC, name="rtp")
 IPERF3 = FieldSpec(seq=Field(8, 4), send_time=Field(0, 8), time_units="sec+usec", name="iperf3")
 IPERF3_64 = FieldSpec(seq=Field(8, 8), send_time=Field(0, 8), time_units="sec+usec", name="iperf3-64")
 IPERF2 = FieldSpec(seq=Field(0, 4, signed=True), send_time=Field(4, 8), time_units="sec+usec", name="iperf2")

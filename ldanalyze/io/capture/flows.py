@@ -104,7 +104,8 @@ def tunnel_records(records, n_tunnels: int | None = None) -> np.ndarray:
     else:
         by_tunnel = np.bincount(records["tunnel"] + 1)[1:]  # one pass: -1 (no tunnel) counts in the dropped bin
     marked = records["flags"] & (F_TUNNEL_OTHER | F_TUNNEL_DEEP)
-    other = deep = 0
+    other: int | np.integer = 0
+    deep: int | np.integer = 0
     if marked.any():
         other = np.count_nonzero(marked & F_TUNNEL_OTHER)
         deep = np.count_nonzero(marked & F_TUNNEL_DEEP)

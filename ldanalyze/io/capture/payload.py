@@ -273,6 +273,7 @@ def flow_streams(
             if payload == "auto"
             else f"{payload} is carried over UDP, not IP protocol {proto}"
         )
+    specs: tuple[FieldSpec, ...]
     if custom:
         specs = (payload,)
     elif payload == "auto":
@@ -304,8 +305,8 @@ def flow_streams(
         fits.append(streams)
     if fits:  # the reading that misreads fewest packets, the first tried of equals
         return min(fits, key=lambda streams: _misread(streams, rows.shape[0]))
-    why = "; ".join(reasons)
-    raise NotThisKind(why if payload != "auto" else f"no sequence numbers found ({why})")
+    tried = "; ".join(reasons)
+    raise NotThisKind(tried if payload != "auto" else f"no sequence numbers found ({tried})")
 
 
 def _spec_streams(spec: FieldSpec, label, rows, records, times, clock_rate, send_times, min_packets):
@@ -446,7 +447,7 @@ def _packet_rows(capture, streams: list[Stream], times, receiver: bool) -> tuple
 _NO_LOSSES = (np.empty(0, np.int64), np.empty(0, np.int8), np.empty(0))
 
 
-def _lost_rows(s: Stream, t_recv) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _lost_rows(s: Stream, t_recv) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray]:
     """A received stream's arrival order (indices into its packets; None when they came in
     capture order), and its lost rows: a sequence number never seen inside the range seen, and
     a TCP retransmission that fills a hole; their numbers, reasons and send times (interpolated

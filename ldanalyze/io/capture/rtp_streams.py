@@ -15,7 +15,7 @@ import numpy as np
 from ...packets import unwrap_sequence
 from . import rtp
 from .clockrate import PLAUSIBLE_RTP_RATES, USUAL_RTP_RATES, nearest_usual, send_seconds
-from .fields import RTP, UDP
+from .fields import RTP, RTP_SEQ, RTP_SSRC, RTP_TIMESTAMP, UDP
 from .flows import SSRC
 from .linklayer import S_DECODED
 from .sequences import MIN_AUTO_PACKETS, NotThisKind, Stream, first_reasons, not_a_sequence
@@ -74,8 +74,8 @@ def flow_rtp_streams(
     if rtp_sequence == TRANSPORT_CC:
         return [_transport_wide_stream(label, rows, head, head_len, is_rtp, times, send_times, demux)]
     probe = is_rtp & padding
-    ssrc = RTP.stream.read(head)
-    seq16 = RTP.seq.read(head)
+    ssrc = RTP_SSRC.read(head)
+    seq16 = RTP_SEQ.read(head)
     skipped: dict[str, str] = {}
     candidates, small = [], []
     keys, counts = _ssrc_counts(ssrc[is_rtp])
@@ -100,7 +100,7 @@ def flow_rtp_streams(
             skipped[name] = f"{int(media.sum())} media packets ({int((mine & probe).sum())} padding-only probes)"
             continue
         padded = (head[media, 0] & 0x20) != 0
-        if padded.all() and np.ptp(RTP.send_time.read(head[media])) == 0:
+        if padded.all() and np.ptp(RTP_TIMESTAMP.read(head[media])) == 0:
             skipped[name] = f"padding probes: every packet padded, the timestamp never advances ({int(count)} packets)"
             continue
         keep = _selection(media)  # views, not copies, when the stream is the whole flow
@@ -261,16 +261,16 @@ def _transport_wide_stream(label, rows, head, head_len, is_rtp, times, send_time
         if not_a_sequence(candidate) is None and np.mean(np.diff(candidate) == 1) >= 0.5:
             chosen, present, seq = int(ident), values >= 0, candidate
             break
-    if chosen is None:
+    if seq is None:  # (chosen, present and seq are found together)
         raise NotThisKind("no transport-wide sequence number (a 2-byte header extension counting every packet)")
     keep = np.flatnonzero(is_rtp)[present]
     info = {"kind": "rtp", "sequence": TRANSPORT_CC, "transport_cc_id": chosen, "demux": demux}
     sent = np.full(keep.size, np.nan)
     if send_times:
-        ident = rtp.abs_send_time_id(head[keep], head_len[keep], times[rows[keep]])
-        if ident is None:
+        extension = rtp.abs_send_time_id(head[keep], head_len[keep], times[rows[keep]])
+        if extension is None:
             raise NotThisKind("transport-wide sequence numbers, but no abs-send-time to time them")
-        clocks = rtp.extension_values(head[keep], head_len[keep], 3, ident)
+        clocks = rtp.extension_values(head[keep], head_len[keep], 3, extension)
         sent = unwrap_sequence(clocks, 1 << 24) * rtp.ABS_SEND_TIME_UNITS
-        info.update(send_time="abs-send-time", abs_send_time_id=ident)
+        info.update(send_time="abs-send-time", abs_send_time_id=extension)
     return Stream(f"{label}/{TRANSPORT_CC}", "rtp", rows[keep], seq, sent, info)

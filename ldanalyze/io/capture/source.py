@@ -74,7 +74,7 @@ class ByteWindow:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.data = self.buf = None
+        self.data = self.buf = None  # type: ignore[assignment]  # released: never None while open
         if self.map is not None:
             try:
                 self.map.close()
@@ -108,7 +108,7 @@ class ByteWindow:
             self.buf[:rest] = self.buf[pos : self.filled]
         self.start += pos
         self.filled = rest
-        view = memoryview(self.buf)
+        view = self.buf.data  # a memoryview of it (numpy types ndarray as a buffer from Python 3.12 only)
         got = 0
         while self.filled < self.buf.shape[0]:
             try:
@@ -116,7 +116,7 @@ class ByteWindow:
             except zlib.error as exc:
                 raise TraceError(self.path, f"corrupt gzip stream ({exc})", offset=self.start + self.filled) from None
             if not k:
-                if self.gzip and self.file.cut:
+                if isinstance(self.file, _Gunzip) and self.file.cut:
                     self.gzip_cut_at = self.start + self.filled
                 break
             self.filled += k

@@ -79,7 +79,7 @@ class _SpillingOutput(Output):
 
     def records(self) -> np.ndarray:
         self._spill(self.out[: self.n])
-        self.out = self.heads = None
+        self.out = self.heads = None  # type: ignore[assignment]  # released: never None while the walk writes
         return np.concatenate(self.kept) if self.kept else np.empty(0, self.dtype)
 
     def _spill(self, block: np.ndarray) -> None:
@@ -154,14 +154,14 @@ class FlowByFlow:
     def __iter__(self) -> Iterator[Trace]:
         o = self.options
         head_bytes = head_bytes_for(o["payload"])
-        with tempfile.TemporaryDirectory(prefix="ldanalyze-flows-", dir=o["workdir"]) as folder:
-            folder = pathlib.Path(folder)
+        with tempfile.TemporaryDirectory(prefix="ldanalyze-flows-", dir=o["workdir"]) as name:
+            folder = pathlib.Path(name)
             output = _SpillingOutput(head_bytes, folder, o["block_records"])
             capture = decode_into(self.path, output, o["chunk_bytes"])  # holds the kept records only
             self.notes = capture.notes
             _count_spilled(capture, output)
             reports = capture_sender_reports(capture)
-            host = host_option(o["capture_host"])
+            host: str | tuple[str | None, str] | None = host_option(o["capture_host"])
             if host == "auto":  # from every flow's packets, not the one at hand
                 host = host_of(capture.flows, output.ttls)
             # one flow: its pair's fit needs no other flow, and is made in memory, as read_capture does
@@ -328,7 +328,8 @@ def _skew_removed(traces: Iterator[Trace], folder: pathlib.Path, skew_limit_ppm:
 def _tables_written(traces: Iterator[Trace], folder: pathlib.Path) -> tuple[list, dict]:
     """Each trace's PacketTable written to the folder, and the trace without it; and each pair
     of hosts' time span."""
-    shells, spans = [], {}
+    shells: list[tuple[pathlib.Path, Trace]] = []
+    spans: dict[str, tuple[float, float]] = {}
     for k, trace in enumerate(traces):
         table = folder / f"{k}.arrow"
         feather.write_feather(trace.packets, table, compression="uncompressed")

@@ -275,7 +275,7 @@ class Output:
     def records(self) -> np.ndarray:
         """All records in one array (each block released once copied)."""
         self.blocks.append(self.out[: self.n])
-        self.out = self.heads = None
+        self.out = self.heads = None  # type: ignore[assignment]  # released: never None while the walk writes
         if len(self.blocks) == 1:
             return self.blocks.pop()
         total = sum(len(b) for b in self.blocks)
@@ -411,9 +411,10 @@ class PcapngWalk:
             elif stop == STOP_GROW:
                 output.grow_flows()
             elif stop == STOP_BLOCK:
-                pos = self._block(pos)
-                if pos is None:
+                after = self._block(pos)
+                if after is None:
                     return
+                pos = after
                 ifaces = np.array(self.section, dtype=np.int64).reshape(-1, 5)
             elif stop == STOP_CORRUPT:
                 self._corrupt(pos, detail)
@@ -452,9 +453,10 @@ class PcapngWalk:
         """Handle a non-packet block at ``pos``: the position after it, or None when the
         input ends inside it."""
         stream = self.stream
-        pos = self._available(pos, 12)
-        if pos is None:
+        at = self._available(pos, 12)
+        if at is None:
             return None
+        pos = at
         btype = stream.uint(pos, 4, self.big)
         if btype == PCAPNG_SHB:
             bom = stream.uint(pos + 8, 4, False)
@@ -470,9 +472,10 @@ class PcapngWalk:
                 f"block of type 0x{btype:x} has length {blen}: the file is corrupt here",
                 offset=stream.start + pos,
             )
-        pos = self._available(pos, blen)
-        if pos is None:
+        at = self._available(pos, blen)
+        if at is None:
             return None
+        pos = at
         offset = stream.start + pos
         if stream.uint(pos + blen - 4, 4, self.big) != blen:
             raise TraceError(

@@ -571,6 +571,6 @@ def test_clock_rates_pick_a_stream_s_own_by_ssrc_then_payload_type_then_label():
     assert rates.of("a>b/udp") == 48000 and rates.of("c", ssrc=2, payload_type=0) is None
     assert ClockRates.parse(90000).of("c", ssrc=5) == 90000 == ClockRates.parse("90000").every
     assert ClockRates.parse({"0xABC": 1000}).of("t", ssrc=0xABC) == 1000
-    for bad in ("0", "-8000", "nan", "96=", "=8000"):
+    for bad in ("0", "-8000", "nan", "96=", "=8000", "90000,96=8000", "96=8000, 90000"):
         with pytest.raises(UsageError):
             ClockRates.parse(bad)
