@@ -502,3 +502,10 @@ def test_batch_shows_how_far_the_ldas_agree_on_a_capture_without_truth(tmp_path,
     assert pooled["unaware"]["agrees_with_others"] is None and pooled["unaware"]["mean_kappa"] is None
     assert all(0 <= pooled[lda]["agrees_with_others"] <= 1 for lda in ("spike", "zbs", "zigzag", "biaz"))
     assert pooled["zigzag"]["compared"] <= pooled["zigzag"]["called"]
+
+
+def test_python_dash_m_runs_the_command():
+    """``python -m ldanalyze`` (and ``python -m ldanalyze.cli``) is the ``ldanalyze`` command."""
+    for module in ("ldanalyze", "ldanalyze.cli"):
+        done = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, text=True)
+        assert done.returncode == 0 and done.stdout.startswith("ldanalyze "), (module, done.stderr)
