@@ -6,6 +6,7 @@ import io
 import json
 import os
 import subprocess
+import sys
 
 import pandas as pd
 import pytest
