@@ -23,7 +23,7 @@ from ldanalyze.io.capture import pcap, walk
 from .conftest import TRACES
 from .io.capture.test_fuzz_captures import DATA, damaged
 
-REAL = sorted((pathlib.Path(__file__).parent / "data" / "real").glob("*.pcap*")) + sorted(
+REAL = sorted((pathlib.Path(__file__).parent / "data" / "real").glob("**/*.pcap*")) + sorted(
     (TRACES / "captures").glob("*.pcap")
 )
 

@@ -248,7 +248,8 @@ def _ip_start(frame, linktype):
 
 def wifi_sequence_naive(frame, linktype):
     """(sequence number, retry, data, QoS, counter key) of an 802.11 data or management
-    frame under radiotap, PPI or nothing; None for control frames, a bad FCS or too few bytes."""
+    frame under radiotap, PPI or nothing; None for control frames, a bad FCS, a protocol
+    version other than 0 or too few bytes."""
     if linktype == 192:
         if len(frame) < 8:
             return None
@@ -267,7 +268,7 @@ def wifi_sequence_naive(frame, linktype):
         return None
     fc0, fc1 = frame[0], frame[1]
     kind = (fc0 >> 2) & 3
-    if kind not in (0, 2):
+    if fc0 & 3 or kind not in (0, 2):  # protocol version other than 0, control frames
         return None
     receiver = int.from_bytes(frame[4:10], "little")
     transmitter = int.from_bytes(frame[10:16], "little")
@@ -300,6 +301,8 @@ def _ip_start_80211(frame, pad):
     _need(frame, 0, 2)
     fc0, fc1 = frame[0], frame[1]
     kind, subtype = (fc0 >> 2) & 3, fc0 >> 4
+    if fc0 & 3:  # protocol version
+        return None, "malformed"
     if kind != 2 or subtype & 4:
         return None, "wifi_not_data"
     if fc1 & 0x40:

@@ -145,13 +145,15 @@ def link_frame(
     wifi_seq: int = 0,
     wifi_retry: bool = False,
     wifi_tid: int = 5,
+    wifi_version: int = 0,
 ) -> bytes:
     """``packet`` (scapy IP/IPv6 or raw bytes starting with an IP header) in a link-layer frame.
 
     ``vlans``: TPIDs of the tags to stack (Ethernet, SLL, SLL2). ``wifi``: ``data``, ``qos``,
     ``qos-4addr`` (to-DS and from-DS), ``beacon``, ``null``, ``protected``. ``radiotap``:
     flag names (``badFCS``, ``pad``) and ``TSFT`` to add a TSFT field. ``wifi_seq``,
-    ``wifi_retry``, ``wifi_tid``: the 802.11 sequence number, retry bit and QoS TID. ``ppp``: ``hdlc``
+    ``wifi_retry``, ``wifi_tid``, ``wifi_version``: the 802.11 sequence number, retry bit, QoS TID
+    and protocol version (0; another is what a corrupt frame may show). ``ppp``: ``hdlc``
     (address and control, then the protocol), ``plain`` (the protocol only, as ns-3 writes) or
     ``compressed`` (a one-byte protocol).
     """
@@ -182,6 +184,8 @@ def link_frame(
             / inner
         )
     dot11 = wifi_frame(raw, ethertype, wifi, pad="pad" in radiotap, seq=wifi_seq, retry=wifi_retry, tid=wifi_tid)
+    if wifi_version:
+        dot11 = bytes([dot11[0] & 0xFC | wifi_version]) + dot11[1:]
     if linktype == 105:
         return dot11
     if linktype == 127:
@@ -398,6 +402,7 @@ def frames(draw, linktype: int, tpids=(0x8100, 0x88A8, 0x9100)) -> list[bytes]:
         options["wifi_seq"] = draw(st.integers(0, 4095))
         options["wifi_retry"] = draw(st.booleans())
         options["wifi_tid"] = draw(st.integers(0, 15))
+        options["wifi_version"] = draw(st.sampled_from((0, 0, 0, 0, 0, 1, 2, 3)))
     if linktype == 127:
         options["radiotap"] = draw(st.sampled_from(["", "TSFT", "pad", "TSFT+pad", "badFCS"]))
     if linktype == 9:

@@ -18,7 +18,9 @@ Link types (LINKTYPE_* values of the pcap/pcapng specifications):
 105    802.11                 data and QoS data frames with LLC/SNAP; management, control and
                               null-data frames are counted (``wifi_not_data``), protected
                               (encrypted) frames too (``wifi_protected``); an A-MSDU
-                              aggregate is not split (``not_ip``)
+                              aggregate is not split (``not_ip``); a protocol version other
+                              than 0 (a frame received corrupt where the driver checked no
+                              FCS, or 802.11ah's PV1) is ``malformed``, with no sequence number
 113    Linux cooked (SLL)     16-byte header, protocol at byte 14
 127    radiotap + 802.11      radiotap length skipped; frames flagged "bad FCS" are counted
                               (``bad_fcs``), the "data pad" flag is honoured
@@ -399,9 +401,10 @@ def mac_sequence_space(transmitter, receiver, tid):
 @njit(cache=True)
 def wifi_sequence(b, p, end, linktype):
     """``(mac_seq, mac_flags, mac_space)`` of the 802.11 frame a radiotap, PPI or bare 802.11
-    record carries; ``(NO_MAC_SEQ, 0, 0)`` for control frames, frames with a bad FCS and
-    records too short to say. What lets a monitor-mode capture fold a frame's retries into one
-    packet and count the frames its sniffer missed (``io.capture.air``)."""
+    record carries; ``(NO_MAC_SEQ, 0, 0)`` for control frames, frames with a bad FCS or a
+    protocol version other than 0, and records too short to say. What lets a monitor-mode
+    capture fold a frame's retries into one packet and count the frames its sniffer missed
+    (``io.capture.air``)."""
     none = (NO_MAC_SEQ, 0, np.uint32(0))
     if linktype == LINKTYPE_PPI:
         if end - p < 8:
@@ -423,7 +426,7 @@ def wifi_sequence(b, p, end, linktype):
     fc0 = np.int64(b[p])
     fc1 = np.int64(b[p + 1])
     kind = (fc0 >> 2) & 3
-    if kind != 0 and kind != 2:  # control frames carry no sequence number
+    if fc0 & 3 or kind != 0 and kind != 2:  # a version not 0 (not a frame read here), or a control frame
         return none
     flags = M_RETRY if fc1 & 0x08 else 0
     tid = -1
@@ -535,6 +538,8 @@ def network_start(b, p, end, linktype):
             fc0 = np.int64(b[p])
             fc1 = np.int64(b[p + 1])
             subtype = fc0 >> 4
+            if fc0 & 3:  # protocol version 0 is the only one this layout holds for
+                return -1, S_MALFORMED
             if (fc0 >> 2) & 3 != 2 or subtype & 4:  # not a data frame, or a null-data one
                 return -1, S_WIFI_NOT_DATA
             if fc1 & 0x40:

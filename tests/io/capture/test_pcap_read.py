@@ -329,6 +329,29 @@ def test_wifi_frames_that_carry_no_ip_are_counted(tmp_path):
     assert capture.counts["wifi_not_data"] == 2 and capture.counts["wifi_protected"] == 1
 
 
+@pytest.mark.parametrize("linktype", [105, 127, 192])
+def test_an_80211_frame_of_another_protocol_version_is_malformed_and_unnumbered(tmp_path, linktype):
+    """Version 0 is the only 802.11 header layout; a frame showing another is one received
+    corrupt by a driver that checked no FCS (Wireshark's wpa-Induction.pcap has seven, some with
+    the retry bit set): tshark reads no sequence number or retry bit in it, nor do we."""
+    path = tmp_path / "v.pcap"
+    kinds = [(k, v) for k in ("data", "qos", "beacon") for v in (0, 1, 2, 3)]
+    frames = [
+        udp_frame(linktype, wifi=k, wifi_version=v, wifi_seq=100 + i, wifi_retry=True) for i, (k, v) in enumerate(kinds)
+    ]
+    write_pcap(path, [Record(NS + i, f) for i, f in enumerate(frames)], linktype)
+    capture = same_as_twin(path)
+    r = capture.records
+    for i, (kind, version) in enumerate(kinds):
+        status = STATUS_NAMES[r["status"][i]]
+        if version:
+            assert (status, r["mac_seq"][i], r["mac_flags"][i]) == ("malformed", NO_MAC_SEQ, 0), (kind, version)
+        else:
+            assert status == ("wifi_not_data" if kind == "beacon" else "decoded")
+            assert (r["mac_seq"][i], r["mac_flags"][i] & M_RETRY) == (100 + i, M_RETRY)
+    assert capture.counts["malformed"] == 9
+
+
 @pytest.mark.parametrize(
     "flags, status",
     [("", "decoded"), ("TSFT", "decoded"), ("pad", "decoded"), ("TSFT+pad", "decoded"), ("badFCS", "bad_fcs")],
