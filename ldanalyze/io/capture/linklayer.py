@@ -797,8 +797,9 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, q, version, tun
     ``tunnel``, the record flagged ``flags`` (``open_tunnels``' answer).
 
     Kept apart from the tunnels and the tables because every array a big kernel takes costs
-    two atomic reference-count updates on each call (numba cannot prune those past a call that
-    may raise): a frame without tunnel pays for ``b`` and ``heads`` only. ``heads`` is
+    two reference-count updates on each call (numba cannot prune those past a call that may
+    raise; atomic ones unless the walks pass borrowed views, as they do: ``walk.borrowed``): a
+    frame without tunnel pays for ``b`` and ``heads`` only. ``heads`` is
     ``out["head"]`` (a view: writing through a nested array view of the record would cost a
     reference count per packet). The caller has set ``ts_ns``, ``offset``, ``iface``,
     ``caplen`` and ``wirelen``.

@@ -22,7 +22,9 @@ from __future__ import annotations
 import struct
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
 
 from ...errors import TraceError
 from ...tiering import pick
@@ -71,6 +73,44 @@ P_CAPLEN, P_BLOCK_LENGTH, P_TRAILER, P_IFACE, P_NO_IFACE, P_BLOCK_CAPLEN = 1, 2,
 # interface table columns for the pcapng kernel
 I_LINKTYPE, I_SNAPLEN, I_RES_BASE, I_RES_EXP, I_OFFSET_NS = range(5)
 _POW10 = np.array([10**k for k in range(19)], dtype=np.int64)
+
+
+# -- borrowed arrays --------------------------------------------------------------------------
+def borrowed(a: np.ndarray) -> np.ndarray:
+    """``a`` itself, as a view that no reference count covers when compiled.
+
+    numba passes an array to a kernel with the reference count of its memory: a callee takes a
+    reference on entry and gives it back on each way out (an atomic increment and decrement)
+    wherever a call that may raise sits between (numba cannot prune those pairs), which is on
+    every frame for ``decode_frame``'s and ``open_tunnels``' arrays. A borrowed view is the same
+    array without its memory's record (null meminfo and parent): those updates find nothing to
+    count and skip. Safe only while the array it borrows from lives and the view does not
+    leave the kernel (never returned or stored): the walks take their arrays from their caller,
+    which holds them for the call. The interpreted run (``tiering``) calls this function:
+    the array itself.
+    """
+    return a
+
+
+@intrinsic
+def _borrowed_view(typingctx, a):
+    if not isinstance(a, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        view = context.make_array(a)(context, builder, value=args[0])
+        view.meminfo = cgutils.get_null_value(view.meminfo.type)
+        view.parent = cgutils.get_null_value(view.parent.type)
+        return view._getvalue()
+
+    return a(a), codegen
+
+
+@overload(borrowed)
+def _borrowed_compiled(a):
+    if isinstance(a, types.Array):
+        return lambda a: _borrowed_view(a)
+    return None
 
 
 # -- kernels -----------------------------------------------------------------------------------
@@ -123,6 +163,8 @@ def walk_pcap(
     Returns ``(pos, n, n_flows, n_tunnels, stop, detail)``: where it stopped and why (``STOP_*``);
     ``detail`` is the bytes the next record needs (``STOP_INPUT``) or a ``P_*`` problem.
     """
+    b, out, heads, keys, slots = borrowed(b), borrowed(out), borrowed(heads), borrowed(keys), borrowed(slots)
+    tunnels, tunnel_slots = borrowed(tunnels), borrowed(tunnel_slots)  # (the callees count no references)
     while True:
         full = _no_room(n, out.shape[0], n_flows, slots.shape[0], n_tunnels, tunnel_slots.shape[0])
         if full:
@@ -179,6 +221,8 @@ def walk_pcapng(
     Stops (``STOP_BLOCK``) at any other block, which the caller handles; otherwise as
     ``walk_pcap``. ``ifaces`` holds the section's interfaces (``I_*`` columns).
     """
+    b, out, heads, keys, slots = borrowed(b), borrowed(out), borrowed(heads), borrowed(keys), borrowed(slots)
+    tunnels, tunnel_slots = borrowed(tunnels), borrowed(tunnel_slots)  # (the callees count no references)
     n_ifaces = ifaces.shape[0]
     while True:
         full = _no_room(n, out.shape[0], n_flows, slots.shape[0], n_tunnels, tunnel_slots.shape[0])
