@@ -30,13 +30,11 @@ from ...errors import TraceError
 from ...tiering import pick
 from .linklayer import (
     FRAME_FLOW,
-    FRAME_TUNNEL,
     LINK_NAMES,
     MAX_TUNNEL_DEPTH,
     NO_TIME,
     decode_frame,
     intern_flow,
-    open_tunnels,
     record_dtype,
     rehash_flows,
     u16,
@@ -82,12 +80,11 @@ def borrowed(a: np.ndarray) -> np.ndarray:
     numba passes an array to a kernel with the reference count of its memory: a callee takes a
     reference on entry and gives it back on each way out (an atomic increment and decrement)
     wherever a call that may raise sits between (numba cannot prune those pairs), which is on
-    every frame for ``decode_frame``'s and ``open_tunnels``' arrays. A borrowed view is the same
-    array without its memory's record (null meminfo and parent): those updates find nothing to
-    count and skip. Safe only while the array it borrows from lives and the view does not
-    leave the kernel (never returned or stored): the walks take their arrays from their caller,
-    which holds them for the call. The interpreted run (``tiering``) calls this function:
-    the array itself.
+    every frame for ``decode_frame``'s arrays. A borrowed view is the same array without its
+    memory's record (null meminfo and parent): those updates find nothing to count and skip.
+    Safe only while the array it borrows from lives and the view does not leave the kernel
+    (never returned or stored): the walks take their arrays from their caller, which holds them
+    for the call. The interpreted run (``tiering``) calls this function: the array itself.
     """
     return a
 
@@ -179,18 +176,10 @@ def walk_pcap(
         ts = u32(b, pos, big) * 1_000_000_000 + u32(b, pos + 4, big) * frac_ns
         wirelen = u32(b, pos + 12, big)
         _start_record(out, n, ts, base + pos, 0, caplen, wirelen)
-        # the flow is interned here, and a tunnel opened, where the tables cost no reference counts
-        state, w0, w1, w2, w3, w4, w5 = decode_frame(
-            b, pos + 16, caplen, wirelen, linktype, out, heads, n, -1, 0, -1, 0
+        # the flow is interned here: decode_frame has no need of the flow table
+        state, w0, w1, w2, w3, w4, w5, n_tunnels = decode_frame(
+            b, pos + 16, caplen, wirelen, linktype, out, heads, n, tunnels, tunnel_slots, n_tunnels
         )
-        if state == FRAME_TUNNEL:
-            q, version, tunnel, flags, n_tunnels = open_tunnels(
-                b, pos + 16, caplen, wirelen, linktype, out, n, tunnels, tunnel_slots, n_tunnels
-            )
-            if q >= 0:  # (else the record is finished, without flow)
-                state, w0, w1, w2, w3, w4, w5 = decode_frame(
-                    b, pos + 16, caplen, wirelen, linktype, out, heads, n, q, version, tunnel, flags
-                )
         if state == FRAME_FLOW:
             flow, n_flows = intern_flow(keys, slots, n_flows, w0, w1, w2, w3, w4, w5)
             out[n]["flow"] = flow
@@ -268,18 +257,10 @@ def walk_pcapng(
         else:
             return pos, n, n_flows, n_tunnels, STOP_BLOCK, 0
         _start_record(out, n, ts, base + pos, iface_base + iface, caplen, wirelen)
-        # the flow is interned here, and a tunnel opened, where the tables cost no reference counts
-        state, w0, w1, w2, w3, w4, w5 = decode_frame(
-            b, data, caplen, wirelen, ifaces[iface, I_LINKTYPE], out, heads, n, -1, 0, -1, 0
+        # the flow is interned here: decode_frame has no need of the flow table
+        state, w0, w1, w2, w3, w4, w5, n_tunnels = decode_frame(
+            b, data, caplen, wirelen, ifaces[iface, I_LINKTYPE], out, heads, n, tunnels, tunnel_slots, n_tunnels
         )
-        if state == FRAME_TUNNEL:
-            q, version, tunnel, flags, n_tunnels = open_tunnels(
-                b, data, caplen, wirelen, ifaces[iface, I_LINKTYPE], out, n, tunnels, tunnel_slots, n_tunnels
-            )
-            if q >= 0:  # (else the record is finished, without flow)
-                state, w0, w1, w2, w3, w4, w5 = decode_frame(
-                    b, data, caplen, wirelen, ifaces[iface, I_LINKTYPE], out, heads, n, q, version, tunnel, flags
-                )
         if state == FRAME_FLOW:
             flow, n_flows = intern_flow(keys, slots, n_flows, w0, w1, w2, w3, w4, w5)
             out[n]["flow"] = flow
