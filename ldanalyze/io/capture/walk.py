@@ -29,6 +29,8 @@ from numba.extending import intrinsic, overload
 from ...errors import TraceError
 from ...tiering import pick
 from .linklayer import (
+    F_TUNNEL_DEEP,
+    F_TUNNEL_OTHER,
     FRAME_FLOW,
     LINK_NAMES,
     MAX_TUNNEL_DEPTH,
@@ -122,6 +124,23 @@ def _start_record(out, n, ts_ns, offset, iface, caplen, wirelen):
 
 
 @njit(cache=True)
+def _count_tunnel(out, n, by_tunnel):
+    """Count record ``out[n]`` in ``by_tunnel`` by its innermost tunnel, and in its last two
+    entries when it is flagged ``F_TUNNEL_OTHER`` or ``F_TUNNEL_DEEP`` (``Output.by_tunnel``)."""
+    r = out[n]
+    tunnel = r["tunnel"]
+    if tunnel >= 0:
+        by_tunnel[tunnel] += 1
+    marked = r["flags"] & (F_TUNNEL_OTHER | F_TUNNEL_DEEP)
+    if marked:
+        last = by_tunnel.shape[0] - 1
+        if marked & F_TUNNEL_OTHER:
+            by_tunnel[last - 1] += 1
+        if marked & F_TUNNEL_DEEP:
+            by_tunnel[last] += 1
+
+
+@njit(cache=True)
 def _no_room(n, records, n_flows, flow_slots, n_tunnels, tunnel_slots):
     """STOP_FULL or STOP_GROW when one more record, flow or frame's tunnels would not fit, else 0.
 
@@ -154,8 +173,10 @@ def walk_pcap(
     tunnels,
     tunnel_slots,
     n_tunnels,
+    by_tunnel,
 ):
-    """Decode pcap records from ``b[pos:end]`` until input, output or flow table runs out.
+    """Decode pcap records from ``b[pos:end]`` until input, output or flow table runs out,
+    counting them by innermost tunnel in ``by_tunnel`` (``Output.by_tunnel``).
 
     Returns ``(pos, n, n_flows, n_tunnels, stop, detail)``: where it stopped and why (``STOP_*``);
     ``detail`` is the bytes the next record needs (``STOP_INPUT``) or a ``P_*`` problem.
@@ -183,6 +204,7 @@ def walk_pcap(
         if state == FRAME_FLOW:
             flow, n_flows = intern_flow(keys, slots, n_flows, w0, w1, w2, w3, w4, w5)
             out[n]["flow"] = flow
+        _count_tunnel(out, n, by_tunnel)
         n += 1
         pos += 16 + caplen
 
@@ -203,7 +225,23 @@ def ticks_to_ns(ticks, base, exp):
 
 @njit(cache=True)
 def walk_pcapng(
-    b, pos, end, base, big, ifaces, iface_base, out, heads, n, keys, slots, n_flows, tunnels, tunnel_slots, n_tunnels
+    b,
+    pos,
+    end,
+    base,
+    big,
+    ifaces,
+    iface_base,
+    out,
+    heads,
+    n,
+    keys,
+    slots,
+    n_flows,
+    tunnels,
+    tunnel_slots,
+    n_tunnels,
+    by_tunnel,
 ):
     """Decode pcapng packet blocks (EPB, SPB, PB) from ``b[pos:end]``.
 
@@ -264,6 +302,7 @@ def walk_pcapng(
         if state == FRAME_FLOW:
             flow, n_flows = intern_flow(keys, slots, n_flows, w0, w1, w2, w3, w4, w5)
             out[n]["flow"] = flow
+        _count_tunnel(out, n, by_tunnel)
         n += 1
         pos += blen
 
@@ -283,6 +322,10 @@ class Output:
         self.tunnels = np.zeros((16, 6), np.uint64)
         self.tunnel_slots = np.full(32, -1, np.int32)
         self.n_tunnels = 0
+        # records by innermost tunnel (a row of the tunnel table each), then those flagged
+        # F_TUNNEL_OTHER and F_TUNNEL_DEEP: counted as they are decoded (a pass over the records
+        # afterwards reads every cache line of them again)
+        self.by_tunnel = np.zeros(self.tunnels.shape[0] + 2, np.int64)
 
     def new_block(self) -> None:
         self.blocks.append(self.out[: self.n])
@@ -296,6 +339,15 @@ class Output:
             self.keys, self.slots = _doubled(self.keys, self.n_flows)
         else:
             self.tunnels, self.tunnel_slots = _doubled(self.tunnels, self.n_tunnels)
+            by_tunnel = np.zeros(self.tunnels.shape[0] + 2, np.int64)
+            by_tunnel[: self.n_tunnels] = self.by_tunnel[: self.n_tunnels]
+            by_tunnel[-2:] = self.by_tunnel[-2:]
+            self.by_tunnel = by_tunnel
+
+    def tunnel_records(self) -> np.ndarray:
+        """The records decoded by innermost tunnel (one entry per row of the tunnel table), then
+        those not opened (``F_TUNNEL_OTHER``) and too deep (``F_TUNNEL_DEEP``): the two last."""
+        return np.append(self.by_tunnel[: self.n_tunnels], self.by_tunnel[-2:])
 
     def records(self) -> np.ndarray:
         """All records in one array (each block released once copied)."""
@@ -376,6 +428,7 @@ class PcapWalk:
                 output.tunnels,
                 output.tunnel_slots,
                 output.n_tunnels,
+                output.by_tunnel,
             )
             if stop == STOP_FULL:
                 output.new_block()
@@ -430,6 +483,7 @@ class PcapngWalk:
                 output.tunnels,
                 output.tunnel_slots,
                 output.n_tunnels,
+                output.by_tunnel,
             )
             if stop == STOP_FULL:
                 output.new_block()
