@@ -52,7 +52,7 @@ def kernel():
     # the same record array each time (paged in), fresh flow table
     fresh = Output(16)
     output.n, output.keys, output.slots, output.n_flows = 0, fresh.keys, fresh.slots, 0
-    for name in ("tunnels", "tunnel_slots", "n_tunnels"):
+    for name in ("tunnels", "tunnel_slots", "n_tunnels", "by_tunnel"):
         if hasattr(fresh, name):
             setattr(output, name, getattr(fresh, name))
     with ByteWindow(path, CHUNK_BYTES) as stream:

@@ -594,6 +594,23 @@ def tcp_segment_numbers_naive(segments, mss):
     return [index[s] for s, _ in segments]
 
 
+# --- records by tunnel (ldanalyze/io/capture/walk.py _count_tunnel, as the walks decode) ---
+_F_TUNNEL_OTHER, _F_TUNNEL_DEEP = 8, 16  # linklayer's record flags
+
+
+@twin_of("ldanalyze.io.capture.walk._count_tunnel")
+def tunnel_records(tunnels, flags, n_tunnels):
+    """From the records' own columns: how many have each tunnel (``n_tunnels`` of them; -1:
+    none) as their innermost, then how many are flagged not opened and too deep."""
+    counted = [0] * (n_tunnels + 2)
+    for tunnel, flag in zip(tunnels, flags):
+        if tunnel >= 0:
+            counted[tunnel] += 1
+        counted[-2] += bool(flag & _F_TUNNEL_OTHER)
+        counted[-1] += bool(flag & _F_TUNNEL_DEEP)
+    return counted
+
+
 # --- capture host (ldanalyze/io/capture/flows.py flow_ttls) ---
 
 

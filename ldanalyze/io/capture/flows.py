@@ -20,7 +20,7 @@ from numba import njit
 
 from ...errors import UsageError
 from ...packets import named_flows
-from .linklayer import F_TUNNEL_DEEP, F_TUNNEL_OTHER, NO_TIME, S_DECODED, T_VXLAN, TUNNEL_NAMES
+from .linklayer import NO_TIME, S_DECODED, T_VXLAN, TUNNEL_NAMES
 
 
 def _address(v, hi, lo) -> str:
@@ -90,42 +90,11 @@ def flow_table(keys: np.ndarray, tunnels: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def tunnel_records(records, n_tunnels: int | None = None) -> np.ndarray:
-    """The records of ``records`` (or of any array with its ``tunnel`` and ``flags`` fields) by
-    innermost tunnel, then those flagged ``F_TUNNEL_OTHER`` and ``F_TUNNEL_DEEP``: the two last
-    entries. Adds up across blocks of records, for ``tunnel_counts``.
-
-    ``n_tunnels`` (the tunnel table's size, when known): with none, no record has a tunnel and
-    the count by tunnel is skipped. The flags are read once: both are rare. (Counting a plain
-    capture took 30 ms a million records, an eighth of decoding it.)
-    """
-    if n_tunnels == 0:
-        by_tunnel = np.zeros(0, np.int64)
-    else:
-        by_tunnel = np.bincount(records["tunnel"] + 1)[1:]  # one pass: -1 (no tunnel) counts in the dropped bin
-    marked = records["flags"] & (F_TUNNEL_OTHER | F_TUNNEL_DEEP)
-    other: int | np.integer = 0
-    deep: int | np.integer = 0
-    if marked.any():
-        other = np.count_nonzero(marked & F_TUNNEL_OTHER)
-        deep = np.count_nonzero(marked & F_TUNNEL_DEEP)
-    return np.append(by_tunnel, [other, deep])
-
-
-def add_tunnel_records(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The sum of two ``tunnel_records`` (of tables grown in between: one may be shorter)."""
-    if len(a) < len(b):
-        a, b = b, a
-    total = a.copy()
-    total[: len(b) - 2] += b[:-2]
-    total[-2:] += b[-2:]
-    return total
-
-
 def tunnel_counts(counted: np.ndarray, tunnels: pd.DataFrame) -> dict:
-    """The capture's counts of ``tunnel_records``: records opened out of each kind of tunnel,
-    once per kind a record's tunnels hold (GRE in VXLAN counts for both; ``tunnels``), those not
-    opened (``tunnel_other``) and those too deep (``tunnel_too_deep``)."""
+    """The capture's counts of its records by tunnel (``walk.Output.tunnel_records``): records
+    opened out of each kind of tunnel, once per kind a record's tunnels hold (GRE in VXLAN counts
+    for both; ``tunnels``), those not opened (``tunnel_other``) and those too deep
+    (``tunnel_too_deep``)."""
     counts: dict[str, int] = {}
     for t, n in enumerate(counted[:-2]):
         kinds = set()

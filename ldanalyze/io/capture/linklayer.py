@@ -139,8 +139,8 @@ MAX_TUNNEL_DEPTH = 4
 GTPU_PORT = 2152
 VXLAN_PORT = 4789
 _TUNNEL_OTHER = -2  # _tunnel_inner's answer besides an offset and a failure (-1)
-# decode_frame's answers: the record is finished without flow, has its flow key, or may be a tunnel
-FRAME_DONE, FRAME_FLOW, FRAME_TUNNEL = 0, 1, 2
+# decode_frame's answers: the record is finished without flow, or has its flow key
+FRAME_DONE, FRAME_FLOW = 0, 1
 
 # Bytes of payload the payload hash covers (after the payload length is mixed in).
 HASH_BYTES = 32
@@ -576,13 +576,15 @@ def _may_tunnel(b, l4, end, proto):
     return proto == _IPPROTO_IPIP or proto == _IPPROTO_IPV6 or proto == _IPPROTO_GRE
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _tunnel_inner(b, l4, end, proto, version):
     """The packet a tunnel header at ``l4`` carries: (offset, 4 or 6, kind, id, has id).
 
     Called where ``_may_tunnel`` says so. The offset is -1 (and the version a status) when the
     tunnel is cut or carries no IP, ``_TUNNEL_OTHER`` when the header is a tunnel's but not one
-    that carries a packet ldanalyze opens.
+    that carries a packet ldanalyze opens. Inlined into ``decode_frame`` (its one caller), as
+    ``_ip_header`` is: a call costs a tunnelled packet a tenth of its decoding (the call, the
+    reference counts of ``b`` and the answer passed through memory).
     """
     if proto == _IPPROTO_IPIP or proto == _IPPROTO_IPV6:
         inner = 4 if proto == _IPPROTO_IPIP else 6
@@ -654,11 +656,12 @@ def _tunnel_inner(b, l4, end, proto, version):
 
 
 # -- network and transport ---------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _ip_header(b, p, q, end, wirelen, version):
     """Read the IP header at ``q``: (status, protocol, transport offset, end of the datagram,
     flags, TTL, IP ID, src hi, src lo, dst hi, dst lo); status 0 when the transport header may
-    follow, else the record's (the fields up to the IP ID are set for ``S_FRAGMENT``).
+    follow, else the record's (the fields up to the IP ID are set for ``S_FRAGMENT``). Inlined
+    into ``decode_frame``, its one caller (see ``_tunnel_inner``).
     """
     ip_id = 0
     flags = 0
@@ -735,83 +738,28 @@ def _ip_header(b, p, q, end, wirelen, version):
 
 
 @njit(cache=True)
-def open_tunnels(b, p, caplen, wirelen, linktype, out, i, tunnels, tunnel_slots, n_tunnels):
-    """Open the tunnels of a frame ``decode_frame`` found may start one (``FRAME_TUNNEL``), up
-    to ``MAX_TUNNEL_DEPTH``, interning each in ``tunnels`` (rows as ``intern_flow`` says; room
-    for ``MAX_TUNNEL_DEPTH`` more).
+def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, tunnels, tunnel_slots, n_tunnels):
+    """Decode the frame ``b[p:p+caplen]`` into record ``out[i]``, all but its flow id, opening
+    its tunnels on the way (up to ``MAX_TUNNEL_DEPTH``, each interned in ``tunnels``: rows as
+    ``intern_flow`` says; the caller leaves room for ``MAX_TUNNEL_DEPTH`` more).
 
-    Returns ``(q, version, tunnel, flags, n_tunnels)``: the IP header ``decode_frame`` should
-    go on from, its version, the innermost tunnel opened (-1: none), and ``F_TUNNEL_OTHER`` or
-    ``F_TUNNEL_DEEP`` when one was left closed; ``q`` is -1 when a tunnel was cut or carries no
-    IP, the record then finished here (the fields of the header around it, and its status).
-    Called by the walks themselves: a wrapper would pay the reference counts of its arrays.
-    """
-    end = p + caplen
-    q, version = _ethernet(b, p, end) if linktype == LINKTYPE_ETHERNET else network_start(b, p, end, linktype)
-    tunnel = -1
-    depth = 0
-    # the enclosing header's fields: the record keeps them when a carried header is cut
-    ttl = ip_id = proto = ip_len = 0
-    while True:
-        status, inner_proto, l4, ip_end, flags, inner_ttl, inner_id, w1, w2, w3, w4 = _ip_header(
-            b, p, q, end, wirelen, version
-        )
-        if status == S_TOO_SHORT or status == S_MALFORMED:
-            return _cut(out, i, tunnel, version, ttl, ip_id, proto, ip_len, status), 0, tunnel, 0, n_tunnels
-        ttl, ip_id, proto, ip_len = inner_ttl, inner_id, inner_proto, ip_end - q
-        if status or flags & F_FIRST_FRAGMENT or not _may_tunnel(b, l4, end, proto):
-            return q, version, tunnel, 0, n_tunnels  # (a first fragment: the rest is in other fragments)
-        if depth == MAX_TUNNEL_DEPTH:
-            return q, version, tunnel, F_TUNNEL_DEEP, n_tunnels
-        inner, inner_version, kind, ident, has_id = _tunnel_inner(b, l4, end, proto, version)
-        if inner == _TUNNEL_OTHER:
-            return q, version, tunnel, F_TUNNEL_OTHER, n_tunnels
-        if inner < 0:
-            return _cut(out, i, tunnel, version, ttl, ip_id, proto, ip_len, inner_version), 0, tunnel, 0, n_tunnels
-        tw0 = np.uint64(kind | (has_id << 8) | (version << 16)) | (np.uint64(ident) << np.uint64(32))
-        tunnel, n_tunnels = intern_flow(tunnels, tunnel_slots, n_tunnels, tw0, w1, w2, w3, w4, np.uint64(tunnel + 1))
-        depth += 1
-        q = inner
-        version = inner_version
+    Returns ``(state, w0, .., w5, n_tunnels)``: ``FRAME_FLOW`` with the flow key
+    (``intern_flow``'s, which the caller interns and writes to ``flow``), or ``FRAME_DONE`` for
+    a record without flow. Each header is read once: a tunnel's carried packet is decoded from
+    where its header ends. A tunnel cut, or carrying no IP, leaves the record the fields of the
+    header around it and the status; one not opened (``F_TUNNEL_OTHER``, ``F_TUNNEL_DEEP``)
+    leaves it the packet that carries it.
 
-
-@njit(cache=True)
-def _cut(out, i, tunnel, version, ttl, ip_id, proto, ip_len, status):
-    """Finish record ``out[i]`` (``_decode`` has reset it) of a frame whose tunnel, or the
-    header it carries, is cut or malformed; returns -1."""
-    r = out[i]
-    r["tunnel"] = tunnel
-    r["ip_ver"] = version
-    r["ttl"] = ttl
-    r["ip_id"] = ip_id
-    r["proto"] = proto
-    r["ip_len"] = ip_len
-    r["status"] = status
-    return -1
-
-
-@njit(cache=True)
-def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, q, version, tunnel, flags):
-    """Decode the frame ``b[p:p+caplen]`` into record ``out[i]``, all but its flow id.
-
-    Returns ``(state, w0, .., w5)``: ``FRAME_FLOW`` with the flow key (``intern_flow``'s,
-    which the caller interns and writes to ``flow``), ``FRAME_DONE`` for a record without
-    flow, or ``FRAME_TUNNEL`` (the record unfinished) where a tunnel may start: the caller
-    then opens the tunnels (``open_tunnels``) and calls again. With ``q`` < 0 the frame is read
-    from the link layer on; else from the IP header at ``q`` (its ``version``), carried in
-    ``tunnel``, the record flagged ``flags`` (``open_tunnels``' answer).
-
-    Kept apart from the tunnels and the tables because every array a big kernel takes costs
-    two atomic reference-count updates on each call (numba cannot prune those past a call that
-    may raise): a frame without tunnel pays for ``b`` and ``heads`` only. ``heads`` is
-    ``out["head"]`` (a view: writing through a nested array view of the record would cost a
-    reference count per packet). The caller has set ``ts_ns``, ``offset``, ``iface``,
-    ``caplen`` and ``wirelen``.
+    Every array a kernel takes costs two reference-count updates on each call (numba cannot
+    prune those past a call that may raise): the walks pass borrowed views (``walk.borrowed``),
+    whose updates are a test of a null pointer, not atomic. ``heads`` is ``out["head"]`` (a
+    view: writing through a nested array view of the record would cost a reference count per
+    packet). The caller has set ``ts_ns``, ``offset``, ``iface``, ``caplen`` and ``wirelen``.
     """
     zero = np.uint64(0)
     r = out[i]
     r["flow"] = -1
-    r["tunnel"] = tunnel
+    r["tunnel"] = -1
     r["flags"] = 0
     r["ip_ver"] = 0
     r["proto"] = 0
@@ -828,41 +776,60 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, q, version, tun
     r["tcp_tsecr"] = 0
     r["tcp_mss"] = 0
     end = p + caplen
-    outer = q < 0
-    if outer:
-        if linktype == LINKTYPE_IEEE802_11_RADIOTAP or linktype == LINKTYPE_IEEE802_11 or linktype == LINKTYPE_PPI:
-            r["mac_seq"], r["mac_flags"], r["mac_space"] = wifi_sequence(b, p, end, linktype)
-        else:
-            r["mac_seq"] = NO_MAC_SEQ
-            r["mac_flags"] = 0
-            r["mac_space"] = 0
-        # Ethernet read here: network_start's reference counts would cost every packet
-        q, version = _ethernet(b, p, end) if linktype == LINKTYPE_ETHERNET else network_start(b, p, end, linktype)
-        if q < 0:
-            r["status"] = version
-            return FRAME_DONE, zero, zero, zero, zero, zero, zero
-    status, proto, l4, ip_end, header_flags, ttl, ip_id, w1, w2, w3, w4 = _ip_header(b, p, q, end, wirelen, version)
-    r["ip_ver"] = version
-    if status == S_TOO_SHORT or status == S_MALFORMED:
-        r["status"] = status
-        return FRAME_DONE, zero, zero, zero, zero, zero, zero
-    r["ttl"] = ttl
-    r["ip_id"] = ip_id
-    r["proto"] = proto
-    r["ip_len"] = ip_end - q
-    if status:
-        r["status"] = status
-        return FRAME_DONE, zero, zero, zero, zero, zero, zero
+    if linktype == LINKTYPE_IEEE802_11_RADIOTAP or linktype == LINKTYPE_IEEE802_11 or linktype == LINKTYPE_PPI:
+        r["mac_seq"], r["mac_flags"], r["mac_space"] = wifi_sequence(b, p, end, linktype)
+    else:
+        r["mac_seq"] = NO_MAC_SEQ
+        r["mac_flags"] = 0
+        r["mac_space"] = 0
+    # Ethernet read here: network_start's reference counts would cost every packet
+    q, version = _ethernet(b, p, end) if linktype == LINKTYPE_ETHERNET else network_start(b, p, end, linktype)
+    if q < 0:
+        r["status"] = version
+        return FRAME_DONE, zero, zero, zero, zero, zero, zero, n_tunnels
+    tunnel = -1
+    depth = 0
+    flags = 0
+    while True:  # an IP header, and the tunnel it may start
+        status, proto, l4, ip_end, header_flags, ttl, ip_id, w1, w2, w3, w4 = _ip_header(b, p, q, end, wirelen, version)
+        r["ip_ver"] = version
+        if status == S_TOO_SHORT or status == S_MALFORMED:  # (the enclosing header's fields stay)
+            r["status"] = status
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero, n_tunnels
+        r["ttl"] = ttl
+        r["ip_id"] = ip_id
+        r["proto"] = proto
+        r["ip_len"] = ip_end - q
+        if status:
+            r["status"] = status
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero, n_tunnels
+        # (a first fragment is not opened: the rest is in other fragments)
+        if header_flags & F_FIRST_FRAGMENT or not _may_tunnel(b, l4, end, proto):
+            break
+        if depth == MAX_TUNNEL_DEPTH:
+            flags = F_TUNNEL_DEEP
+            break
+        inner, inner_version, kind, ident, has_id = _tunnel_inner(b, l4, end, proto, version)
+        if inner == _TUNNEL_OTHER:
+            flags = F_TUNNEL_OTHER
+            break
+        if inner < 0:
+            r["status"] = inner_version
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero, n_tunnels
+        tw0 = np.uint64(kind | (has_id << 8) | (version << 16)) | (np.uint64(ident) << np.uint64(32))
+        tunnel, n_tunnels = intern_flow(tunnels, tunnel_slots, n_tunnels, tw0, w1, w2, w3, w4, np.uint64(tunnel + 1))
+        r["tunnel"] = tunnel
+        depth += 1
+        q = inner
+        version = inner_version
     flags |= header_flags
-    if outer and not flags & F_FIRST_FRAGMENT and _may_tunnel(b, l4, end, proto):
-        return FRAME_TUNNEL, zero, zero, zero, zero, zero, zero
     l4_len = ip_end - l4
     sport = 0
     dport = 0
     if proto == _IPPROTO_UDP:
         if end - l4 < 8:
             r["status"] = S_TOO_SHORT
-            return FRAME_DONE, zero, zero, zero, zero, zero, zero
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero, n_tunnels
         sport = u16be(b, l4)
         dport = u16be(b, l4 + 2)
         ulen = u16be(b, l4 + 4)
@@ -876,14 +843,14 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, q, version, tun
     elif proto == _IPPROTO_TCP:
         if end - l4 < 20:
             r["status"] = S_TOO_SHORT
-            return FRAME_DONE, zero, zero, zero, zero, zero, zero
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero, n_tunnels
         doff = (np.int64(b[l4 + 12]) >> 4) * 4
         if doff < 20:
             r["status"] = S_MALFORMED
-            return FRAME_DONE, zero, zero, zero, zero, zero, zero
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero, n_tunnels
         if end - l4 < doff:
             r["status"] = S_TOO_SHORT
-            return FRAME_DONE, zero, zero, zero, zero, zero, zero
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero, n_tunnels
         sport = u16be(b, l4)
         dport = u16be(b, l4 + 2)
         r["tcp_seq"] = u32be(b, l4 + 4)
@@ -919,7 +886,7 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, q, version, tun
                 hlen = 4
         if end - l4 < hlen:
             r["status"] = S_TOO_SHORT
-            return FRAME_DONE, zero, zero, zero, zero, zero, zero
+            return FRAME_DONE, zero, zero, zero, zero, zero, zero, n_tunnels
         if hlen:
             sport = u16be(b, l4)
             dport = u16be(b, l4 + 2)
@@ -927,7 +894,7 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, q, version, tun
         payload = l4 + hlen
     if payload_len < 0:
         r["status"] = S_MALFORMED
-        return FRAME_DONE, zero, zero, zero, zero, zero, zero
+        return FRAME_DONE, zero, zero, zero, zero, zero, zero, n_tunnels
     r["payload_len"] = payload_len
     captured = max(0, min(payload_len, end - payload))
     n_head = min(captured, heads.shape[1])
@@ -941,4 +908,4 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, q, version, tun
     r["flags"] = flags
     r["status"] = S_DECODED
     w0 = np.uint64(version | (proto << 8) | (sport << 16) | (dport << 32))
-    return FRAME_FLOW, w0, w1, w2, w3, w4, np.uint64(tunnel + 1)
+    return FRAME_FLOW, w0, w1, w2, w3, w4, np.uint64(tunnel + 1), n_tunnels

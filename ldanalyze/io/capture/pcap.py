@@ -35,7 +35,7 @@ from ...packets import Trace, empty_rtt
 from . import payload as payloads
 from .air import is_air_capture, received_air_columns
 from .fields import FieldSpec, payload_name
-from .flows import SSRC, flow_extents, flow_listing, flow_table, tunnel_counts, tunnel_records, tunnel_table
+from .flows import SSRC, flow_extents, flow_listing, flow_table, tunnel_counts, tunnel_table
 from .linklayer import NO_TIME, S_TOO_SHORT, S_UNSUPPORTED_LINK, STATUS_NAMES
 from .sequences import reasons_in_brief
 from .source import PCAP, PCAPNG, ByteWindow, container
@@ -129,18 +129,19 @@ def decode_into(path: str | os.PathLike, output: Output, chunk_bytes: int = CHUN
             counts=walk.counts,
             notes=[],
         )
-        _account(capture, walk, stream)
+        _account(capture, walk, stream, output.tunnel_records())
     return capture
 
 
-def _account(capture: Capture, walk, stream: ByteWindow) -> None:
-    """Counts of what was decoded and skipped, and a warning for each problem found."""
+def _account(capture: Capture, walk, stream: ByteWindow, by_tunnel: np.ndarray) -> None:
+    """Counts of what was decoded and skipped (``by_tunnel``: ``Output.tunnel_records``), and a
+    warning for each problem found."""
     path, records, counts = capture.path, capture.records, capture.counts
     status = records["status"]
     counts["records"] = len(records)
     by_status = np.bincount(status, minlength=len(STATUS_NAMES))
     counts.update({name: int(c) for name, c in zip(STATUS_NAMES, by_status)})
-    counts.update(tunnel_counts(tunnel_records(records, len(capture.tunnels)), capture.tunnels))
+    counts.update(tunnel_counts(by_tunnel, capture.tunnels))
 
     def note(message: str) -> None:
         capture.notes.append(f"{path}: {message}")

@@ -47,7 +47,7 @@ from ...clocks import (
 )
 from ...packets import Trace, natural_sorted
 from . import payload as payloads
-from .flows import add_tunnel_records, flow_extents, flow_listing, flow_ttls, host_of, tunnel_counts, tunnel_records
+from .flows import flow_extents, flow_listing, flow_ttls, host_of
 from .linklayer import NO_TIME, STATUS_NAMES
 from .pcap import CHUNK_BYTES, CaptureWarning, capture_trace, decode_into, head_bytes_for, host_option, kinds_read
 from .rtp_streams import capture_sender_reports, sender_report_candidates
@@ -68,7 +68,6 @@ class _SpillingOutput(Output):
         self.folder = folder
         self.kept: list[np.ndarray] = []  # frames of no flow, and sender reports
         self.spilled = np.zeros(256, np.int64)  # flow records written out, by decode status
-        self.spilled_tunnels = np.zeros(2, np.int64)  # and by tunnel (flows.tunnel_records)
         self.ttls = np.zeros((0, 256), np.int64)  # decoded packets by flow and TTL (for the capture host)
         self.extents = _no_extents(0)  # packets, IP bytes, first and last time by flow (list_flows's)
         self.flows_written: set[int] = set()
@@ -87,7 +86,6 @@ class _SpillingOutput(Output):
         self.kept.append(block[(flow < 0) | sender_report_candidates(block)].copy())
         flowing = flow >= 0
         self.spilled += np.bincount(block["status"][flowing], minlength=256)
-        self.spilled_tunnels = add_tunnel_records(self.spilled_tunnels, tunnel_records(block[flowing]))
         more = flow_ttls(block, self.n_flows)
         more[: self.ttls.shape[0]] += self.ttls
         self.ttls = more
@@ -361,11 +359,10 @@ def _delays(packets) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 def _count_spilled(capture, output: _SpillingOutput) -> None:
-    """Add the records written out to the capture's counts (``_account`` saw the kept ones)."""
+    """Add the records written out to the capture's counts by status (``_account`` saw the kept
+    ones; the counts by tunnel are the walk's, of every record)."""
     counts = capture.counts
     counts["records"] += int(output.spilled.sum()) - int((capture.records["flow"] >= 0).sum())
     kept = np.bincount(capture.records["status"][capture.records["flow"] >= 0], minlength=256)
     for code, name in enumerate(STATUS_NAMES):
         counts[name] += int(output.spilled[code] - kept[code])
-    no_flow = tunnel_records(capture.records[capture.records["flow"] < 0])
-    counts.update(tunnel_counts(add_tunnel_records(output.spilled_tunnels, no_flow), capture.tunnels))

@@ -22,19 +22,21 @@ from __future__ import annotations
 import struct
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
 
 from ...errors import TraceError
 from ...tiering import pick
 from .linklayer import (
+    F_TUNNEL_DEEP,
+    F_TUNNEL_OTHER,
     FRAME_FLOW,
-    FRAME_TUNNEL,
     LINK_NAMES,
     MAX_TUNNEL_DEPTH,
     NO_TIME,
     decode_frame,
     intern_flow,
-    open_tunnels,
     record_dtype,
     rehash_flows,
     u16,
@@ -73,6 +75,43 @@ I_LINKTYPE, I_SNAPLEN, I_RES_BASE, I_RES_EXP, I_OFFSET_NS = range(5)
 _POW10 = np.array([10**k for k in range(19)], dtype=np.int64)
 
 
+# -- borrowed arrays --------------------------------------------------------------------------
+def borrowed(a: np.ndarray) -> np.ndarray:
+    """``a`` itself, as a view that no reference count covers when compiled.
+
+    numba passes an array to a kernel with the reference count of its memory: a callee takes a
+    reference on entry and gives it back on each way out (an atomic increment and decrement)
+    wherever a call that may raise sits between (numba cannot prune those pairs), which is on
+    every frame for ``decode_frame``'s arrays. A borrowed view is the same array without its
+    memory's record (null meminfo and parent): those updates find nothing to count and skip.
+    Safe only while the array it borrows from lives and the view does not leave the kernel
+    (never returned or stored): the walks take their arrays from their caller, which holds them
+    for the call. The interpreted run (``tiering``) calls this function: the array itself.
+    """
+    return a
+
+
+@intrinsic
+def _borrowed_view(typingctx, a):
+    if not isinstance(a, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        view = context.make_array(a)(context, builder, value=args[0])
+        view.meminfo = cgutils.get_null_value(view.meminfo.type)
+        view.parent = cgutils.get_null_value(view.parent.type)
+        return view._getvalue()
+
+    return a(a), codegen
+
+
+@overload(borrowed)
+def _borrowed_compiled(a):
+    if isinstance(a, types.Array):
+        return lambda a: _borrowed_view(a)
+    return None
+
+
 # -- kernels -----------------------------------------------------------------------------------
 @njit(cache=True)
 def _start_record(out, n, ts_ns, offset, iface, caplen, wirelen):
@@ -82,6 +121,23 @@ def _start_record(out, n, ts_ns, offset, iface, caplen, wirelen):
     r["iface"] = iface
     r["caplen"] = caplen
     r["wirelen"] = max(wirelen, caplen)
+
+
+@njit(cache=True)
+def _count_tunnel(out, n, by_tunnel):
+    """Count record ``out[n]`` in ``by_tunnel`` by its innermost tunnel, and in its last two
+    entries when it is flagged ``F_TUNNEL_OTHER`` or ``F_TUNNEL_DEEP`` (``Output.by_tunnel``)."""
+    r = out[n]
+    tunnel = r["tunnel"]
+    if tunnel >= 0:
+        by_tunnel[tunnel] += 1
+    marked = r["flags"] & (F_TUNNEL_OTHER | F_TUNNEL_DEEP)
+    if marked:
+        last = by_tunnel.shape[0] - 1
+        if marked & F_TUNNEL_OTHER:
+            by_tunnel[last - 1] += 1
+        if marked & F_TUNNEL_DEEP:
+            by_tunnel[last] += 1
 
 
 @njit(cache=True)
@@ -117,12 +173,16 @@ def walk_pcap(
     tunnels,
     tunnel_slots,
     n_tunnels,
+    by_tunnel,
 ):
-    """Decode pcap records from ``b[pos:end]`` until input, output or flow table runs out.
+    """Decode pcap records from ``b[pos:end]`` until input, output or flow table runs out,
+    counting them by innermost tunnel in ``by_tunnel`` (``Output.by_tunnel``).
 
     Returns ``(pos, n, n_flows, n_tunnels, stop, detail)``: where it stopped and why (``STOP_*``);
     ``detail`` is the bytes the next record needs (``STOP_INPUT``) or a ``P_*`` problem.
     """
+    b, out, heads, keys, slots = borrowed(b), borrowed(out), borrowed(heads), borrowed(keys), borrowed(slots)
+    tunnels, tunnel_slots = borrowed(tunnels), borrowed(tunnel_slots)  # (the callees count no references)
     while True:
         full = _no_room(n, out.shape[0], n_flows, slots.shape[0], n_tunnels, tunnel_slots.shape[0])
         if full:
@@ -137,21 +197,14 @@ def walk_pcap(
         ts = u32(b, pos, big) * 1_000_000_000 + u32(b, pos + 4, big) * frac_ns
         wirelen = u32(b, pos + 12, big)
         _start_record(out, n, ts, base + pos, 0, caplen, wirelen)
-        # the flow is interned here, and a tunnel opened, where the tables cost no reference counts
-        state, w0, w1, w2, w3, w4, w5 = decode_frame(
-            b, pos + 16, caplen, wirelen, linktype, out, heads, n, -1, 0, -1, 0
+        # the flow is interned here: decode_frame has no need of the flow table
+        state, w0, w1, w2, w3, w4, w5, n_tunnels = decode_frame(
+            b, pos + 16, caplen, wirelen, linktype, out, heads, n, tunnels, tunnel_slots, n_tunnels
         )
-        if state == FRAME_TUNNEL:
-            q, version, tunnel, flags, n_tunnels = open_tunnels(
-                b, pos + 16, caplen, wirelen, linktype, out, n, tunnels, tunnel_slots, n_tunnels
-            )
-            if q >= 0:  # (else the record is finished, without flow)
-                state, w0, w1, w2, w3, w4, w5 = decode_frame(
-                    b, pos + 16, caplen, wirelen, linktype, out, heads, n, q, version, tunnel, flags
-                )
         if state == FRAME_FLOW:
             flow, n_flows = intern_flow(keys, slots, n_flows, w0, w1, w2, w3, w4, w5)
             out[n]["flow"] = flow
+        _count_tunnel(out, n, by_tunnel)
         n += 1
         pos += 16 + caplen
 
@@ -172,13 +225,31 @@ def ticks_to_ns(ticks, base, exp):
 
 @njit(cache=True)
 def walk_pcapng(
-    b, pos, end, base, big, ifaces, iface_base, out, heads, n, keys, slots, n_flows, tunnels, tunnel_slots, n_tunnels
+    b,
+    pos,
+    end,
+    base,
+    big,
+    ifaces,
+    iface_base,
+    out,
+    heads,
+    n,
+    keys,
+    slots,
+    n_flows,
+    tunnels,
+    tunnel_slots,
+    n_tunnels,
+    by_tunnel,
 ):
     """Decode pcapng packet blocks (EPB, SPB, PB) from ``b[pos:end]``.
 
     Stops (``STOP_BLOCK``) at any other block, which the caller handles; otherwise as
     ``walk_pcap``. ``ifaces`` holds the section's interfaces (``I_*`` columns).
     """
+    b, out, heads, keys, slots = borrowed(b), borrowed(out), borrowed(heads), borrowed(keys), borrowed(slots)
+    tunnels, tunnel_slots = borrowed(tunnels), borrowed(tunnel_slots)  # (the callees count no references)
     n_ifaces = ifaces.shape[0]
     while True:
         full = _no_room(n, out.shape[0], n_flows, slots.shape[0], n_tunnels, tunnel_slots.shape[0])
@@ -224,21 +295,14 @@ def walk_pcapng(
         else:
             return pos, n, n_flows, n_tunnels, STOP_BLOCK, 0
         _start_record(out, n, ts, base + pos, iface_base + iface, caplen, wirelen)
-        # the flow is interned here, and a tunnel opened, where the tables cost no reference counts
-        state, w0, w1, w2, w3, w4, w5 = decode_frame(
-            b, data, caplen, wirelen, ifaces[iface, I_LINKTYPE], out, heads, n, -1, 0, -1, 0
+        # the flow is interned here: decode_frame has no need of the flow table
+        state, w0, w1, w2, w3, w4, w5, n_tunnels = decode_frame(
+            b, data, caplen, wirelen, ifaces[iface, I_LINKTYPE], out, heads, n, tunnels, tunnel_slots, n_tunnels
         )
-        if state == FRAME_TUNNEL:
-            q, version, tunnel, flags, n_tunnels = open_tunnels(
-                b, data, caplen, wirelen, ifaces[iface, I_LINKTYPE], out, n, tunnels, tunnel_slots, n_tunnels
-            )
-            if q >= 0:  # (else the record is finished, without flow)
-                state, w0, w1, w2, w3, w4, w5 = decode_frame(
-                    b, data, caplen, wirelen, ifaces[iface, I_LINKTYPE], out, heads, n, q, version, tunnel, flags
-                )
         if state == FRAME_FLOW:
             flow, n_flows = intern_flow(keys, slots, n_flows, w0, w1, w2, w3, w4, w5)
             out[n]["flow"] = flow
+        _count_tunnel(out, n, by_tunnel)
         n += 1
         pos += blen
 
@@ -258,6 +322,10 @@ class Output:
         self.tunnels = np.zeros((16, 6), np.uint64)
         self.tunnel_slots = np.full(32, -1, np.int32)
         self.n_tunnels = 0
+        # records by innermost tunnel (a row of the tunnel table each), then those flagged
+        # F_TUNNEL_OTHER and F_TUNNEL_DEEP: counted as they are decoded (a pass over the records
+        # afterwards reads every cache line of them again)
+        self.by_tunnel = np.zeros(self.tunnels.shape[0] + 2, np.int64)
 
     def new_block(self) -> None:
         self.blocks.append(self.out[: self.n])
@@ -271,6 +339,15 @@ class Output:
             self.keys, self.slots = _doubled(self.keys, self.n_flows)
         else:
             self.tunnels, self.tunnel_slots = _doubled(self.tunnels, self.n_tunnels)
+            by_tunnel = np.zeros(self.tunnels.shape[0] + 2, np.int64)
+            by_tunnel[: self.n_tunnels] = self.by_tunnel[: self.n_tunnels]
+            by_tunnel[-2:] = self.by_tunnel[-2:]
+            self.by_tunnel = by_tunnel
+
+    def tunnel_records(self) -> np.ndarray:
+        """The records decoded by innermost tunnel (one entry per row of the tunnel table), then
+        those not opened (``F_TUNNEL_OTHER``) and too deep (``F_TUNNEL_DEEP``): the two last."""
+        return np.append(self.by_tunnel[: self.n_tunnels], self.by_tunnel[-2:])
 
     def records(self) -> np.ndarray:
         """All records in one array (each block released once copied)."""
@@ -351,6 +428,7 @@ class PcapWalk:
                 output.tunnels,
                 output.tunnel_slots,
                 output.n_tunnels,
+                output.by_tunnel,
             )
             if stop == STOP_FULL:
                 output.new_block()
@@ -405,6 +483,7 @@ class PcapngWalk:
                 output.tunnels,
                 output.tunnel_slots,
                 output.n_tunnels,
+                output.by_tunnel,
             )
             if stop == STOP_FULL:
                 output.new_block()

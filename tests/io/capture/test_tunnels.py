@@ -7,6 +7,7 @@ import re
 import subprocess
 import warnings
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,10 +20,12 @@ from scapy.packet import Raw
 
 from ldanalyze.cli import main
 from ldanalyze.io.capture.fields import FieldSpec
+from ldanalyze.io.capture.flows import tunnel_counts
 from ldanalyze.io.capture.linklayer import F_TUNNEL_DEEP, F_TUNNEL_OTHER
 from ldanalyze.io.capture.pcap import decode_capture, read_capture
 
 from ...conftest import needs_binary, require_binary
+from ...naive import capture as naive_capture
 from ...support.captures import T0, Record, write_pcap
 from ...support.tunnels import FLOWS, KINDS, SENT, link, outer_ip, seq_payload, tunnel_capture, wrap
 from .test_pcap_read import same_as_twin
@@ -35,6 +38,14 @@ def decode(path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return decode_capture(path)
+
+
+def counted_as_the_twin(capture) -> None:
+    """The counts by tunnel the walks keep as they decode are the records' own."""
+    records = capture.records
+    counted = naive_capture.tunnel_records(records["tunnel"].tolist(), records["flags"].tolist(), len(capture.tunnels))
+    expected = tunnel_counts(np.array(counted), capture.tunnels)
+    assert {k: capture.counts[k] for k in expected} == expected
 
 
 @st.composite
@@ -62,6 +73,7 @@ def test_tunnels_as_the_twin_opens_them(tmp_path_factory, frames):
     path = tmp_path_factory.mktemp("tun") / "t.pcap"
     write_pcap(path, [r for r, _ in frames], 1)
     capture = same_as_twin(path)
+    counted_as_the_twin(capture)
     for (record, kinds), r in zip(frames, capture.records):
         if kinds == ["echo"] and record.snaplen is None:
             assert r["flags"] & F_TUNNEL_OTHER and r["tunnel"] == -1
@@ -147,6 +159,7 @@ def test_what_is_not_opened_is_counted(tmp_path):
     path = tmp_path / "edges.pcap"
     write_pcap(path, records + [Record(NS, link(echo))], 1)
     capture = same_as_twin(path)
+    counted_as_the_twin(capture)
     status = capture.records["status"].tolist()
     assert status == [0, 2, 1, 0]  # decoded, not_ip, too_short (cut in the extension header), decoded
     assert capture.counts["tunnel_too_deep"] == 1 and capture.counts["tunnel_other"] == 1
@@ -156,6 +169,22 @@ def test_what_is_not_opened_is_counted(tmp_path):
     assert capture.flows["label"].iat[1] == "192.0.0.1:2152>192.0.0.2:2152/udp"
     # opened: the four of the deep one, counted once; the cut GTP-U and the ARP in VXLAN gave no packet
     assert capture.counts["tunnels"] == {"4in4": 1}
+
+
+def test_records_are_counted_by_tunnel_as_the_table_grows(tmp_path):
+    """Past 12 tunnels the table doubles (``walk.Output.grow_flows``), and the counts with it."""
+    inner = IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=5000, dport=6000)
+    records = [Record(NS + k, link(wrap("gtpu", inner / Raw(seq_payload(k)), k % 40))) for k in range(200)]
+    deep = inner / Raw(seq_payload(0))
+    for depth in range(5):
+        deep = wrap("ip-in-4", deep, 0, depth)
+    records.insert(150, Record(NS + 150, link(deep)))
+    path = tmp_path / "many.pcap"
+    write_pcap(path, records, 1)
+    capture = same_as_twin(path)
+    counted_as_the_twin(capture)
+    assert len(capture.tunnels) == 44  # 40 TEIDs and the deep packet's 4 opened
+    assert capture.counts["tunnels"] == {"gtpu": 200, "4in4": 1} and capture.counts["tunnel_too_deep"] == 1
 
 
 @pytest.mark.parametrize("whole", [True, False])
