@@ -89,7 +89,12 @@ class Features:
     memo: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def verdict(self, lda: LDA) -> Verdict:
-        """``lda.decide(self)``, once per LDA (equal parameters: the same verdict)."""
+        """``lda.decide(self)``, once per LDA (equal parameters: the same verdict); an LDA that
+        cannot be hashed (a user's, not frozen) decides each time."""
+        try:
+            hash(lda)
+        except TypeError:
+            return lda.decide(self)
         if lda not in self.memo:
             self.memo[lda] = lda.decide(self)
         return self.memo[lda]
