@@ -159,12 +159,12 @@ def read_vantages(
         )
         table["flow"] = table["flow"].cat.remove_unused_categories()
     flow_codes = table["flow"].cat.codes.to_numpy()
-    furthest = seen.shape[1] - 1 - np.argmax(seen[:, ::-1], axis=1)
+    furthest = seen.shape[1] - 1 - np.argmax(seen[:, ::-1], axis=1)  # the last vantage that saw each row
     proven = {
         k: air.never_transmitted(captures[k].records, record_at[:, k], flow_codes, furthest > k, furthest == k - 1)
         for k in folded
     }
-    fate, reason, segments = _fates(chain, seen, sender_time, reports, proven)
+    fate, reason, segments = _fates(chain, seen, furthest, sender_time, reports, proven)
     # the sender's table is a PacketTable already (t_send: capture time at the sender), in order
     packets = table.assign(
         t_recv=np.where(fate == FATES.index(DELIVERED), arrival[:, -1], np.nan),
@@ -419,14 +419,20 @@ def _names(chain) -> list[str]:
     return short if len(set(short)) == len(short) else [v.path for v in chain]
 
 
-def _fates(chain, seen: np.ndarray, sender_time: np.ndarray, reports: list[dict], proven: dict[int, np.ndarray]):
+def _fates(
+    chain,
+    seen: np.ndarray,
+    furthest: np.ndarray,
+    sender_time: np.ndarray,
+    reports: list[dict],
+    proven: dict[int, np.ndarray],
+):
     """Fate codes (``FATES`` order) and reasons of the rows from the furthest vantage that saw
     each; per-segment counts. ``proven``: for an air vantage k, the rows proven never to have
     been on the air (``air.never_transmitted``); the other rows lost before it have no known
     cause."""
     n, k_all = seen.shape
     names = _names(chain)
-    furthest = k_all - 1 - np.argmax(seen[:, ::-1], axis=1)
     fate = np.full(n, FATES.index(DELIVERED), np.int8)
     reason = np.zeros(n, np.int64)  # index into labels
     labels = [""]
