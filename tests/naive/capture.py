@@ -333,8 +333,6 @@ def _decode_into(rec, frame, wirelen, linktype, head_bytes):
         rec["ip_len"] = ip_end - at
         if later_fragment:
             return "ip_fragment"
-        if rec["first_fragment"]:
-            break
         try:
             tunnel = _tunnel_naive(frame, l4, proto, version)
         except _TooShort:  # cut inside the tunnel's header: matters only if it is opened
@@ -380,6 +378,8 @@ def _tunnel_naive(frame, l4, proto, outer_version):
         if ethertype == 0x6558:
             inner_at, inner = _ip_start(frame[body:], 1)
             return (body + inner_at if inner_at is not None else None), inner, "gre", key
+        if ethertype in (0x88BE, 0x22EB):
+            return _erspan_naive(frame, body, ethertype == 0x22EB, has_seq)
         if ethertype not in (0x0800, 0x86DD):
             return "other"
         return body, 4 if ethertype == 0x0800 else 6, "gre", key
@@ -387,7 +387,7 @@ def _tunnel_naive(frame, l4, proto, outer_version):
         return None
     sport, dport = _struct.unpack(">HH", frame[l4 : l4 + 4])
     body = l4 + 8
-    if dport == _VXLAN_PORT:
+    if dport == _VXLAN_PORT or (sport == _VXLAN_PORT and dport != _GTP_PORT):
         _need(frame, body, 8)
         if not frame[body] & 0x08:
             return "other"
@@ -418,6 +418,27 @@ def _tunnel_naive(frame, l4, proto, outer_version):
     if inner not in (4, 6):
         return None, "not_ip", "gtpu", teid
     return at, inner, "gtpu", teid
+
+
+def _erspan_naive(frame, body, type_3, has_seq):
+    """The mirrored Ethernet frame in ERSPAN: type I (0x88BE without a GRE sequence number) has
+    no header; II an 8-byte one (version 1); III (0x22EB) 12 bytes (version 2), 8 more with the
+    O bit, Ethernet only (frame type 0). The id is the 10-bit session."""
+    session = None
+    if type_3 or has_seq:
+        size = 12 if type_3 else 8
+        _need(frame, body, size)
+        if frame[body] >> 4 != (2 if type_3 else 1):
+            return "other"
+        session = int.from_bytes(frame[body + 2 : body + 4], "big") % 1024
+        if type_3:
+            last = int.from_bytes(frame[body + 10 : body + 12], "big")
+            if last >> 10 & 31:
+                return "other"
+            size += 8 if last & 1 else 0
+        body += size
+    inner_at, inner = _ip_start(frame[body:], 1)
+    return (body + inner_at if inner_at is not None else None), inner, "erspan", session
 
 
 def _ip_header_naive(rec, frame, at, version, wirelen):

@@ -1,9 +1,10 @@
 """Tunnelled frames for the capture tests, built with scapy: GTP-U (with and without extension
-headers), VXLAN, GRE (key, sequence, transparent Ethernet), IP-in-IP, 6in4, 4in6 and 6in6,
-nested as a test asks."""
+headers), VXLAN, GRE (key, sequence, transparent Ethernet), ERSPAN I, II and III (with and
+without the platform sub-header), IP-in-IP, 6in4, 4in6 and 6in6, nested as a test asks."""
 
 from __future__ import annotations
 
+from scapy.contrib.erspan import ERSPAN_I, ERSPAN_II, ERSPAN_III, ERSPAN_PlatformSpecific
 from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
 from scapy.layers.inet import GRE, IP, UDP
 from scapy.layers.inet6 import IPv6
@@ -13,7 +14,19 @@ from scapy.packet import Raw
 
 from .captures import T0, Record, write_pcap
 
-KINDS = ("gtpu", "gtpu-ext", "vxlan", "gre", "gre-eth", "ip-in-4", "ip-in-6")
+KINDS = (
+    "gtpu",
+    "gtpu-ext",
+    "vxlan",
+    "gre",
+    "gre-eth",
+    "erspan1",
+    "erspan2",
+    "erspan3",
+    "erspan3-o",
+    "ip-in-4",
+    "ip-in-6",
+)
 OUTER_VERSION = {"ip-in-6": 6}  # IP in IP carries what it is given: 4in4, 6in4, 4in6, 6in6
 
 
@@ -26,7 +39,7 @@ def outer_ip(version: int, depth: int):
 
 def wrap(kind: str, inner, ident: int = 1, depth: int = 0):
     """``inner`` (a scapy IP or IPv6 packet) inside a tunnel of ``kind`` with id ``ident`` (TEID,
-    VNI or GRE key; GRE carries a sequence number too)."""
+    VNI, GRE key, or ERSPAN session: its low 10 bits; GRE carries a sequence number too)."""
     ether = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
     outer = outer_ip(OUTER_VERSION.get(kind, 4), depth)
     if kind == "gtpu":
@@ -39,6 +52,16 @@ def wrap(kind: str, inner, ident: int = 1, depth: int = 0):
     if kind in ("gre", "gre-eth"):
         gre = GRE(key_present=1, key=ident, seqnum_present=1, sequence_number=ident * 7 % 1000)
         return outer / gre / ether / inner if kind == "gre-eth" else outer / gre / inner
+    if kind == "erspan1":
+        return outer / GRE(proto=0x88BE) / ERSPAN_I() / ether / inner
+    if kind == "erspan2":
+        gre = GRE(proto=0x88BE, seqnum_present=1, sequence_number=ident % 1000)
+        return outer / gre / ERSPAN_II(session_id=ident % 1024, vlan=ident % 4096) / ether / inner
+    if kind in ("erspan3", "erspan3-o"):
+        erspan = ERSPAN_III(session_id=ident % 1024, timestamp=ident, o=int(kind == "erspan3-o"))
+        if kind == "erspan3-o":
+            erspan = erspan / ERSPAN_PlatformSpecific(platf_id=3, info2=ident)
+        return outer / GRE(proto=0x22EB) / erspan / ether / inner
     return outer / inner
 
 
@@ -63,6 +86,9 @@ FLOWS = [  # (tunnel kinds, innermost first; ids; inner IP version; sequence num
     (("ip-in-6",), (0,), 4, {14}),  # 4in6
     (("gre-eth", "vxlan"), (9, 77), 4, {1}),
     (("ip-in-4", "gtpu"), (0, 0xABCDEF), 4, set()),
+    (("erspan2",), (301,), 4, {8}),
+    (("erspan3-o", "vxlan"), (302, 78), 6, {20, 21}),
+    (("erspan1", "gre"), (0, 303), 4, set()),  # (a bare ERSPAN I flow would have no id to tell it by)
 ]
 SENT = 30
 

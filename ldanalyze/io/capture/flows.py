@@ -20,7 +20,7 @@ from numba import njit
 
 from ...errors import UsageError
 from ...packets import named_flows
-from .linklayer import NO_TIME, S_DECODED, T_VXLAN, TUNNEL_NAMES
+from .linklayer import NO_TIME, S_DECODED, T_ERSPAN, T_VXLAN, TUNNEL_NAMES
 
 
 def _address(v, hi, lo) -> str:
@@ -34,10 +34,14 @@ def _ends(ver, keys: np.ndarray) -> tuple[list[str], list[str]]:
     return src, dst
 
 
+_DECIMAL_IDS = (TUNNEL_NAMES[T_VXLAN], TUNNEL_NAMES[T_ERSPAN])
+
+
 def tunnel_table(keys: np.ndarray) -> pd.DataFrame:
-    """One row per interned tunnel (``linklayer.intern_flow``): kind, id (TEID, VNI or GRE key;
-    -1 when it has none), outer addresses, the tunnel it travels in (-1: none), and its text
-    (``gtpu=0x1234@192.0.2.1>192.0.2.2``, ``vxlan=42@...``, ``gre=0x5@...``, ``6in4@...``)."""
+    """One row per interned tunnel (``linklayer.intern_flow``): kind, id (TEID, VNI, GRE key or
+    ERSPAN session; -1 when it has none), outer addresses, the tunnel it travels in (-1: none),
+    and its text (``gtpu=0x1234@192.0.2.1>192.0.2.2``, ``vxlan=42@...``, ``gre=0x5@...``,
+    ``erspan=100@...``, ``6in4@...``): VNIs and sessions in decimal, as tshark shows them."""
     w0 = keys[:, 0]
     kind = [TUNNEL_NAMES[k] for k in (w0 & np.uint64(0xFF)).astype(np.int64)]
     ident = np.where(w0 & np.uint64(0x100), (w0 >> np.uint64(32)).astype(np.int64), -1)
@@ -47,7 +51,7 @@ def tunnel_table(keys: np.ndarray) -> pd.DataFrame:
     for k, i, v, s, d in zip(kind, ident, ver, src, dst):
         if v == 6:
             s, d = f"[{s}]", f"[{d}]"
-        shown = "" if i < 0 else f"={i}" if k == TUNNEL_NAMES[T_VXLAN] else f"={i:#x}"  # VNIs in decimal
+        shown = "" if i < 0 else f"={i}" if k in _DECIMAL_IDS else f"={i:#x}"
         text.append(f"{k}{shown}@{s}>{d}")
     return pd.DataFrame(
         {"kind": kind, "id": ident, "src": src, "dst": dst, "outer": keys[:, 5].astype(np.int64) - 1, "text": text}

@@ -41,10 +41,13 @@ kind    carried in              read
 gtpu    UDP, port 2152 (either  GTPv1-U G-PDU (type 0xFF): TEID, the optional sequence/N-PDU
         end)                    word and the chain of extension headers; other messages
                                 (echo, end marker, GTP') are counted (``tunnel_other``)
-vxlan   UDP, destination 4789   VNI (I flag set), then an Ethernet frame with its VLAN tags
+vxlan   UDP, port 4789 (either  VNI (I flag set), then an Ethernet frame with its VLAN tags;
+        end, as tshark)         a source port 4789 to GTP-U's port is GTP-U
 gre     IP protocol 47          version 0: checksum, key, sequence options; IPv4, IPv6 or
                                 transparent Ethernet (0x6558); version 1, routing or another
                                 protocol type are counted (``tunnel_other``)
+erspan  GRE, type 0x88BE or     ERSPAN I, II and III (``_erspan``): the mirrored Ethernet
+        0x22EB                  frame; the session ID
 4in4..  IP protocols 4 and 41   IP-in-IP, 6in4, 4in6, 6in6
 ======  ======================  ============================================================
 
@@ -52,8 +55,10 @@ A tunnel is interned (kind, TEID / VNI / GRE key, outer addresses, enclosing tun
 tunnel table, and the innermost one is part of the flow key: two bearers carrying the same
 inner 5-tuple are two flows. Everything of the record (``ip_len``, ``ttl``, ``ip_id``,
 ports, payload) is the innermost packet's; one not opened stays the outer packet, flagged
-(``F_TUNNEL_OTHER``; ``F_TUNNEL_DEEP`` past the depth limit). An outer IP first fragment is
-not opened (the rest is in other fragments): it stays the outer packet. A tunnel whose
+(``F_TUNNEL_OTHER``; ``F_TUNNEL_DEEP`` past the depth limit). A tunnel in an outer IP first
+fragment is opened, as tshark does without reassembly: the fragment holds the headers, the
+carried packet's length is its own header's, its payload is cut where the fragment ends (the
+rest, in other frames, is ``ip_fragment``). A tunnel whose
 header or carried packet is cut is ``too_short``; a carried frame without IP ``not_ip``.
 
 Truncation: a frame whose captured bytes end before the headers needed for its flow (link,
@@ -132,9 +137,9 @@ M_QOS = 2  # QoS data: numbered per receiver and traffic identifier, not per tra
 M_DATA = 4  # a data frame (else management)
 
 # -- tunnels (kinds of the tunnel table's rows) ------------------------------------------------
-T_GTPU, T_VXLAN, T_GRE, T_4IN4, T_6IN4, T_4IN6, T_6IN6 = 1, 2, 3, 4, 5, 6, 7
-TUNNEL_NAMES = ("", "gtpu", "vxlan", "gre", "4in4", "6in4", "4in6", "6in6")
-TUNNEL_ID_NAMES = ("", "teid", "vni", "key", "", "", "", "")
+T_GTPU, T_VXLAN, T_GRE, T_4IN4, T_6IN4, T_4IN6, T_6IN6, T_ERSPAN = 1, 2, 3, 4, 5, 6, 7, 8
+TUNNEL_NAMES = ("", "gtpu", "vxlan", "gre", "4in4", "6in4", "4in6", "6in6", "erspan")
+TUNNEL_ID_NAMES = ("", "teid", "vni", "key", "", "", "", "", "session")
 MAX_TUNNEL_DEPTH = 4
 GTPU_PORT = 2152
 VXLAN_PORT = 4789
@@ -149,6 +154,8 @@ NO_TIME = np.iinfo(np.int64).min  # ts_ns of a record without a timestamp (pcapn
 _ETHERTYPE_IPV4 = 0x0800
 _ETHERTYPE_IPV6 = 0x86DD
 _ETHERTYPE_TEB = 0x6558  # transparent Ethernet bridging (GRE)
+_ETHERTYPE_ERSPAN = 0x88BE  # ERSPAN type I (no GRE sequence number) or II (GRE)
+_ETHERTYPE_ERSPAN3 = 0x22EB  # ERSPAN type III (GRE)
 _AF_INET6 = (10, 24, 28, 30)
 _IPPROTO_TCP = 6
 _IPPROTO_UDP = 17
@@ -571,9 +578,36 @@ def _may_tunnel(b, l4, end, proto):
     if proto == _IPPROTO_UDP:
         if end - l4 < 8:
             return False
+        sport = u16be(b, l4)
         dport = u16be(b, l4 + 2)
-        return dport == VXLAN_PORT or dport == GTPU_PORT or u16be(b, l4) == GTPU_PORT
+        return dport == VXLAN_PORT or dport == GTPU_PORT or sport == GTPU_PORT or sport == VXLAN_PORT
     return proto == _IPPROTO_IPIP or proto == _IPPROTO_IPV6 or proto == _IPPROTO_GRE
+
+
+@njit(cache=True)
+def _erspan(b, g, end, et, sequenced):
+    """The mirrored frame an ERSPAN header at ``g`` (after GRE's) carries, as ``_tunnel_inner``
+    answers. Type I (0x88BE, no GRE sequence number, as Wireshark tells it): the Ethernet frame
+    at once, no session. Type II (0x88BE with one): an 8-byte header of version 1. Type III
+    (0x22EB): a 12-byte header of version 2, 8 bytes more when its O bit says a platform
+    sub-header follows; a frame type other than Ethernet (FT 0) is not opened. The session ID
+    (10 bits) is the tunnel's id."""
+    if et == _ETHERTYPE_ERSPAN and not sequenced:
+        q, inner = _ethernet(b, g, end)
+        return q, inner, T_ERSPAN, 0, 0
+    size = 8 if et == _ETHERTYPE_ERSPAN else 12
+    if end - g < size:
+        return -1, S_TOO_SHORT, 0, 0, 0
+    if np.int64(b[g]) >> 4 != (1 if size == 8 else 2):
+        return _TUNNEL_OTHER, 0, 0, 0, 0
+    session = u16be(b, g + 2) & 0x3FF
+    if size == 12:
+        word = u16be(b, g + 10)
+        if (word >> 10) & 0x1F:  # a frame type other than Ethernet
+            return _TUNNEL_OTHER, 0, 0, 0, 0
+        size += 8 * (word & 1)
+    q, inner = _ethernet(b, g + size, end)
+    return q, inner, T_ERSPAN, session, 1
 
 
 @njit(cache=True, inline="always")
@@ -612,13 +646,15 @@ def _tunnel_inner(b, l4, end, proto, version):
         et = u16be(b, l4 + 2)
         if et == _ETHERTYPE_TEB:
             g, inner = _ethernet(b, g, end)
+        elif et == _ETHERTYPE_ERSPAN or et == _ETHERTYPE_ERSPAN3:
+            return _erspan(b, g, end, et, bits & 0x1000)
         else:
             inner = _ethertype_kind(et)
             if inner == 0:
                 return _TUNNEL_OTHER, 0, 0, 0, 0
         return g, inner, T_GRE, key, has_key
     g = l4 + 8  # UDP, with a port of a tunnel (_may_tunnel)
-    if u16be(b, l4 + 2) == VXLAN_PORT:
+    if u16be(b, l4 + 2) == VXLAN_PORT or (u16be(b, l4) == VXLAN_PORT and u16be(b, l4 + 2) != GTPU_PORT):
         if end - g < 8:
             return -1, S_TOO_SHORT, 0, 0, 0
         if b[g] & 0x08 == 0:  # no valid VNI
@@ -803,8 +839,7 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, tunnels, tunnel
         if status:
             r["status"] = status
             return FRAME_DONE, zero, zero, zero, zero, zero, zero, n_tunnels
-        # (a first fragment is not opened: the rest is in other fragments)
-        if header_flags & F_FIRST_FRAGMENT or not _may_tunnel(b, l4, end, proto):
+        if not _may_tunnel(b, l4, end, proto):
             break
         if depth == MAX_TUNNEL_DEPTH:
             flags = F_TUNNEL_DEEP

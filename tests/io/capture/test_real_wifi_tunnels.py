@@ -8,9 +8,8 @@ addresses, ports, transport, and the TEIDs / VNIs / GRE keys of its tunnels) is 
 dissects, so every flow's packet count is tshark's.
 
 tshark runs with IP reassembly off (``ip.defragment:FALSE``): ldanalyze reads each frame alone.
-An outer first fragment is then, to both, the packet whose headers it holds; except that
-ldanalyze does not open a tunnel in it (``linklayer``: the rest of the datagram is in other
-frames) where tshark does, which ``test_an_outer_first_fragment_stays_the_outer_packet`` pins.
+An outer first fragment is then, to both, the packet whose headers it holds, its tunnels opened
+(``test_a_tunnel_in_an_outer_first_fragment_is_opened``).
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ import numpy as np
 import pytest
 
 from ldanalyze.io.capture.air import is_air_capture
-from ldanalyze.io.capture.linklayer import F_FIRST_FRAGMENT, M_RETRY, NO_MAC_SEQ, STATUS_NAMES
+from ldanalyze.io.capture.linklayer import M_RETRY, NO_MAC_SEQ, STATUS_NAMES
 from ldanalyze.io.capture.pcap import decode_capture, list_flows
 
 from ...conftest import needs_binary, require_binary
@@ -32,7 +31,7 @@ from ...conftest import needs_binary, require_binary
 REAL = pathlib.Path(__file__).parents[2] / "data" / "real"
 WIFI = REAL / "wifi"
 TUNNELS = REAL / "tunnels"
-TUNNEL_LAYERS = ("gtp", "vxlan", "gre")
+TUNNEL_LAYERS = ("gtp", "vxlan", "gre", "erspan")
 FIELDS = (
     "frame.protocols",
     "wlan.seq",
@@ -50,6 +49,7 @@ FIELDS = (
     "gtp.teid",
     "vxlan.vni",
     "gre.key",
+    "erspan.spanid",
 )
 
 # file → (records, records with an 802.11 sequence number, of them retried, flows)
@@ -65,11 +65,18 @@ WIFI_FILES = {
 TUNNEL_FILES = {
     "gtp-iphone.pcap": (106, 28, {"gtpu": 106}),  # VoLTE from a phone: IPv6 SIP, RTP, TCP (Linux SLL)
     "gtp6_gtp_0x32.pcap": (31, 2, {"gtpu": 31}),  # TLS over TCP; one direction with GTP sequence numbers
-    "gtp1_gn_normal_incl_fragmentation.pcap": (108, 4, {"gtpu": 32}),  # Gn HTTP, outer IPv4 fragmented
     "gre-sample.pcap": (40, 11, {"gre": 40}),  # TCP (SSH), UDP (DNS, NTP), ICMP in GRE
     "gre-within-gre.pcap": (628, 4, {"gre": 628}),  # ICMP and RIP in GRE in GRE
     "vxlan-encapsulated-http.pcap": (12, 2, {"vxlan": 12}),  # an HTTP exchange in VXLAN (VNI 1)
     "vxlan.pcap": (10, 2, {"vxlan": 8}),  # ICMP, and ARP (no IP: not_ip), in VXLAN (VNI 123)
+    "gtp1_gn_normal_incl_fragmentation.pcap": (108, 2, {"gtpu": 72}),  # Gn HTTP, outer IPv4 fragmented
+    "erspan.pcap": (287, 26, {"gre": 238}),  # GRE (key) bridging Ethernet: HTTP, ICMP; ARP (not_ip)
+    "erspanI.pcap": (10, 2, {"erspan": 10}),  # ERSPAN I (no header): ICMP echo
+    "erspanII.pcap": (4, 2, {"erspan": 4}),  # ERSPAN II, session 100: ICMP echo
+    "erspanIII.pcap": (2, 2, {"erspan": 2}),  # ERSPAN III: ICMP echo
+    "gre-erspan3-dot1q.pcap": (2, 2, {"erspan": 2}),  # ERSPAN III, platform sub-header, VLAN tag inside
+    "gre-erspan.pcap": (6, 2, {"erspan": 4}),  # ERSPAN II, session 100: ICMP; CDP (no IP)
+    "gre-erspan-vxlan.pcap": (7, 2, {"erspan": 7, "vxlan": 7}),  # HTTP in VXLAN (source port 4789) in ERSPAN II
 }
 
 
@@ -102,19 +109,12 @@ def tshark_flow(row: dict[str, list[str]]):
     ips = [k for k, layer in enumerate(layers) if layer in ("ip", "ipv6")]
     if not ips:
         return None
-    if layers[ips[0]] != "ip" or not row["ip.frag_offset"]:  # fragments of an outer IPv4 packet only
-        first_fragment = False
-    else:
-        if int(row["ip.frag_offset"][0]):  # a non-first fragment: no transport header
-            return None
-        first_fragment = row["ip.flags.mf"][0] in ("1", "True")
+    if layers[ips[0]] == "ip" and row["ip.frag_offset"] and int(row["ip.frag_offset"][0]):
+        return None  # a non-first fragment of an outer IPv4 packet: no transport header
     tunnels = [k for k, layer in enumerate(layers) if layer in TUNNEL_LAYERS]
-    if first_fragment:  # the outer packet: its tunnel is not opened
-        at, tunnels = ips[0], []
-    else:
-        at = ips[-1]
-        if tunnels and at < tunnels[-1]:  # the innermost tunnel carries no IP (ARP in VXLAN)
-            return None
+    at = ips[-1]
+    if tunnels and at < tunnels[-1]:  # the innermost tunnel carries no IP (ARP in VXLAN)
+        return None
     kind = layers[at]
     nth = layers[: at + 1].count(kind) - 1
     src, dst = row[f"{kind}.src"][nth : nth + 1], row[f"{kind}.dst"][nth : nth + 1]
@@ -127,7 +127,7 @@ def tshark_flow(row: dict[str, list[str]]):
         sport, dport = int(row[f"{transport}.srcport"][j]), int(row[f"{transport}.dstport"][j])
     else:
         transport, sport, dport = "other", 0, 0
-    ids = [int(x, 0) for f in ("gtp.teid", "vxlan.vni", "gre.key") for x in row[f]]
+    ids = [int(x, 0) for f in ("gtp.teid", "vxlan.vni", "gre.key", "erspan.spanid") for x in row[f]]
     return src[0], sport, dst[0], dport, transport, tuple(sorted(ids[: len(tunnels)] if tunnels else ()))
 
 
@@ -211,36 +211,21 @@ def test_flows_inside_tunnels_as_tshark_reads_them(name):
 
 
 @needs_binary("tshark")
-def test_an_outer_first_fragment_stays_the_outer_packet():
-    """Gn traffic whose GTP-U packets were fragmented on the way (IPv4, 1500-byte MTU): tshark,
-    reassembling as it does by default, counts 41 packets in the downlink TCP flow; ldanalyze 6,
-    those that came whole. The other 40 first fragments stay outer GTP-U packets (UDP 2152), and
-    the 36 rest-of-datagram frames have no flow (``ip_fragment``)."""
+def test_a_tunnel_in_an_outer_first_fragment_is_opened():
+    """Gn traffic whose GTP-U packets were fragmented on the way (IPv4, 1500-byte MTU): 40 outer
+    first fragments, each holding the GTP-U header and the TCP segment's headers, are opened as
+    tshark opens them without reassembly; the 36 rests have no flow (``ip_fragment``). Each
+    packet's length is its own IP header's, the whole segment's, not the fragment's."""
     path = TUNNELS / "gtp1_gn_normal_incl_fragmentation.pcap"
     capture = decode(path)
     listed = list_flows(capture)
     flows = dict(zip(listed["flow"], listed["packets"], strict=True))
     downlink = "79.101.110.141:80>10.131.47.185:1923/tcp/gtpu=0xb2b7@63.94.149.181>239.114.155.111"
-    assert flows[downlink] == 6
-    assert flows["63.94.149.181:2152>239.114.155.111:2152/udp"] == 39
-    assert flows["239.114.155.111:2152>63.94.149.181:2152/udp"] == 1
-    first = (capture.records["flags"] & F_FIRST_FRAGMENT) != 0
-    assert int(first.sum()) == 40 and capture.counts["ip_fragment"] == 36
-    reassembled = subprocess.run(
-        [
-            require_binary("tshark"),
-            "-n",
-            "-r",
-            str(path),
-            "-Y",
-            "tcp.srcport == 80",
-            "-T",
-            "fields",
-            "-e",
-            "frame.number",
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.split()
-    assert len(reassembled) == 41
+    assert flows[downlink] == 45 and sum(flows.values()) == 72  # 6 came whole, 39 in fragments
+    assert capture.counts["ip_fragment"] == 36
+    cmd = [require_binary("tshark"), "-n", "-r", str(path), "-o", "ip.defragment:FALSE", "-Y", "tcp.srcport == 80"]
+    out = subprocess.run(cmd + ["-T", "fields", "-e", "ip.len"], check=True, capture_output=True, text=True).stdout
+    inner_lengths = [int(line.split(",")[-1]) for line in out.split()]
+    rows = capture.records["flow"] == capture.flows.index[capture.flows["label"] == downlink][0]
+    assert capture.records["ip_len"][rows].tolist() == inner_lengths
+    assert max(inner_lengths) == 1480 and (capture.records["caplen"][rows] < 1480 + 14 + 20 + 8 + 8).all()

@@ -1,4 +1,4 @@
-"""Tunnelled captures (GTP-U, VXLAN, GRE, IP-in-IP, nested): the kernel against its plain twin
+"""Tunnelled captures (GTP-U, VXLAN, GRE, ERSPAN, IP-in-IP, nested): the kernel against its plain twin
 on generated stacks, and against tshark on flows with known losses; what is not opened."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scapy.contrib.erspan import ERSPAN_II, ERSPAN_III
 from scapy.contrib.gtp import GTPEchoRequest, GTPHeader
-from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet import GRE, IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Ether
 from scapy.layers.vxlan import VXLAN
@@ -89,15 +90,15 @@ def test_tunnels_as_the_twin_opens_them(tmp_path_factory, frames):
 def tshark_flows(path) -> dict:
     """(inner src, inner dst, tunnel ids outermost first) → sequence numbers, as tshark reads them."""
     fields = ("frame.protocols", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst", "udp.payload")
-    fields += ("gtp.teid", "vxlan.vni", "gre.key")
+    fields += ("gtp.teid", "vxlan.vni", "gre.key", "erspan.spanid")
     cmd = [require_binary("tshark"), "-n", "-r", str(path), "-T", "fields", "-E", "separator=;"]
     out = subprocess.run(cmd + [a for f in fields for a in ("-e", f)], check=True, capture_output=True, text=True)
     flows: dict = {}
     for line in out.stdout.splitlines():
-        protocols, src4, dst4, src6, dst6, payload, teid, vni, key = line.split(";")
+        protocols, src4, dst4, src6, dst6, payload, teid, vni, key, session = line.split(";")
         layers = [p for p in protocols.split(":") if p in ("ip", "ipv6")]
         src, dst = (src4, dst4) if layers[-1] == "ip" else (src6, dst6)
-        ids = tuple(int(x, 0) for x in (teid, vni, key) if x for x in x.split(","))
+        ids = tuple(int(x, 0) for x in (teid, vni, key, session) if x for x in x.split(","))
         seq = int(payload.split(",")[-1][:8], 16)
         flows.setdefault((src.split(",")[-1], dst.split(",")[-1], tuple(sorted(ids))), []).append(seq)
     return flows
@@ -123,8 +124,9 @@ def test_tshark_reads_the_same_flows_and_sequence_numbers_inside_tunnels(tmp_pat
     assert len(mine) == len(FLOWS)
     assert capture.counts["tunnels"] == {
         "gtpu": 3 * SENT - 3,  # the last flow's 4in4 travels in GTP-U
-        "vxlan": 2 * SENT - 3,
-        "gre": 2 * SENT - 1,
+        "vxlan": 3 * SENT - 5,  # a flow's ERSPAN III travels in VXLAN
+        "gre": 3 * SENT - 1,  # a flow's ERSPAN I travels in GRE
+        "erspan": 3 * SENT - 3,
         "6in4": SENT - 2,
         "4in6": SENT - 1,
         "4in4": SENT,
@@ -201,3 +203,42 @@ def test_inspect_says_what_was_opened(tmp_path, capsys, whole):
     counts = dict(item.split() for item in opened[1].split(", "))
     assert {k: int(v) for k, v in counts.items()} == decode(path).counts["tunnels"]
     assert "/gtpu=0x5678@192.0.10.1>192.0.10.2" in out
+
+
+def test_erspan_types_and_what_is_not_opened(tmp_path):
+    """ERSPAN I (no GRE sequence number) has no header and no session; II and III carry the
+    session; a III frame type other than Ethernet, or a header of another version, is not
+    opened; a header cut short is ``too_short``. VXLAN is found from its source port too."""
+    inner = IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=5000, dport=6000) / Raw(seq_payload(1))
+    ether = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    ip_frame = outer_ip(4, 0) / GRE(proto=0x22EB) / ERSPAN_III(session_id=9, ft=2) / inner
+    bad_version = outer_ip(4, 0) / GRE(proto=0x88BE, seqnum_present=1) / ERSPAN_II(ver=2) / ether / inner
+    from_port = outer_ip(4, 0) / UDP(sport=4789, dport=4790) / VXLAN(vni=3) / ether / inner
+    frames = [
+        link(wrap("erspan1", inner)),
+        link(wrap("erspan2", inner, 1023 + 1024 * 5)),  # the session is 10 bits
+        link(wrap("erspan3-o", inner, 77)),
+        link(ip_frame),
+        link(bad_version),
+        link(wrap("erspan3", inner, 5)),
+        link(from_port),
+    ]
+    records = [Record(NS + k, f) for k, f in enumerate(frames)]
+    records[5] = Record(NS + 5, frames[5], 14 + 20 + 4 + 10)  # cut in the ERSPAN III header
+    path = tmp_path / "erspan.pcap"
+    write_pcap(path, records, 1)
+    capture = same_as_twin(path)
+    r = capture.records
+    assert r["status"].tolist() == [0, 0, 0, 0, 0, 1, 0]
+    assert [capture.tunnels["id"].iat[t] if t >= 0 else None for t in r["tunnel"]] == [
+        -1,
+        1023,
+        77,
+        None,
+        None,
+        None,
+        3,
+    ]
+    assert (r["flags"][3:5] & F_TUNNEL_OTHER).all() and capture.counts["tunnel_other"] == 2
+    assert capture.counts["tunnels"] == {"erspan": 3, "vxlan": 1}
+    assert capture.flows["label"].iat[r["flow"][2]].endswith("/erspan=77@192.0.0.1>192.0.0.2")
