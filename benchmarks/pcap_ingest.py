@@ -39,9 +39,9 @@ FLOWS = 8
 T0_NS = 1_700_000_000 * 10**9
 
 
-def frames(n: int, payload: int, start: int = 0, flows: int = FLOWS) -> np.ndarray:
-    """``n`` Ethernet/IPv4/UDP/RTP frames (one row each), packets ``start`` .. ``start + n``,
-    taking turns among ``flows`` flows."""
+def frames(n: int, payload: int, start: int = 0, flows: int = FLOWS, kind: str = "rtp") -> np.ndarray:
+    """``n`` Ethernet/IPv4/UDP frames (one row each) of RTP or iperf3 (``kind``), packets
+    ``start`` .. ``start + n``, taking turns among ``flows`` flows."""
     i = np.arange(start, start + n, dtype=np.int64)
     flow = i % flows
     k = i // flows  # packet number within its flow
@@ -60,6 +60,12 @@ def frames(n: int, payload: int, start: int = 0, flows: int = FLOWS) -> np.ndarr
     put_be(f, 34, 2, 5004 + 2 * flow)
     put_be(f, 36, 2, 6000 + 2 * flow)
     put_be(f, 38, 2, np.full(n, 8 + payload))
+    if kind == "iperf3":  # tv_sec, tv_usec, a 32-bit packet counter from 1
+        ts = times_ns(n, start, flows)
+        put_be(f, 42, 4, ts // 10**9)
+        put_be(f, 46, 4, ts % 10**9 // 1000)
+        put_be(f, 50, 4, k + 1)
+        return f
     f[:, 42] = 0x80
     put_be(f, 44, 2, k & 0xFFFF)  # RTP sequence
     put_be(f, 46, 4, (160 * k) & 0xFFFFFFFF)  # RTP timestamp
@@ -79,15 +85,18 @@ def times_ns(n: int, start: int = 0, flows: int = FLOWS) -> np.ndarray:
     return T0_NS + i * (20_000_000 // flows) + (i * 7919) % 400_000
 
 
-def write_pcap(path: pathlib.Path, n: int, payload: int, batch: int = 200_000, hop=None, flows: int = FLOWS) -> None:
-    """The capture of ``n`` packets of ``flows`` flows; ``hop(frames, ts_ns, start)`` may change
-    each batch (drop packets, lower the TTL, delay them) and returns the frames and times to write."""
+def write_pcap(
+    path: pathlib.Path, n: int, payload: int, batch: int = 200_000, hop=None, flows: int = FLOWS, kind: str = "rtp"
+) -> None:
+    """The capture of ``n`` packets of ``flows`` flows of ``kind`` (``frames``); ``hop(frames,
+    ts_ns, start)`` may change each batch (drop packets, lower the TTL, delay them) and returns
+    the frames and times to write."""
     tmp = path.with_suffix(".tmp")
     with open(tmp, "wb") as out:
         out.write(np.array([0xA1B23C4D, 0x00040002, 0, 0, 262144, 1], "<u4").tobytes()[:24])
         for start in range(0, n, batch):
             m = min(batch, n - start)
-            f, ts = frames(m, payload, start, flows), times_ns(m, start, flows)
+            f, ts = frames(m, payload, start, flows, kind), times_ns(m, start, flows)
             if hop is not None:
                 f, ts = hop(f, ts, start)
             header = np.empty((f.shape[0], 4), "<u4")

@@ -55,12 +55,19 @@ def calls(decisions: pd.DataFrame, ldas: list[str] | None = None) -> pd.DataFram
     LDA: 1.0 called wireless, 0.0 called congestion, NaN undetected."""
     _check_columns(decisions)
     ldas = voters(decisions) if ldas is None else list(ldas)
-    d = decisions[decisions["lda"].astype(str).isin(ldas)]
-    keys = [k for k in LOSS_KEYS if k in d.columns]
-    table = _pivot(_call_frame(d, keys), keys, ldas)
+    keys = [k for k in LOSS_KEYS if k in decisions.columns]
+    column = _voter_columns(decisions, ldas)
+    d = decisions[column >= 0]
+    column = column[column >= 0]
+    loss, first = _loss_ids([_codes(d[k]) for k in keys])
+    votes = _votes(d, loss, len(first), column, len(ldas))
+    present = np.bincount(column, minlength=len(ldas)) > 0
+    index_frame = d[keys].iloc[first].astype({k: str for k in keys if k != "uid"})
+    index = pd.MultiIndex.from_frame(index_frame) if len(keys) > 1 else pd.Index(index_frame[keys[0]])
+    table = pd.DataFrame(votes[:, present], index=index, columns=[n for n, p in zip(ldas, present) if p])
     if "t_decide" in d.columns:
-        times = d.assign(**{k: d[k].astype(str) for k in keys if k != "uid"}).groupby(keys, sort=False)["t_decide"]
-        table.insert(0, "t_decide", times.min().reindex(table.index).to_numpy())
+        first_time = pd.Series(d["t_decide"].to_numpy(np.float64)).groupby(loss).min()
+        table.insert(0, "t_decide", first_time.to_numpy())
     return table.reset_index()
 
 
@@ -70,30 +77,61 @@ def _check_columns(decisions: pd.DataFrame) -> None:
         raise UsageError(f"consensus: the decisions table has no column {', '.join(map(repr, missing))}")
 
 
-def _call_frame(d: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """The loss ``keys`` (names as text), ``lda`` and ``call`` (1.0 wireless, 0.0 congestion,
-    NaN undetected) of each decision."""
-    decision = d["decision"].astype(str).to_numpy()
-    value = np.where(decision == WIRELESS, 1.0, np.where(decision == CONGESTION, 0.0, np.nan))
-    return d[keys].astype({k: str for k in keys if k != "uid"}).assign(lda=d["lda"].astype(str).to_numpy(), call=value)
+def _codes(column: pd.Series) -> np.ndarray:
+    """Integers equal where a key column's values are (NaN a value of its own): a categorical's
+    codes, else its values factorized. Hashing text per decision cost half a second on a trace
+    of 380 000 decisions; the loss keys' text is made once per loss."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy(np.int64)
+    return pd.factorize(column, use_na_sentinel=False)[0].astype(np.int64)
 
 
-def _pivot(frame: pd.DataFrame, keys: list[str], ldas: list[str]) -> pd.DataFrame:
-    """``_call_frame``'s rows as one row per loss (indexed by ``keys``, in order of first
-    appearance), one column per LDA of ``ldas`` that has any row: its first call. Only the
-    losses there are: a pivot table keeping NaN made every flow × uid of a trace a row."""
-    loss = frame.groupby(keys, sort=False).ngroup().to_numpy()
-    first = np.unique(loss, return_index=True)[1]
-    index = pd.MultiIndex.from_frame(frame[keys].iloc[first]) if len(keys) > 1 else pd.Index(frame[keys[0]].iloc[first])
-    lda = frame["lda"].to_numpy()
-    names = [name for name in ldas if name in set(lda)]
-    column = pd.Index(names).get_indexer(lda)
-    votes = np.full((len(first), len(names)), np.nan)
-    called = frame["call"].notna().to_numpy() & (column >= 0)
+def _loss_ids(codes: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's loss (its key columns' ``codes`` together), numbered in order of first
+    appearance as a groupby's ``ngroup`` (sort=False), and the first row of each loss."""
+    n = codes[0].shape[0] if codes else 0
+    loss = np.zeros(n, np.int64)
+    for code in codes:
+        code = code - code.min() if n else code
+        loss = pd.factorize(loss * (int(code.max()) + 1 if n else 1) + code)[0]
+    if not codes:
+        loss = np.zeros(n, np.int64)
+    first = np.flatnonzero(np.diff(np.maximum.accumulate(loss), prepend=-1) > 0) if n else np.zeros(0, np.int64)
+    return loss, first
+
+
+def _voter_columns(decisions: pd.DataFrame, ldas: list[str]) -> np.ndarray:
+    """Each decision's LDA as its place in ``ldas`` (-1: not a voter), read through the
+    column's categories."""
+    code, names = _text_codes(decisions["lda"])
+    place = {name: k for k, name in enumerate(ldas)}
+    return np.array([place.get(name, -1) for name in names] + [-1], np.int64)[code]
+
+
+def _call_values(decisions: pd.DataFrame) -> np.ndarray:
+    """Each decision's call: 1.0 wireless, 0.0 congestion, NaN undetected."""
+    code, names = _text_codes(decisions["decision"])
+    value = {WIRELESS: 1.0, CONGESTION: 0.0}
+    return np.array([value.get(name, np.nan) for name in names] + [np.nan])[code]
+
+
+def _text_codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """A column's codes (-1 for NaN) and the text of each code."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy(np.int64), [str(c) for c in column.cat.categories]
+    code, names = pd.factorize(column)
+    return code.astype(np.int64), [str(c) for c in names]
+
+
+def _votes(d: pd.DataFrame, loss: np.ndarray, losses: int, column: np.ndarray, width: int) -> np.ndarray:
+    """One row per loss, one column per voter: the first call it made on the loss (NaN: none)."""
+    call = _call_values(d)
+    votes = np.full((losses, width), np.nan)
+    called = ~np.isnan(call) & (column >= 0)
     # the first call an LDA made on a loss: the last written wins, so write them last to first
     order = np.flatnonzero(called)[::-1]
-    votes[loss[order], column[order]] = frame["call"].to_numpy()[order]
-    return pd.DataFrame(votes, index=index, columns=names)
+    votes[loss[order], column[order]] = call[order]
+    return votes
 
 
 def consensus(decisions: pd.DataFrame, ldas: list[str] | None = None) -> pd.DataFrame:
@@ -186,14 +224,13 @@ def agreement_counts(decisions: pd.DataFrame, by: tuple[str, ...] = (), ldas: li
         if group_by
         else np.zeros(len(decisions))
     )
-    voting = decisions["lda"].astype(str).isin(names).to_numpy() & ~np.isnan(group)  # NaN: no group key
-    d, group = decisions[voting], group[voting].astype(np.int64)
-    lda = d["lda"].astype(str).to_numpy()
+    column = _voter_columns(decisions, names)
+    voting = (column >= 0) & ~np.isnan(group)  # NaN: no group key
+    d, group, column = decisions[voting], group[voting].astype(np.int64), column[voting]
     # each group's voters in ``voters``' order: as named, as the categories, or as first seen in the group
-    seen = pd.DataFrame({"group": group, "lda": lda}).drop_duplicates()
+    seen = pd.DataFrame({"group": group, "lda": column}).drop_duplicates()
     if ldas is not None or isinstance(d["lda"].dtype, pd.CategoricalDtype):
-        seen = seen.assign(order=seen["lda"].map({name: k for k, name in enumerate(names)}))
-        seen = seen.sort_values(["group", "order"], kind="stable")
+        seen = seen.sort_values(["group", "lda"], kind="stable")
     else:
         seen = seen.sort_values("group", kind="stable")
     seen["rank"] = seen.groupby("group").cumcount()
@@ -201,14 +238,12 @@ def agreement_counts(decisions: pd.DataFrame, by: tuple[str, ...] = (), ldas: li
     rows = rows[rows["rank_other"] >= rows["rank"]].sort_values(["group", "rank", "rank_other"], kind="stable")
 
     keys = [k for k in LOSS_KEYS if k in d.columns and k not in group_by]  # a loss within its group
-    table = _pivot(_call_frame(d, keys).assign(group=group), ["group", *keys], names)
-    present = list(table.columns)
-    loss_group = table.index.get_level_values("group").to_numpy()
-    votes = table.to_numpy(np.float64)
+    loss, first = _loss_ids([group, *(_codes(d[k]) for k in keys)])
+    votes = _votes(d, loss, len(first), column, len(names))
+    loss_group = group[first]
     wireless, congestion = votes == 1.0, votes == 0.0
     groups = int(group.max()) + 1 if len(group) else 0
-    at = {name: k for k, name in enumerate(present)}
-    i, j = rows["lda"].map(at).to_numpy(), rows["lda_other"].map(at).to_numpy()
+    i, j = rows["lda"].to_numpy(), rows["lda_other"].to_numpy()
     g = rows["group"].to_numpy()
 
     def per_row(mask: np.ndarray, where: np.ndarray) -> np.ndarray:
@@ -219,8 +254,8 @@ def agreement_counts(decisions: pd.DataFrame, by: tuple[str, ...] = (), ldas: li
     for a, b in dict.fromkeys(zip(i.tolist(), j.tolist())):
         where = (i == a) & (j == b)
         for name in PAIR_COUNTS:
-            first, second = name.split("_")
-            out[name][where] = per_row(sides[first][:, a] & sides[second][:, b], where)
+            first_call, second_call = name.split("_")
+            out[name][where] = per_row(sides[first_call][:, a] & sides[second_call][:, b], where)
         if a == b:
             others_w = wireless.sum(axis=1) - wireless[:, a]
             others_c = congestion.sum(axis=1) - congestion[:, a]
@@ -229,9 +264,8 @@ def agreement_counts(decisions: pd.DataFrame, by: tuple[str, ...] = (), ldas: li
             out["agreeing"][where] = per_row(compared & (wireless[:, a] == (others_w > others_c)), where)
     numbers, first_row = np.unique(group, return_index=True)
     labels = d[group_by].iloc[first_row[np.searchsorted(numbers, g)]].reset_index(drop=True)
-    return pd.concat(
-        [labels, pd.DataFrame({"lda": rows["lda"].to_numpy(), "other": rows["lda_other"].to_numpy(), **out})], axis=1
-    )
+    named = np.array(names, dtype=object)
+    return pd.concat([labels, pd.DataFrame({"lda": named[i], "other": named[j], **out})], axis=1)
 
 
 def agreement_table(counts: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFrame:

@@ -76,7 +76,7 @@ from .clockrate import ClockRates, send_seconds
 from .fields import PAIR_UNITS, RTP, TCP, UDP, UDP_SPECS, FieldSpec, payload_name
 from .flows import SSRC, FlowRecords, capture_host, chosen_flows, flow_groups
 from .rtp_streams import TRANSPORT_CC, capture_sender_reports, flow_rtp_streams
-from .sequences import MIN_AUTO_PACKETS, NotThisKind, Stream, distinct, first_reasons, not_a_sequence
+from .sequences import MIN_AUTO_PACKETS, NotThisKind, Stream, distinct, first_reasons, not_a_sequence, repeats
 from .tcp import ACKS_ONLY, tcp_stream
 
 VANTAGES = ("receiver", "sender")
@@ -369,7 +369,7 @@ def _misread(streams: list[Stream], packets: int) -> int:
     right; a 64-bit counter read as 32 bits (its high word) repeats, and read as a signed 32-bit
     id leaves out the 'negative' ones, yet either can pass the sequence checks on a short flow."""
     read = sum(s.seq.shape[0] for s in streams)
-    return packets - read + sum(s.seq.shape[0] - np.unique(s.seq).shape[0] for s in streams)
+    return packets - read + sum(repeats(s.seq) for s in streams)
 
 
 # -- rows --------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Shared by the readers of every kind (``payload.py``, ``rtp_streams.py``, ``tcp.py``): a
 ``Stream`` (one sequence space: records, numbers, send times), ``NotThisKind``, the test that
-numbers read from a field are a packet sequence (``not_a_sequence``), ``distinct`` values, and
+numbers read from a field are a packet sequence (``not_a_sequence``), ``distinct`` values and
+the count of ``repeats``, and
 the reasons a flow or stream was skipped, told in full (``first_reasons``) or in brief.
 """
 
@@ -92,3 +93,13 @@ def distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     index = np.empty(values.shape[0], np.int64)
     index[order] = np.cumsum(new) - 1
     return ordered[new], index
+
+
+def repeats(values: np.ndarray) -> int:
+    """How many values equal another before them (``len - len(np.unique)``): none when they
+    rise strictly, as a sequence read right mostly does (told by one pass, not a hash of every
+    value: np.unique took 23 ms on a 250 000-packet flow); else counted on the sorted values."""
+    if values.shape[0] < 2 or bool((values[1:] > values[:-1]).all()):
+        return 0
+    ordered = np.sort(values)
+    return int(np.count_nonzero(ordered[1:] == ordered[:-1]))

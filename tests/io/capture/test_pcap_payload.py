@@ -22,6 +22,7 @@ from ldanalyze.errors import TraceError, UsageError
 from ldanalyze.io.capture.clockrate import ClockRates
 from ldanalyze.io.capture.fields import Field, FieldSpec
 from ldanalyze.io.capture.pcap import read_capture
+from ldanalyze.io.capture.sequences import repeats
 from ldanalyze.io.capture.tcp import segment_index
 from ldanalyze.packets import validate_packets
 from ldanalyze.timeline import build_timeline
@@ -330,6 +331,13 @@ def test_tcp_without_timestamps_has_no_sender_clock(tmp_path):
     path = tcp_capture(tmp_path, [(10, 0, 1000, 0), (11, 1000, 1000, 0)], timestamps=False)
     with pytest.raises(TraceError, match="2 of 2 data segments carry no TCP timestamps option: no sender clock"):
         read(path, flows=[TCP_LABEL])
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.integers(-5, 40), max_size=60), rising=st.booleans())
+def test_repeats_counts_what_np_unique_drops(values, rising):
+    seq = np.array(sorted(set(values)) if rising else values, np.int64)
+    assert repeats(seq) == seq.shape[0] - np.unique(seq).shape[0]
 
 
 def test_segment_index_by_hand():
