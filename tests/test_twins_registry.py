@@ -50,7 +50,7 @@ NO_TWIN: dict[str, str] = {
         "capture.capture_records",
         *(_LINK + k for k in ("network_start", "_ethertype_kind", "_radiotap_flags", "_skip_vlan_tags")),
         *(_LINK + k for k in ("intern_flow", "flow_slot_hash", "mix64", "u16", "u16be", "u16le", "u32", "u32be")),
-        *(_LINK + k for k in ("u32le", "u64be", "u64le", "_ip_header", "_may_tunnel", "_tunnel_inner")),
+        *(_LINK + k for k in ("u32le", "u64be", "u64le", "_ip_header", "_may_tunnel", "_tunnel_inner", "_erspan")),
         _LINK + "_ethernet",
         *(_LINK + k for k in ("wifi_sequence", "mac_sequence_space", "u48le")),
         *("ldanalyze.io.capture.walk." + k for k in ("_no_room", "_start_record", "ticks_to_ns")),

@@ -163,7 +163,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 def _disagreement_text(decisions) -> str:
     """Without any ground truth: how far the LDAs agree (Cohen's kappa, pooled) and the
     majority call per loss, with its caveat."""
-    if decisions.empty or (decisions["cause"].astype(str) != "lost").any():
+    if decisions.empty or {str(c) for c in pd.unique(decisions["cause"])} != {"lost"}:
         return ""
     kappa = kappa_matrix(decisions)
     if kappa.empty:

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from ..errors import UsageError
 from ..lda.base import Features, Replay, take
@@ -374,29 +375,45 @@ class LazyState(Mapping):
         return len(self._keys)
 
 
-def time_average(t: np.ndarray, value: np.ndarray, start: np.ndarray, flow: np.ndarray, n_flows: int):
-    """Per flow: the time average of a step function (``value[i]`` holds from ``t[i]`` to
-    ``t[i+1]`` within the flow) over the time it is defined, and that time."""
-    dt = np.zeros(t.shape[0])
-    dt[:-1] = t[1:] - t[:-1]
-    last = np.ones(t.shape[0], bool)
-    last[:-1] = start[1:]
-    dt[last] = 0.0
-    ok = np.isfinite(value) & (dt > 0)
-    area = np.bincount(flow[ok], weights=value[ok] * dt[ok], minlength=n_flows)
-    span = np.bincount(flow[ok], weights=dt[ok], minlength=n_flows)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return area / span, span
+@njit(cache=True)
+def rate_averages(t, start, flow, n_flows, rate, cap):
+    """Per flow: the time averages of a step function (``rate[i]`` holds from ``t[i]`` to
+    ``t[i+1]`` within the flow) and of it capped at the flow's ``cap`` (NaN where the cap is),
+    each over the time it is defined, and the first one's time. One pass: every controller's
+    rates are averaged twice per LDA, 24 passes of numpy temporaries costing a third of a
+    ``score``'s replay."""
+    area = np.zeros(n_flows)
+    span = np.zeros(n_flows)
+    capped_area = np.zeros(n_flows)
+    capped_span = np.zeros(n_flows)
+    n = t.shape[0]
+    for i in range(n - 1):
+        if start[i + 1]:
+            continue
+        dt = t[i + 1] - t[i]
+        if not dt > 0.0:
+            continue
+        f = flow[i]
+        v = rate[i]
+        if np.isfinite(v):
+            area[f] += v * dt
+            span[f] += dt
+        c = cap[f]
+        if not (np.isnan(v) or np.isnan(c)):
+            c = v if v < c else c
+            if np.isfinite(c):
+                capped_area[f] += c * dt
+                capped_span[f] += dt
+    return area / span, capped_area / capped_span, span
 
 
 def summarize_rates(sig: Signals, rate_bps: np.ndarray) -> dict[str, Any]:
     """Per flow: time-averaged allowed rate (bits/s), capped at the capacity and normalised to
     it (paper 000 §VI-A, Table II: "thput"), and the time it covers."""
-    mean, span = time_average(sig.t, rate_bps, sig.start, sig.flow, len(sig.flows))
     cap_bps = sig.capacity * 8.0
-    capped = np.minimum(rate_bps, cap_bps[sig.flow])
-    capped = np.where(np.isnan(cap_bps[sig.flow]), np.nan, capped)
-    mean_capped, _ = time_average(sig.t, capped, sig.start, sig.flow, len(sig.flows))
     with np.errstate(invalid="ignore", divide="ignore"):
+        mean, mean_capped, span = call(
+            rate_averages, sig.t, sig.start, sig.flow, len(sig.flows), rate_bps, cap_bps, us_per_item=1.5
+        )
         thput = mean_capped / cap_bps
     return {"mean_rate_bps": mean, "capacity_bps": cap_bps, "thput": thput, "seconds": span}

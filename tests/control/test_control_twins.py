@@ -113,3 +113,34 @@ def test_every_registered_controller_has_a_twin_and_variants():
 
     assert set(REGISTRY) == set(VARIANTS) == set(naive_control.CONTROLLER_TWINS)
     assert all(v and v[0] == {} for v in VARIANTS.values())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.booleans(),  # a flow starts here
+            st.sampled_from([0.0, 0.001, 0.25, 1.0]),  # time since the arrival before
+            st.sampled_from([0.0, 1.5e5, 2e6, 8e6, np.inf, np.nan]),  # the rate
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    caps=st.lists(st.sampled_from([1e6, 4e6, np.nan]), min_size=1, max_size=4),
+)
+def test_rate_averages_as_the_twin(steps, caps):
+    from ldanalyze.control.base import rate_averages
+
+    start = np.array([True] + [s for s, _, _ in steps[1:]])
+    flow = np.minimum(np.cumsum(start) - 1, len(caps) - 1)
+    start |= np.r_[True, flow[1:] != flow[:-1]]  # a flow's arrivals contiguous
+    t = np.cumsum([dt for _, dt, _ in steps])
+    rate = np.array([r for _, _, r in steps])
+    cap = np.array(caps)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        got = rate_averages(t, start, flow, len(caps), rate, cap)
+        interpreted = rate_averages.py_func(t, start, flow, len(caps), rate, cap)
+    twin = naive_control.rate_averages(t, start, flow.tolist(), len(caps), rate.tolist(), cap.tolist())
+    for mine, plain, theirs in zip(got, interpreted, twin, strict=True):
+        np.testing.assert_array_equal(mine, np.array(theirs))
+        np.testing.assert_array_equal(plain, np.array(theirs))

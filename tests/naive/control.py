@@ -399,3 +399,28 @@ def controller_westwood_abse(arrivals, losses, beta=0.6, N=10.0, history=10, **w
 
 CONTROLLER_TWINS["westwood_be"] = controller_westwood_be
 CONTROLLER_TWINS["westwood_abse"] = controller_westwood_abse
+
+
+@twin_of("ldanalyze.control.base.rate_averages")
+def rate_averages(t, start, flow, n_flows, rate, cap):
+    """Per flow: the time average of the rate (each value held until the flow's next arrival)
+    over the time it is finite, the same of min(rate, cap) (none where the cap is NaN), and the
+    first one's time: sums over the intervals one by one."""
+    sums = [[0.0, 0.0, 0.0, 0.0] for _ in range(n_flows)]  # area, span, capped area, capped span
+    for i in range(len(t) - 1):
+        dt = t[i + 1] - t[i]
+        if start[i + 1] or not dt > 0:
+            continue
+        own = sums[flow[i]]
+        if math.isfinite(rate[i]):
+            own[0] += rate[i] * dt
+            own[1] += dt
+        limit = cap[flow[i]]
+        if not (math.isnan(rate[i]) or math.isnan(limit)) and math.isfinite(min(rate[i], limit)):
+            own[2] += min(rate[i], limit) * dt
+            own[3] += dt
+
+    def ratio(a, b):
+        return a / b if b else math.nan
+
+    return [ratio(a, s) for a, s, _, _ in sums], [ratio(a, s) for _, _, a, s in sums], [s for _, s, _, _ in sums]
