@@ -20,6 +20,7 @@ from .jobs import (
     load_config,
     read_manifest,
     too_big_to_read_whole,
+    whole_read_limit,
 )
 from .results import SCOPES, errors_table, results_table, score_suite
 from .running import execute, largest_first, run_job
@@ -43,6 +44,7 @@ __all__ = [
     "load_config",
     "read_manifest",
     "too_big_to_read_whole",
+    "whole_read_limit",
     "SPLIT_OPTIONS",
     "SCOPES",
     "errors_table",

@@ -19,24 +19,60 @@ from ..errors import TraceError, UsageError
 from ..io.detect import detect_format
 from ..lda import Replay, parse_ldas
 
-FLOW_AT_A_TIME_ABOVE = 1 << 30  # bytes: a larger capture is read one flow at a time (Analysis)
+# a capture larger than this is read one flow at a time (Analysis): bytes, None (never), or
+# "auto": larger than ``whole_read_limit`` says the memory available holds
+FLOW_AT_A_TIME_ABOVE = "auto"
+# a capture read whole holds up to this many bytes of memory per byte of file at its peak (a
+# record's columns, ~290 bytes, over the smallest packets' 76 bytes of pcap; measured:
+# benchmarks/capture_memory.py), and may take this share of the memory available (a second
+# worker of a batch, the rest of the machine)
+WHOLE_READ_BYTES_PER_FILE_BYTE = 4
+WHOLE_READ_MEMORY_SHARE = 0.25
 # the reader options a capture read one flow at a time takes (``read_capture_flows``'); one that
 # picks flows or streams, or names the trace format, has the capture read whole
 SPLIT_OPTIONS = frozenset({"payload", "clock_rate", "skew", "skew_limit_ppm", "capture_host", "vantage"})
 
 
-def too_big_to_read_whole(path: str, limit: int | None) -> bool:
-    """Whether ``path`` is a pcap or pcapng file larger than ``limit`` bytes (None: no limit):
-    ``batch`` and ``inspect`` read such a capture one flow at a time by themselves, memory
-    bounded by its largest flow. A file that cannot be read is not: the reader says why."""
+def too_big_to_read_whole(path: str, limit: int | str | None) -> bool:
+    """Whether ``path`` is a pcap or pcapng file larger than ``limit`` bytes (None: no limit;
+    ``"auto"``: ``whole_read_limit()``): ``batch`` and ``inspect`` read such a capture one flow
+    at a time by themselves, memory bounded by its largest flow. A file that cannot be read is
+    not: the reader says why."""
     from ..io.capture.source import capture_format
 
     if limit is None:
         return False
     try:
-        return os.path.getsize(path) > limit and capture_format(path) is not None
+        size = os.path.getsize(path)
+        return size > (whole_read_limit() if limit == "auto" else int(limit)) and capture_format(path) is not None
     except OSError:
         return False
+
+
+def whole_read_limit() -> int:
+    """The largest capture ``"auto"`` reads whole: one whose peak memory read whole
+    (``WHOLE_READ_BYTES_PER_FILE_BYTE``) fits in ``WHOLE_READ_MEMORY_SHARE`` of the memory the
+    system has available now (1 GiB where it does not say)."""
+    available = available_memory()
+    if available is None:
+        return 1 << 30
+    return int(available * WHOLE_READ_MEMORY_SHARE / WHOLE_READ_BYTES_PER_FILE_BYTE)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory the system can give without swapping (Linux's ``MemAvailable``; else
+    the free pages), or None where neither is known."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,13 +103,16 @@ class Analysis:
     semantics: Replay = dataclasses.field(default_factory=Replay)
     seq_modulus: int | None = None
     cache_dir: str | None = None
-    flow_at_a_time_above: int | None = FLOW_AT_A_TIME_ABOVE
+    flow_at_a_time_above: int | str | None = FLOW_AT_A_TIME_ABOVE
     keep: str = "decisions"  # what each job's result keeps: one of KEEP
 
     def __post_init__(self) -> None:
         parse_ldas(self.ldas)
         if self.controller is not None:
             parse_controllers(self.controller)
+        limit = self.flow_at_a_time_above
+        if not (limit is None or limit == "auto" or (isinstance(limit, int) and limit >= 0)):
+            raise UsageError(f"flow_at_a_time_above must be a byte count, 'auto' or None, not {limit!r}")
         if self.keep not in KEEP:
             raise UsageError(f"keep must be one of {', '.join(KEEP)}, not {self.keep!r}")
 

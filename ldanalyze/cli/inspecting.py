@@ -11,7 +11,7 @@ import sys
 import pandas as pd
 
 from .. import formatting
-from ..batch import too_big_to_read_whole
+from ..batch import too_big_to_read_whole, whole_read_limit
 from ..formatting import MAIN_SUMMARY_COLUMNS, summary_shown
 from ..io import list_flows
 from ..io.capture.pcap import RTP_HEAD_BYTES
@@ -118,14 +118,21 @@ def _inspected(args: argparse.Namespace) -> _Inspected:
 def _big_capture(args: argparse.Namespace) -> bool:
     """Whether ``inspect`` reads its capture one flow at a time by itself, as ``batch`` does: a
     pcap or pcapng file above ``--flow-at-a-time-above`` bytes, no option picking flows or
-    streams. The report is the same either way; a note on standard error says which it was."""
+    streams; by default (``auto``) one larger than a quarter of the memory available would hold
+    read whole (``batch.whole_read_limit``). The report is the same either way; a note on
+    standard error says which it was."""
     path = args.trace
-    if not path or flow_picking(args) or not too_big_to_read_whole(path, byte_size(args.flow_at_a_time_above)):
+    limit = byte_size(args.flow_at_a_time_above)
+    if not path or flow_picking(args) or not too_big_to_read_whole(path, limit):
         return False
+    above = (
+        f"more than the {whole_read_limit() / 1e6:,.0f} MB the memory available holds read whole"
+        if limit == "auto"
+        else f"more than --flow-at-a-time-above ({args.flow_at_a_time_above})"
+    )
     print(
-        f"ldanalyze: note: {path} holds {os.path.getsize(path) / 1e6:,.0f} MB, more than --flow-at-a-time-above "
-        f"({args.flow_at_a_time_above}): read one flow at a time, memory bounded by its largest flow "
-        "('--flow-at-a-time-above never' reads it whole)",
+        f"ldanalyze: note: {path} holds {os.path.getsize(path) / 1e6:,.0f} MB, {above}: read one flow at a "
+        "time, memory bounded by its largest flow ('--flow-at-a-time-above never' reads it whole)",
         file=sys.stderr,
     )
     return True

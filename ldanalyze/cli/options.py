@@ -8,7 +8,7 @@ import argparse
 import os
 import sys
 
-from ..batch import FLOW_AT_A_TIME_ABOVE, SPLIT_OPTIONS
+from ..batch import SPLIT_OPTIONS
 from ..control import PathModel
 from ..errors import UsageError
 from ..io import read_trace
@@ -30,11 +30,11 @@ def csv_list(text: str) -> list[str]:
 SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
-def byte_size(text: str) -> int | None:
+def byte_size(text: str) -> int | str | None:
     """``512M``, ``2G``, ``1.5G``, ``0`` or a plain byte count (binary units, a trailing B or
-    iB allowed); None for ``never``."""
-    if text.strip().lower() == "never":
-        return None
+    iB allowed); None for ``never``, ``"auto"`` for ``auto``."""
+    if text.strip().lower() in ("never", "auto"):
+        return None if text.strip().lower() == "never" else "auto"
     number = text.strip().upper().removesuffix("IB").removesuffix("B")
     unit = number[-1:] if number[-1:] in "KMGT" else ""
     try:
@@ -42,7 +42,7 @@ def byte_size(text: str) -> int | None:
     except ValueError:
         value = -1.0
     if not 0 <= value < float(1 << 62):
-        raise UsageError(f"{text!r} is no size: give bytes, or a number with K, M, G or T (1G), or 'never'")
+        raise UsageError(f"{text!r} is no size: give bytes, or a number with K, M, G or T (1G), 'auto' or 'never'")
     return int(value)
 
 
@@ -164,7 +164,6 @@ def load_timeline(args: argparse.Namespace):
 
 
 # the command line's defaults of what the library defaults too
-FLOW_AT_A_TIME_TEXT = f"{FLOW_AT_A_TIME_ABOVE >> 30}G"
 REPLAY_DEFAULTS = {
     "classify_first": not Replay().update_first,
     "gap_delay": Replay().gap_delay,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import difflib
 
+from ..batch import FLOW_AT_A_TIME_ABOVE
 from ..control import REGISTRY as CONTROLLERS
 from ..io import FORMATS
 from ..io.capture.payload import KINDS, ORDER
@@ -27,7 +28,7 @@ from .analysing import (
 )
 from .inspecting import CAPTURE_FLOWS_SHOWN, cmd_inspect
 from .learning import cmd_evaluate, cmd_train
-from .options import FLOW_AT_A_TIME_TEXT, REPLAY_DEFAULTS, bits_per_second, clock_rates_arg, csv_list, drop_cause_arg
+from .options import REPLAY_DEFAULTS, bits_per_second, clock_rates_arg, csv_list, drop_cause_arg
 from .suites import cmd_batch, cmd_reproduce
 from .writing import TABLE_KINDS
 
@@ -239,9 +240,10 @@ def build_parser() -> CommandParser:
     p.add_argument(
         "--flow-at-a-time-above",
         metavar="SIZE",
-        default=FLOW_AT_A_TIME_TEXT,
-        help="read a capture larger than SIZE (e.g. 512M, 2G; never) one flow at a time by itself, "
-        f"unless an option picks flows or streams (default {FLOW_AT_A_TIME_TEXT}, as batch)",
+        default=FLOW_AT_A_TIME_ABOVE,
+        help="read a capture larger than SIZE (e.g. 512M, 2G; never; auto: larger than a quarter of the "
+        "memory available holds read whole) one flow at a time by itself, unless an option picks flows "
+        f"or streams (default {FLOW_AT_A_TIME_ABOVE}, as batch)",
     )
     p.set_defaults(func=cmd_inspect)
 
@@ -495,8 +497,9 @@ def build_parser() -> CommandParser:
     p.add_argument(
         "--flow-at-a-time-above",
         metavar="SIZE",
-        help="read a capture larger than SIZE (e.g. 512M, 2G; 0: every capture; never) one flow "
-        f"at a time, its memory bounded by its largest flow (default {FLOW_AT_A_TIME_TEXT})",
+        help="read a capture larger than SIZE (e.g. 512M, 2G; 0: every capture; never; auto: larger than "
+        "a quarter of the memory available holds read whole) one flow at a time, its memory bounded by "
+        f"its largest flow (default {FLOW_AT_A_TIME_ABOVE})",
     )
     p.set_defaults(func=cmd_batch)
     return parser

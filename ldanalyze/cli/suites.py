@@ -19,7 +19,7 @@ from ..errors import UsageError
 from ..lda import parse_ldas
 from ..report import ci
 from ..report.tables import text_table
-from .options import FLOW_AT_A_TIME_TEXT, REPLAY_DEFAULTS, byte_size, replay_semantics
+from .options import REPLAY_DEFAULTS, byte_size, replay_semantics
 from .writing import table_kind, write_output, write_table
 
 BATCH_DEFAULTS = {
@@ -44,7 +44,7 @@ BATCH_DEFAULTS = {
     "summary": None,
     "json": None,
     "quiet": False,
-    "flow_at_a_time_above": FLOW_AT_A_TIME_TEXT,
+    "flow_at_a_time_above": batching.FLOW_AT_A_TIME_ABOVE,
     **REPLAY_DEFAULTS,
     "seq_modulus": None,
 }

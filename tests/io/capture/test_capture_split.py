@@ -176,9 +176,9 @@ def test_inspect_flow_at_a_time_refuses_what_it_cannot_do(capsys):
 
 
 def test_inspect_reads_a_big_capture_flow_by_flow_by_itself(capsys):
-    """Above --flow-at-a-time-above (1G by default, as batch) inspect reads a capture one flow
-    at a time by itself, and says so; the report is the whole read's. An option that picks
-    flows or streams, or 'never', keeps the whole read."""
+    """Above --flow-at-a-time-above (auto by default, as batch: what the memory available
+    holds) inspect reads a capture one flow at a time by itself, and says so; the report is the
+    whole read's. An option that picks flows or streams, or 'never', keeps the whole read."""
     from ldanalyze.cli import main
 
     path = str(REAL / "stun_wa_call.pcapng")
@@ -194,3 +194,27 @@ def test_inspect_reads_a_big_capture_flow_by_flow_by_itself(capsys):
         assert "read one flow at a time" not in capsys.readouterr().err
     assert main(["inspect", path, "--flow-at-a-time-above", "lots"]) == 2
     assert "'lots' is no size" in capsys.readouterr().err
+
+
+def test_auto_reads_whole_what_a_quarter_of_the_memory_available_holds(monkeypatch, capsys):
+    """``auto`` allows a capture 4 bytes of memory per byte of file in a quarter of the memory
+    available: 16 kB with 256 kB free; a capture is read whole with 16 times its size free, one
+    flow at a time with 16 bytes less; 1 GiB where the system does not say."""
+    from ldanalyze.batch import jobs
+    from ldanalyze.cli import main
+
+    monkeypatch.setattr(jobs, "available_memory", lambda: 256 * 1024)
+    assert jobs.whole_read_limit() == 16 * 1024
+    path = REAL / "stun_wa_call.pcapng"
+    size = path.stat().st_size
+    assert jobs.too_big_to_read_whole(str(path), "auto") == (size > 16 * 1024)
+    monkeypatch.setattr(jobs, "available_memory", lambda: 16 * size)
+    assert not jobs.too_big_to_read_whole(str(path), "auto")
+    monkeypatch.setattr(jobs, "available_memory", lambda: 16 * size - 16)
+    assert jobs.too_big_to_read_whole(str(path), "auto")
+    assert main(["inspect", str(path)]) == 0
+    assert f"more than the {(16 * size - 16) // 16 / 1e6:,.0f} MB the memory available holds read whole" in (
+        capsys.readouterr().err
+    )
+    monkeypatch.setattr(jobs, "available_memory", lambda: None)
+    assert jobs.whole_read_limit() == 1 << 30
