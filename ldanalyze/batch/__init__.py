@@ -23,7 +23,7 @@ from .jobs import (
     whole_read_limit,
 )
 from .results import SCOPES, errors_table, results_table, score_suite
-from .running import execute, largest_first, run_job
+from .running import execute, largest_first, pool_size, run_job
 
 __all__ = [
     "cache",
@@ -52,5 +52,6 @@ __all__ = [
     "score_suite",
     "execute",
     "largest_first",
+    "pool_size",
     "run_job",
 ]

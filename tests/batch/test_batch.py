@@ -187,6 +187,35 @@ def test_jobs_are_handed_out_by_the_bytes_they_read_gzip_uncompressed(tmp_path):
     assert batching.running._bytes_read(str(tmp_path / "packed.tr.gz")) == len(text) * 100_000
 
 
+def test_a_suite_too_small_to_gain_runs_without_a_pool(tmp_path, monkeypatch):
+    """``pool_size``: no pool where its start costs more than the work it takes off this core
+    (a few small traces), two workers for two jobs of a second each, no more workers than jobs,
+    and a pool waits for its largest job: one big job and a small one gain nothing."""
+    per_s = batching.running.WORK_BYTES_PER_S
+    sizes = {"small": per_s // 20, "second": per_s, "big": 4 * per_s}
+    monkeypatch.setattr(batching.running, "_bytes_read", lambda path: sizes[pathlib.Path(path).name.split("_")[0]])
+
+    def jobs(*names):
+        return [batching.Job(name=f"{n}_{k}", path=str(tmp_path / f"{n}_{k}")) for k, n in enumerate(names)]
+
+    assert batching.pool_size(jobs("small", "small", "small"), 2) == 1
+    assert batching.pool_size(jobs("second", "second"), 2) == 2
+    assert batching.pool_size(jobs("second", "second"), 8) == 2
+    assert batching.pool_size(jobs("second"), 2) == 1
+    assert batching.pool_size(jobs("big", "small"), 2) == 1
+    assert batching.pool_size(jobs(*["second"] * 6), 3) == 3
+    assert batching.pool_size(jobs(*["second"] * 6), 1) == 1
+    called = []
+    monkeypatch.setattr(batching.running, "_on_pool", lambda *args: called.append(args))
+    monkeypatch.setattr(
+        batching.running, "run_job", lambda job, analysis: batching.Outcome(job, None, None, 0, 0.0, False)
+    )
+    batching.execute(jobs("small", "small"), batching.Analysis(ldas="biaz"), workers=2)
+    assert not called
+    batching.execute(jobs("second", "second"), batching.Analysis(ldas="biaz"), workers=2)
+    assert len(called) == 1 and called[0][2] == 2
+
+
 def analysis(cache_dir=None, ldas="biaz,zbs,spike"):
     return batching.Analysis(ldas=ldas, controller="tfrc", cache_dir=cache_dir)
 
