@@ -20,7 +20,6 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 import pandas as pd
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -68,13 +67,6 @@ def shown(peaks: tuple[float, float]) -> str:
     return f"{peaks[0]:6.0f} MB peak ({peaks[1]:4.0f} MB anonymous)"
 
 
-def lossy(frames, ts_ns, start):
-    """About 1 % of the packets lost, in runs of one to three (so that there is something to score)."""
-    i = np.arange(start, start + frames.shape[0])
-    kept = (i // 3 * 2654435761) % 1000 >= 4 + i % 3 * 2
-    return frames[kept], ts_ns[kept]
-
-
 def baseline() -> tuple[float, float]:
     return run(PEAKS + "import ldanalyze, ldanalyze.io.capture.split")[1]
 
@@ -83,7 +75,7 @@ def main() -> None:
     base = baseline()
     print(f"imports alone: {shown(base)}")
     for flows, name in ((8, "memory_8_flows.pcap"), (1, "memory_1_flow.pcap")):
-        writer = functools.partial(pcap_ingest.write_pcap, flows=flows, hop=lossy)
+        writer = functools.partial(pcap_ingest.write_pcap, flows=flows, hop=pcap_ingest.lossy)
         path = pcap_ingest.build(name, writer, 2_000_000, 172)
         print(f"\n{path.name}: {path.stat().st_size / 1e6:.0f} MB, {flows} flow(s), 2,000,000 packets less 1 % lost")
         (rows_whole, *_), whole, t_whole = run(WHOLE, str(path))

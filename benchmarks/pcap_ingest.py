@@ -106,6 +106,13 @@ def write_pcap(
     os.replace(tmp, path)
 
 
+def lossy(frames, ts_ns, start):
+    """About 1 % of the packets lost, in runs of one to three (so that there is something to score)."""
+    i = np.arange(start, start + frames.shape[0])
+    kept = (i // 3 * 2654435761) % 1000 >= 4 + i % 3 * 2
+    return frames[kept], ts_ns[kept]
+
+
 def write_pcapng(path: pathlib.Path, n: int, payload: int, batch: int = 200_000) -> None:
     tmp = path.with_suffix(".tmp")
     with open(tmp, "wb") as out:

@@ -679,3 +679,25 @@ def test_policer_drops_are_kept_apart_and_how_each_lda_read_them_counted():
     with pytest.raises(UsageError, match="policing_as"):
         score(table(rows), policing_as="queue")
     assert "policer drops left out of M_c/M_w" in text_table(score(table(rows), bootstrap=0))
+
+
+@settings(max_examples=200, deadline=None)
+@given(sizes=st.lists(st.integers(1, 6), min_size=1, max_size=5), resamples=st.integers(1, 4), data=st.data())
+def test_resample_totals_as_the_twin(sizes, resamples, data):
+    """The bootstrap's kernel against its plain twin: draws near 0 and near 1 (the last unit)
+    included."""
+    from ldanalyze.scoring import resample_totals
+
+    from .naive import scoring as naive_scoring
+
+    n = sum(sizes)
+    unit_float = st.sampled_from([0.0, 0.3, 0.5, 0.999999, np.nextafter(1.0, 0.0)]) | st.floats(
+        0.0, 1.0, exclude_max=True
+    )
+    draws = np.array(
+        data.draw(st.lists(st.lists(unit_float, min_size=n, max_size=n), min_size=resamples, max_size=resamples))
+    )
+    counts = np.array(data.draw(st.lists(st.lists(st.integers(0, 9), min_size=4, max_size=4), min_size=n, max_size=n)))
+    first = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    got = resample_totals(draws, first, np.array(sizes), counts)
+    assert got.tolist() == naive_scoring.resample_totals(draws.tolist(), first.tolist(), sizes, counts.tolist())

@@ -2,7 +2,7 @@
 
 Tests compare every numba kernel and vectorised routine against these on generated input. One
 module per area of the package: ``packets``, ``timeline``, ``clocks``, ``lda``, ``control``,
-``capture`` and ``rtp`` (ldanalyze/io/capture), ``ns2`` (ldanalyze/io/ns2). Importers name the
+``capture`` and ``rtp`` (ldanalyze/io/capture), ``ns2`` (ldanalyze/io/ns2), ``scoring``. Importers name the
 module: ``from ..naive import lda as naive_lda``.
 
 ``@twin_of(...)`` names what a twin is held against: tests/test_twins_registry.py checks that
