@@ -602,13 +602,26 @@ def _resample(
     for s in range(0, resamples, chunk):
         m = min(chunk, resamples - s)
         draws = rng.random(out=buffer[:m])
-        kernel = pick(resample_totals, draws.size * 1e-6)  # about 1 us a draw interpreted
-        totals = kernel(draws, start[present], size[present], counts)
+        how = pick(resample_totals, draws.size * 25e-9, instead=_resample_totals_vectorised)
+        totals = how(draws, start[present], size[present], counts)
         t_c, t_cw, t_w, t_wc = (totals[:, :, k] for k in range(4))
         out["M_c"][s : s + m] = _ratio(t_cw, t_c)
         out["M_w"][s : s + m] = _ratio(t_wc, t_w)
         out["accuracy"][s : s + m] = _ratio(t_c + t_w - t_cw - t_wc, t_c + t_w)
     return out
+
+
+def _resample_totals_vectorised(draws, first, size, counts) -> np.ndarray:
+    """``resample_totals`` in numpy, with no machine code to compile or load: 25 ns a draw
+    against the kernel's 3, for a small bootstrap (tiering.pick chooses)."""
+    high = np.repeat(size, size)  # per position: its group's size
+    unit = (draws * high).astype(np.int64)
+    np.minimum(unit, high - 1, out=unit)
+    unit += np.repeat(first, size)
+    totals = np.empty((draws.shape[0], first.shape[0], counts.shape[1]), np.int64)
+    for j in range(counts.shape[1]):
+        totals[:, :, j] = np.add.reduceat(counts[:, j][unit], first, axis=1)
+    return totals
 
 
 # the per-unit counts a resample sums, in ``resample_totals``' last axis

@@ -38,10 +38,12 @@ def mode() -> str:
     return value
 
 
-def pick(kernel: Dispatcher, interpreted_s: float) -> Callable:
+def pick(kernel: Dispatcher, interpreted_s: float, instead: Callable | None = None) -> Callable:
     """``kernel`` or its interpreted run, whichever should finish first.
 
-    ``interpreted_s`` is the caller's estimate of the interpreted run time. Machine code already
+    ``interpreted_s`` is the caller's estimate of the interpreted run time; ``instead``, another
+    function that does the kernel's work without machine code (vectorised numpy, quick on small
+    input), runs where the interpreted run would, ``interpreted_s`` its estimate. Machine code already
     loaded in this process is always used; otherwise the interpreted run is taken while the interpreted time
     this process has spent on the kernel, this call included, stays below the estimated cost of
     compiling it (or of loading it from numba's cache). Like renting until the rent paid would
@@ -51,13 +53,14 @@ def pick(kernel: Dispatcher, interpreted_s: float) -> Callable:
     chosen = mode()
     if chosen == "compiled" or (chosen == "auto" and kernel.overloads):
         return kernel
+    without = interpreted(kernel) if instead is None else instead
     if chosen == "interpreted":
-        return interpreted(kernel)
+        return without
     budget = compile_s(kernel) * (CACHE_LOAD_SHARE if _on_disk(kernel) else 1.0)
     spent = _SPENT.get(kernel, 0.0) + interpreted_s
     if spent < budget:
         _SPENT[kernel] = spent
-        return interpreted(kernel)
+        return without
     return kernel
 
 

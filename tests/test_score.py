@@ -701,3 +701,16 @@ def test_resample_totals_as_the_twin(sizes, resamples, data):
     first = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     got = resample_totals(draws, first, np.array(sizes), counts)
     assert got.tolist() == naive_scoring.resample_totals(draws.tolist(), first.tolist(), sizes, counts.tolist())
+
+
+@pytest.mark.parametrize("by", ["flow", "pooled"])
+def test_bootstrap_without_machine_code_gives_the_same_intervals(monkeypatch, by):
+    """A small bootstrap runs vectorised in numpy (no kernel to compile), a large one in the
+    kernel: the same draws give the same intervals either way."""
+    df = typical()
+    results = []
+    for mode in ("compiled", "interpreted"):  # interpreted: the numpy path
+        monkeypatch.setenv("LDANALYZE_KERNELS", mode)
+        results.append(score(df, by=by, bootstrap=300, seed=3))
+    pd.testing.assert_frame_equal(*results)
+    assert results[0]["M_c_boot_lo"].notna().any()

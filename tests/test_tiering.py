@@ -28,6 +28,11 @@ REAL = sorted((pathlib.Path(__file__).parent / "data" / "real").glob("**/*.pcap*
 )
 
 
+REAL_CALLS = sorted((pathlib.Path(__file__).parent / "data" / "real").glob("*.pcap*")) + [
+    TRACES / "captures" / "lab_receiver.pcap"
+]
+
+
 def both(monkeypatch, call):
     """``call()`` with compiled kernels, then with interpreted ones: (result or error text) each."""
     outcomes = []
@@ -55,6 +60,37 @@ def same_decode(monkeypatch, path) -> None:
 @pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
 def test_real_captures_decode_the_same_interpreted(monkeypatch, path):
     same_decode(monkeypatch, path)
+
+
+@pytest.mark.parametrize("path", REAL_CALLS, ids=lambda p: p.name)
+def test_real_calls_read_the_same_interpreted(monkeypatch, path):
+    """Past the decode: the flows' rows, TTLs, extents and RTP headers (``_rows_by_flow``,
+    ``_count_ttls``, ``flow_extents``, ``rtp.header_fields``) run interpreted on a small capture;
+    the same packet table and meta either way."""
+    compiled, interpreted = both(monkeypatch, lambda: la.read_trace(str(path)))
+    if isinstance(compiled, str):
+        assert interpreted == compiled
+        return
+    pd.testing.assert_frame_equal(interpreted.packets, compiled.packets)
+    assert interpreted.meta["flows"] == compiled.meta["flows"]
+
+
+@pytest.mark.parametrize("path", sorted(TRACES.glob("*.tr.gz")), ids=lambda p: p.name)
+def test_ns2_wired_traces_read_the_same_interpreted(monkeypatch, path):
+    """The wired reader's kernels (scan_rows, first_sightings, walk_events) run interpreted on
+    a small trace; the same packets either way, and the same error on a damaged line."""
+    compiled, interpreted = both(monkeypatch, lambda: la.read_trace(str(path)))
+    pd.testing.assert_frame_equal(interpreted.packets, compiled.packets)
+    assert interpreted.rtt is None or interpreted.rtt.equals(compiled.rtt)
+
+
+def test_ns2_wired_errors_are_the_same_interpreted(monkeypatch, tmp_path):
+    good = "+ 0.1 0 1 cbr 500 ------- 1 0.0 1.0 0 0\n- 0.1 0 1 cbr 500 ------- 1 0.0 1.0 0 0\n"
+    for bad in ("+ 0.05 0 1 cbr 500 ------- 1 0.0 1.0 0 1\n", "+ 0.2 0 1 cbr 500 ------- 1 0.0 1.0 7 0\n"):
+        path = tmp_path / "bad.tr"
+        path.write_text(good + bad)
+        compiled, interpreted = both(monkeypatch, lambda: la.read_trace(str(path)))
+        assert isinstance(compiled, str) and interpreted == compiled
 
 
 @pytest.mark.parametrize("name", sorted(DATA))

@@ -20,6 +20,7 @@ from numba import njit
 
 from ...errors import UsageError
 from ...packets import named_flows
+from ...tiering import call
 from .linklayer import NO_TIME, S_DECODED, T_ERSPAN, T_VXLAN, TUNNEL_NAMES
 
 
@@ -182,7 +183,7 @@ def capture_host(capture) -> tuple[str | None, str]:
 
 def flow_ttls(records: np.ndarray, n_flows: int) -> np.ndarray:
     """Decoded packets by flow (rows, ``n_flows`` of them) and TTL (256 columns)."""
-    return _count_ttls(records["flow"], records["status"], records["ttl"], n_flows, S_DECODED)
+    return call(_count_ttls, records["flow"], records["status"], records["ttl"], n_flows, S_DECODED)
 
 
 @njit(cache=True)
@@ -232,7 +233,7 @@ def host_of(flows: pd.DataFrame, ttls: np.ndarray) -> tuple[str | None, str]:
 def flow_groups(records: np.ndarray):
     """(flow id, record indices, those records as :class:`FlowRecords`) of each flow,
     decoded records only, in capture order within a flow."""
-    order, starts = _rows_by_flow(records["flow"], records["status"], S_DECODED)
+    order, starts = call(_rows_by_flow, records["flow"], records["status"], S_DECODED)
     for flow in range(starts.shape[0] - 1):
         if starts[flow + 1] > starts[flow]:
             rows = order[starts[flow] : starts[flow + 1]]

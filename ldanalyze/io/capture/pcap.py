@@ -32,6 +32,7 @@ import pandas as pd
 from ...clocks import PLAUSIBLE_SKEW_PPM, remove_skew
 from ...errors import TraceError, UsageError
 from ...packets import Trace, empty_rtt
+from ...tiering import call
 from . import payload as payloads
 from .air import is_air_capture, received_air_columns
 from .fields import FieldSpec, payload_name
@@ -203,7 +204,7 @@ def list_flows(
     """
     capture = source if isinstance(source, Capture) else decode_capture(source, **decode_options)
     records = capture.records
-    extents = flow_extents(records["flow"], records["ts_ns"], records["ip_len"], len(capture.flows))
+    extents = call(flow_extents, records["flow"], records["ts_ns"], records["ip_len"], len(capture.flows))
     return flow_listing(capture.flows, extents, payloads.detect_kinds(capture) if kinds is None else kinds)
 
 

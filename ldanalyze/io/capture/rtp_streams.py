@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...packets import unwrap_sequence
+from ...tiering import call
 from . import rtp
 from .clockrate import PLAUSIBLE_RTP_RATES, USUAL_RTP_RATES, nearest_usual, send_seconds
 from .fields import RTP, RTP_SEQ, RTP_SSRC, RTP_TIMESTAMP, UDP
@@ -47,7 +48,7 @@ def capture_sender_reports(capture) -> dict[int, tuple[float, int]]:
         return {}
     head = np.ascontiguousarray(records["head"][reports])
     head_len = records["head_len"][reports].astype(np.int64)
-    kinds = rtp.header_fields(head, head_len, records["payload_len"][reports].astype(np.int64))[0]
+    kinds = call(rtp.header_fields, head, head_len, records["payload_len"][reports].astype(np.int64))[0]
     return rtp.sender_report_rates(head, head_len, kinds == rtp.RTCP)
 
 
@@ -60,7 +61,7 @@ def flow_rtp_streams(
     head = records["head"]  # a capture of one flow: the records' own bytes, read in place
     head_len = records["head_len"].astype(np.int64)
     payload_len = records["payload_len"].astype(np.int64)
-    kinds, _, padding, osn, fec = rtp.header_fields(head, head_len, payload_len)
+    kinds, _, padding, osn, fec = call(rtp.header_fields, head, head_len, payload_len, us_per_item=2.0)
     demux = rtp.kind_counts(kinds)
     is_rtp = (kinds == rtp.RTP) & (payload_len >= 12)
     excluded = {

@@ -46,6 +46,7 @@ from ...clocks import (
     remove_skew,
 )
 from ...packets import Trace, natural_sorted
+from ...tiering import call
 from . import payload as payloads
 from .flows import flow_extents, flow_listing, flow_ttls, host_of
 from .linklayer import NO_TIME, STATUS_NAMES
@@ -89,7 +90,9 @@ class _SpillingOutput(Output):
         more = flow_ttls(block, self.n_flows)
         more[: self.ttls.shape[0]] += self.ttls
         self.ttls = more
-        self.extents = _merged_extents(self.extents, flow_extents(flow, block["ts_ns"], block["ip_len"], self.n_flows))
+        self.extents = _merged_extents(
+            self.extents, call(flow_extents, flow, block["ts_ns"], block["ip_len"], self.n_flows)
+        )
         order = np.argsort(flow, kind="stable")
         ordered = flow[order]
         starts = np.flatnonzero(np.diff(ordered, prepend=-2))

@@ -61,6 +61,7 @@ from ...packets import (
     mark_vanished,
     rtt_from_feedback,
 )
+from ...tiering import call
 from ..detect import NS2_WIRELESS, line_format
 from ..text import iter_blocks, locate_row
 from . import LAST_TIME_S, TIME_RANGE, select_flows, types_per_flow
@@ -334,7 +335,9 @@ class _WiredReader:
         )
         t = table.column("time").to_numpy()
         uid = table.column("uid").to_numpy()
-        ev, cls, max_uid, bad_row, problem = scan_rows(ev_idx, ev_map, pt_idx, pt_class, t, uid, self.last_time)
+        ev, cls, max_uid, bad_row, problem = call(
+            scan_rows, ev_idx, ev_map, pt_idx, pt_class, t, uid, self.last_time, us_per_item=0.6
+        )
         if bad_row >= 0:
             fail(
                 bad_row,
@@ -353,9 +356,11 @@ class _WiredReader:
         seq = table.column("seq").to_numpy()
         if max_uid >= 0:
             self.state.ensure(int(max_uid))
-            new_rows = first_sightings(uid, cls, self.state.seen)
+            new_rows = call(first_sightings, uid, cls, self.state.seen, us_per_item=0.3)
             self._first_sightings(table, new_rows, uid[new_rows], fail)
-            bad_row, code = walk_events(ev, t, frm, to, uid, seq, cls, self.state.ints, self.state.times)
+            bad_row, code = call(
+                walk_events, ev, t, frm, to, uid, seq, cls, self.state.ints, self.state.times, us_per_item=1.0
+            )
             if bad_row >= 0:
                 fail(
                     bad_row,
