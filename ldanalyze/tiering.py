@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numba.core.dispatcher import Dispatcher
@@ -62,6 +63,36 @@ def pick(kernel: Dispatcher, interpreted_s: float, instead: Callable | None = No
         _SPENT[kernel] = spent
         return without
     return kernel
+
+
+def preload(kernels: Sequence[Dispatcher], interpreted_s: float) -> None:
+    """Load the machine code of those ``kernels`` that ``pick`` would take for work estimated at
+    ``interpreted_s`` interpreted (each) from numba's cache, on a thread of its own: for a
+    caller about to wait on work that releases the GIL (pyarrow parsing a block). The first
+    kernel a process loads pays numba's own start, 0.3-0.5 s of Python, which then overlaps
+    the wait. Only machine code built for this CPU is loaded, nothing compiled; a kernel
+    called before its load ends waits on numba's lock for it."""
+    chosen = mode()
+    if chosen == "interpreted":
+        return
+    wanted = [
+        k
+        for k in kernels
+        if not k.overloads and _on_disk(k) and (chosen == "compiled" or interpreted_s > compile_s(k) * CACHE_LOAD_SHARE)
+    ]
+    if wanted:
+        threading.Thread(target=_load, args=(wanted,), daemon=True).start()
+
+
+def _load(kernels: Sequence[Dispatcher]) -> None:
+    for kernel in kernels:
+        try:
+            magic = kernel.targetctx.codegen().magic_tuple()  # type: ignore[attr-defined]
+            for signature, built_for in kernel._cache._cache_file._load_index():  # type: ignore[attr-defined]
+                if built_for == magic:
+                    kernel.compile(signature)  # found in the cache: loaded, not compiled
+        except Exception:  # noqa: BLE001 (a head start only: the call itself loads or compiles as ever)
+            return
 
 
 def call(kernel: Dispatcher, *args, us_per_item: float = 1.0):

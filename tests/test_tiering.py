@@ -200,3 +200,34 @@ def test_every_lda_and_controller_replays_the_same_interpreted(monkeypatch, name
     compiled, interpreted = both(monkeypatch, run)
     for a, b in zip(compiled, interpreted, strict=True):
         pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+def test_preload_loads_from_the_cache_only_what_pick_would_take(monkeypatch):
+    """``preload`` starts a thread only for kernels on disk and not yet loaded, and only where
+    the work would make ``pick`` take machine code; it never compiles."""
+    started = []
+    monkeypatch.setattr(tiering.threading, "Thread", lambda target, args, daemon: started.append(args[0]) or _Idle())
+    monkeypatch.setattr(tiering, "_on_disk", lambda kernel: kernel is _cached)
+    monkeypatch.setenv("LDANALYZE_KERNELS", "auto")
+    tiering.preload([_cached, _not_cached], 0.0)  # too little work: interpreted runs are cheaper
+    assert started == []
+    tiering.preload([_cached, _not_cached], 100.0)
+    assert started == [[_cached]]
+    monkeypatch.setenv("LDANALYZE_KERNELS", "interpreted")
+    tiering.preload([_cached], 100.0)
+    assert len(started) == 1
+
+
+class _Idle:
+    def start(self) -> None:
+        pass
+
+
+@njit
+def _cached(x):
+    return x + 1
+
+
+@njit
+def _not_cached(x):
+    return x + 2
