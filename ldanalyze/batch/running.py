@@ -224,20 +224,20 @@ POOL_START_S = 0.3
 
 
 def pool_size(jobs: Sequence[Job], workers: int) -> int:
-    """How many of ``workers`` processes to run ``jobs`` on: the number whose estimated time
-    (the work shared out, or the largest job if longer, plus ``POOL_START_S``) is least, and
-    1 (no pool) when none beats running them here. A suite too small to gain from a pool is
-    never slower for asking for one."""
+    """How many of ``workers`` processes to run ``jobs`` on. None (1: run here) when the
+    suite's estimated work is too small to gain from a pool: shared among two workers it would
+    not save the pool's start (``POOL_START_S``). Else the fewest workers that finish soonest
+    (the work shared out, or the largest job if longer: a pool waits on it), never below two:
+    a job that kills its process (a capture too big for memory) then kills a worker, which is
+    reported, not the batch."""
     if workers <= 1 or len(jobs) <= 1:
         return 1
     work = sorted((_work(job) / WORK_BYTES_PER_S for job in jobs), reverse=True)
     total = sum(work)
-    best, best_s = 1, total
-    for size in range(2, min(workers, len(jobs)) + 1):
-        seconds = max(total / size, work[0]) + POOL_START_S
-        if seconds < best_s:
-            best, best_s = size, seconds
-    return best
+    if total <= 2 * POOL_START_S:
+        return 1
+    sizes = range(2, min(workers, len(jobs)) + 1)
+    return min(sizes, key=lambda size: (max(total / size, work[0]), size))
 
 
 def _work(job: Job) -> int:

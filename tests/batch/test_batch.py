@@ -173,6 +173,13 @@ def test_an_unreachable_dask_scheduler_is_a_usage_error_not_a_traceback(suite, t
     assert f"--scheduler tcp://127.0.0.1:{port}: cannot reach a Dask scheduler there" in capsys.readouterr().err
 
 
+@pytest.fixture
+def pool_always(monkeypatch):
+    """A pool however small the suite (``pool_size`` would run these few small traces here):
+    for the tests of what a pool does."""
+    monkeypatch.setattr(batching.running, "POOL_START_S", 0.0)
+
+
 def test_jobs_are_handed_out_by_the_bytes_they_read_gzip_uncompressed(tmp_path):
     """Longest first: a gzip trace counts by its uncompressed size (its trailer), not by its
     bytes on disk; a file that cannot be read counts as nothing and fails in its own job."""
@@ -188,9 +195,10 @@ def test_jobs_are_handed_out_by_the_bytes_they_read_gzip_uncompressed(tmp_path):
 
 
 def test_a_suite_too_small_to_gain_runs_without_a_pool(tmp_path, monkeypatch):
-    """``pool_size``: no pool where its start costs more than the work it takes off this core
-    (a few small traces), two workers for two jobs of a second each, no more workers than jobs,
-    and a pool waits for its largest job: one big job and a small one gain nothing."""
+    """``pool_size``: no pool where sharing the work between two workers would not save the
+    pool's start (a few small traces); else the fewest workers that finish soonest, no more
+    than jobs, and two at least: one big job and a small one keep a pool, whose worker dies
+    alone if the big one kills its process."""
     per_s = batching.running.WORK_BYTES_PER_S
     sizes = {"small": per_s // 20, "second": per_s, "big": 4 * per_s}
     monkeypatch.setattr(batching.running, "_bytes_read", lambda path: sizes[pathlib.Path(path).name.split("_")[0]])
@@ -202,7 +210,8 @@ def test_a_suite_too_small_to_gain_runs_without_a_pool(tmp_path, monkeypatch):
     assert batching.pool_size(jobs("second", "second"), 2) == 2
     assert batching.pool_size(jobs("second", "second"), 8) == 2
     assert batching.pool_size(jobs("second"), 2) == 1
-    assert batching.pool_size(jobs("big", "small"), 2) == 1
+    assert batching.pool_size(jobs("big", "small"), 8) == 2
+    assert batching.pool_size(jobs("big", "second", "second"), 8) == 2  # the big one takes as long as the rest
     assert batching.pool_size(jobs(*["second"] * 6), 3) == 3
     assert batching.pool_size(jobs(*["second"] * 6), 1) == 1
     called = []
@@ -225,7 +234,7 @@ def jobs_of(folder):
     return [batching.Job(name=p, path=p) for p in traces]
 
 
-def test_process_pool_and_dask_give_the_serial_results(suite, tmp_path, monkeypatch):
+def test_process_pool_and_dask_give_the_serial_results(suite, tmp_path, monkeypatch, pool_always):
     from dask.distributed import Client, LocalCluster
 
     jobs = jobs_of(suite)
@@ -250,7 +259,7 @@ def test_process_pool_and_dask_give_the_serial_results(suite, tmp_path, monkeypa
     pd.testing.assert_frame_equal(serial, batching.results_table(outcomes))
 
 
-def test_a_trace_whose_worker_dies_is_named_and_the_others_are_scored(suite, monkeypatch):
+def test_a_trace_whose_worker_dies_is_named_and_the_others_are_scored(suite, monkeypatch, pool_always):
     """A worker killed (here by itself; in the field by the out-of-memory killer: checked by
     hand in a memory cgroup) broke the whole pool, and the batch ended in a traceback with
     nothing kept. Now the jobs it took down are run again alone: the one that dies again is
@@ -316,7 +325,7 @@ def test_thresholds_know_every_number_of_a_results_table(suite):
     assert sorted(c for c in results.columns if results[c].dtype.kind in "if") == sorted(NUMBER_COLUMNS)
 
 
-def test_jobs_that_keep_a_tally_give_the_results_of_every_decision(suite):
+def test_jobs_that_keep_a_tally_give_the_results_of_every_decision(suite, pool_always):
     """The command's jobs send back tallies (``keep``), a few rows a flow and LDA: the results,
     the bootstrap's intervals included, are those of every decision kept."""
     jobs = jobs_of(suite)
@@ -1089,7 +1098,7 @@ def test_a_cached_trace_keeps_its_meta_exactly(tmp_path):
     assert any(abs(v - round(v, 10)) > 0 for v in fits["excess_s"].dropna())  # a value that needs every digit
 
 
-def test_the_agreement_in_a_batch_is_that_of_every_decision(tmp_path):
+def test_the_agreement_in_a_batch_is_that_of_every_decision(tmp_path, pool_always):
     """The workers send the LDAs' agreement as counts per flow (their decisions tallied away):
     per trace and pooled, the results table gives ``consensus.agreement`` of every decision,
     whether run here, on a pool, one flow at a time, or from the cache cold and warm; the
