@@ -89,14 +89,12 @@ def _codes(column: pd.Series) -> np.ndarray:
 def _loss_ids(codes: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Each row's loss (its key columns' ``codes`` together), numbered in order of first
     appearance as a groupby's ``ngroup`` (sort=False), and the first row of each loss."""
-    n = codes[0].shape[0] if codes else 0
-    loss = np.zeros(n, np.int64)
+    loss = np.zeros(len(codes[0]) if codes else 0, np.int64)
     for code in codes:
-        code = code - code.min() if n else code
-        loss = pd.factorize(loss * (int(code.max()) + 1 if n else 1) + code)[0]
-    if not codes:
-        loss = np.zeros(n, np.int64)
-    first = np.flatnonzero(np.diff(np.maximum.accumulate(loss), prepend=-1) > 0) if n else np.zeros(0, np.int64)
+        if len(code):
+            code = code - code.min()
+            loss = pd.factorize(loss * (int(code.max()) + 1) + code)[0]
+    first = np.flatnonzero(np.diff(np.maximum.accumulate(loss), prepend=-1) > 0)
     return loss, first
 
 
