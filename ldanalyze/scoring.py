@@ -8,15 +8,16 @@ The decisions table
 ``trace`` (optional; absent = one trace named ""), ``flow``, ``lda`` (str or categorical),
 ``uid``, ``gap`` (the loss burst within ``(trace, flow)``; -1 when undetected), ``cause`` (the
 true cause: ``congestion``, ``wireless``, ``route``, ``policing`` or ``lost`` = unknown) and ``decision``
-(``congestion``, ``wireless`` or ``undetected``); optionally ``weight``, the number of losses a
+(``congestion``, ``wireless``, ``undetected`` or ``abstained``); optionally ``weight``, the number of losses a
 row stands for (1 when absent): ``tally`` makes such a table, which scores the same in a
 fraction of the rows.
 
 Which losses are scored
 -----------------------
 Every row is counted in ``losses``. A loss of unknown cause (``unknown``), a loss to routing and
-mobility (``route``) or one the receiver never detected (``undetected``) is counted but not
-scored (a loss can be two of these). ``route_as="wireless"`` or ``"congestion"`` scores the route
+mobility (``route``), one the receiver never detected (``undetected``) or one the LDA made no
+call on (``abstained``: the learned LDA below its ``abstain_below`` confidence) is counted but
+not scored (a loss can be two of these). ``route_as="wireless"`` or ``"congestion"`` scores the route
 losses as that cause instead (some MANET studies count link breaks as wireless losses); the
 ``route`` column still counts them, and every table's ``route_as`` column says which mapping
 was used (``excluded`` by default). A policer's drop (``policing``) is kept apart the same way
@@ -109,11 +110,12 @@ from .packets import CONGESTION, LOST, POLICING, ROUTE, WIRELESS, natural_sorted
 from .tiering import pick
 
 UNDETECTED = "undetected"
+ABSTAINED = "abstained"  # revealed, but the LDA made no call (the learned LDA's abstain_below)
 EXCLUDED = "excluded"
 CAUSES = (CONGESTION, WIRELESS, ROUTE, POLICING, LOST)
 ROUTE_AS = (EXCLUDED, CONGESTION, WIRELESS)
 POLICING_AS = ROUTE_AS
-DECISIONS = (CONGESTION, WIRELESS, UNDETECTED)
+DECISIONS = (CONGESTION, WIRELESS, UNDETECTED, ABSTAINED)
 
 BY = {"flow": ("trace", "flow", "lda"), "trace": ("trace", "lda"), "pooled": ("lda",)}
 AVERAGES = ("pooled", "mean")
@@ -127,6 +129,7 @@ COUNTS = (
     "route",
     "policing",
     "undetected",
+    "abstained",
     "scored",
     "congestion",
     "wireless",
@@ -312,6 +315,7 @@ def _prepare(
         "route": is_cause[ROUTE],
         "policing": policing,
         "undetected": is_decision[UNDETECTED],
+        "abstained": is_decision[ABSTAINED],
         "scored": true_c | true_w,
         "congestion": true_c,
         "wireless": true_w,
@@ -358,12 +362,13 @@ def _schemes_policing(decisions: pd.DataFrame) -> np.ndarray:
 def _as_wireless(losses: _Losses) -> _Losses:
     """The same losses with every one taken as wireless (the truth-free shares): every decided
     loss is scored, and those called congestion are its "wireless as congestion"."""
-    decided = ~losses.flags["undetected"]
+    decided = ~(losses.flags["undetected"] | losses.flags["abstained"])
     called_wireless = losses.flags["called_wireless"]
     none = np.zeros_like(decided)
     flags = {name: none for name in losses.flags} | {
         "losses": losses.flags["losses"],
         "undetected": losses.flags["undetected"],
+        "abstained": losses.flags["abstained"],
         "scored": decided,
         "wireless": decided,
         "wireless_as_congestion": decided & ~called_wireless,

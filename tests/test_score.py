@@ -105,6 +105,7 @@ def test_counts_and_metrics_by_hand():
         "unknown": 2,
         "route": 0,
         "undetected": 2,
+        "abstained": 0,
         "scored": 7,
         "congestion": 4,
         "wireless": 3,
@@ -147,6 +148,17 @@ def test_column_types_and_order():
         "wireless_share_lo", "wireless_share_hi", "wireless_share_boot_lo", "wireless_share_boot_hi",
     ]  # fmt: skip
     assert out["called"].dtype == out["called_wireless"].dtype == np.int64
+
+
+def test_abstained_losses_are_counted_apart_and_not_scored():
+    """An LDA's abstention (the learned LDA below its confidence) is neither call: counted in
+    ``abstained``, left out of M_c and M_w, and out of the truth-free shares."""
+    rows = losses("1", "x", C, C, 3) + losses("1", "x", C, W, 1, first_gap=3)
+    rows += losses("1", "x", C, "abstained", 2, first_gap=4) + losses("1", "x", W, "abstained", 1, first_gap=6)
+    row = score(table(rows), bootstrap=0).iloc[0]
+    assert (row["losses"], row["abstained"], row["undetected"], row["scored"]) == (7, 3, 0, 4)
+    assert row["M_c"] == pytest.approx(0.25) and np.isnan(row["M_w"])
+    assert row["called"] == 4 and row["wireless_share"] == pytest.approx(0.25)
 
 
 def test_accuracy_ratio_can_exceed_one():

@@ -111,7 +111,7 @@ def replay(
     flows = np.asarray(sig.flows, dtype=object)
     names = specs + extra
     lda_of = label_positions(decisions["lda"], names)  # by the categories, not row by row
-    congestion = (decisions["decision"] == "congestion").to_numpy()
+    congestion = (decisions["decision"] != "wireless").to_numpy()  # an abstained loss too (Signals.congestion)
     stats, rate_blocks = [], []
     for ctl in chosen:
         for k, spec in enumerate(names):

@@ -193,13 +193,15 @@ class Signals:
         return cls(timeline=timeline, semantics=semantics, path=path, **values)
 
     def congestion(self, decision: np.ndarray) -> np.ndarray:
-        """Per detected loss (in ``loss_*`` order): did the LDA call it congestion?
+        """Per detected loss (in ``loss_*`` order): does the sender take it as congestion? Yes
+        unless the LDA called it wireless: a loss it abstained on is congestion to a sender
+        that cannot tell (as to TFRC without an LDA).
 
         ``decision`` is the LDA's decision per row of ``timeline.losses`` (classify's order),
         or whether it was congestion (booleans).
         """
         decision = np.asarray(decision)
-        return (decision if decision.dtype == bool else decision == "congestion")[self.loss_row]
+        return (decision if decision.dtype == bool else decision != "wireless")[self.loss_row]
 
 
 _NOT_SAVED = ("timeline", "semantics", "path")

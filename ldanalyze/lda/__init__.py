@@ -51,9 +51,11 @@ REGISTRY: dict[str, type[LDA]] = {
         MacSeq,
     )
 }
-DECISIONS = ("congestion", "wireless", "undetected")
+# undetected: no arrival revealed the loss; abstained: revealed, but the LDA (the learned one,
+# below its ``abstain_below`` confidence) made no call
+DECISIONS = ("congestion", "wireless", "undetected", "abstained")
 DECISION_DTYPE = pd.CategoricalDtype(list(DECISIONS))
-CONGESTION, WIRELESS, UNDETECTED = range(3)
+CONGESTION, WIRELESS, UNDETECTED, ABSTAINED = range(4)
 SCHEMES = (*ZBS_SCHEMES, POLICING)  # what a decisions table's scheme column names (ZBS's, the policer's)
 SCHEME_DTYPE = pd.CategoricalDtype([*SCHEMES, ""])
 
@@ -118,9 +120,11 @@ def classify(timeline: Timeline, ldas="all", *, semantics: Replay | None = None)
     Columns: ``lda`` (its spec, categorical in the order given), ``flow`` (categorical over
     ``timeline.flows``), ``seq, tx, uid`` of the loss, ``gap`` and ``n`` (the burst it belongs
     to, −1 / 0 when no arrival revealed it), ``cause`` (the truth: congestion, wireless or lost
-    = unknown; categorical), ``decision`` (congestion, wireless or undetected), ``t_decide`` (receive time of
-    the deciding arrival) and ``scheme`` (ZBS: the base scheme that decided; "" for the others;
-    categorical). The table is built once from codes: a batch re-run classifies a trace in a
+    = unknown; categorical), ``decision`` (congestion, wireless, undetected, or abstained where
+    the LDA was not confident enough to call it), ``t_decide`` (receive time of the deciding
+    arrival), ``scheme`` (ZBS: the base scheme that decided; "" for the others; categorical) and
+    ``confidence`` (the probability the LDA gave its call, 0.5-1: the learned LDA; NaN for the
+    others). The table is built once from codes: a batch re-run classifies a trace in a
     few milliseconds, and per-LDA pandas blocks would dominate that.
     """
     semantics = semantics or Replay()
@@ -133,12 +137,17 @@ def classify(timeline: Timeline, ldas="all", *, semantics: Replay | None = None)
     n, k = len(losses), len(chosen)
     decision = np.empty((k, n), np.int8)
     scheme = np.full((k, n), len(SCHEMES), np.int8)  # the code of ""
+    confidence = np.full((k, n), np.nan)
     for i, lda in enumerate(chosen):
         verdict = f.verdict(lda)
         per_loss = verdict.wireless if verdict.per_loss else take(verdict.wireless, gap, False)
         decision[i] = np.where(detected, np.where(per_loss, WIRELESS, CONGESTION), UNDETECTED)
         if verdict.scheme is not None:
             scheme[i] = np.where(detected, take(verdict.scheme, gap, -1), -1)  # -1: no gap, ""
+        if verdict.confidence is not None:
+            confidence[i] = np.where(detected, take(verdict.confidence, gap, np.nan), np.nan)
+        if verdict.abstained is not None:
+            decision[i] = np.where(detected & take(verdict.abstained, gap, False), ABSTAINED, decision[i])
     scheme[scheme < 0] = len(SCHEMES)
     flows = timeline.flows
     flow = label_positions(losses["flow"], flows)
@@ -156,6 +165,7 @@ def classify(timeline: Timeline, ldas="all", *, semantics: Replay | None = None)
             "decision": pd.Categorical.from_codes(decision.ravel(), dtype=DECISION_DTYPE),
             "t_decide": np.tile(take(f.t, at, np.nan), k),
             "scheme": pd.Categorical.from_codes(scheme.ravel(), dtype=SCHEME_DTYPE),
+            "confidence": confidence.ravel(),
         }
     )
 

@@ -188,12 +188,16 @@ def _detection_arrivals(seq, start, rev, k):
 class Verdict:
     """An LDA's decision per gap (``wireless``), or per lost packet (``per_loss``, omniscient).
 
-    ``scheme`` optionally names, per gap, which base algorithm decided (ZBS).
+    ``scheme`` optionally names, per gap, which base algorithm decided (ZBS); ``confidence``
+    the probability it gave its call (0.5-1), and ``abstained`` the gaps it makes no call on
+    (the learned LDA).
     """
 
     wireless: np.ndarray
     per_loss: bool = False
     scheme: np.ndarray | None = None
+    confidence: np.ndarray | None = None
+    abstained: np.ndarray | None = None
 
 
 class LDA(Parameterized):

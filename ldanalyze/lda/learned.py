@@ -318,16 +318,21 @@ def gbt_decision(x, feature, threshold, missing_left, left, right, leaf, value, 
     return out
 
 
-def predict_wireless(bundle: dict, x: np.ndarray) -> np.ndarray:
-    """Per row of features, whether the bundle's model calls it wireless (label 1)."""
+def wireless_probability(bundle: dict, x: np.ndarray) -> np.ndarray:
+    """Per row of features, the bundle's model's probability that the gap is wireless (label
+    1): the trees' raw score through the logistic function, as scikit-learn's predict_proba;
+    a model that is not such trees gives its own. A call is wireless where it passes 1/2,
+    as scikit-learn's predict."""
     trees = bundle.get("trees")
     if trees is None:
-        return bundle["model"].predict(x) == 1
+        return bundle["model"].predict_proba(x)[:, list(bundle["model"].classes_).index(1)]
     t = trees
     x = np.ascontiguousarray(x, np.float64)
     raw = call(gbt_decision, x, t.feature, t.threshold, t.missing_left, t.left, t.right, t.leaf, t.value, t.roots,
                t.baseline, us_per_item=2.0 * len(t.roots))  # fmt: skip
-    return raw > 0  # scikit-learn's predict: label 1 where its probability, expit(raw), passes 1/2
+    from scipy.special import expit  # what scikit-learn's predict_proba uses: the same numbers
+
+    return expit(raw)
 
 
 def _sklearn():
@@ -359,6 +364,16 @@ class Learned(LDA):
     name = "learned"
     in_all: ClassVar[bool] = False
     model: str = ""
+    abstain_below: float = 0.5  # no call where the probability of the call is below (0.5 or less: never)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.abstain_below, bool) or not (
+            isinstance(self.abstain_below, (int, float)) and 0.0 <= self.abstain_below < 1.0
+        ):
+            raise UsageError(
+                "learned: abstain_below must be a probability below 1 (0.5 or less: always call; every "
+                f"call's is at least 0.5), not {self.abstain_below!r}"
+            )
 
     def bundle(self) -> dict:
         path = os.path.abspath(self.model or BUNDLED_MODEL)
@@ -372,9 +387,13 @@ class Learned(LDA):
         self.bundle()
 
     def decide(self, f: Features) -> Verdict:
+        """Each decided gap's call, the probability the model gives it (``confidence``) and,
+        below ``abstain_below``, no call (``abstained``)."""
         x = gap_features(f)
-        wireless = np.zeros(len(x), bool)
+        probability = np.full(len(x), np.nan)
         rows = f.decided
         if rows.any():
-            wireless[rows] = predict_wireless(self.bundle(), x[rows].to_numpy())
-        return Verdict(wireless)
+            probability[rows] = wireless_probability(self.bundle(), x[rows].to_numpy())
+        wireless = probability > 0.5
+        confidence = np.maximum(probability, 1.0 - probability)
+        return Verdict(wireless, confidence=confidence, abstained=confidence < self.abstain_below)

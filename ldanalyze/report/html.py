@@ -82,7 +82,7 @@ def _lossiest_flow(decisions: pd.DataFrame) -> str | None:
 def worst_flow(decisions: pd.DataFrame) -> str | None:
     """The flow whose scored losses the LDAs (baselines aside) called wrong most often."""
     d = decisions[~decisions["lda"].astype(str).isin(("unaware", "omniscient"))]
-    d = d[d["cause"].isin(("congestion", "wireless")) & (d["decision"] != "undetected")]
+    d = d[d["cause"].isin(("congestion", "wireless")) & d["decision"].isin(("congestion", "wireless"))]
     if d.empty:
         return None
     wrong = (d["cause"].astype(str) != d["decision"].astype(str)).groupby(d["flow"].astype(str)).sum()

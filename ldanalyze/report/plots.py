@@ -46,7 +46,7 @@ BLACK, ORANGE, SKY, GREEN, YELLOW, BLUE, VERMILLION, PURPLE = (
     "#CC79A7",
 )
 PALETTE = (BLUE, VERMILLION, GREEN, ORANGE, PURPLE, SKY, YELLOW, BLACK)
-DECISION_COLOUR = {"congestion": VERMILLION, "wireless": BLUE, "undetected": "#999999"}
+DECISION_COLOUR = {"congestion": VERMILLION, "wireless": BLUE, "undetected": "#999999", "abstained": "#CCCCCC"}
 CAUSE_MARKER = {"congestion": "v", "wireless": "o", "route": "s", "policing": "D", "lost": "X"}
 MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "h", "p")
 MAX_POINTS = 4000  # line vertices per panel after decimation
@@ -163,7 +163,11 @@ def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, s
         for row, name in enumerate(names):
             d = decisions[decisions["lda"] == name].set_index("uid").reindex(losses["uid"])
             decided = d["decision"].astype(str).to_numpy()
-            wrong = (decided != cause) & (decided != "undetected") & np.isin(cause, ("congestion", "wireless"))
+            wrong = (
+                (decided != cause)
+                & np.isin(decided, ("congestion", "wireless"))
+                & np.isin(cause, ("congestion", "wireless"))
+            )
             for cause_name, marker in CAUSE_MARKER.items():
                 for decision, colour in DECISION_COLOUR.items():
                     chosen = (cause == cause_name) & (decided == decision)

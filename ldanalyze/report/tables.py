@@ -18,6 +18,7 @@ KEYS = ("trace", "flow")
 ROWS = (
     ("losses", "losses", "count"),
     ("  undetected", "undetected", "count"),
+    ("  abstained", "abstained", "count"),
     ("  unknown cause", "unknown", "count"),
     ("  route", "route", "count"),
     ("  policing", "policing", "count"),
@@ -107,7 +108,8 @@ def blocks(scores: pd.DataFrame):
         if "flows_scored" in group.columns and first["flows_scored"]:
             title += f", flows scored: {first['flows_scored']}"
         unknown = int(first["unknown"]) if "unknown" in group.columns else 0
-        truthless = bool(unknown) and unknown == int(first["losses"]) - int(first.get("undetected", 0))
+        uncalled = int(first.get("undetected", 0)) + int(first.get("abstained", 0))
+        truthless = bool(unknown) and unknown == int(first["losses"]) - uncalled
         if truthless:
             title += (
                 f" (no ground truth: the cause of each of its {unknown} losses is unknown, so what each LDA "
@@ -157,6 +159,7 @@ def blocks(scores: pd.DataFrame):
             and not (truthless and column in TRUTH)
             and not (column in POLICING_ROWS and not int(first.get("policing", 0)))
             and not (column == "policing_share" and not group.get("called_policing", pd.Series([0])).any())
+            and not (column == "abstained" and not group.get("abstained", pd.Series([0])).any())
         ]
         body = {
             str(row["lda"]): [_cell(row, column, kind) for _, column, kind in rows]

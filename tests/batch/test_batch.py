@@ -538,7 +538,15 @@ def test_the_command_stopped_by_a_signal_writes_what_finished(tmp_path, signum, 
         "--junit",
         str(junit),
     ]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Ctrl-C as at a terminal: a runner that started the tests as a background job has them
+    # ignore SIGINT (POSIX shells do so without job control), which the child would inherit
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     for line in process.stderr:  # one line per trace when not on a terminal
         if line.startswith("batch: [3/"):
             process.send_signal(signum)

@@ -28,11 +28,12 @@ from ldanalyze.lda.learned import (
     gbt_decision,
     load_model,
     make_model,
-    predict_wireless,
     save_model,
+    wireless_probability,
 )
 from ldanalyze.lda.policer import Policer
 from ldanalyze.packets import make_packet_table
+from ldanalyze.scoring import score
 from ldanalyze.timeline import build_timeline
 
 from ..conftest import TRACES
@@ -206,6 +207,36 @@ def test_the_learned_lda_classifies_through_the_api_and_the_cli(model_file, tmp_
     assert "learned" in capsys.readouterr().out
 
 
+def test_the_learned_lda_reports_its_confidence_and_abstains_below_a_threshold(model_file):
+    """Every call carries the probability the model gave it (0.5-1, the trees' own: scikit-
+    learn's predict_proba); with ``abstain_below`` the calls below it become ``abstained``, the
+    others stay as they were, and the other LDAs carry no confidence. ``score`` counts the
+    abstained losses apart: not in M_c or M_w, like undetected ones."""
+    timeline = build_timeline(la.read_trace(SMALL[1]))
+    plain = classify(timeline, [get_lda("learned", model=str(model_file)), "zbs"])
+    learned, zbs = (plain[plain["lda"] == name] for name in (plain["lda"].cat.categories[0], "zbs"))
+    called = learned["decision"].isin(["congestion", "wireless"]).to_numpy()
+    confidence = learned["confidence"].to_numpy()
+    assert called.any() and ((confidence[called] >= 0.5) & (confidence[called] <= 1.0)).all()
+    assert np.isnan(confidence[~called]).all() and zbs["confidence"].isna().all()
+    threshold = float(np.quantile(confidence[called], 0.3))
+    strict = classify(timeline, [get_lda("learned", model=str(model_file), abstain_below=threshold)])
+    low = called & (confidence < threshold)
+    assert low.any() and (strict["decision"].to_numpy()[low] == "abstained").all()
+    assert (strict["decision"].to_numpy()[~low] == learned["decision"].to_numpy()[~low]).all()
+    before, after = (score(table, bootstrap=0, by="pooled").iloc[0] for table in (learned, strict))
+    known = learned["cause"].astype(str).isin(["congestion", "wireless"]).to_numpy()
+    assert (before["abstained"], after["abstained"]) == (0, int(low.sum()))
+    assert before["scored"] - after["scored"] == int((low & known).sum())
+    assert (
+        classify(timeline, [get_lda("learned", model=str(model_file), abstain_below=0.5)])["decision"]
+        == learned["decision"].to_numpy()
+    ).all()
+    for bad in (-0.1, 1.0, "high", True):
+        with pytest.raises(UsageError, match="abstain_below must be a probability"):
+            get_lda("learned", abstain_below=bad)
+
+
 def test_model_files_that_are_not_safe_models_are_refused(tmp_path, labelled):
     import skops.io
 
@@ -339,7 +370,9 @@ def test_the_flat_trees_predict_as_scikit_learn_does(seed, rows, missing, ties):
     raw = gbt_decision(x, trees.feature, trees.threshold, trees.missing_left, trees.left, trees.right, trees.leaf,
                        trees.value, trees.roots, trees.baseline)  # fmt: skip
     np.testing.assert_allclose(raw, model.decision_function(x), rtol=1e-12, atol=1e-12)
-    assert (predict_wireless({"model": model, "trees": trees}, x) == (model.predict(x) == 1)).all()
+    probability = wireless_probability({"model": model, "trees": trees}, x)
+    np.testing.assert_allclose(probability, model.predict_proba(x)[:, 1], rtol=1e-12, atol=1e-15)
+    assert ((probability > 0.5) == (model.predict(x) == 1)).all()
 
 
 def test_other_models_predict_by_themselves(labelled):
