@@ -144,7 +144,7 @@ class Policer(LDA):
         return call(
             policed_gaps,
             f.start,
-            f.t - f.d,
+            arrivals["t_send"].to_numpy(np.float64),  # not f.t - f.d, whose rounding made 0 s of sending > 0
             f.d,
             arrivals["size"].to_numpy(np.float64),
             arrivals["seq"].to_numpy(np.int64),
