@@ -179,8 +179,8 @@ def execute(
     on_outcome: Callable[[Outcome], None] | None = None,
     strict: bool = False,
 ) -> list[Outcome]:
-    """Run the jobs (serially, on ``workers`` processes, or on the Dask cluster at
-    ``scheduler``) and return their outcomes in job order. ``on_outcome`` sees each as it
+    """Run the jobs (serially, on up to ``workers`` processes as ``pool_size`` says, or on the
+    Dask cluster at ``scheduler``) and return their outcomes in job order. ``on_outcome`` sees each as it
     finishes; ``strict`` stops at the first error (raising a TraceError naming the trace).
     Ctrl-C returns what had finished, in job order."""
     done: dict[int, Outcome] = {}
@@ -192,11 +192,12 @@ def execute(
         if strict and outcome.error is not None:
             raise TraceError(outcome.job.name, outcome.error)
 
+    size = pool_size(jobs, workers) if scheduler is None else 1  # once: it reads every gzip file's trailer
     try:
         if scheduler is not None:
             _on_dask(jobs, analysis, scheduler, take)
-        elif pool_size(jobs, workers) > 1:
-            _on_pool(jobs, analysis, pool_size(jobs, workers), take)
+        elif size > 1:
+            _on_pool(jobs, analysis, size, take)
         else:
             for index, job in enumerate(jobs):
                 take(index, run_job(job, analysis))
