@@ -57,9 +57,8 @@ def pick(kernel: Dispatcher, interpreted_s: float, instead: Callable | None = No
     without = interpreted(kernel) if instead is None else instead
     if chosen == "interpreted":
         return without
-    budget = compile_s(kernel) * (CACHE_LOAD_SHARE if _on_disk(kernel) else 1.0)
     spent = _SPENT.get(kernel, 0.0) + interpreted_s
-    if spent < budget:
+    if spent < _budget(kernel):
         _SPENT[kernel] = spent
         return without
     return kernel
@@ -76,9 +75,7 @@ def preload(kernels: Sequence[Dispatcher], interpreted_s: float) -> None:
     if chosen == "interpreted":
         return
     wanted = [
-        k
-        for k in kernels
-        if not k.overloads and _on_disk(k) and (chosen == "compiled" or interpreted_s > compile_s(k) * CACHE_LOAD_SHARE)
+        k for k in kernels if not k.overloads and _on_disk(k) and (chosen == "compiled" or interpreted_s > _budget(k))
     ]
     if wanted:
         threading.Thread(target=_load, args=(wanted,), daemon=True).start()
@@ -101,6 +98,12 @@ def call(kernel: Dispatcher, *args, us_per_item: float = 1.0):
     0.2-0.5 us an element in the interpreter)."""
     items = max((a.shape[0] for a in args if isinstance(a, np.ndarray) and a.ndim), default=0)
     return pick(kernel, items * us_per_item * 1e-6)(*args)
+
+
+def _budget(kernel: Dispatcher) -> float:
+    """The interpreted seconds worth machine code: the cost of compiling ``kernel``, or of
+    loading it from numba's cache."""
+    return compile_s(kernel) * (CACHE_LOAD_SHARE if _on_disk(kernel) else 1.0)
 
 
 def compile_s(kernel: Dispatcher) -> float:
