@@ -58,11 +58,17 @@ def analyse(source, *, semantics: Replay | None = None, **read_options) -> Label
     return Labelled(str(trace.path), features(timeline, semantics), gap_labels(timeline), decisions)
 
 
+def decided(features: pd.DataFrame) -> np.ndarray:
+    """The gaps an arrival decides: those with any feature (``gap_features`` leaves the others
+    wholly NaN)."""
+    return features.notna().any(axis=1).to_numpy()
+
+
 def rows(labelled: Iterable[Labelled]) -> tuple[np.ndarray, np.ndarray, int]:
     """Training matrix and labels: the decided gaps with a known cause."""
     xs, ys = [], []
     for item in labelled:
-        keep = np.isfinite(item.labels) & item.features["n"].notna().to_numpy()
+        keep = np.isfinite(item.labels) & decided(item.features)
         xs.append(item.features.to_numpy()[keep])
         ys.append(item.labels[keep].astype(np.int64))
     x = np.concatenate(xs) if xs else np.empty((0, len(FEATURES)))
@@ -82,19 +88,23 @@ def fit(labelled: Sequence[Labelled], kind: str = "gbt", seed: int = 0):
     return model, count
 
 
-def learned_decisions(item: Labelled, model) -> pd.DataFrame:
-    """``classify`` rows of the learned LDA on ``item``'s losses, from ``model``'s predictions."""
+def learned_decisions(item: Labelled, model, abstain_below: float = 0.5) -> pd.DataFrame:
+    """``classify`` rows of the learned LDA on ``item``'s losses, from ``model``'s predictions;
+    below ``abstain_below`` (the probability of its call) it abstains, as ``Learned`` does, and
+    the rows are then named ``learned:abstain_below=...``."""
     base = item.decisions[item.decisions["lda"] == HEURISTICS[0]].copy()
     features = item.features
-    decided = features["n"].notna().to_numpy()
-    wireless = np.zeros(len(features), bool)
-    if decided.any():
-        wireless[decided] = model.predict(features.to_numpy()[decided]) == 1
+    called = decided(features)
+    probability = np.full(len(features), 0.5)
+    if called.any():
+        found = model.predict_proba(features.to_numpy()[called])
+        probability[called] = found[:, list(model.classes_).index(1)]
+    said = np.where(probability > 0.5, "wireless", "congestion")
+    said = np.where(called & (np.maximum(probability, 1 - probability) < abstain_below), "abstained", said)
     gap = base["gap"].to_numpy(np.int64)
     detected = base["decision"].astype(str).to_numpy() != "undetected"
-    said = np.where(wireless[np.maximum(gap, 0)], "wireless", "congestion")
-    base["decision"] = pd.Categorical(np.where(detected, said, "undetected"), dtype=DECISION_DTYPE)
-    base["lda"] = "learned"
+    base["decision"] = pd.Categorical(np.where(detected, said[np.maximum(gap, 0)], "undetected"), dtype=DECISION_DTYPE)
+    base["lda"] = "learned" if abstain_below <= 0.5 else f"learned:abstain_below={abstain_below:g}"
     return base
 
 
@@ -108,13 +118,22 @@ def group_of(name: str, pattern: str) -> str:
 
 
 def evaluate(
-    labelled: Sequence[Labelled], groups: Sequence[str], kind: str = "gbt", seed: int = 0, importance_repeats: int = 3
+    labelled: Sequence[Labelled],
+    groups: Sequence[str],
+    kind: str = "gbt",
+    seed: int = 0,
+    importance_repeats: int = 3,
+    held_out: Sequence[str] | None = None,
+    abstain_below: float | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Leave-one-group-out cross-validation (module docstring).
+    """Leave-one-group-out cross-validation (module docstring); ``held_out`` names the groups
+    to hold out in turn (default: every one; the others only ever train), e.g. one parameter
+    range of one family at a time. With ``abstain_below``, the learned LDA is scored a second
+    time abstaining below that confidence (its own rows; ``abstained`` counts those losses).
 
     Returns the scores (one row per held-out group and LDA: losses, M_c, M_w, accuracy with
     Wilson intervals, ``train_gaps``) and the permutation importance of each feature on each
-    held-out group (mean drop of the gap accuracy over ``importance_repeats`` shuffles).
+    held-out group (mean drop of the gap accuracy over ``importance_repeats`` shuffles; 0: none).
     """
     from sklearn.inspection import permutation_importance
 
@@ -125,19 +144,23 @@ def evaluate(
         raise UsageError(
             f"grouped cross-validation needs two groups or more; the traces form {len(names)}: {', '.join(names)}"
         )
+    unknown = sorted(set(held_out or ()) - set(names))
+    if unknown:
+        raise UsageError(f"no trace is in the group(s) to hold out: {', '.join(unknown)} (groups: {', '.join(names)})")
     scores, importances = [], []
-    for held in names:
+    for held in sorted(held_out) if held_out else names:
         train = [item for item, g in zip(labelled, groups) if g != held]
         test = [item for item, g in zip(labelled, groups) if g == held]
         model, count = fit(train, kind, seed)
-        decisions = pd.concat(
-            [item.decisions for item in test] + [learned_decisions(item, model) for item in test], ignore_index=True
-        )
-        decisions["lda"] = pd.Categorical(decisions["lda"].astype(str), categories=[*HEURISTICS, "learned"])
+        thresholds = [0.5] + ([abstain_below] if abstain_below is not None and abstain_below > 0.5 else [])
+        learned = [learned_decisions(item, model, below) for below in thresholds for item in test]
+        decisions = pd.concat([item.decisions for item in test] + learned, ignore_index=True)
+        names = list(dict.fromkeys(frame["lda"].iat[0] for frame in learned if len(frame)))
+        decisions["lda"] = pd.Categorical(decisions["lda"].astype(str), categories=[*HEURISTICS, *names])
         table = score(decisions, by="pooled", bootstrap=0, policing_as=CONGESTION)  # as the labels have it
         scores.append(table.assign(held_out=held, train_gaps=count, test_traces=len(test)))
         x, y, test_count = rows(test)
-        if test_count and np.unique(y).shape[0] == 2:
+        if importance_repeats and test_count and np.unique(y).shape[0] == 2:
             found = permutation_importance(model, x, y, n_repeats=importance_repeats, random_state=seed)
             importances.append(
                 pd.DataFrame({"held_out": held, "feature": FEATURES, "importance": found.importances_mean})
@@ -153,6 +176,7 @@ def evaluate(
         "accuracy",
         "accuracy_lo",
         "accuracy_hi",
+        "abstained",
         "M_c_lo",
         "M_c_hi",
         "M_w_lo",
@@ -174,7 +198,7 @@ def verdicts(table: pd.DataFrame) -> pd.DataFrame:
     out = []
     for held, mine in table.groupby("held_out", sort=True):
         mine = mine.set_index(mine["lda"].astype(str))
-        heuristics = mine.drop(index="learned", errors="ignore")
+        heuristics = mine[~mine.index.str.startswith("learned")]
         best = heuristics["accuracy"].idxmax()
         learned = mine.loc["learned"]
         margin = learned["accuracy"] - heuristics.loc[best, "accuracy"]

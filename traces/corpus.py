@@ -88,7 +88,7 @@ def _analysed_ns2(case: dict, folder: pathlib.Path):
     path, _ = simulate(case, folder)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return path.name, learn.analyse(str(path))
+        return path.name, case, learn.analyse(str(path))
 
 
 def _analysed_ns3(case: tuple[str, dict]) -> list:
@@ -105,7 +105,7 @@ def _analysed_ns3(case: tuple[str, dict]) -> list:
                 print(f"corpus: {name} {params}: {prefix}-{i} left out: {error.message}", file=sys.stderr)
                 continue
             trace = apply_labels(trace, out / f"{prefix}-{i}.labels.csv")
-            items.append((f"{out.name}/{prefix}-{i}", learn.analyse(trace)))
+            items.append((f"{out.name}/{prefix}-{i}", {"scenario": name, **params}, learn.analyse(trace)))
     return items
 
 
@@ -128,7 +128,8 @@ def _lab_items(folder: pathlib.Path, small: bool) -> list:
         run = run_lab(workdir, config)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            items.append((f"lab{k}", learn.analyse(read_vantages(run.chain(), clocks="common"))))
+            labelled = learn.analyse(read_vantages(run.chain(), clocks="common"))
+            items.append((f"lab{k}", {"rate": config.rate, "wireless_drop_percent": config.wireless_drop_percent}, labelled))
     return items
 
 
@@ -136,8 +137,9 @@ FAMILIES = ("ns2-wlh", "ns2-wb", "ns3-wifi", "ns3-lte", "ns3-policed", "lab")
 
 
 def items(folder: pathlib.Path, families=FAMILIES, *, small: bool = False, jobs: int = 2, seeds=(1, 2)):
-    """``(family, name, Labelled)`` of every trace of ``families`` (module docstring), each
-    simulated case run with each of ``seeds`` (the bundled model trains on seeds the
+    """``(family, name, parameters, Labelled)`` of every trace of ``families`` (module
+    docstring; ``parameters``: the case's simulation parameters), each simulated case run with
+    each of ``seeds`` (the bundled model trains on seeds the
     evaluation and the reproduce suite do not use: ``traces/train_learned``)."""
     folder.mkdir(parents=True, exist_ok=True)
     with ProcessPoolExecutor(jobs) as pool:
@@ -149,5 +151,5 @@ def items(folder: pathlib.Path, families=FAMILIES, *, small: bool = False, jobs:
                 found = itertools.chain.from_iterable(pool.map(_analysed_ns3, ns3_cases(family, small, tuple(seeds))))
             else:
                 found = _lab_items(folder, small)
-            for name, labelled in found:
-                yield family, name, labelled
+            for name, parameters, labelled in found:
+                yield family, name, parameters, labelled

@@ -53,9 +53,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         learn.group_of(path, args.group_by)
     items = _labelled(args)
     groups = [learn.group_of(item.name, args.group_by) for item in items]
-    table, importance = learn.evaluate(items, groups, args.model, args.seed)
+    table, importance = learn.evaluate(items, groups, args.model, args.seed, held_out=args.hold_out)
     verdicts = learn.verdicts(table)
-    print("grouped cross-validation: each group held out in turn, trained on the others")
+    which = "each of " + ", ".join(sorted(args.hold_out)) if args.hold_out else "each group"
+    print(f"grouped cross-validation: {which} held out in turn, trained on the others")
     print(
         formatting.text(
             table[

@@ -409,6 +409,12 @@ def build_parser() -> CommandParser:
         help="the scenario of each trace, from its path: the regex's first group (or match), e.g. "
         "'(wlh|wb)_' for the topology; traces of one group are never split between train and test",
     )
+    p.add_argument(
+        "--hold-out",
+        action="append",
+        metavar="GROUP",
+        help="hold out only this group (repeat for several; default: each group); the others only train",
+    )
     p.add_argument("-o", "--output", help="write the scores (.parquet, .csv, .csv.gz or .json)")
     p.add_argument("--plot", metavar="PNG", help="draw the accuracies with their intervals and the importances")
     p.set_defaults(func=cmd_evaluate)

@@ -32,8 +32,7 @@ def receive_rate(f: Features, window: int) -> np.ndarray:
     """Per arrival: m / (t_j − t_{j−m}) packets/s with m = min(window, arrivals before j in the
     flow); NaN when m = 0 or the m arrivals took no time."""
     index = np.arange(f.t.shape[0])
-    first = np.maximum.accumulate(np.where(f.start, index, 0))
-    m = np.minimum(window, index - first)
+    m = np.minimum(window, index - f.first)
     span = f.t - f.t[index - m]
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where((m > 0) & (span > 0), m / span, np.nan)

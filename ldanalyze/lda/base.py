@@ -100,6 +100,11 @@ class Features:
         return self.memo[lda]
 
     @property
+    def first(self) -> np.ndarray:
+        """Per arrival, the index of its flow's first arrival."""
+        return flow_firsts(self.start)
+
+    @property
     def decided(self) -> np.ndarray:
         """Gaps with a decision arrival and some state to decide with."""
         return self.si >= 0
@@ -126,8 +131,7 @@ class Features:
         iat[start] = np.nan
         spacing = np.where(step == 1, iat, np.nan)
         tavg_sample = np.where(step >= 1, iat / np.maximum(step, 1), np.nan)
-        first = np.maximum.accumulate(np.where(start, np.arange(len(a)), 0))  # each flow's first arrival
-        t0 = t[first]
+        t0 = t[flow_firsts(start)]
 
         rev = g["arrival"].to_numpy(np.int64)
         prev = g["prev_arrival"].to_numpy(np.int64)
@@ -156,6 +160,11 @@ class Features:
             gidx=gidx,
             gdelay=gdelay,
         )
+
+
+def flow_firsts(start: np.ndarray) -> np.ndarray:
+    """Per arrival, the index of its flow's first arrival (``start`` marks each flow's first)."""
+    return np.maximum.accumulate(np.where(start, np.arange(start.shape[0]), 0))
 
 
 def take(values: np.ndarray, index: np.ndarray, fill: Any) -> np.ndarray:

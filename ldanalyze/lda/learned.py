@@ -23,7 +23,21 @@ arrival (the state arrival ``si`` of ``docs/ldas.md``, the same contract as ever
 ``biaz``, ``mbiaz``, ``spike``, ``zigzag``: the four base schemes' decisions (1 wireless,
                  0 congestion; stacking);
 ``policing``     1 where the policer detector (``lda/policer.py``, its defaults) calls the gap a
-                 token-bucket policer's: the drops no delay rise precedes that are not the radio's.
+                 token-bucket policer's: the drops no delay rise precedes that are not the radio's;
+``send_pace``    the send-time spacing of P_i and P_{i+n+1} over (n + 1) times the flow's usual
+                 send spacing (the median of the ``PACE_ARRIVALS`` spacings of consecutive
+                 arrivals up to P_i): below 1 when the lost packets left in a burst (which
+                 overflows a queue), 1 at the flow's usual pace;
+``compressed``   the share of the flow's last ``PACE_ARRIVALS`` receive spacings up to ``si``
+                 that are under half their send spacing: packets that waited behind a stalled
+                 link layer (ARQ retries, a HARQ or RLC reordering wait) and then left its queue
+                 back to back (``docs/ldas.md`` shows the ns-3 LTE and Wi-Fi excerpts).
+
+These two were kept among eight candidates (delay steps across and before the gap, the delay
+before the gap, T_i over the send spacing, ...): each of the others cost some held-out family
+several points, these two at most about one (``docs/learned.md`` leaves each feature out in
+turn). Both need the packets' own send times, which every input of ldanalyze carries (in-band
+timestamps, a chain's first vantage, the simulator).
 
 Only differences of the one-way delay enter, so clock offsets do not matter. The classifier
 (``train``) is fitted on gaps whose lost packets have a known cause, labelled wireless when
@@ -67,14 +81,17 @@ FEATURES = (
     "spike",
     "zigzag",
     "policing",
+    "send_pace",
+    "compressed",
 )
 STACKED = {"biaz": Biaz(), "mbiaz": MBiaz(), "spike": Spike(), "zigzag": ZigZag()}
 EWMA_GAIN = 1 / 32
 TREND_ARRIVALS = 8
 RECENT_ARRIVALS = 64
+PACE_ARRIVALS = 16
 MODELS = ("gbt", "rf", "logistic")
 MODEL_FORMAT = "ldanalyze-learned-lda"
-MODEL_VERSION = 2  # 2: the policing feature
+MODEL_VERSION = 3  # 2: the policing feature; 3: send_pace and compressed
 BUNDLED_MODEL = pathlib.Path(__file__).resolve().parent.parent / "data" / "learned_lda.skops"
 # the types the three model kinds hold beyond what skops trusts by default (measured with
 # skops.io.get_untrusted_types); a file holding any other is refused
@@ -86,15 +103,16 @@ TRUSTED = (
 
 
 @njit(cache=True)
-def rolling_slope(x, start, k):
-    """Least-squares slope of ``x`` against the arrival index over each flow's last ``k``
-    arrivals (fewer at a flow's start; NaN with fewer than 3)."""
-    out = np.full(x.shape[0], np.nan)
-    first = 0
-    for i in range(x.shape[0]):
-        if start[i]:
-            first = i
-        lo = max(first, i - k + 1)
+def rolling_slope(x, first, at, k):
+    """Per index of ``at`` (−1: none), the least-squares slope of ``x`` against the arrival
+    index over the flow's last ``k`` arrivals up to it (fewer at a flow's start: ``first`` is
+    each arrival's flow's first); NaN with fewer than 3 or no index."""
+    out = np.full(at.shape[0], np.nan)
+    for g in range(at.shape[0]):
+        i = at[g]
+        if i < 0:
+            continue
+        lo = max(first[i], i - k + 1)
         m = i - lo + 1
         if m < 3:
             continue
@@ -108,14 +126,54 @@ def rolling_slope(x, start, k):
         for j in range(m):
             num += (j - mean_j) * (x[lo + j] - mean_x)
             den += (j - mean_j) * (j - mean_j)
-        out[i] = num / den
+        out[g] = num / den
     return out
+
+
+@njit(cache=True)
+def pace_state(t, t_send, first, n, prev, rev, si, k):
+    """Per gap, ``send_pace`` and ``compressed`` (module docstring) over each flow's last ``k``
+    spacings of consecutive arrivals (``first``: each arrival's flow's first arrival); NaN
+    where there are fewer than 3 of them, or no positive usual spacing."""
+    pace = np.full(n.shape[0], np.nan)
+    share = np.full(n.shape[0], np.nan)
+    window = np.empty(k)
+    for g in range(n.shape[0]):
+        p = prev[g]
+        if p >= 0 and rev[g] >= 0 and si[g] >= 0:
+            lo = max(first[p] + 1, p - k + 1)
+            m = p - lo + 1
+            if m >= 3:
+                for j in range(m):
+                    window[j] = t_send[lo + j] - t_send[lo + j - 1]
+                usual = np.median(window[:m])
+                if usual > 0:
+                    pace[g] = (t_send[rev[g]] - t_send[p]) / ((n[g] + 1) * usual)
+        s = si[g]
+        if s < 0:
+            continue
+        lo = max(first[s] + 1, s - k + 1)
+        counted = 0
+        compressed = 0
+        for j in range(lo, s + 1):
+            sent = t_send[j] - t_send[j - 1]
+            if sent > 0:
+                counted += 1
+                if t[j] - t[j - 1] < 0.5 * sent:
+                    compressed += 1
+        if counted >= 3:
+            share[g] = compressed / counted
+    return pace, share
 
 
 def gap_features(f: Features) -> pd.DataFrame:
     """The ``FEATURES`` of every gap of ``f.timeline`` (rows in gap order), from what the
     receiver knew at the gap's decision; NaN where no arrival decides it (module docstring)."""
-    decided = f.decided
+    return pd.DataFrame(feature_matrix(f), columns=list(FEATURES))
+
+
+def feature_matrix(f: Features) -> np.ndarray:
+    """``gap_features`` as one array, a row per gap (what the trees read)."""
     tmin = take(tmin_state(f), f.si, np.nan)
     lo, hi = call(running_min_max, f.d, f.start)
     lo, hi = take(lo, f.si, np.nan), take(hi, f.si, np.nan)
@@ -123,23 +181,26 @@ def gap_features(f: Features) -> pd.DataFrame:
     mean, dev = call(ewma_mean_dev, f.d, f.start, EWMA_GAIN, 2 * EWMA_GAIN, False)
     mean, dev = take(mean, f.si, np.nan), take(dev, f.si, np.nan)
     jitter = f.timeline.arrivals["jitter_rfc3550"].to_numpy(np.float64)
-    slope = call(rolling_slope, f.d, f.start, TREND_ARRIVALS, us_per_item=10)
+    slope = call(rolling_slope, f.d, f.first, f.si, TREND_ARRIVALS, us_per_item=2)
+    out = np.empty((f.n.shape[0], len(FEATURES)))
     with np.errstate(divide="ignore", invalid="ignore"):
         columns = {
-            "n": f.n.astype(np.float64),
+            "n": f.n,
             "ti_tmin": f.Ti / tmin,
             "rott_position": (f.gdelay - lo) / span,
             "rott_z": (f.gdelay - mean) / np.where(dev > 0, dev, np.nan),
             "jitter_tmin": take(jitter, f.si, np.nan) / tmin,
-            "trend": take(slope, f.si, np.nan) * TREND_ARRIVALS / span,
+            "trend": slope * TREND_ARRIVALS / span,
             **_loss_history(f, tmin),
+            **{name: f.verdict(lda).wireless for name, lda in STACKED.items()},
+            "policing": Policer().policed(f)[0],
         }
-    for name, lda in STACKED.items():
-        columns[name] = f.verdict(lda).wireless.astype(np.float64)
-    columns["policing"] = Policer().policed(f)[0].astype(np.float64)
-    out = pd.DataFrame(columns, columns=list(FEATURES))
-    out.loc[~decided] = np.nan
-    return out.replace([np.inf, -np.inf], np.nan)
+    columns["send_pace"], columns["compressed"] = _pace(f)
+    for k, name in enumerate(FEATURES):
+        out[:, k] = columns[name]
+    out[~f.decided] = np.nan
+    out[~np.isfinite(out)] = np.nan
+    return out
 
 
 def _loss_history(f: Features, tmin: np.ndarray) -> dict[str, np.ndarray]:
@@ -148,8 +209,7 @@ def _loss_history(f: Features, tmin: np.ndarray) -> dict[str, np.ndarray]:
     rev = f.rev
     order = np.argsort(rev, kind="stable")  # arrivals of a flow are contiguous: by flow, then time
     r = rev[order]
-    flow_first = np.maximum.accumulate(np.where(f.start, np.arange(f.start.shape[0]), 0))
-    first_gap = np.searchsorted(r, flow_first[r])  # the flow's first gap, in sorted order
+    first_gap = np.searchsorted(r, f.first[r])  # the flow's first gap, in sorted order
     k = np.arange(r.shape[0])
     since = np.full(r.shape[0], np.nan)
     earlier = k > first_gap
@@ -163,6 +223,12 @@ def _loss_history(f: Features, tmin: np.ndarray) -> dict[str, np.ndarray]:
     out_recent = np.empty_like(recent)
     out_since[order], out_recent[order] = since, recent
     return {"since_loss": out_since / tmin, "recent_lost": out_recent}
+
+
+def _pace(f: Features) -> tuple[np.ndarray, np.ndarray]:
+    t_send = f.timeline.arrivals["t_send"].to_numpy(np.float64)
+    prev = f.timeline.gaps["prev_arrival"].to_numpy(np.int64)
+    return call(pace_state, f.t, t_send, f.first, f.n, prev, f.rev, f.si, PACE_ARRIVALS, us_per_item=3)
 
 
 def gap_labels(timeline: Timeline) -> np.ndarray:
@@ -260,61 +326,81 @@ def _cached_model(path: str, mtime_ns: int, size: int) -> dict:
 
 @dataclasses.dataclass(frozen=True)
 class FlatTrees:
-    """The trees of a fitted binary gradient-boosted model, every node in flat arrays
-    (``left``/``right`` index them; ``roots`` is each tree's first node)."""
+    """The trees of a fitted binary gradient-boosted model, each padded to a complete binary
+    tree of ``depth`` levels: row t of ``feature``, ``threshold`` and ``missing_left`` holds
+    tree t's split nodes in breadth-first order (node c's children are 2c + 1 and 2c + 2), row
+    t of ``leaves`` its 2^depth leaves. A leaf above the last level is repeated below it, so
+    every row takes exactly ``depth`` steps down every tree."""
 
+    depth: int
     feature: np.ndarray
     threshold: np.ndarray
     missing_left: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
-    leaf: np.ndarray
-    value: np.ndarray
-    roots: np.ndarray
+    leaves: np.ndarray
     baseline: float
+
+
+MAX_FLAT_DEPTH = 12  # deeper trees (a user's model) predict through scikit-learn
 
 
 def flat_trees(model) -> FlatTrees | None:
     """The trees of a scikit-learn HistGradientBoostingClassifier fitted on labels 0 and 1 over
     numerical features, for ``gbt_decision`` (scikit-learn's own predict spent most of the
-    learned LDA's time); None for any other model, which predicts by itself."""
+    learned LDA's time); None for any other model, or trees deeper than ``MAX_FLAT_DEPTH``,
+    which predict by themselves."""
     predictors = getattr(model, "_predictors", None)
     if predictors is None or list(getattr(model, "classes_", ())) != [0, 1] or any(len(p) != 1 for p in predictors):
         return None
     nodes = [p.nodes for (p,) in predictors]
     if any(n["is_categorical"].any() for n in nodes):
         return None
-    sizes = np.array([len(n) for n in nodes], np.int64)
-    roots = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    shift = np.repeat(roots, sizes)
-    every = np.concatenate(nodes)
-    return FlatTrees(
-        feature=every["feature_idx"].astype(np.int64),
-        threshold=every["num_threshold"].astype(np.float64),
-        missing_left=every["missing_go_to_left"].astype(np.bool_),
-        left=every["left"].astype(np.int64) + shift,
-        right=every["right"].astype(np.int64) + shift,
-        leaf=every["is_leaf"].astype(np.bool_),
-        value=every["value"].astype(np.float64),
-        roots=roots,
-        baseline=float(np.ravel(model._baseline_prediction)[0]),
-    )
+    depth = max(_depth(n, 0) for n in nodes)
+    if depth > MAX_FLAT_DEPTH:
+        return None
+    inner, width = 2**depth - 1, 2**depth
+    feature = np.zeros((len(nodes), inner), np.int64)
+    threshold = np.full((len(nodes), inner), np.inf)
+    missing_left = np.ones((len(nodes), inner), np.bool_)
+    leaves = np.zeros((len(nodes), width))
+    for t, n in enumerate(nodes):
+        for leaf in range(width):  # the path to each leaf of the complete tree, bit by bit from the top
+            node, slot = 0, 0
+            for level in range(depth):
+                right = (leaf >> (depth - 1 - level)) & 1
+                if not n["is_leaf"][node]:
+                    feature[t, slot] = n["feature_idx"][node]
+                    threshold[t, slot] = n["num_threshold"][node]
+                    missing_left[t, slot] = n["missing_go_to_left"][node]
+                    node = n["right"][node] if right else n["left"][node]
+                slot = 2 * slot + 1 + right
+            leaves[t, leaf] = n["value"][node]
+    baseline = float(np.ravel(model._baseline_prediction)[0])
+    return FlatTrees(depth, feature, threshold, missing_left, leaves, baseline)
+
+
+def _depth(nodes, node: int) -> int:
+    if nodes["is_leaf"][node]:
+        return 0
+    return 1 + max(_depth(nodes, nodes["left"][node]), _depth(nodes, nodes["right"][node]))
 
 
 @njit(cache=True)
-def gbt_decision(x, feature, threshold, missing_left, left, right, leaf, value, roots, baseline):
+def gbt_decision(x, depth, feature, threshold, missing_left, leaves, baseline):
     """Per row of ``x``, the model's raw score (log-odds of label 1): the baseline plus the
     leaf each tree sends the row to (left when the value is at most the node's threshold; a
     missing value goes where the node learned missing values go)."""
-    out = np.full(x.shape[0], baseline)
+    out = np.empty(x.shape[0])
+    first_leaf = 2**depth - 1
     for i in range(x.shape[0]):
-        for root in roots:
-            node = root
-            while not leaf[node]:
-                v = x[i, feature[node]]
-                go_left = missing_left[node] if v != v else v <= threshold[node]
-                node = left[node] if go_left else right[node]
-            out[i] += value[node]
+        total = baseline  # then each tree in turn, as scikit-learn adds them
+        for t in range(leaves.shape[0]):
+            c = 0
+            for _ in range(depth):
+                v = x[i, feature[t, c]]
+                go_left = missing_left[t, c] if v != v else v <= threshold[t, c]
+                c = 2 * c + (1 if go_left else 2)
+            total += leaves[t, c - first_leaf]
+        out[i] = total
     return out
 
 
@@ -328,8 +414,8 @@ def wireless_probability(bundle: dict, x: np.ndarray) -> np.ndarray:
         return bundle["model"].predict_proba(x)[:, list(bundle["model"].classes_).index(1)]
     t = trees
     x = np.ascontiguousarray(x, np.float64)
-    raw = call(gbt_decision, x, t.feature, t.threshold, t.missing_left, t.left, t.right, t.leaf, t.value, t.roots,
-               t.baseline, us_per_item=2.0 * len(t.roots))  # fmt: skip
+    raw = call(gbt_decision, x, t.depth, t.feature, t.threshold, t.missing_left, t.leaves, t.baseline,
+               us_per_item=0.5 * t.depth * t.leaves.shape[0])  # fmt: skip
     from scipy.special import expit  # what scikit-learn's predict_proba uses: the same numbers
 
     return expit(raw)
@@ -389,11 +475,11 @@ class Learned(LDA):
     def decide(self, f: Features) -> Verdict:
         """Each decided gap's call, the probability the model gives it (``confidence``) and,
         below ``abstain_below``, no call (``abstained``)."""
-        x = gap_features(f)
-        probability = np.full(len(x), np.nan)
+        x = feature_matrix(f)
+        probability = np.full(x.shape[0], np.nan)
         rows = f.decided
         if rows.any():
-            probability[rows] = wireless_probability(self.bundle(), x[rows].to_numpy())
+            probability[rows] = wireless_probability(self.bundle(), x[rows])
         wireless = probability > 0.5
         confidence = np.maximum(probability, 1.0 - probability)
         return Verdict(wireless, confidence=confidence, abstained=confidence < self.abstain_below)

@@ -111,6 +111,23 @@ def test_hand_computed_features_of_one_gap():
     assert gap_labels(timeline).tolist() == [1.0]
 
 
+def test_hand_computed_pace_and_compression_of_one_gap():
+    """Seq 0..3 sent every 1/8 s; seq 2 arrives exactly half a send spacing after seq 1 (not
+    compressed: the rule is strict), seq 3 a quarter after seq 2 (compressed); seq 4 is lost
+    and seq 5 sent two spacings after seq 3 (the usual pace). Binary fractions: exact."""
+    sends = {0: 0.0, 1: 0.125, 2: 0.25, 3: 0.375, 5: 0.625}
+    receives = {0: 1.0, 1: 1.25, 2: 1.3125, 3: 1.34375, 5: 1.75}
+    packets = [
+        {"flow": "1", "seq": s, "uid": s, "t_send": sends[s], "t_recv": receives[s], "fate": "delivered"} for s in sends
+    ]
+    packets.append({"flow": "1", "seq": 4, "uid": 4, "t_send": 0.5, "t_recv": math.nan, "fate": "congestion"})
+    row = gap_features(Features.of(build_timeline(_trace(packets)), Replay())).iloc[0]
+    assert row["send_pace"] == 1.0  # 0.25 s over (1 + 1) x the median spacing 0.125 s
+    assert row["compressed"] == 0.25  # 1 of the 4 receive spacings up to seq 5
+    packets[4]["t_send"] = 0.5  # seq 5 sent right after the lost one: half the usual pace
+    assert gap_features(Features.of(build_timeline(_trace(packets)), Replay())).iloc[0]["send_pace"] == 0.5
+
+
 def test_labels_follow_the_majority_of_a_gaps_causes():
     fates = ["congestion", "wireless", "wireless", None, "congestion", "lost", "lost", None]
     packets, t = [], 0.0
@@ -237,6 +254,20 @@ def test_the_learned_lda_reports_its_confidence_and_abstains_below_a_threshold(m
             get_lda("learned", abstain_below=bad)
 
 
+def test_the_evaluation_calls_what_the_lda_calls(labelled, model_file):
+    """``evaluate``'s learned rows (``learned_decisions``) are the live LDA's own calls, with and
+    without abstention, so its held-out tables score the LDA a user runs."""
+    bundle = load_model(model_file)
+    item = labelled[1]
+    timeline = build_timeline(la.read_trace(SMALL[1]))
+    for below in (0.5, 0.8):
+        live = classify(timeline, [get_lda("learned", model=str(model_file), abstain_below=below)])
+        offline = learn.learned_decisions(item, bundle["model"], below)
+        assert offline["lda"].iat[0] == ("learned" if below == 0.5 else "learned:abstain_below=0.8")
+        assert (live["decision"].astype(str).to_numpy() == offline["decision"].astype(str).to_numpy()).all()
+        assert below == 0.5 or (offline["decision"] == "abstained").any()
+
+
 def test_model_files_that_are_not_safe_models_are_refused(tmp_path, labelled):
     import skops.io
 
@@ -299,6 +330,12 @@ def test_the_cli_trains_and_evaluates_by_group(tmp_path, capsys):
     assert main(["evaluate", *SMALL, "--group-by", "nothing-matches"]) == 2
     assert main(["evaluate", SMALL[0], SMALL[1], "--group-by", "(wlh)"]) == 2  # one group only
     assert "needs two groups or more; the traces form 1: wlh" in capsys.readouterr().err
+    # one group held out; the others only train
+    assert main(["evaluate", *SMALL, "--group-by", r"_(tfrc|mix|cbr|tcp)_", "--hold-out", "cbr", "-o", str(out)]) == 0
+    assert "cbr held out in turn" in capsys.readouterr().out
+    assert set(pd.read_csv(out)["held_out"]) == {"cbr"}
+    assert main(["evaluate", *SMALL, "--group-by", r"_(tfrc|mix|cbr|tcp)_", "--hold-out", "udp"]) == 2
+    assert "no trace is in the group(s) to hold out: udp" in capsys.readouterr().err
 
 
 def test_the_evaluation_figure_shows_every_lda_per_group_and_the_importances(labelled):
@@ -367,8 +404,8 @@ def test_the_flat_trees_predict_as_scikit_learn_does(seed, rows, missing, ties):
         y[0], y[1] = 0, 1
     model = make_model("gbt", seed).fit(x, y)
     trees = flat_trees(model)
-    raw = gbt_decision(x, trees.feature, trees.threshold, trees.missing_left, trees.left, trees.right, trees.leaf,
-                       trees.value, trees.roots, trees.baseline)  # fmt: skip
+    raw = gbt_decision(x, trees.depth, trees.feature, trees.threshold, trees.missing_left, trees.leaves,
+                       trees.baseline)  # fmt: skip
     np.testing.assert_allclose(raw, model.decision_function(x), rtol=1e-12, atol=1e-12)
     probability = wireless_probability({"model": model, "trees": trees}, x)
     np.testing.assert_allclose(probability, model.predict_proba(x)[:, 1], rtol=1e-12, atol=1e-15)

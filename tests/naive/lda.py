@@ -444,7 +444,28 @@ def _slope(ys):
     return num / sum((j - mean_j) ** 2 for j in range(m))
 
 
-@twin_of("ldanalyze.lda.learned.rolling_slope")
+def _send_pace(sent, g):
+    """The gap's send spacing over (n + 1) times the median of the last 16 send spacings of
+    consecutive arrivals up to P_i (NaN with fewer than 3, or a median not above 0)."""
+    if g.prev is None:
+        return math.nan
+    spacings = [sent[j] - sent[j - 1] for j in range(max(1, g.prev - 15), g.prev + 1)]
+    if len(spacings) < 3 or statistics.median(spacings) <= 0:
+        return math.nan
+    return (sent[g.r] - sent[g.prev]) / ((g.n + 1) * statistics.median(spacings))
+
+
+def _compressed(t, sent, s):
+    """Of the last 16 spacings of consecutive arrivals up to s with a positive send spacing,
+    the share received in under half of it (NaN with fewer than 3)."""
+    pairs = [(t[j] - t[j - 1], sent[j] - sent[j - 1]) for j in range(max(1, s - 15), s + 1)]
+    positive = [(received, gone) for received, gone in pairs if gone > 0]
+    if len(positive) < 3:
+        return math.nan
+    return sum(received < 0.5 * gone for received, gone in positive) / len(positive)
+
+
+@twin_of("ldanalyze.lda.learned.rolling_slope", "ldanalyze.lda.learned.pace_state")
 def learned_features(packets, *, update_first=True, gap_delay="revealing", detection=1):
     """{(flow, first missing seq): feature dict} of every gap, as ldanalyze/lda/learned.py's
     docstring defines them, from the state arrival s of docs/ldas.md; NaN everywhere for a gap
@@ -463,6 +484,8 @@ def learned_features(packets, *, update_first=True, gap_delay="revealing", detec
         "spike",
         "zigzag",
         "policing",  # the detector's own twin (policed_gaps): filled in by the test
+        "send_pace",
+        "compressed",
     )
     out = {}
     for label in dict.fromkeys(p["flow"] for p in packets):
@@ -471,6 +494,7 @@ def learned_features(packets, *, update_first=True, gap_delay="revealing", detec
             mine, min(p["seq"] for p in mine), detection=detection, gap_delay=gap_delay, update_first=update_first
         )
         t = [p["t_recv"] for p in flow.arrivals]
+        sent = [p["t_send"] for p in flow.arrivals]
         tmin = running_min(flow.spacing)
         means, devs = zigzag_trace(flow.d, 1 / 32)
         jitter = rfc3550_jitter([(p["t_send"], p["t_recv"]) for p in flow.arrivals])
@@ -499,6 +523,8 @@ def learned_features(packets, *, update_first=True, gap_delay="revealing", detec
                 "trend": _ratio(trend, span),
                 "since_loss": _ratio(t[s] - t[earlier[-1].r], tmin[s]) if earlier else math.nan,
                 "recent_lost": float(sum(e.n for e in earlier if e.r > s - 64)),
+                "send_pace": _send_pace(sent, g),
+                "compressed": _compressed(t, sent, s),
             }
             for name, rule in rules.items():
                 row[name] = 1.0 if rule(g) == "wireless" else 0.0

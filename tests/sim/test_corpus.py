@@ -35,7 +35,7 @@ def small(tmp_path_factory):
 @needs_binary("ns")
 def test_every_family_gives_labelled_gaps_of_both_causes(small):
     for family in FAMILIES:
-        labels = [item.labels for f, _, item in small if f == family]
+        labels = [item.labels for f, _, _, item in small if f == family]
         assert labels, family
         known = [x for some in labels for x in some if x == x]
         assert 0 in known and 1 in known, family  # congestion (a queue or a policer) and the radio
@@ -43,10 +43,25 @@ def test_every_family_gives_labelled_gaps_of_both_causes(small):
 
 @needs_binary("ns")
 def test_each_family_is_held_out_whole(small):
-    table, _ = learn.evaluate([item for _, _, item in small], [family for family, _, _ in small])
+    table, _ = learn.evaluate([item for *_, item in small], [family for family, *_ in small])
     assert sorted(table["held_out"].unique()) == sorted(FAMILIES)
     for family, rows in table.groupby("held_out"):
         # every LDA scored on the very same losses: the held-out family's, policing as congestion
         assert rows["scored"].nunique() == 1 and rows["scored"].iloc[0] > 50, family
-        own = sum(int((item.decisions["lda"] == "biaz").sum()) for f, _, item in small if f == family)
+        own = sum(int((item.decisions["lda"] == "biaz").sum()) for f, _, _, item in small if f == family)
         assert rows["losses"].iloc[0] == own
+
+
+@needs_binary("ns")
+def test_one_parameter_range_is_held_out_and_the_model_may_abstain(small):
+    """Wi-Fi's retry limit 7 held out alone (the other limits and families only train), the
+    learned LDA scored again abstaining below 0.8: its calls are a subset of the same losses."""
+    groups = [f"{f} retries={p['retries']}" if f == "ns3-wifi" else f for f, _, p, _ in small]
+    assert "ns3-wifi retries=7" in groups and "ns3-wifi retries=1" in groups
+    table, _ = learn.evaluate([item for *_, item in small], groups, held_out=["ns3-wifi retries=7"], abstain_below=0.8)
+    assert set(table["held_out"]) == {"ns3-wifi retries=7"}
+    rows = table.set_index(table["lda"].astype(str))
+    sure = rows.loc["learned:abstain_below=0.8"]
+    assert rows.loc["learned", "abstained"] == 0 and sure["abstained"] > 0
+    # the losses it no longer calls are among those it abstains on (which may include unknown causes)
+    assert 0 < rows.loc["learned", "scored"] - sure["scored"] <= sure["abstained"]
