@@ -84,6 +84,9 @@ def fit(labelled: Sequence[Labelled], kind: str = "gbt", seed: int = 0):
     if np.unique(y).shape[0] < 2:
         raise UsageError(f"every one of the {count} labelled gaps has the same cause; a classifier needs both")
     model = make_model(kind, seed)
+    # a feature no training gap has (e.g. ``compressed`` on short flows) carries nothing; the
+    # binning of the trees and the imputer of the others fail on it, so it is fitted as a constant
+    x[:, ~np.isfinite(x).any(axis=0)] = 0.0
     model.fit(x, y)
     return model, count
 

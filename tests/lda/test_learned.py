@@ -289,6 +289,21 @@ def test_model_files_that_are_not_safe_models_are_refused(tmp_path, labelled):
     assert main(["classify", SMALL[0], "--lda", f"learned:model={pickled}"]) == 2
 
 
+@pytest.mark.parametrize("kind", ["gbt", "rf", "logistic"])
+def test_a_feature_no_training_gap_has_is_fitted_as_a_constant(labelled, kind):
+    """Short flows leave ``compressed`` missing on every gap; training still works, and the model
+    cannot have learned anything from the feature."""
+    import dataclasses
+
+    blank = [dataclasses.replace(item, features=item.features.assign(compressed=np.nan)) for item in labelled]
+    model, count = learn.fit(blank, kind)
+    x, _, _ = learn.rows(labelled)
+    varied = x.copy()
+    varied[:, FEATURES.index("compressed")] = np.random.default_rng(1).random(x.shape[0])
+    assert count == learn.rows(labelled)[2]
+    assert np.array_equal(model.predict(varied), model.predict(x))  # whatever the feature says
+
+
 def test_training_needs_both_causes_and_a_known_model():
     with pytest.raises(UsageError, match="model must be one of gbt, rf, logistic"):
         make_model("svm")
