@@ -243,7 +243,7 @@ def _rtt_plan(timeline, flows, code, f, path):
     a_seq, a_owd = timeline.arrivals["seq"].to_numpy(np.int64), timeline.arrivals["owd"].to_numpy(np.float64)
     rev = np.zeros(len(flows))
     sources, samples = [], []
-    lo, _ = call(running_min_max, f.d, f.start)
+    lo, _ = f.delay_range()
     for k, flow in enumerate(flows):
         rows = np.flatnonzero(code == k)
         fb = feedback[k]

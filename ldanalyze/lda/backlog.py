@@ -23,9 +23,7 @@ import pandas as pd
 
 from ..errors import UsageError
 from ..specs import check_positive
-from ..tiering import call
 from .base import LDA, Features, Verdict
-from .kernels import running_min_max
 
 
 def receive_rate(f: Features, window: int) -> np.ndarray:
@@ -58,7 +56,7 @@ class Veno(LDA):
 
     def _backlog(self, f: Features) -> tuple[np.ndarray, np.ndarray]:
         """(rate per arrival, d_min per arrival)."""
-        lo, _ = call(running_min_max, f.d, f.start)
+        lo, _ = f.delay_range()
         return receive_rate(f, self.window), lo
 
     def decide(self, f: Features) -> Verdict:

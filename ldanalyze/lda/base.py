@@ -13,6 +13,8 @@ trace for plots.
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,6 +25,7 @@ from ..errors import UsageError
 from ..specs import Parameterized
 from ..tiering import call
 from ..timeline import Timeline
+from .kernels import ewma_mean_dev, running_min_max
 
 GAP_DELAYS = ("revealing", "previous")
 
@@ -84,9 +87,25 @@ class Features:
     si: np.ndarray
     gidx: np.ndarray
     gdelay: np.ndarray
-    # what LDAs decided over these arrays (``verdict``): the learned LDA and the policer detector
-    # reuse the verdicts of the schemes they stack instead of replaying them again
+    # what LDAs decided over these arrays (``verdict``: the learned LDA and the policer detector
+    # reuse the verdicts of the schemes they stack) and the state they share (``shared``)
     memo: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+    def shared(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """``compute()``, once per ``key``: per-arrival state several LDAs read (the delay's
+        running range and EWMA, T_min). The arrays are shared: never modify them."""
+        if key not in self.memo:
+            self.memo[key] = compute()
+        return self.memo[key]
+
+    def delay_range(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per arrival, the running minimum and maximum of its flow's one-way delay."""
+        return self.shared(("delay_range",), lambda: call(running_min_max, self.d, self.start))
+
+    def delay_ewma(self, gain: float) -> tuple[np.ndarray, np.ndarray]:
+        """Per arrival, the EWMA of the one-way delay and of its mean deviation (gains ``gain``
+        and 2·gain, the mean first: ZigZag's and XRTP's)."""
+        return self.shared(("delay_ewma", gain), lambda: call(ewma_mean_dev, self.d, self.start, gain, 2 * gain, False))
 
     def verdict(self, lda: LDA) -> Verdict:
         """``lda.decide(self)``, once per LDA (equal parameters: the same verdict); an LDA that
@@ -99,7 +118,7 @@ class Features:
             self.memo[lda] = lda.decide(self)
         return self.memo[lda]
 
-    @property
+    @functools.cached_property
     def first(self) -> np.ndarray:
         """Per arrival, the index of its flow's first arrival."""
         return flow_firsts(self.start)

@@ -38,7 +38,8 @@ def running_tmin(spacing, start, t, t0, horizon):
 
 
 def tmin_state(f: Features, horizon: float = math.inf) -> np.ndarray:
-    return call(running_tmin, f.spacing, f.start, f.t, f.t0, horizon)
+    """T_min after each arrival (``running_tmin``), once per Features and horizon."""
+    return f.shared(("tmin", horizon), lambda: call(running_tmin, f.spacing, f.start, f.t, f.t0, horizon))
 
 
 def biaz_window(f: Features, tmin: np.ndarray, upper: float, upper_inclusive: bool) -> np.ndarray:

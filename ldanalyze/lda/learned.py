@@ -56,14 +56,14 @@ from typing import ClassVar
 
 import numpy as np
 import pandas as pd
-from numba import njit
+from numba import njit, prange
 
 from ..errors import UsageError
+from ..threads import may_spread
 from ..tiering import call
 from ..timeline import Timeline
 from .base import LDA, Features, Verdict, take
 from .interarrival import Biaz, MBiaz, tmin_state
-from .kernels import ewma_mean_dev, running_min_max
 from .policer import Policer
 from .rott import Spike, ZigZag
 
@@ -130,23 +130,27 @@ def rolling_slope(x, first, at, k):
     return out
 
 
-@njit(cache=True)
-def pace_state(t, t_send, first, n, prev, rev, si, k):
+def _pace_walk(t, t_send, first, n, prev, rev, si, k):
     """Per gap, ``send_pace`` and ``compressed`` (module docstring) over each flow's last ``k``
     spacings of consecutive arrivals (``first``: each arrival's flow's first arrival); NaN
     where there are fewer than 3 of them, or no positive usual spacing."""
     pace = np.full(n.shape[0], np.nan)
     share = np.full(n.shape[0], np.nan)
-    window = np.empty(k)
-    for g in range(n.shape[0]):
+    for g in prange(n.shape[0]):
+        window = np.empty(k)
         p = prev[g]
         if p >= 0 and rev[g] >= 0 and si[g] >= 0:
             lo = max(first[p] + 1, p - k + 1)
             m = p - lo + 1
             if m >= 3:
-                for j in range(m):
-                    window[j] = t_send[lo + j] - t_send[lo + j - 1]
-                usual = np.median(window[:m])
+                for j in range(m):  # insertion sort: at most k values, far cheaper than np.median's
+                    value = t_send[lo + j] - t_send[lo + j - 1]
+                    at = j
+                    while at > 0 and window[at - 1] > value:
+                        window[at] = window[at - 1]
+                        at -= 1
+                    window[at] = value
+                usual = window[m // 2] if m % 2 else 0.5 * (window[m // 2 - 1] + window[m // 2])
                 if usual > 0:
                     pace[g] = (t_send[rev[g]] - t_send[p]) / ((n[g] + 1) * usual)
         s = si[g]
@@ -166,6 +170,11 @@ def pace_state(t, t_send, first, n, prev, rev, si, k):
     return pace, share
 
 
+# compiled for one core and for every core, as the trees' walk (``gbt_decision``)
+pace_state = njit(cache=True)(_pace_walk)
+pace_state_spread = njit(cache=True, parallel=True)(_pace_walk)
+
+
 def gap_features(f: Features) -> pd.DataFrame:
     """The ``FEATURES`` of every gap of ``f.timeline`` (rows in gap order), from what the
     receiver knew at the gap's decision; NaN where no arrival decides it (module docstring)."""
@@ -175,11 +184,9 @@ def gap_features(f: Features) -> pd.DataFrame:
 def feature_matrix(f: Features) -> np.ndarray:
     """``gap_features`` as one array, a row per gap (what the trees read)."""
     tmin = take(tmin_state(f), f.si, np.nan)
-    lo, hi = call(running_min_max, f.d, f.start)
-    lo, hi = take(lo, f.si, np.nan), take(hi, f.si, np.nan)
+    lo, hi = (take(state, f.si, np.nan) for state in f.delay_range())
     span = np.where(hi > lo, hi - lo, np.nan)
-    mean, dev = call(ewma_mean_dev, f.d, f.start, EWMA_GAIN, 2 * EWMA_GAIN, False)
-    mean, dev = take(mean, f.si, np.nan), take(dev, f.si, np.nan)
+    mean, dev = (take(state, f.si, np.nan) for state in f.delay_ewma(EWMA_GAIN))
     jitter = f.timeline.arrivals["jitter_rfc3550"].to_numpy(np.float64)
     slope = call(rolling_slope, f.d, f.first, f.si, TREND_ARRIVALS, us_per_item=2)
     out = np.empty((f.n.shape[0], len(FEATURES)))
@@ -228,7 +235,8 @@ def _loss_history(f: Features, tmin: np.ndarray) -> dict[str, np.ndarray]:
 def _pace(f: Features) -> tuple[np.ndarray, np.ndarray]:
     t_send = f.timeline.arrivals["t_send"].to_numpy(np.float64)
     prev = f.timeline.gaps["prev_arrival"].to_numpy(np.int64)
-    return call(pace_state, f.t, t_send, f.first, f.n, prev, f.rev, f.si, PACE_ARRIVALS, us_per_item=3)
+    kernel = pace_state_spread if may_spread() else pace_state
+    return call(kernel, f.t, t_send, f.first, f.n, prev, f.rev, f.si, PACE_ARRIVALS, us_per_item=3)
 
 
 def gap_labels(timeline: Timeline) -> np.ndarray:
@@ -384,14 +392,13 @@ def _depth(nodes, node: int) -> int:
     return 1 + max(_depth(nodes, nodes["left"][node]), _depth(nodes, nodes["right"][node]))
 
 
-@njit(cache=True)
-def gbt_decision(x, depth, feature, threshold, missing_left, leaves, baseline):
+def _gbt_walk(x, depth, feature, threshold, missing_left, leaves, baseline):
     """Per row of ``x``, the model's raw score (log-odds of label 1): the baseline plus the
     leaf each tree sends the row to (left when the value is at most the node's threshold; a
     missing value goes where the node learned missing values go)."""
     out = np.empty(x.shape[0])
     first_leaf = 2**depth - 1
-    for i in range(x.shape[0]):
+    for i in prange(x.shape[0]):
         total = baseline  # then each tree in turn, as scikit-learn adds them
         for t in range(leaves.shape[0]):
             c = 0
@@ -404,6 +411,12 @@ def gbt_decision(x, depth, feature, threshold, missing_left, leaves, baseline):
     return out
 
 
+# one walk, compiled twice: on one core, and over the rows on every core when the analysis runs
+# alone (``threads.may_spread``; a pool's worker leaves the other cores to its siblings)
+gbt_decision = njit(cache=True)(_gbt_walk)
+gbt_decision_spread = njit(cache=True, parallel=True)(_gbt_walk)
+
+
 def wireless_probability(bundle: dict, x: np.ndarray) -> np.ndarray:
     """Per row of features, the bundle's model's probability that the gap is wireless (label
     1): the trees' raw score through the logistic function, as scikit-learn's predict_proba;
@@ -414,7 +427,8 @@ def wireless_probability(bundle: dict, x: np.ndarray) -> np.ndarray:
         return bundle["model"].predict_proba(x)[:, list(bundle["model"].classes_).index(1)]
     t = trees
     x = np.ascontiguousarray(x, np.float64)
-    raw = call(gbt_decision, x, t.depth, t.feature, t.threshold, t.missing_left, t.leaves, t.baseline,
+    kernel = gbt_decision_spread if may_spread() else gbt_decision
+    raw = call(kernel, x, t.depth, t.feature, t.threshold, t.missing_left, t.leaves, t.baseline,
                us_per_item=0.5 * t.depth * t.leaves.shape[0])  # fmt: skip
     from scipy.special import expit  # what scikit-learn's predict_proba uses: the same numbers
 

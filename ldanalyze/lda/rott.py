@@ -20,7 +20,6 @@ from ..errors import UsageError
 from ..specs import check_fraction, check_positive
 from ..tiering import call
 from .base import LDA, Features, Verdict
-from .kernels import ewma_mean_dev, running_min_max
 
 
 @njit(cache=True)
@@ -81,7 +80,7 @@ class TwoThresholdLDA(LDA):
 
     def state(self, f: Features) -> pd.DataFrame:
         _, hi_frac, _, lo_frac = self.fractions
-        lo, hi = call(running_min_max, f.d, f.start)
+        lo, hi = f.delay_range()
         return pd.DataFrame(
             {
                 "d": f.d,
@@ -158,7 +157,7 @@ class ZigZag(LDA):
             raise UsageError(f"{self.name}: dev_factors needs 4 values (n = 1, 2, 3, > 3)")
 
     def mean_dev(self, f: Features) -> tuple[np.ndarray, np.ndarray]:
-        return call(ewma_mean_dev, f.d, f.start, self.alpha, 2 * self.alpha, False)
+        return f.delay_ewma(self.alpha)
 
     def decide(self, f: Features) -> Verdict:
         return Verdict(zigzag_wireless(f, *self.mean_dev(f), self.dev_factors))

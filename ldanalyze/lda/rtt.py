@@ -93,7 +93,7 @@ class AdaptiveRtt(LDA):
             return f.d
         flows = f.timeline.arrivals["flow"]
         shifted = flows.isin(propagation).to_numpy()
-        lo, _ = call(running_min_max, f.d, f.start)
+        lo, _ = f.delay_range()
         return np.where(shifted, f.d - lo + self.propagation_delay, f.d)
 
     def decide(self, f: Features) -> Verdict:

@@ -20,7 +20,6 @@ from ..errors import UsageError
 from ..specs import check_fraction, check_positive
 from ..tiering import call
 from .base import LDA, Features, Verdict, take
-from .kernels import ewma_mean_dev, running_min_max
 
 
 @njit(cache=True)
@@ -78,9 +77,9 @@ class Xrtp(LDA):
             raise UsageError(f"{self.name}: l1 must be a whole number between 0 and n={self.n}, not {self.l1!r}")
 
     def _state(self, f: Features):
-        mean, dev = call(ewma_mean_dev, f.d, f.start, self.alpha, 2 * self.alpha, False)
+        mean, dev = f.delay_ewma(self.alpha)
         run, count = call(xrtp_state, f.d, f.jitter, mean, dev, f.start, self.n)
-        lo, hi = call(running_min_max, f.d, f.start)
+        lo, hi = f.delay_range()
         return mean, dev, run, count, lo, hi
 
     def decide(self, f: Features) -> Verdict:

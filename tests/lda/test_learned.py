@@ -22,12 +22,16 @@ from ldanalyze.lda import Replay, classify, get_lda, parse_ldas
 from ldanalyze.lda.base import Features
 from ldanalyze.lda.learned import (
     FEATURES,
+    PACE_ARRIVALS,
     flat_trees,
     gap_features,
     gap_labels,
     gbt_decision,
+    gbt_decision_spread,
     load_model,
     make_model,
+    pace_state,
+    pace_state_spread,
     save_model,
     wireless_probability,
 )
@@ -126,6 +130,17 @@ def test_hand_computed_pace_and_compression_of_one_gap():
     assert row["compressed"] == 0.25  # 1 of the 4 receive spacings up to seq 5
     packets[4]["t_send"] = 0.5  # seq 5 sent right after the lost one: half the usual pace
     assert gap_features(Features.of(build_timeline(_trace(packets)), Replay())).iloc[0]["send_pace"] == 0.5
+
+
+def test_the_pace_kernels_agree_on_one_core_and_on_every_core():
+    """``pace_state`` (a pool worker's) and ``pace_state_spread`` (an analysis alone) are one
+    source compiled twice; the twin test above runs the second, this holds the first to it."""
+    f = Features.of(build_timeline(la.read_trace(SMALL[1])), Replay())
+    args = (f.t, f.timeline.arrivals["t_send"].to_numpy(np.float64), f.first, f.n,
+            f.timeline.gaps["prev_arrival"].to_numpy(np.int64), f.rev, f.si, PACE_ARRIVALS)  # fmt: skip
+    for one, every in zip(pace_state(*args), pace_state_spread(*args)):
+        np.testing.assert_array_equal(one, every)
+        assert np.isfinite(one).sum() > 100
 
 
 def test_labels_follow_the_majority_of_a_gaps_causes():
@@ -419,9 +434,10 @@ def test_the_flat_trees_predict_as_scikit_learn_does(seed, rows, missing, ties):
         y[0], y[1] = 0, 1
     model = make_model("gbt", seed).fit(x, y)
     trees = flat_trees(model)
-    raw = gbt_decision(x, trees.depth, trees.feature, trees.threshold, trees.missing_left, trees.leaves,
-                       trees.baseline)  # fmt: skip
+    args = (x, trees.depth, trees.feature, trees.threshold, trees.missing_left, trees.leaves, trees.baseline)
+    raw = gbt_decision(*args)
     np.testing.assert_allclose(raw, model.decision_function(x), rtol=1e-12, atol=1e-12)
+    assert np.array_equal(gbt_decision_spread(*args), raw)  # the same walk over every core
     probability = wireless_probability({"model": model, "trees": trees}, x)
     np.testing.assert_allclose(probability, model.predict_proba(x)[:, 1], rtol=1e-12, atol=1e-15)
     assert ((probability > 0.5) == (model.predict(x) == 1)).all()
