@@ -8,7 +8,9 @@ Families (``FAMILIES``; ``small=True`` keeps a few cases of each, for CI):
   TFRC, TCP and constant-rate UDP, 1-16 flows, uniform and bursty wireless loss;
 * ``ns3-wifi``: the ns-3 802.11a scenario (``traces/ns3/wifi.cc``): a wired bottleneck before
   an access point, stations at several distances, one walking away; MAC retry limits 1-7
-  (a link layer that retransmits: radio trouble becomes delay before it becomes loss);
+  (a link layer that retransmits: radio trouble becomes delay before it becomes loss); each
+  station read from its own monitor-mode (radiotap) capture, its flow only, so that the
+  radio's evidence (802.11 sequence numbers: ``unseen_on_air``) is there, as it is for ns3-policed;
 * ``ns3-lte``: the ns-3 LTE scenario (``traces/ns3/lte.cc``): HARQ, RLC UM, the eNB's buffer;
 * ``ns3-policed``: the Wi-Fi scenario with a token-bucket policer instead of the bottleneck
   queue (``--policer``), one walking subscriber;
@@ -23,6 +25,7 @@ Labelled)`` for ``ldanalyze.learn``.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import itertools
 import pathlib
@@ -97,16 +100,31 @@ def _analysed_ns3(case: tuple[str, dict]) -> list:
     count, prefix = scenario.RECEIVERS[name]
     items = []
     for i in range(params.get(count, scenario.DEFAULTS[name][count])):
+        # a Wi-Fi station's own monitor-mode capture: its flow with the radio's evidence
+        # (802.11 sequence numbers), as a user holding one would read it
+        capture = out / (f"{prefix}-{i}-radiotap.pcap" if name == "wifi" else f"{prefix}-{i}.pcap")
+        labels = out / f"{prefix}-{i}.labels.csv"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                trace = read_trace(out / f"{prefix}-{i}.pcap", payload=SEQ_TS, skew="keep")  # one simulator clock
+                trace = read_trace(capture, payload=SEQ_TS, skew="keep")  # one simulator clock
+                if name == "wifi":
+                    trace = _own_flows(trace, read_trace(out / f"{prefix}-{i}.pcap", payload=SEQ_TS, skew="keep"))
             except TraceError as error:  # a receiver the radio never reached: nothing to learn from
                 print(f"corpus: {name} {params}: {prefix}-{i} left out: {error.message}", file=sys.stderr)
                 continue
-            trace = apply_labels(trace, out / f"{prefix}-{i}.labels.csv")
+            trace = apply_labels(trace, labels)
             items.append((f"{out.name}/{prefix}-{i}", {"scenario": name, **params}, learn.analyse(trace)))
     return items
+
+
+def _own_flows(trace, ip_capture):
+    """The flows of ``trace`` that the station's own IP capture holds: a monitor-mode capture
+    also holds the frames to the other stations that its radio decoded, whose causes no labels
+    file gives."""
+    own = set(ip_capture.packets["flow"].astype(str))
+    packets = trace.packets
+    return dataclasses.replace(trace, packets=packets[packets["flow"].astype(str).isin(own)].reset_index(drop=True))
 
 
 def _lab_items(folder: pathlib.Path, small: bool) -> list:

@@ -33,7 +33,13 @@ arrival (the state arrival ``si`` of ``docs/ldas.md``, the same contract as ever
                  link layer (ARQ retries, a HARQ or RLC reordering wait) and then left its queue
                  back to back (``docs/ldas.md`` shows the ns-3 LTE and Wi-Fi excerpts).
 
-These two were kept among eight candidates (delay steps across and before the gap, the delay
+``unseen_on_air`` the 802.11 sequence numbers that went by unseen across the gap (``air_unseen``
+                 of the revealing arrival: ``lda/radio.py``) over its losses: 0 when the gap
+                 never went on the air, about 1 when the radio lost it; missing without a
+                 monitor-mode capture (or where the count is unknown), as on every link but
+                 Wi-Fi. The radio's own evidence, which no end-to-end LDA had.
+
+These two timing features were kept among eight candidates (delay steps across and before the gap, the delay
 before the gap, T_i over the send spacing, ...): each of the others cost some held-out family
 several points, these two at most about one (``docs/learned.md`` leaves each feature out in
 turn). Both need the packets' own send times, which every input of ldanalyze carries (in-band
@@ -83,6 +89,7 @@ FEATURES = (
     "policing",
     "send_pace",
     "compressed",
+    "unseen_on_air",
 )
 STACKED = {"biaz": Biaz(), "mbiaz": MBiaz(), "spike": Spike(), "zigzag": ZigZag()}
 EWMA_GAIN = 1 / 32
@@ -91,7 +98,7 @@ RECENT_ARRIVALS = 64
 PACE_ARRIVALS = 16
 MODELS = ("gbt", "rf", "logistic")
 MODEL_FORMAT = "ldanalyze-learned-lda"
-MODEL_VERSION = 3  # 2: the policing feature; 3: send_pace and compressed
+MODEL_VERSION = 4  # 2: the policing feature; 3: send_pace and compressed; 4: unseen_on_air
 BUNDLED_MODEL = pathlib.Path(__file__).resolve().parent.parent / "data" / "learned_lda.skops"
 # the types the three model kinds hold beyond what skops trusts by default (measured with
 # skops.io.get_untrusted_types); a file holding any other is refused
@@ -203,6 +210,7 @@ def feature_matrix(f: Features) -> np.ndarray:
             "policing": Policer().policed(f)[0],
         }
     columns["send_pace"], columns["compressed"] = _pace(f)
+    columns["unseen_on_air"] = _unseen_on_air(f)
     for k, name in enumerate(FEATURES):
         out[:, k] = columns[name]
     out[~f.decided] = np.nan
@@ -237,6 +245,14 @@ def _pace(f: Features) -> tuple[np.ndarray, np.ndarray]:
     prev = f.timeline.gaps["prev_arrival"].to_numpy(np.int64)
     kernel = pace_state_spread if may_spread() else pace_state
     return call(kernel, f.t, t_send, f.first, f.n, prev, f.rev, f.si, PACE_ARRIVALS, us_per_item=3)
+
+
+def _unseen_on_air(f: Features) -> np.ndarray:
+    arrivals = f.timeline.arrivals
+    if "air_unseen" not in arrivals.columns:
+        return np.full(f.n.shape[0], np.nan)
+    unseen = take(arrivals["air_unseen"].to_numpy(np.int64), f.rev, -1)
+    return np.where(unseen >= 0, unseen / f.n, np.nan)
 
 
 def gap_labels(timeline: Timeline) -> np.ndarray:

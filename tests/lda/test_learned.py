@@ -57,10 +57,18 @@ SMALL = [
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(packet_tables(), st.booleans(), st.sampled_from(["revealing", "previous"]), st.sampled_from([1, 3]))
-def test_features_agree_with_the_twin(packets, update_first, gap_delay, detection):
+@given(
+    packet_tables(), st.booleans(), st.sampled_from(["revealing", "previous"]), st.sampled_from([1, 3]), st.booleans()
+)
+def test_features_agree_with_the_twin(packets, update_first, gap_delay, detection, air):
+    """Every feature against the twin; with ``air``, the arrivals carry a monitor-mode capture's
+    evidence (``testing.radio_evidence``) for ``unseen_on_air``."""
     semantics = Replay(update_first=update_first, gap_delay=gap_delay, detection=detection)
-    timeline = build_timeline(_trace(packets))
+    trace = _trace(packets, air=air)
+    if air:
+        unseen = dict(zip(trace.packets["uid"].tolist(), trace.packets["air_unseen"].tolist()))
+        packets = [{**p, "air_unseen": int(unseen[p["uid"]])} for p in packets]
+    timeline = build_timeline(trace)
     ours = gap_features(Features.of(timeline, semantics))
     twin = naive_lda.learned_features(packets, update_first=update_first, gap_delay=gap_delay, detection=detection)
     policed = naive_lda.policed_gaps(timeline, Policer(), semantics)
@@ -80,12 +88,14 @@ def test_features_agree_with_the_twin(packets, update_first, gap_delay, detectio
             )
 
 
-def _trace(packets):
+def _trace(packets, air=False):
     from ldanalyze.packets import Trace, empty_rtt
+    from ldanalyze.testing import radio_evidence
 
     columns = {k: [p[k] for p in packets] for k in ("flow", "seq", "uid", "t_send", "t_recv", "fate")}
+    table = make_packet_table(**columns, size=[100] * len(packets))
     return Trace(
-        packets=make_packet_table(**columns, size=[100] * len(packets)),
+        packets=table.assign(**radio_evidence(table)) if air else table,
         rtt=empty_rtt(),
         path="generated",
         format="generated",
@@ -130,6 +140,29 @@ def test_hand_computed_pace_and_compression_of_one_gap():
     assert row["compressed"] == 0.25  # 1 of the 4 receive spacings up to seq 5
     packets[4]["t_send"] = 0.5  # seq 5 sent right after the lost one: half the usual pace
     assert gap_features(Features.of(build_timeline(_trace(packets)), Replay())).iloc[0]["send_pace"] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("fates", "unseen", "share"),
+    [
+        ("dcd", {2: 0}, 0.0),
+        ("dwwcd", {4: 2}, 2 / 3),
+        ("dwd", {2: 1}, 1.0),
+        ("dwd", {2: 3}, 3.0),
+        ("dwd", {2: -1}, None),
+    ],
+)
+def test_hand_computed_unseen_on_air(fates, unseen, share):
+    """The 802.11 numbers unseen across the gap over its losses (``lda/radio.py``'s timelines):
+    0 never on the air, 2 of 3, all, more than lost (other frames missed too), unknown: missing."""
+    from .test_radio import timeline as air_timeline
+
+    value = gap_features(Features.of(air_timeline(fates, unseen), Replay()))["unseen_on_air"].iat[0]
+    assert math.isnan(value) if share is None else value == pytest.approx(share)
+
+
+def test_unseen_on_air_is_missing_without_a_monitor_mode_capture():
+    assert gap_features(Features.of(build_timeline(la.read_trace(SMALL[0])), Replay()))["unseen_on_air"].isna().all()
 
 
 def test_the_pace_kernels_agree_on_one_core_and_on_every_core():

@@ -486,6 +486,7 @@ def learned_features(packets, *, update_first=True, gap_delay="revealing", detec
         "policing",  # the detector's own twin (policed_gaps): filled in by the test
         "send_pace",
         "compressed",
+        "unseen_on_air",
     )
     out = {}
     for label in dict.fromkeys(p["flow"] for p in packets):
@@ -525,6 +526,9 @@ def learned_features(packets, *, update_first=True, gap_delay="revealing", detec
                 "recent_lost": float(sum(e.n for e in earlier if e.r > s - 64)),
                 "send_pace": _send_pace(sent, g),
                 "compressed": _compressed(t, sent, s),
+                "unseen_on_air": _ratio(flow.arrivals[g.r].get("air_unseen", -1), g.n)
+                if flow.arrivals[g.r].get("air_unseen", -1) >= 0
+                else math.nan,
             }
             for name, rule in rules.items():
                 row[name] = 1.0 if rule(g) == "wireless" else 0.0

@@ -65,3 +65,15 @@ def test_one_parameter_range_is_held_out_and_the_model_may_abstain(small):
     assert rows.loc["learned", "abstained"] == 0 and sure["abstained"] > 0
     # the losses it no longer calls are among those it abstains on (which may include unknown causes)
     assert 0 < rows.loc["learned", "scored"] - sure["scored"] <= sure["abstained"]
+
+
+@needs_binary("ns")
+def test_the_wifi_families_carry_the_radios_evidence(small):
+    """Wi-Fi stations are read from their own monitor-mode captures (their flow only): the
+    learned LDA sees the 802.11 numbers there, and nowhere else."""
+    for family, name, _, item in small:
+        radio = item.features["unseen_on_air"].notna()
+        if family in ("ns3-wifi", "ns3-policed"):
+            assert radio.any() and item.decisions["flow"].nunique() == 1, name
+        else:
+            assert not radio.any(), name
