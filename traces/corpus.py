@@ -8,9 +8,11 @@ Families (``FAMILIES``; ``small=True`` keeps a few cases of each, for CI):
   TFRC, TCP and constant-rate UDP, 1-16 flows, uniform and bursty wireless loss;
 * ``ns3-wifi``: the ns-3 802.11a scenario (``traces/ns3/wifi.cc``): a wired bottleneck before
   an access point, stations at several distances, one walking away; MAC retry limits 1-7
-  (a link layer that retransmits: radio trouble becomes delay before it becomes loss); each
-  station read from its own monitor-mode (radiotap) capture, its flow only, so that the
-  radio's evidence (802.11 sequence numbers: ``unseen_on_air``) is there, as it is for ns3-policed;
+  (a link layer that retransmits: radio trouble becomes delay before it becomes loss); QoS
+  (WMM) MACs, as every 802.11n and later network has, whose 802.11 sequence numbers count per
+  receiver and TID; each station read from its own monitor-mode (radiotap) capture, its flow
+  only, so that the radio's evidence (``unseen_on_air``) is there, as it is for ns3-policed
+  (one station: its access point's one counter numbers its frames alone);
 * ``ns3-lte``: the ns-3 LTE scenario (``traces/ns3/lte.cc``): HARQ, RLC UM, the eNB's buffer;
 * ``ns3-policed``: the Wi-Fi scenario with a token-bucket policer instead of the bottleneck
   queue (``--policer``), one walking subscriber;
@@ -73,7 +75,7 @@ def ns3_cases(family: str, small: bool, seeds: tuple[int, ...]) -> list[tuple[st
     if family == "ns3-wifi":
         grid = itertools.product((1, 4, 7), ("4Mbps", "6Mbps", "10Mbps"), (2.0, 5.0), seeds)
         cases = [("wifi", {"duration": 12, "stations": 3, "retries": r, "bottleneck": b, "speed": v, "seed": s,
-                           "spacing": 10 + 2 * ((s - 1) % 2)}) for r, b, v, s in grid]  # fmt: skip
+                           "spacing": 10 + 2 * ((s - 1) % 2), "qos": 1}) for r, b, v, s in grid]  # fmt: skip
     elif family == "ns3-lte":
         grid = itertools.product(("1500kbps", "2500kbps", "4000kbps"), (10000, 40000), (15.0, 40.0), seeds)
         cases = [("lte", {"duration": 10, "ues": 3, "bottleneck": b, "buffer": buf, "speed": v, "seed": s})
