@@ -72,8 +72,9 @@ def test_delay_based_ldas_call_a_policers_drops_wireless(runs):
     """No queue builds before a policer's drop: most delay-based calls are wireless (M_p)."""
     run, chain, decisions = runs["policer"]
     scores = la.score(decisions, la.build_timeline(chain).summary(), by="pooled", bootstrap=0).set_index("lda")
-    assert (scores.loc[list(DELAY_BASED), "policing"] == run.bottleneck_drops).all()
-    assert scores.loc[list(DELAY_BASED), "M_p"].mean() > 0.5
+    shown = scores.loc[list(DELAY_BASED), ["policing", "M_p"]].to_dict()
+    assert (scores.loc[list(DELAY_BASED), "policing"] == run.bottleneck_drops).all(), (run.bottleneck_drops, shown)
+    assert scores.loc[list(DELAY_BASED), "M_p"].mean() > 0.5, shown
 
 
 def test_the_detector_calls_a_policers_drops_policing_and_a_queues_not(runs):
