@@ -58,9 +58,8 @@ NO_TWIN: dict[str, str] = {
     _LINK + "rehash_flows": "rebuilds the flow table's slots once a capture passes 512 flows (the tunnel "
     "table's past 12 tunnels; walk.Output.grow_flows); the flows read after it are held to "
     "naive.capture.capture_records",
-    "ldanalyze.lda.learned._gbt_walk": "gbt_decision and gbt_decision_spread (one source compiled for one "
-    "core and for every core): checked against scikit-learn's own decision_function and predict and "
-    "against each other (tests/lda/test_learned.py)",
+    "ldanalyze.lda.learned.gbt_decision": "checked against scikit-learn's own decision_function and predict "
+    "(tests/lda/test_learned.py)",
     "ldanalyze.io.capture.flows.flow_extents": "checked against pandas' groupby (tests/io/capture/test_pcap_read.py)",
     "ldanalyze.io.capture.flows._rows_by_flow": "checked against a stable argsort (tests/io/capture/test_pcap_payload.py)",
     **_inside(

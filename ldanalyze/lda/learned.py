@@ -62,10 +62,9 @@ from typing import ClassVar
 
 import numpy as np
 import pandas as pd
-from numba import njit, prange
+from numba import njit
 
 from ..errors import UsageError
-from ..threads import may_spread
 from ..tiering import call
 from ..timeline import Timeline
 from .base import LDA, Features, Verdict, take
@@ -137,14 +136,15 @@ def rolling_slope(x, first, at, k):
     return out
 
 
-def _pace_walk(t, t_send, first, n, prev, rev, si, k):
+@njit(cache=True)
+def pace_state(t, t_send, first, n, prev, rev, si, k):
     """Per gap, ``send_pace`` and ``compressed`` (module docstring) over each flow's last ``k``
     spacings of consecutive arrivals (``first``: each arrival's flow's first arrival); NaN
     where there are fewer than 3 of them, or no positive usual spacing."""
     pace = np.full(n.shape[0], np.nan)
     share = np.full(n.shape[0], np.nan)
-    for g in prange(n.shape[0]):
-        window = np.empty(k)
+    window = np.empty(k)
+    for g in range(n.shape[0]):
         p = prev[g]
         if p >= 0 and rev[g] >= 0 and si[g] >= 0:
             lo = max(first[p] + 1, p - k + 1)
@@ -175,11 +175,6 @@ def _pace_walk(t, t_send, first, n, prev, rev, si, k):
         if counted >= 3:
             share[g] = compressed / counted
     return pace, share
-
-
-# compiled for one core and for every core, as the trees' walk (``gbt_decision``)
-pace_state = njit(cache=True)(_pace_walk)
-pace_state_spread = njit(cache=True, parallel=True)(_pace_walk)
 
 
 def gap_features(f: Features) -> pd.DataFrame:
@@ -243,8 +238,7 @@ def _loss_history(f: Features, tmin: np.ndarray) -> dict[str, np.ndarray]:
 def _pace(f: Features) -> tuple[np.ndarray, np.ndarray]:
     t_send = f.timeline.arrivals["t_send"].to_numpy(np.float64)
     prev = f.timeline.gaps["prev_arrival"].to_numpy(np.int64)
-    kernel = pace_state_spread if may_spread() else pace_state
-    return call(kernel, f.t, t_send, f.first, f.n, prev, f.rev, f.si, PACE_ARRIVALS, us_per_item=3)
+    return call(pace_state, f.t, t_send, f.first, f.n, prev, f.rev, f.si, PACE_ARRIVALS, us_per_item=3)
 
 
 def _unseen_on_air(f: Features) -> np.ndarray:
@@ -408,13 +402,14 @@ def _depth(nodes, node: int) -> int:
     return 1 + max(_depth(nodes, nodes["left"][node]), _depth(nodes, nodes["right"][node]))
 
 
-def _gbt_walk(x, depth, feature, threshold, missing_left, leaves, baseline):
+@njit(cache=True)
+def gbt_decision(x, depth, feature, threshold, missing_left, leaves, baseline):
     """Per row of ``x``, the model's raw score (log-odds of label 1): the baseline plus the
     leaf each tree sends the row to (left when the value is at most the node's threshold; a
     missing value goes where the node learned missing values go)."""
     out = np.empty(x.shape[0])
     first_leaf = 2**depth - 1
-    for i in prange(x.shape[0]):
+    for i in range(x.shape[0]):
         total = baseline  # then each tree in turn, as scikit-learn adds them
         for t in range(leaves.shape[0]):
             c = 0
@@ -427,12 +422,6 @@ def _gbt_walk(x, depth, feature, threshold, missing_left, leaves, baseline):
     return out
 
 
-# one walk, compiled twice: on one core, and over the rows on every core when the analysis runs
-# alone (``threads.may_spread``; a pool's worker leaves the other cores to its siblings)
-gbt_decision = njit(cache=True)(_gbt_walk)
-gbt_decision_spread = njit(cache=True, parallel=True)(_gbt_walk)
-
-
 def wireless_probability(bundle: dict, x: np.ndarray) -> np.ndarray:
     """Per row of features, the bundle's model's probability that the gap is wireless (label
     1): the trees' raw score through the logistic function, as scikit-learn's predict_proba;
@@ -443,8 +432,7 @@ def wireless_probability(bundle: dict, x: np.ndarray) -> np.ndarray:
         return bundle["model"].predict_proba(x)[:, list(bundle["model"].classes_).index(1)]
     t = trees
     x = np.ascontiguousarray(x, np.float64)
-    kernel = gbt_decision_spread if may_spread() else gbt_decision
-    raw = call(kernel, x, t.depth, t.feature, t.threshold, t.missing_left, t.leaves, t.baseline,
+    raw = call(gbt_decision, x, t.depth, t.feature, t.threshold, t.missing_left, t.leaves, t.baseline,
                us_per_item=0.5 * t.depth * t.leaves.shape[0])  # fmt: skip
     from scipy.special import expit  # what scikit-learn's predict_proba uses: the same numbers
 

@@ -22,16 +22,12 @@ from ldanalyze.lda import Replay, classify, get_lda, parse_ldas
 from ldanalyze.lda.base import Features
 from ldanalyze.lda.learned import (
     FEATURES,
-    PACE_ARRIVALS,
     flat_trees,
     gap_features,
     gap_labels,
     gbt_decision,
-    gbt_decision_spread,
     load_model,
     make_model,
-    pace_state,
-    pace_state_spread,
     save_model,
     wireless_probability,
 )
@@ -165,15 +161,20 @@ def test_unseen_on_air_is_missing_without_a_monitor_mode_capture():
     assert gap_features(Features.of(build_timeline(la.read_trace(SMALL[0])), Replay()))["unseen_on_air"].isna().all()
 
 
-def test_the_pace_kernels_agree_on_one_core_and_on_every_core():
-    """``pace_state`` (a pool worker's) and ``pace_state_spread`` (an analysis alone) are one
-    source compiled twice; the twin test above runs the second, this holds the first to it."""
-    f = Features.of(build_timeline(la.read_trace(SMALL[1])), Replay())
-    args = (f.t, f.timeline.arrivals["t_send"].to_numpy(np.float64), f.first, f.n,
-            f.timeline.gaps["prev_arrival"].to_numpy(np.int64), f.rev, f.si, PACE_ARRIVALS)  # fmt: skip
-    for one, every in zip(pace_state(*args), pace_state_spread(*args)):
-        np.testing.assert_array_equal(one, every)
-        assert np.isfinite(one).sum() > 100
+def _learned_calls(path):
+    return classify(build_timeline(la.read_trace(path)), ["learned"])["decision"].astype(str).tolist()
+
+
+def test_a_forked_child_classifies_as_its_parent_did():
+    """The corpus and batch fork their workers after the parent ran the learned LDA: a child
+    must run its kernels too (a parallel kernel once shared its cache with its serial twin and
+    aborted such children: numba's OpenMP pool does not survive a fork)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    parent = _learned_calls(SMALL[1])
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+        assert list(pool.map(_learned_calls, [SMALL[1]] * 2)) == [parent] * 2
 
 
 def test_labels_follow_the_majority_of_a_gaps_causes():
@@ -470,7 +471,6 @@ def test_the_flat_trees_predict_as_scikit_learn_does(seed, rows, missing, ties):
     args = (x, trees.depth, trees.feature, trees.threshold, trees.missing_left, trees.leaves, trees.baseline)
     raw = gbt_decision(*args)
     np.testing.assert_allclose(raw, model.decision_function(x), rtol=1e-12, atol=1e-12)
-    assert np.array_equal(gbt_decision_spread(*args), raw)  # the same walk over every core
     probability = wireless_probability({"model": model, "trees": trees}, x)
     np.testing.assert_allclose(probability, model.predict_proba(x)[:, 1], rtol=1e-12, atol=1e-15)
     assert ((probability > 0.5) == (model.predict(x) == 1)).all()
