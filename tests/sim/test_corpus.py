@@ -55,13 +55,14 @@ def test_each_family_is_held_out_whole(small):
 @needs_binary("ns")
 def test_one_parameter_range_is_held_out_and_the_model_may_abstain(small):
     """Wi-Fi's retry limit 7 held out alone (the other limits and families only train), the
-    learned LDA scored again abstaining below 0.8: its calls are a subset of the same losses."""
+    learned LDA scored again abstaining below 0.99 (the small corpus's model is 0.95-0.99 sure
+    of every call there): its calls are a subset of the same losses."""
     groups = [f"{f} retries={p['retries']}" if f == "ns3-wifi" else f for f, _, p, _ in small]
     assert "ns3-wifi retries=7" in groups and "ns3-wifi retries=1" in groups
-    table, _ = learn.evaluate([item for *_, item in small], groups, held_out=["ns3-wifi retries=7"], abstain_below=0.8)
+    table, _ = learn.evaluate([item for *_, item in small], groups, held_out=["ns3-wifi retries=7"], abstain_below=0.99)
     assert set(table["held_out"]) == {"ns3-wifi retries=7"}
     rows = table.set_index(table["lda"].astype(str))
-    sure = rows.loc["learned:abstain_below=0.8"]
+    sure = rows.loc["learned:abstain_below=0.99"]
     assert rows.loc["learned", "abstained"] == 0 and sure["abstained"] > 0
     # the losses it no longer calls are among those it abstains on (which may include unknown causes)
     assert 0 < rows.loc["learned", "scored"] - sure["scored"] <= sure["abstained"]
