@@ -23,7 +23,7 @@ from .errors import UsageError, renamed_keyword
 from .io import read_trace
 from .lda import DECISION_DTYPE, Replay, classify
 from .lda.base import Features
-from .lda.learned import FEATURES, gap_features, gap_labels, make_model
+from .lda.learned import FEATURES, calls, gap_features, gap_labels, make_model
 from .packets import CONGESTION
 from .scoring import score
 from .timeline import build_timeline
@@ -98,12 +98,12 @@ def learned_decisions(item: Labelled, model, abstain_below: float = 0.5) -> pd.D
     base = item.decisions[item.decisions["lda"] == HEURISTICS[0]].copy()
     features = item.features
     called = decided(features)
-    probability = np.full(len(features), 0.5)
+    probability = np.full(len(features), np.nan)
     if called.any():
         found = model.predict_proba(features.to_numpy()[called])
         probability[called] = found[:, list(model.classes_).index(1)]
-    said = np.where(probability > 0.5, "wireless", "congestion")
-    said = np.where(called & (np.maximum(probability, 1 - probability) < abstain_below), "abstained", said)
+    wireless, _, abstained = calls(probability, abstain_below)
+    said = np.where(abstained, "abstained", np.where(wireless, "wireless", "congestion"))
     gap = base["gap"].to_numpy(np.int64)
     detected = base["decision"].astype(str).to_numpy() != "undetected"
     base["decision"] = pd.Categorical(np.where(detected, said[np.maximum(gap, 0)], "undetected"), dtype=DECISION_DTYPE)

@@ -439,6 +439,14 @@ def wireless_probability(bundle: dict, x: np.ndarray) -> np.ndarray:
     return expit(raw)
 
 
+def calls(probability: np.ndarray, abstain_below: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per gap's probability of the radio (NaN: undecided): the call (wireless past 1/2, as
+    scikit-learn's predict), the probability of that call, and whether it falls below
+    ``abstain_below`` (no call). The live LDA and the offline evaluation both call by it."""
+    confidence = np.maximum(probability, 1.0 - probability)
+    return probability > 0.5, confidence, confidence < abstain_below
+
+
 def _sklearn():
     try:
         import sklearn.ensemble
@@ -498,6 +506,5 @@ class Learned(LDA):
         rows = f.decided
         if rows.any():
             probability[rows] = wireless_probability(self.bundle(), x[rows])
-        wireless = probability > 0.5
-        confidence = np.maximum(probability, 1.0 - probability)
-        return Verdict(wireless, confidence=confidence, abstained=confidence < self.abstain_below)
+        wireless, confidence, abstained = calls(probability, self.abstain_below)
+        return Verdict(wireless, confidence=confidence, abstained=abstained)
