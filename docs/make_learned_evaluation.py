@@ -58,8 +58,9 @@ FAILURE_MODES = [
     "to the others that its radio did not decode, and `unseen_on_air` rises on congestion losses too. "
     "With the corpus's Wi-Fi family built without QoS, held-out Wi-Fi fell from 82.9 % (no radio "
     "feature) to 68.0 % (M_c 30 %); the corpus now uses QoS MACs, as 802.11n and later networks do. "
-    "On a capture of a non-QoS network with several stations, read the IP capture instead, or take the "
-    "model's wireless calls with suspicion (`macseq` carries the same caveat).",
+    "Each packet of a monitor-mode capture now says whether its frame was QoS data (`air_qos`); the "
+    "model leaves the count of a non-QoS frame out (missing, as without a monitor-mode capture) and "
+    "the reader warns of such a capture, since `macseq`, which has no other evidence, still reads it.",
     "**The intervals are too narrow.** Losses come in bursts (one gap, one call), so the Wilson "
     "intervals, which take losses as independent, understate the uncertainty; a verdict of *beats* "
     "needs the learned model's interval wholly above the best heuristic's.",

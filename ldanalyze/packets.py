@@ -24,7 +24,10 @@ evidence, ``AIR_COLUMNS``: ``air_frames`` (int64, frames of the packet a monitor
 saw, 0: none), ``air_retried`` (bool, one had the 802.11 retry bit), ``t_air`` and
 ``t_air_last`` (float64, its first and last frame on the sniffer's clock), ``air_unseen``
 (int64, numbers of its transmitter's 802.11 sequence counter the capture never saw go by since
-the flow's previous frame; -1: not known). A receiver's own monitor-mode capture read alone
+the flow's previous frame; -1: not known), ``air_qos`` (bool, its frame was QoS data: the
+counter numbers only frames to its receiver and traffic identifier, so ``air_unseen`` counts
+only them; a non-QoS counter is shared with the frames to every other station, whose unheard
+numbers count as unseen too). A receiver's own monitor-mode capture read alone
 gives them too, one frame per arrival. The timeline carries them to its arrivals and losses.
 
 ``route`` is a loss to routing and mobility (no route, a route-wait buffer full, a broken link
@@ -69,7 +72,7 @@ CAUSE_WORDS = {
 }
 WEAK_LABEL = "weak-label"  # the reason of a loss whose cause came from a rule, not per-packet truth
 FATE_DTYPE = pd.CategoricalDtype(list(FATES))
-AIR_COLUMNS = ("air_frames", "air_retried", "t_air", "t_air_last", "air_unseen")
+AIR_COLUMNS = ("air_frames", "air_retried", "t_air", "t_air_last", "air_unseen", "air_qos")
 
 COLUMNS = {
     "flow": "category",

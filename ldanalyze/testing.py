@@ -56,28 +56,31 @@ def sample_packets(seed: int = 0, packets: int = 1500) -> pd.DataFrame:
     return make_packet_table(flow=flows, seq=seqs, t_send=sent, t_recv=received, fate=fates, size=[1000] * len(flows))
 
 
-def radio_evidence(table: pd.DataFrame) -> dict[str, np.ndarray]:
+def radio_evidence(table: pd.DataFrame, qos: bool = True) -> dict[str, np.ndarray]:
     """``packets.AIR_COLUMNS`` of a PacketTable as a monitor-mode capture at the receiver would give them: the
-    radio numbers what it sends from one counter (the queue's drops take no number) and the
-    receiver's capture holds the frames delivered, so an arrival's ``air_unseen`` counts the
-    radio's losses since its flow's previous arrival."""
+    radio numbers what it sends (the queue's drops take no number) and the receiver's capture
+    holds the frames delivered, so an arrival's ``air_unseen`` counts the radio's losses since its
+    flow's previous arrival: of its own flow with QoS data (one counter per receiver: each flow
+    its own here), of every flow without (``qos`` False: one counter for the sender)."""
     n = len(table)
     order = np.argsort(table["t_send"].to_numpy(), kind="stable")
     fate = table["fate"].astype(str).to_numpy()
     flows = table["flow"].astype(str).to_numpy()
     unseen = np.full(n, -1, np.int64)
-    lost_on_air = 0
+    lost_on_air: dict[str, int] = {}
     since: dict[str, int] = {}
     for row in order:
+        counter = flows[row] if qos else ""
         if fate[row] == WIRELESS:
-            lost_on_air += 1
+            lost_on_air[counter] = lost_on_air.get(counter, 0) + 1
         elif fate[row] == DELIVERED:
             if flows[row] in since:
-                unseen[row] = lost_on_air - since[flows[row]]
-            since[flows[row]] = lost_on_air
+                unseen[row] = lost_on_air.get(counter, 0) - since[flows[row]]
+            since[flows[row]] = lost_on_air.get(counter, 0)
     got = fate == DELIVERED
     t_air = np.where(got, table["t_recv"].to_numpy(), np.nan)
-    return dict(zip(AIR_COLUMNS, (got.astype(np.int64), np.zeros(n, bool), t_air, t_air, unseen), strict=True))
+    values = (got.astype(np.int64), np.zeros(n, bool), t_air, t_air, unseen, got & qos)
+    return dict(zip(AIR_COLUMNS, values, strict=True))
 
 
 def sample_timeline(seed: int = 0, packets: int = 1500) -> Timeline:

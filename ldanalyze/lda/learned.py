@@ -36,8 +36,10 @@ arrival (the state arrival ``si`` of ``docs/ldas.md``, the same contract as ever
 ``unseen_on_air`` the 802.11 sequence numbers that went by unseen across the gap (``air_unseen``
                  of the revealing arrival: ``lda/radio.py``) over its losses: 0 when the gap
                  never went on the air, about 1 when the radio lost it; missing without a
-                 monitor-mode capture (or where the count is unknown), as on every link but
-                 Wi-Fi. The radio's own evidence, which no end-to-end LDA had.
+                 monitor-mode capture, as on every link but Wi-Fi, where the count is unknown,
+                 and where the frame was not QoS data (``air_qos``: its counter also numbered
+                 frames to other stations, which a station's radio does not all hear). The
+                 radio's own evidence, which no end-to-end LDA had.
 
 These two timing features were kept among eight candidates (delay steps across and before the gap, the delay
 before the gap, T_i over the send spacing, ...): each of the others cost some held-out family
@@ -246,7 +248,8 @@ def _unseen_on_air(f: Features) -> np.ndarray:
     if "air_unseen" not in arrivals.columns:
         return np.full(f.n.shape[0], np.nan)
     unseen = take(arrivals["air_unseen"].to_numpy(np.int64), f.rev, -1)
-    return np.where(unseen >= 0, unseen / f.n, np.nan)
+    own_counter = take(arrivals["air_qos"].to_numpy(bool), f.rev, False)
+    return np.where((unseen >= 0) & own_counter, unseen / f.n, np.nan)
 
 
 def gap_labels(timeline: Timeline) -> np.ndarray:

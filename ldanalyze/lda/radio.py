@@ -17,7 +17,8 @@ change of counter) is called wireless: nothing proves it was never sent.
 Exact when the counter numbers only the receiver's frames (QoS data, per receiver and TID: every
 802.11n and later network). With one counter per sender (non-QoS), frames to other stations
 that the receiver did not decode count as unseen too, and congestion losses near them are
-called wireless; measured on the ns-3 Wi-Fi scenario in docs/ldas.md.
+called wireless; measured on the ns-3 Wi-Fi scenario in docs/ldas.md. Each packet says which
+kind of frame it came in (``air_qos``), and the reader warns of a capture with non-QoS frames.
 """
 
 from __future__ import annotations

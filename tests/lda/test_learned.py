@@ -54,16 +54,24 @@ SMALL = [
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
-    packet_tables(), st.booleans(), st.sampled_from(["revealing", "previous"]), st.sampled_from([1, 3]), st.booleans()
+    packet_tables(),
+    st.booleans(),
+    st.sampled_from(["revealing", "previous"]),
+    st.sampled_from([1, 3]),
+    st.sampled_from([None, "qos", "shared"]),
 )
 def test_features_agree_with_the_twin(packets, update_first, gap_delay, detection, air):
     """Every feature against the twin; with ``air``, the arrivals carry a monitor-mode capture's
-    evidence (``testing.radio_evidence``) for ``unseen_on_air``."""
+    evidence (``testing.radio_evidence``: QoS frames, or one counter shared by every flow) for
+    ``unseen_on_air``."""
     semantics = Replay(update_first=update_first, gap_delay=gap_delay, detection=detection)
     trace = _trace(packets, air=air)
     if air:
-        unseen = dict(zip(trace.packets["uid"].tolist(), trace.packets["air_unseen"].tolist()))
-        packets = [{**p, "air_unseen": int(unseen[p["uid"]])} for p in packets]
+        got = trace.packets.set_index("uid")
+        packets = [
+            {**p, "air_unseen": int(got.at[p["uid"], "air_unseen"]), "air_qos": bool(got.at[p["uid"], "air_qos"])}
+            for p in packets
+        ]
     timeline = build_timeline(trace)
     ours = gap_features(Features.of(timeline, semantics))
     twin = naive_lda.learned_features(packets, update_first=update_first, gap_delay=gap_delay, detection=detection)
@@ -84,14 +92,14 @@ def test_features_agree_with_the_twin(packets, update_first, gap_delay, detectio
             )
 
 
-def _trace(packets, air=False):
+def _trace(packets, air=None):
     from ldanalyze.packets import Trace, empty_rtt
     from ldanalyze.testing import radio_evidence
 
     columns = {k: [p[k] for p in packets] for k in ("flow", "seq", "uid", "t_send", "t_recv", "fate")}
     table = make_packet_table(**columns, size=[100] * len(packets))
     return Trace(
-        packets=table.assign(**radio_evidence(table)) if air else table,
+        packets=table.assign(**radio_evidence(table, qos=air == "qos")) if air else table,
         rtt=empty_rtt(),
         path="generated",
         format="generated",
@@ -155,6 +163,15 @@ def test_hand_computed_unseen_on_air(fates, unseen, share):
 
     value = gap_features(Features.of(air_timeline(fates, unseen), Replay()))["unseen_on_air"].iat[0]
     assert math.isnan(value) if share is None else value == pytest.approx(share)
+
+
+def test_unseen_on_air_is_missing_where_the_counter_is_shared_with_other_stations():
+    """A non-QoS frame's number comes from its sender's one counter, which also numbers frames to
+    stations the receiver's radio does not hear: the count says nothing of this flow alone."""
+    from .test_radio import timeline as air_timeline
+
+    shared = air_timeline("dwd", {2: 1}, qos=False)
+    assert math.isnan(gap_features(Features.of(shared, Replay()))["unseen_on_air"].iat[0])
 
 
 def test_unseen_on_air_is_missing_without_a_monitor_mode_capture():

@@ -13,10 +13,10 @@ from ldanalyze.packets import AIR_COLUMNS, make_packet_table
 from ldanalyze.timeline import build_timeline
 
 
-def timeline(fates: str, unseen: dict[int, int]):
+def timeline(fates: str, unseen: dict[int, int], qos: bool = True):
     """One flow, a packet every 10 ms: ``fates`` a letter each (``d`` delivered, ``c``
     congestion, ``w`` wireless); ``unseen`` the air_unseen of an arrival by its sequence
-    number (0 for the others)."""
+    number (0 for the others); ``qos`` whether its frames were QoS data."""
     n = len(fates)
     t = np.arange(n) * 0.01
     got = np.array([f == "d" for f in fates])
@@ -29,7 +29,7 @@ def timeline(fates: str, unseen: dict[int, int]):
         size=[500] * n,
     )
     air_unseen = np.array([unseen.get(k, 0) if got[k] else -1 for k in range(n)], np.int64)
-    values = (got.astype(np.int64), np.zeros(n, bool), table["t_recv"], table["t_recv"], air_unseen)
+    values = (got.astype(np.int64), np.zeros(n, bool), table["t_recv"], table["t_recv"], air_unseen, got & qos)
     return build_timeline(table.assign(**dict(zip(AIR_COLUMNS, values, strict=True))))
 
 

@@ -526,14 +526,19 @@ def learned_features(packets, *, update_first=True, gap_delay="revealing", detec
                 "recent_lost": float(sum(e.n for e in earlier if e.r > s - 64)),
                 "send_pace": _send_pace(sent, g),
                 "compressed": _compressed(t, sent, s),
-                "unseen_on_air": _ratio(flow.arrivals[g.r].get("air_unseen", -1), g.n)
-                if flow.arrivals[g.r].get("air_unseen", -1) >= 0
-                else math.nan,
+                "unseen_on_air": _unseen_on_air(flow.arrivals[g.r], g.n),
             }
             for name, rule in rules.items():
                 row[name] = 1.0 if rule(g) == "wireless" else 0.0
             out[(label, g.first)] = row
     return out
+
+
+def _unseen_on_air(revealing: dict, n: int) -> float:
+    """The 802.11 numbers unseen across a gap over its losses, when its revealing frame was
+    numbered from the receiver's own counter (QoS data) and the count is known."""
+    unseen = revealing.get("air_unseen", -1)
+    return unseen / n if unseen >= 0 and revealing.get("air_qos", False) else math.nan
 
 
 @twin_of("ldanalyze.lda.policer.policed_gaps")

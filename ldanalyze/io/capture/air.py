@@ -42,7 +42,7 @@ import pandas as pd
 from numba import njit
 
 from ...packets import AIR_COLUMNS, DELIVERED
-from .linklayer import LINKTYPE_IEEE802_11, LINKTYPE_IEEE802_11_RADIOTAP, LINKTYPE_PPI, M_RETRY, NO_MAC_SEQ
+from .linklayer import LINKTYPE_IEEE802_11, LINKTYPE_IEEE802_11_RADIOTAP, LINKTYPE_PPI, M_QOS, M_RETRY, NO_MAC_SEQ
 
 UNKNOWN = -1  # air_unseen where the numbers cannot be counted
 AIR_LINKTYPES = (LINKTYPE_IEEE802_11, LINKTYPE_IEEE802_11_RADIOTAP, LINKTYPE_PPI)
@@ -106,6 +106,7 @@ def air_columns(capture, folded: AirFrames, record_at: np.ndarray, flow_codes: n
         np.where(seen, times[at], np.nan),
         np.where(seen, times[last], np.nan),
         numbers_unseen(capture.records, record_at, flow_codes),
+        seen & ((capture.records["mac_flags"][at] & M_QOS) != 0),
     )
     return dict(zip(AIR_COLUMNS, values, strict=True))
 
@@ -113,17 +114,34 @@ def air_columns(capture, folded: AirFrames, record_at: np.ndarray, flow_codes: n
 def received_air_columns(capture, packets: pd.DataFrame) -> dict[str, np.ndarray]:
     """``AIR_COLUMNS`` of a receiver's own monitor-mode capture read as one point: each
     delivered row is one frame the receiver's radio got (a copy received again is a row of its
-    own, a duplicate), retried when its retry bit says an attempt before it failed; lost rows
-    have none."""
+    own, a duplicate), retried when its retry bit says an attempt before it failed, QoS when
+    its counter is the receiver's own; lost rows have none."""
     uid = packets["uid"].to_numpy()
     got = (packets["fate"] == DELIVERED).to_numpy() & (uid >= 0) & (uid < capture.records.shape[0])
     at = np.where(got, uid, 0)
     times = capture.times()
     t_air = np.where(got, times[at] if times.size else np.nan, np.nan)
-    retried = got & ((capture.records["mac_flags"][at] & M_RETRY) != 0)
+    flags = capture.records["mac_flags"][at]
+    retried = got & ((flags & M_RETRY) != 0)
     unseen = numbers_unseen(capture.records, np.where(got, uid, -1), packets["flow"].cat.codes.to_numpy())
-    values = (got.astype(np.int64), retried, t_air, t_air, unseen)
+    values = (got.astype(np.int64), retried, t_air, t_air, unseen, got & ((flags & M_QOS) != 0))
     return dict(zip(AIR_COLUMNS, values, strict=True))
+
+
+def shared_counter_note(path: str, columns: dict[str, np.ndarray]) -> str | None:
+    """A note for a capture whose frames were numbered from a counter shared with other stations
+    (non-QoS data): their ``air_unseen`` may count frames to those stations that the radio did not
+    decode, so it overstates the radio's losses; ``macseq`` may call congestion wireless there and
+    the learned LDA does not read it. None when every frame seen was QoS data."""
+    seen = columns["air_frames"] > 0
+    shared = int((seen & ~columns["air_qos"]).sum())
+    if not shared:
+        return None
+    return (
+        f"{path}: {shared} of {int(seen.sum())} packets came in non-QoS 802.11 frames, numbered from "
+        "their sender's one counter shared with its frames to other stations: air_unseen may count "
+        "those, so macseq may call congestion losses wireless there (the learned LDA leaves them out)"
+    )
 
 
 def numbers_unseen(records: np.ndarray, record_at: np.ndarray, flow_codes: np.ndarray) -> np.ndarray:

@@ -34,7 +34,7 @@ from ...errors import TraceError, UsageError
 from ...packets import Trace, empty_rtt
 from ...tiering import call
 from . import payload as payloads
-from .air import is_air_capture, received_air_columns
+from .air import is_air_capture, received_air_columns, shared_counter_note
 from .fields import FieldSpec, payload_name
 from .flows import SSRC, flow_extents, flow_listing, flow_table, tunnel_counts, tunnel_table
 from .linklayer import NO_TIME, S_TOO_SHORT, S_UNSUPPORTED_LINK, STATUS_NAMES
@@ -332,11 +332,16 @@ def capture_trace(
         "capture_flows": list_flows(capture, kinds=kinds_read(capture, taken["flows"])),
     }
     if vantage == "receiver" and is_air_capture(capture):
-        packets = packets.assign(**received_air_columns(capture, packets))
+        on_air = received_air_columns(capture, packets)
+        packets = packets.assign(**on_air)
         capture.notes.append(
             f"{capture.path}: a monitor-mode capture: each arrival carries its 802.11 retry bit and the "
             "sequence numbers its radio never heard (air_unseen); --lda macseq reads them"
         )
+        shared = shared_counter_note(capture.path, on_air)
+        if shared:
+            capture.notes.append(shared)
+            warnings.warn(shared, CaptureWarning, stacklevel=3)
     trace = Trace(packets=packets, rtt=empty_rtt(), path=capture.path, format=capture.format, meta=meta)
     if skew == "remove" and vantage == "receiver":
         return remove_skew(trace, skew_limit_ppm=skew_limit_ppm, pairs=pairs)

@@ -166,15 +166,17 @@ def read_vantages(
     }
     fate, reason, segments = _fates(chain, seen, furthest, sender_time, reports, proven)
     # the sender's table is a PacketTable already (t_send: capture time at the sender), in order
+    on_air = {k: air.air_columns(captures[k], frames, record_at[:, k], flow_codes) for k, frames in folded.items()}
+    for k, columns in on_air.items():
+        shared = air.shared_counter_note(captures[k].path, columns)
+        if shared:
+            captures[k].notes.append(shared)
+            warnings.warn(shared, CaptureWarning, stacklevel=3)
     packets = table.assign(
         t_recv=np.where(fate == FATES.index(DELIVERED), arrival[:, -1], np.nan),
         fate=pd.Categorical.from_codes(fate, dtype=FATE_DTYPE),
         reason=reason,
-        **{
-            name: values
-            for k, frames in folded.items()
-            for name, values in air.air_columns(captures[k], frames, record_at[:, k], flow_codes).items()
-        },
+        **{name: values for columns in on_air.values() for name, values in columns.items()},
     )
     meta = {
         "format": VANTAGE_FORMAT,

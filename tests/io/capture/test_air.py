@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from ldanalyze.errors import UsageError
 from ldanalyze.io.capture.air import fold_retries, never_transmitted, numbers_unseen
 from ldanalyze.io.capture.linklayer import M_RETRY, NO_MAC_SEQ
+from ldanalyze.io.capture.pcap import CaptureWarning, read_capture
 from ldanalyze.io.capture.vantage import Vantage, parse_vantage, read_vantages
 from ldanalyze.packets import AIR_COLUMNS, validate_packets
 from ldanalyze.timeline import build_timeline
@@ -179,12 +180,13 @@ def test_retries_fold_into_their_first_frame():
 
 
 # -- chains of captures ------------------------------------------------------------------------
-def write_air_chain(tmp_path, plan: str, *, gap_at: int | None = None) -> list[str]:
+def write_air_chain(tmp_path, plan: str, *, gap_at: int | None = None, wifi: str = "qos") -> list[str]:
     """Three captures of one flow: the sender's (Ethernet), the air (radiotap), the receiver's.
     ``plan`` has a letter per packet: ``d`` delivered, ``r`` delivered after a retry, ``q``
     dropped before the radio, ``w`` sent twice and lost on the air, ``m`` sent and delivered,
     the sniffer missing it, ``x`` sent and lost, the sniffer missing it. ``gap_at``: the AP's
-    counter skips a number before that packet (a frame to someone the sniffer missed)."""
+    counter skips a number before that packet (a frame to someone the sniffer missed). ``wifi``:
+    the frames' kind, ``qos`` or ``data`` (non-QoS: numbered from the AP's one counter)."""
     sender, air, receiver = [], [], []
     mac = 300
     for i, kind in enumerate(plan):
@@ -197,7 +199,7 @@ def write_air_chain(tmp_path, plan: str, *, gap_at: int | None = None) -> list[s
             mac += 1
         tries = {"d": 1, "r": 2, "w": 2, "m": 0, "x": 0}[kind]
         for k in range(tries):
-            frame = link_frame(127, packet, wifi="qos", wifi_seq=mac, wifi_retry=k > 0, wifi_tid=0)
+            frame = link_frame(127, packet, wifi=wifi, wifi_seq=mac, wifi_retry=k > 0, wifi_tid=0)
             air.append(Record(int((t + 0.001 + k * 0.0005) * 1e9), frame))
         mac += 1
         if kind in "drm":
@@ -265,6 +267,21 @@ def test_the_timeline_carries_the_radio_evidence(tmp_path):
     assert timeline.arrivals["air_retried"].tolist() == [False, False, True, False, False, False]
     assert timeline.losses["air_frames"].tolist() == [2]
     assert set(AIR_COLUMNS) <= set(read(write_air_chain(tmp_path, "dd")).packets.columns)
+
+
+def test_frames_numbered_from_a_shared_counter_are_told_apart(tmp_path):
+    """Non-QoS frames share their sender's counter with its frames to other stations: each packet
+    says which kind it came in, and the reader says its count of unseen numbers may overstate
+    the radio's losses."""
+    assert read(write_air_chain(tmp_path, "ddwd")).packets["air_qos"].tolist() == [True, True, True, True]
+    paths = write_air_chain(tmp_path, "ddwdq", wifi="data")
+    with pytest.warns(CaptureWarning, match="4 of 4 packets came in non-QoS 802.11 frames"):
+        trace = read_vantages([paths[0], paths[1] + ":air", paths[2]])
+    assert trace.packets["air_qos"].tolist() == [False] * 5
+    assert any("non-QoS" in note for note in trace.meta["notes"])
+    with pytest.warns(CaptureWarning, match="5 of 5 packets came in non-QoS"):
+        alone = read_capture(paths[1])  # the sniffer's capture as a receiver's own: a row a frame
+    assert alone.packets["air_qos"].sum() == 0 and any("non-QoS" in note for note in alone.meta["notes"])
 
 
 def test_air_vantages_that_cannot_be_are_refused(tmp_path):

@@ -1,8 +1,8 @@
 """Real monitor-mode 802.11 captures and real tunnelled captures (GTP-U, GRE, VXLAN) nobody on
 the team made (tests/data/real/SOURCES.md), read against tshark record by record.
 
-802.11 (``wifi/``): every record's sequence number and retry bit are tshark's ``wlan.seq`` and
-``wlan.fc.retry`` (none where tshark reads none: control frames, a protocol version other than
+802.11 (``wifi/``): every record's sequence number, retry bit and QoS flag are tshark's ``wlan.seq``,
+``wlan.fc.retry`` and ``wlan.fc.type_subtype`` (none where tshark reads none: control frames, a protocol version other than
 0). Tunnels (``tunnels/``) and the 802.11 frames that carry IP: every record's flow (innermost
 addresses, ports, transport, and the TEIDs / VNIs / GRE keys of its tunnels) is the one tshark
 dissects, so every flow's packet count is tshark's.
@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from ldanalyze.io.capture.air import is_air_capture
-from ldanalyze.io.capture.linklayer import M_RETRY, NO_MAC_SEQ, STATUS_NAMES
+from ldanalyze.io.capture.linklayer import M_QOS, M_RETRY, NO_MAC_SEQ, STATUS_NAMES
 from ldanalyze.io.capture.pcap import decode_capture, list_flows
 
 from ...conftest import needs_binary, require_binary
@@ -36,6 +36,7 @@ FIELDS = (
     "frame.protocols",
     "wlan.seq",
     "wlan.fc.retry",
+    "wlan.fc.type_subtype",
     "ip.src",
     "ip.dst",
     "ip.flags.mf",
@@ -170,6 +171,9 @@ def test_80211_sequence_numbers_retries_and_flows_as_tshark_reads_them(name):
         seq, retry = row["wlan.seq"], row["wlan.fc.retry"]
         want = (int(seq[0]), retry[0] in ("1", "True")) if seq else (NO_MAC_SEQ, False)
         assert (int(record["mac_seq"]), bool(record["mac_flags"] & M_RETRY)) == want, (name, number)
+        kind = int(row["wlan.fc.type_subtype"][0], 0) if row["wlan.fc.type_subtype"] else -1
+        qos_data = 0x28 <= kind <= 0x2F  # data frames whose subtype has the QoS bit
+        assert bool(record["mac_flags"] & M_QOS) == (qos_data and bool(seq)), (name, number)
     numbered = r["mac_seq"] != NO_MAC_SEQ
     retried = (r["mac_flags"] & M_RETRY) != 0
     counts = same_flows_as_tshark(path, capture, rows)
