@@ -1,8 +1,8 @@
 """Rebuild docs/learned.md: the learned LDA against every heuristic, held out by family.
 
-The labelled corpus of ``traces/corpus.py``: ns-2 (paper 000's wlh and wb topologies), ns-3
-Wi-Fi (a link layer that retransmits), ns-3 LTE (HARQ, RLC), ns-3 Wi-Fi behind a token-bucket
-policer, and the network-namespace lab (real kernel; needs root). Each family is held out in
+The labelled corpus of ``traces/corpus.py``: ns-2 (paper 000's wlh and wb topologies, and mobile
+ad hoc runs whose 802.11 hops retransmit), ns-3 Wi-Fi (a link layer that retransmits), ns-3 LTE
+(HARQ, RLC), ns-3 Wi-Fi behind a token-bucket policer, and the network-namespace lab (real kernel; needs root). Each family is held out in
 turn: a model is trained on the others and scored on the held-out family's losses next to
 Biaz, mBiaz, Spike, ZigZag and ZBS (``ldanalyze.learn.evaluate``).
 
@@ -32,8 +32,8 @@ from ldanalyze import learn  # noqa: E402
 from ldanalyze.lda.learned import BUNDLED_MODEL, FEATURES, load_model  # noqa: E402
 
 ABSTAIN = 0.8  # the confidence below which the model card's second learned row abstains
-# within-family hold-outs: (family, parameter) of the ns-3 scenarios, each value held out in turn
-WITHIN = (("ns3-wifi", "retries"), ("ns3-lte", "speed"))
+# within-family hold-outs: (family, parameter) of the simulated link layers that retransmit, each value held out in turn
+WITHIN = (("ns2-manet", "retries"), ("ns3-wifi", "retries"), ("ns3-lte", "speed"))
 FAILURE_MODES = [
     "**A link layer that retransmits, unseen.** Wi-Fi ARQ and LTE HARQ/RLC turn radio trouble into "
     "delay before they turn it into loss: the packets that arrive around a radio loss look like those "
@@ -228,7 +228,7 @@ def main() -> None:
                 )
                 + "; M_w ≤ 15 % (the goal) is reached on "
                 + (", ".join(f"`{g}`" for g in reached) if reached else "none of them")
-                + ". The Wi-Fi rows have the radio's evidence (`unseen_on_air`), the LTE rows only timing.",
+                + ". The ns-3 Wi-Fi rows have the radio's evidence (`unseen_on_air`), the MANET and LTE rows only timing.",
             ]
             if alone_table is not None
             else []

@@ -2,6 +2,8 @@
 
 Every scenario is a dict of the script's ``key=value`` options; its trace is cached by those
 options and the script's text, so a suite run twice simulates nothing the second time.
+``run_ns2`` and ``script_key`` do the same for any other ns-2 script (the learned LDA's corpus
+runs ``traces/wireless/manet.tcl`` with them).
 """
 
 from __future__ import annotations
@@ -31,30 +33,52 @@ def simulate(scenario: dict, folder: pathlib.Path, ns: str = "ns") -> tuple[path
     loop = f"_{s['lda']}" if s.get("lda") else ""
     # a closed-loop run also depends on the patched ns, whose cached path names its patch text
     binary = os.path.realpath(shutil.which(ns) or ns).encode() if loop else b""
-    key = hashlib.blake2b(repr(sorted(s.items())).encode() + SCRIPT.read_bytes() + binary, digest_size=6).hexdigest()
+    key = script_key(SCRIPT, s, binary)
     name = f"{s['traffic']}_{s['topology']}_n{s['flows']}_{s['loss']}{s['rate']}_s{s['seed']}{loop}_{key}"
     path = folder / f"{name}.tr.gz"
     log = decision_log(path)
     if path.exists() and (not loop or log.exists()):
         return path, False
-    raw = path.with_suffix("")  # .tr
-    args = [f"{k}={v}" for k, v in scenario.items()]
     partial_log = log.with_name(f".{log.name}.{os.getpid()}.tmp")
-    if loop:
-        args.append(f"ldalog={partial_log}")
-    done = subprocess.run([ns, str(SCRIPT), *args, f"out={raw}"], capture_output=True, text=True)
-    if done.returncode != 0 or not raw.exists():
-        raw.unlink(missing_ok=True)
+    try:
+        run_ns2(SCRIPT, scenario, path, ns, extra=[f"ldalog={partial_log}"] if loop else [])
+    except UsageError:
         partial_log.unlink(missing_ok=True)
-        raise UsageError(f"ns-2 failed on {scenario}: {(done.stdout + done.stderr).strip()[-500:]}")
+        raise
     if loop:
         os.replace(partial_log, log)
+    return path, True
+
+
+def script_key(script: pathlib.Path, options: dict, extra: bytes = b"") -> str:
+    """A short hash of a script's text and its options: a cached trace's name changes with either."""
+    return hashlib.blake2b(
+        repr(sorted(options.items())).encode() + script.read_bytes() + extra, digest_size=6
+    ).hexdigest()
+
+
+def run_ns2(
+    script: pathlib.Path, options: dict, path: pathlib.Path, ns: str = "ns", extra=(), timeout: float | None = None
+) -> None:
+    """Run ns-2 on ``script`` with its ``key=value`` ``options`` (and ``extra`` arguments), the
+    trace gzipped to ``path`` whole or not at all (a failed or killed run leaves nothing)."""
+    raw = path.with_suffix("")  # .tr
+    args = [f"{k}={v}" for k, v in options.items()]
+    try:
+        done = subprocess.run(
+            [ns, str(script), *args, *extra, f"out={raw}"], capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        raw.unlink(missing_ok=True)
+        raise UsageError(f"ns-2 ran over {timeout:g} s on {script.name} {options}") from None
+    if done.returncode != 0 or not raw.exists():
+        raw.unlink(missing_ok=True)
+        raise UsageError(f"ns-2 failed on {script.name} {options}: {(done.stdout + done.stderr).strip()[-500:]}")
     partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(raw, "rb") as src, gzip.open(partial, "wb", compresslevel=1) as dst:
         shutil.copyfileobj(src, dst, 1 << 20)
     os.replace(partial, path)
     raw.unlink()
-    return path, True
 
 
 def fair_share_bps(scenario: dict) -> float:

@@ -6,6 +6,11 @@ Families (``FAMILIES``; ``small=True`` keeps a few cases of each, for CI):
 
 * ``ns2-wlh``, ``ns2-wb``: paper 000's ns-2 topologies (``ldanalyze/data/paper000.tcl``) with
   TFRC, TCP and constant-rate UDP, 1-16 flows, uniform and bursty wireless loss;
+* ``ns2-manet``: ns-2's mobile ad hoc scenario (``traces/wireless/manet.tcl``): 802.11 DCF on
+  every hop with a frame error rate at every radio and MAC retry limits 2-7 (a third link layer
+  that retransmits, beside ns-3's Wi-Fi and LTE), DSDV or AODV routes over moving nodes, CBR
+  and TCP flows that overflow the interface queues; congestion-to-radio ratios from about 1:2
+  (2 retries) to 300:1 (7 retries);
 * ``ns3-wifi``: the ns-3 802.11a scenario (``traces/ns3/wifi.cc``): a wired bottleneck before
   an access point, stations at several distances, one walking away; MAC retry limits 1-7
   (a link layer that retransmits: radio trouble becomes delay before it becomes loss); QoS
@@ -44,7 +49,7 @@ from ldanalyze.io import read_trace  # noqa: E402
 from ldanalyze.io.capture.fields import FieldSpec  # noqa: E402
 from ldanalyze.io.labels import apply_labels  # noqa: E402
 from ldanalyze.reproduce import CBR_SHARE  # noqa: E402
-from ldanalyze.simulation import simulate  # noqa: E402
+from ldanalyze.simulation import run_ns2, script_key, simulate  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("ns3_scenario", ROOT / "traces" / "ns3" / "scenario.py")
 scenario = importlib.util.module_from_spec(_spec)
@@ -67,6 +72,31 @@ def ns2_cases(topology: str, small: bool, seeds: tuple[int, ...]) -> list[dict]:
         if small
         else cases
     )
+
+
+MANET = ROOT / "traces" / "wireless" / "manet.tcl"
+
+
+def manet_cases(small: bool, seeds: tuple[int, ...]) -> list[dict]:
+    """manet.tcl's options: routing, frame error rate, retry limit, load and speed varied (small:
+    3 of them, on the first seed)."""
+    cases = [
+        {"rp": rp, "per": per, "retries": retries, "interval": interval, "speed": speed, "seed": seed,
+         "nodes": 8, "x": 700, "y": 300, "pause": 20, "cbr": 2, "tcp": 1, "duration": 60}
+        for rp, per, retries, interval, speed, seed in itertools.product(
+            ("DSDV", "AODV"), (0.05, 0.15), (2, 4, 7), (0.01, 0.02), (1, 5), seeds)
+    ]  # fmt: skip
+    return [c for c in cases if c["seed"] == seeds[0]][::16][:3] if small else cases
+
+
+def _analysed_manet(case: dict, folder: pathlib.Path):
+    name = "manet_{rp}_per{per}_r{retries}_i{interval}_v{speed}_s{seed}".format(**case)
+    path = folder / f"{name}_{script_key(MANET, case)}.tr.gz"
+    if not path.exists():
+        run_ns2(MANET, case, path, timeout=600)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return path.name, case, learn.analyse(str(path))
 
 
 def ns3_cases(family: str, small: bool, seeds: tuple[int, ...]) -> list[tuple[str, dict]]:
@@ -153,7 +183,7 @@ def _lab_items(folder: pathlib.Path, small: bool) -> list:
     return items
 
 
-FAMILIES = ("ns2-wlh", "ns2-wb", "ns3-wifi", "ns3-lte", "ns3-policed", "lab")
+FAMILIES = ("ns2-wlh", "ns2-wb", "ns2-manet", "ns3-wifi", "ns3-lte", "ns3-policed", "lab")
 
 
 def items(folder: pathlib.Path, families=FAMILIES, *, small: bool = False, jobs: int = 2, seeds=(1, 2)):
@@ -164,7 +194,9 @@ def items(folder: pathlib.Path, families=FAMILIES, *, small: bool = False, jobs:
     folder.mkdir(parents=True, exist_ok=True)
     with ProcessPoolExecutor(jobs) as pool:
         for family in families:
-            if family.startswith("ns2-"):
+            if family == "ns2-manet":
+                found = pool.map(_analysed_manet, manet_cases(small, tuple(seeds)), itertools.repeat(folder))
+            elif family.startswith("ns2-"):
                 cases = ns2_cases(family.removeprefix("ns2-"), small, tuple(seeds))
                 found = pool.map(_analysed_ns2, cases, itertools.repeat(folder))
             elif family.startswith("ns3-"):

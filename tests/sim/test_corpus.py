@@ -21,7 +21,7 @@ spec.loader.exec_module(corpus)
 
 UNAVAILABLE = corpus.scenario.unavailable()
 pytestmark = pytest.mark.skipif(UNAVAILABLE is not None and not IN_CI, reason=f"{UNAVAILABLE} (CI runs it)")
-FAMILIES = ("ns2-wlh", "ns3-wifi", "ns3-policed")
+FAMILIES = ("ns2-wlh", "ns2-manet", "ns3-wifi", "ns3-policed")
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
 """ns-2 wireless traces of mobile ad hoc runs (traces/wireless/manet.tcl, the real ns-2.35):
-every routing agent × trace format against an independent count of the raw lines
-(traces/wireless/flowcounts.awk), and the cause table's rules on hand-written lines.
+every routing agent × trace format, and runs with frame errors at every radio, against an
+independent count of the raw lines (traces/wireless/flowcounts.awk), and the cause table's rules
+on hand-written lines.
 """
 
 from __future__ import annotations
@@ -59,6 +60,17 @@ def manet(tmp_path_factory):
                 cwd=work,
             )
             paths[agent, fmt] = out
+        for retries in (2, 7):  # frame errors at every radio (per=): the MAC's retries absorb most
+            out = work / f"{agent}_per_r{retries}.tr"
+            args = [f"{k}={v}" for k, v in SCENARIO.items()] + [f"rp={agent}", "per=0.1", f"retries={retries}"]
+            subprocess.run(
+                [ns, str(TRACES / "wireless" / "manet.tcl"), *args, f"out={out}"],
+                check=True,
+                capture_output=True,
+                timeout=300,
+                cwd=work,
+            )
+            paths[agent, f"per_r{retries}"] = out
     return paths
 
 
@@ -98,15 +110,17 @@ def summary(path) -> pd.DataFrame:
 @pytest.mark.ns2
 @needs_binary("ns")
 @pytest.mark.parametrize("agent", AGENTS)
-@pytest.mark.parametrize("fmt", ("old", "new"))
+@pytest.mark.parametrize("fmt", ("old", "new", "per_r2", "per_r7"))
 def test_every_agent_and_format_agrees_with_the_raw_line_count(manet, agent, fmt):
     expected = oracle(manet[agent, fmt])
     got = summary(manet[agent, fmt]).reindex(expected.index)
     for column in ("sent", "delivered", "congestion", "wireless", "route"):
         assert got[column].tolist() == expected.get(column, 0 * expected["sent"]).tolist(), column
-    # no drop line, or END: in flight at the end, or vanished when a later packet got through
+    # no drop line, or END: in flight at the end, or vanished when a later packet got through;
+    # a last drop line of no cause (a MAC DUP of a packet never delivered): lost
+    none = 0 * expected["sent"]
     in_flight = got["unobserved"] + got["lost"]
-    assert in_flight.tolist() == expected.get("in flight", 0 * expected["sent"]).tolist()
+    assert in_flight.tolist() == (expected.get("in flight", none) + expected.get("lost", none)).tolist()
     assert (got["sent"] == got["delivered"] + got["losses"] + got["unobserved"]).all()
 
 
@@ -119,6 +133,16 @@ def test_the_runs_hold_every_cause(manet):
     assert all(t["congestion"] > 0 for a, t in totals.items() if a != "DSDV")
     assert sum(t["wireless"] for t in totals.values()) > 0
     assert all(t["unobserved"] > 0 for t in totals.values())  # IFQ END at the run's end
+
+
+@pytest.mark.ns2
+@needs_binary("ns")
+def test_frame_errors_become_losses_as_the_retries_run_out(manet):
+    """With a 10 % frame error rate at every radio, 2 retries let the radio's losses through
+    (MAC RET: wireless), 7 absorb nearly all of them: what a link layer that retransmits does."""
+    for agent in AGENTS:
+        few, many = (summary(manet[agent, f"per_r{r}"]).sum() for r in (2, 7))
+        assert few["wireless"] > 5 * max(many["wireless"], 1) and few["wireless"] >= 20, agent
 
 
 @pytest.mark.ns2

@@ -18,6 +18,11 @@
 #   format    old | new | tagged (default old)
 #   ifqlen    interface queue length, packets (default 50)
 #   phy       1 = also trace the PHY level (default 0)
+#   per       frame error rate at every receiving radio, 0-1 (default 0): a uniform
+#             ErrorModel on each node's incoming path (-IncomingErrProc); the MAC
+#             retransmits a frame whose ACK does not come, so these errors reach the
+#             trace as losses (MAC RET) only when every attempt fails
+#   retries   802.11 retry limits, Short and Long (default 0: ns-2's own, 7 and 4)
 #   duration  simulated seconds (default 30)
 #   seed      seed of ns-2's default RNG (default 1): same arguments, same trace
 #   out       trace file (default manet.tr)
@@ -36,6 +41,8 @@ set opt(tcp)      1
 set opt(format)   old
 set opt(ifqlen)   50
 set opt(phy)      0
+set opt(per)      0
+set opt(retries)  0
 set opt(duration) 30
 set opt(seed)     1
 set opt(out)      manet.tr
@@ -68,6 +75,19 @@ $topo load_flatgrid $opt(x) $opt(y)
 create-god $opt(nodes)
 set chan [new Channel/WirelessChannel]
 
+if {$opt(retries) > 0} {
+    Mac/802_11 set ShortRetryLimit_ $opt(retries)
+    Mac/802_11 set LongRetryLimit_ $opt(retries)
+}
+proc frame_errors {} {
+    global opt
+    set err [new ErrorModel]
+    $err unit packet
+    $err set rate_ $opt(per)
+    $err drop-target [new Agent/Null]
+    return $err
+}
+
 # DSR needs its own priority queue (it logs drops as "IFQ IFQ"); the others DropTail/PriQueue
 set ifq [expr {$opt(rp) eq "DSR" ? "CMUPriQueue" : "Queue/DropTail/PriQueue"}]
 $ns node-config -adhocRouting $opt(rp) -llType LL -macType Mac/802_11 \
@@ -75,6 +95,7 @@ $ns node-config -adhocRouting $opt(rp) -llType LL -macType Mac/802_11 \
     -propType Propagation/TwoRayGround -phyType Phy/WirelessPhy -channel $chan \
     -topoInstance $topo -agentTrace ON -routerTrace ON -macTrace ON \
     -movementTrace ON -phyTrace [expr {$opt(phy) ? "ON" : "OFF"}]
+if {$opt(per) > 0} { $ns node-config -IncomingErrProc frame_errors }
 
 proc uniform {lo hi} {
     global rng
