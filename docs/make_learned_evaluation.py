@@ -2,7 +2,8 @@
 
 The labelled corpus of ``traces/corpus.py``: ns-2 (paper 000's wlh and wb topologies, and mobile
 ad hoc runs whose 802.11 hops retransmit), ns-3 Wi-Fi (a link layer that retransmits), ns-3 LTE
-(HARQ, RLC), ns-3 Wi-Fi behind a token-bucket policer, and the network-namespace lab (real kernel; needs root). Each family is held out in
+(HARQ, RLC), ns-3 Wi-Fi behind a token-bucket policer, and the network-namespace lab (a real
+kernel, needs root) carrying iperf3 and real media (GStreamer, aiortc). Each family is held out in
 turn: a model is trained on the others and scored on the held-out family's losses next to
 Biaz, mBiaz, Spike, ZigZag and ZBS (``ldanalyze.learn.evaluate``).
 
@@ -32,7 +33,7 @@ from ldanalyze import learn  # noqa: E402
 from ldanalyze.lda.learned import BUNDLED_MODEL, FEATURES, load_model  # noqa: E402
 
 ABSTAIN = 0.8  # the confidence below which the model card's second learned row abstains
-# within-family hold-outs: (family, parameter) of the simulated link layers that retransmit, each value held out in turn
+# within-family hold-outs: (family, parameter) of the simulated retransmitting link layers, each value in turn
 WITHIN = (("ns2-manet", "retries"), ("ns3-wifi", "retries"), ("ns3-lte", "speed"))
 FAILURE_MODES = [
     "**A link layer that retransmits, unseen.** Wi-Fi ARQ and LTE HARQ/RLC turn radio trouble into "
@@ -281,8 +282,8 @@ def main() -> None:
         "Each feature left out in turn, every family held out in turn as above: the learned LDA's held-out "
         "accuracy without the feature minus its accuracy with every feature, in points (negative: the "
         "feature helps that family, which the model never saw). A feature that helps some families and "
-        "hurts others transfers only in part. The lab family is run again each time the corpus is "
-        "built (a real kernel), so its figures move by a point or so between builds.",
+        "hurts others transfers only in part. The lab families are run again each time the corpus is "
+        "built (a real kernel), so their figures move by a point or so between builds.",
         "",
         *markdown(
             "| left out | " + " | ".join(ablation.columns) + " |",

@@ -16,13 +16,15 @@ Families (``FAMILIES``; ``small=True`` keeps a few cases of each, for CI):
   (a link layer that retransmits: radio trouble becomes delay before it becomes loss); QoS
   (WMM) MACs, as every 802.11n and later network has, whose 802.11 sequence numbers count per
   receiver and TID; each station read from its own monitor-mode (radiotap) capture, its flow
-  only, so that the radio's evidence (``unseen_on_air``) is there, as it is for ns3-policed
-  (one station: its access point's one counter numbers its frames alone);
+  only, so that the radio's evidence (``unseen_on_air``) is there, as it is for ns3-policed;
 * ``ns3-lte``: the ns-3 LTE scenario (``traces/ns3/lte.cc``): HARQ, RLC UM, the eNB's buffer;
 * ``ns3-policed``: the Wi-Fi scenario with a token-bucket policer instead of the bottleneck
-  queue (``--policer``), one walking subscriber;
+  queue (``--policer``), one walking subscriber, QoS MACs (the learned LDA reads the 802.11
+  numbers of QoS frames only: ``packets.AIR_COLUMNS``);
 * ``lab``: the network-namespace lab (real kernel, iperf3; random drop as the radio, a tbf
-  bottleneck that steps down and up); only as root.
+  bottleneck that steps down and up); only as root;
+* ``lab-media``: the same lab carrying real media stacks: GStreamer's RTP audio (G.711) and
+  video (VP8 with FEC and retransmission), and aiortc's WebRTC video; only as root.
 
 Everything is cached: ns-2 traces by ``ldanalyze.simulation`` in the given folder, ns-3 runs by
 ``traces/ns3/scenario.py`` (``$LDANALYZE_NS3_CACHE``), so building the corpus twice simulates
@@ -113,7 +115,7 @@ def ns3_cases(family: str, small: bool, seeds: tuple[int, ...]) -> list[tuple[st
     elif family == "ns3-policed":
         grid = itertools.product(("1200kbps", "1600kbps"), (3000, 12000), (4.0, 8.0), seeds)
         cases = [("wifi", {"duration": 12, "stations": 1, "policer": p, "policer_burst": burst, "speed": v,
-                           "seed": s}) for p, burst, v, s in grid]  # fmt: skip
+                           "seed": s, "qos": 1}) for p, burst, v, s in grid]  # fmt: skip
     else:
         raise ValueError(family)
     return cases[:: max(1, len(cases) // 3)][:3] if small else cases
@@ -159,31 +161,57 @@ def _own_flows(trace, ip_capture):
     return dataclasses.replace(trace, packets=packets[packets["flow"].astype(str).isin(own)].reset_index(drop=True))
 
 
-def _lab_items(folder: pathlib.Path, small: bool) -> list:
+def _lab_configs(family: str, small: bool) -> list:
+    """The lab's runs of one family: iperf3 (``lab``) or real media stacks (``lab-media``)."""
+    from tests.support.netns_lab import LabConfig
+
+    if family == "lab":
+        configs = [
+            LabConfig(duration_s=10, rate=rate, tbf_rate="3mbit", wireless_drop_percent=loss,
+                      tbf_steps=((2.0, low), (5.0, "3mbit"), (7.0, low), (8.5, "3mbit")))
+            for rate, low, loss in (("1M", "700kbit", 3), ("1M", "800kbit", 5), ("1500k", "1mbit", 2),
+                                    ("1500k", "1200kbit", 6), ("800k", "600kbit", 4), ("1200k", "900kbit", 3))
+        ]  # fmt: skip
+        return configs[:2] if small else configs
+    # GStreamer's G.711 audio (85.6 kbit/s on the wire) and VP8 video (with FEC and RTX), aiortc's
+    # WebRTC video: r1's random drops as the radio, r2's tbf as the bottleneck
+    configs = [
+        LabConfig(duration_s=6 if small else 20, traffic="rtp-audio", port=5004, length=172,
+                  wireless_drop_percent=loss, tbf_rate=rate, tbf_burst_bytes=1600, tbf_limit_bytes=2000)
+        for loss, rate in ((4, "70kbit"), (2, "78kbit"), (6, "74kbit"))
+    ] + [
+        LabConfig(duration_s=15, traffic="rtp-video", port=5004, wireless_drop_percent=loss, tbf_rate=rate,
+                  tbf_burst_bytes=4000, tbf_limit_bytes=12000)
+        for loss, rate in ((3, "900kbit"), (5, "700kbit"))
+    ] + [
+        LabConfig(duration_s=15, traffic="webrtc", wireless_drop_percent=3, tbf_rate="2500kbit",
+                  tbf_limit_bytes=20000, tbf_burst_bytes=4000)
+    ]  # fmt: skip
+    return configs[:1] if small else configs
+
+
+def _lab_items(family: str, folder: pathlib.Path, small: bool) -> list:
     from ldanalyze.io.capture.vantage import read_vantages
-    from tests.support.netns_lab import LabConfig, lab_unavailable, run_lab
+    from tests.support.netns_lab import lab_unavailable, run_lab
 
     if lab_unavailable():
         return []
-    configs = [
-        LabConfig(duration_s=10, rate=rate, tbf_rate="3mbit", wireless_drop_percent=loss,
-                  tbf_steps=((2.0, low), (5.0, "3mbit"), (7.0, low), (8.5, "3mbit")))
-        for rate, low, loss in (("1M", "700kbit", 3), ("1M", "800kbit", 5), ("1500k", "1mbit", 2),
-                                ("1500k", "1200kbit", 6), ("800k", "600kbit", 4), ("1200k", "900kbit", 3))
-    ]  # fmt: skip
     items = []
-    for k, config in enumerate(configs[:2] if small else configs):
-        workdir = folder / f"lab{k}"
+    for k, config in enumerate(_lab_configs(family, small)):
+        workdir = folder / f"{family}{k}"
         workdir.mkdir(parents=True, exist_ok=True)
         run = run_lab(workdir, config)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             labelled = learn.analyse(read_vantages(run.chain(), clocks="common"))
-            items.append((f"lab{k}", {"rate": config.rate, "wireless_drop_percent": config.wireless_drop_percent}, labelled))
+        parameters = {"traffic": config.traffic, "tbf_rate": config.tbf_rate,
+                      "wireless_drop_percent": config.wireless_drop_percent,
+                      **({"rate": config.rate} if config.traffic == "iperf3" else {})}  # fmt: skip
+        items.append((f"{family}{k}", parameters, labelled))
     return items
 
 
-FAMILIES = ("ns2-wlh", "ns2-wb", "ns2-manet", "ns3-wifi", "ns3-lte", "ns3-policed", "lab")
+FAMILIES = ("ns2-wlh", "ns2-wb", "ns2-manet", "ns3-wifi", "ns3-lte", "ns3-policed", "lab", "lab-media")
 
 
 def items(folder: pathlib.Path, families=FAMILIES, *, small: bool = False, jobs: int = 2, seeds=(1, 2)):
@@ -202,6 +230,6 @@ def items(folder: pathlib.Path, families=FAMILIES, *, small: bool = False, jobs:
             elif family.startswith("ns3-"):
                 found = itertools.chain.from_iterable(pool.map(_analysed_ns3, ns3_cases(family, small, tuple(seeds))))
             else:
-                found = _lab_items(folder, small)
+                found = _lab_items(family, folder, small)
             for name, parameters, labelled in found:
                 yield family, name, parameters, labelled
