@@ -129,7 +129,8 @@ def ablation_table(items, groups, verdicts) -> pd.DataFrame:
     out = {}
     for name in FEATURES:
         without = [dataclasses.replace(item, features=item.features.assign(**{name: np.nan})) for item in items]
-        found = learn.verdicts(learn.evaluate(without, groups, importance_repeats=0)[0]).set_index("held_out")
+        scores = learn.evaluate(without, groups, importance_repeats=0, balance=groups)[0]
+        found = learn.verdicts(scores).set_index("held_out")
         out[name] = 100 * (found["learned_accuracy"] - full)
     return pd.DataFrame(out).T
 
@@ -147,7 +148,8 @@ def main() -> None:
         found = list(corpus.items(folder, args.families.split(","), small=args.small, jobs=args.jobs))
     items = [item for *_, item in found]
     groups = [family for family, *_ in found]
-    table, importance = learn.evaluate(items, groups, abstain_below=ABSTAIN)
+    # trained as the bundled model is (traces/train_learned): each family weighing the same
+    table, importance = learn.evaluate(items, groups, abstain_below=ABSTAIN, balance=groups)
     verdicts = learn.verdicts(table)
     within, alone = [], []
     for family, parameter in WITHIN:
@@ -155,7 +157,7 @@ def main() -> None:
             continue
         ranged = [f"{f} {parameter}={p[parameter]}" if f == family else f for f, _, p, _ in found]
         held = sorted({g for g in ranged if g.startswith(f"{family} ")})
-        within.append(learn.evaluate(items, ranged, held_out=held, importance_repeats=0)[0])
+        within.append(learn.evaluate(items, ranged, held_out=held, importance_repeats=0, balance=groups)[0])
         own = [k for k, g in enumerate(ranged) if g in held]
         alone.append(learn.evaluate([items[k] for k in own], [ranged[k] for k in own], importance_repeats=0)[0])
     within_table = pd.concat(within, ignore_index=True) if within else None
@@ -186,10 +188,17 @@ def main() -> None:
         "## Model card",
         "",
         "- **What it is.** Gradient-boosted trees (scikit-learn's HistGradientBoostingClassifier, 30 trees "
-        "of depth 4 at most) that call each gap of a flow congestion or wireless from what the receiver "
+        "of depth 4 at most, an L2 penalty of 10 on the leaves, every family weighing the same in training) "
+        "that call each gap of a flow congestion or wireless from what the receiver "
         "knew when the gap was revealed (`--lda learned`; `ldanalyze/lda/learned.py`). It reports the "
         "probability of each call (`classify`'s `confidence`) and can abstain below a threshold "
         "(`learned:abstain_below=0.8`; `score` counts those losses apart).",
+        "- **How it was chosen.** Among ten variants (trees of depth 2, 3 and 4, large leaves, the L2 "
+        "penalty, each with and without weighing the families alike), by this same hold-out of each "
+        "family: the chosen one was, at the choice, 2.8 points above the best heuristic on average over "
+        "the families and 7.8 below it at worst (`ns3-lte`), against 0.7 and 14.9 for the same trees "
+        "unpenalised and unweighted; it met the best heuristic on five of eight families, they on four. "
+        "The choice saw the held-out families, so the figures below flatter it somewhat.",
         f"- **Data.** The bundled model (format version {bundle['version']}) was fitted by "
         f"`traces/train_learned` on {bundle['gaps']:,} gaps with a known cause of {len(bundle['trained_on'])} "
         "traces: " + ", ".join(f"`{f}` {n}" for f, n in sorted(trained.items())) + " (seeds 11 and 12; "

@@ -66,28 +66,52 @@ def decided(features: pd.DataFrame) -> np.ndarray:
 
 def rows(labelled: Iterable[Labelled]) -> tuple[np.ndarray, np.ndarray, int]:
     """Training matrix and labels: the decided gaps with a known cause."""
-    xs, ys = [], []
-    for item in labelled:
-        keep = np.isfinite(item.labels) & decided(item.features)
-        xs.append(item.features.to_numpy()[keep])
-        ys.append(item.labels[keep].astype(np.int64))
-    x = np.concatenate(xs) if xs else np.empty((0, len(FEATURES)))
-    y = np.concatenate(ys) if ys else np.empty(0, np.int64)
+    x, y, _ = _rows_of_traces(labelled)
     return x, y, int(y.shape[0])
 
 
-def fit(labelled: Sequence[Labelled], kind: str = "gbt", seed: int = 0):
-    """A classifier (``make_model(kind)``) fitted on the labelled gaps; (model, gaps used)."""
-    x, y, count = rows(labelled)
+def _rows_of_traces(labelled: Iterable[Labelled]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``rows``, with the index of the trace each row comes from."""
+    xs, ys, traces = [], [], []
+    for k, item in enumerate(labelled):
+        keep = np.isfinite(item.labels) & decided(item.features)
+        xs.append(item.features.to_numpy()[keep])
+        ys.append(item.labels[keep].astype(np.int64))
+        traces.append(np.full(int(keep.sum()), k))
+    x = np.concatenate(xs) if xs else np.empty((0, len(FEATURES)))
+    y = np.concatenate(ys) if ys else np.empty(0, np.int64)
+    return x, y, np.concatenate(traces) if traces else np.empty(0, np.int64)
+
+
+def group_weights(groups: np.ndarray) -> np.ndarray:
+    """Per training row, the weight that gives every group (e.g. every link layer) the same
+    total weight whatever its number of gaps, the mean weight staying 1: a family with many
+    gaps then does not drown the others' patterns (measured in docs/learned.md)."""
+    names, group, counts = np.unique(groups, return_inverse=True, return_counts=True)
+    return groups.shape[0] / (names.shape[0] * counts[group])
+
+
+def fit(labelled: Sequence[Labelled], kind: str = "gbt", seed: int = 0, balance: Sequence[str] | None = None):
+    """A classifier (``make_model(kind)``) fitted on the labelled gaps; (model, gaps used).
+    ``balance``: a group name per trace; each group then weighs the same (``group_weights``)."""
+    x, y, trace = _rows_of_traces(labelled)
+    count = int(y.shape[0])
     if count == 0:
         raise UsageError("no gap with a known cause to learn from: give labelled traces (ns-2, chains, labels files)")
     if np.unique(y).shape[0] < 2:
         raise UsageError(f"every one of the {count} labelled gaps has the same cause; a classifier needs both")
+    if balance is not None and len(balance) != len(labelled):
+        raise UsageError(f"{len(labelled)} traces but {len(balance)} groups to balance: give each trace its group")
     model = make_model(kind, seed)
     # a feature no training gap has (e.g. ``compressed`` on short flows) carries nothing; the
     # binning of the trees and the imputer of the others fail on it, so it is fitted as a constant
     x[:, ~np.isfinite(x).any(axis=0)] = 0.0
-    model.fit(x, y)
+    if balance is None:
+        model.fit(x, y)
+    else:
+        weights = group_weights(np.asarray(balance, dtype=object)[trace].astype(str))
+        step = {"gbt": "", "rf": "forest__", "logistic": "logistic__"}[kind]  # a pipeline's last step takes them
+        model.fit(x, y, **{f"{step}sample_weight": weights})
     return model, count
 
 
@@ -111,12 +135,12 @@ def learned_decisions(item: Labelled, model, abstain_below: float = 0.5) -> pd.D
     return base
 
 
-def group_of(name: str, pattern: str) -> str:
+def group_of(name: str, pattern: str, option: str = "--group-by") -> str:
     """The scenario group of a trace: the first group (or the whole match) of ``pattern`` in
-    its path."""
+    its path (``option``: the command-line option that gave it, for the error)."""
     found = re.search(pattern, name)
     if found is None:
-        raise UsageError(f"--group-by {pattern!r} does not match {name}: every trace needs a group")
+        raise UsageError(f"{option} {pattern!r} does not match {name}: every trace needs a group")
     return found.group(1) if found.groups() else found.group(0)
 
 
@@ -128,11 +152,13 @@ def evaluate(
     importance_repeats: int = 3,
     held_out: Sequence[str] | None = None,
     abstain_below: float | None = None,
+    balance: Sequence[str] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Leave-one-group-out cross-validation (module docstring); ``held_out`` names the groups
     to hold out in turn (default: every one; the others only ever train), e.g. one parameter
     range of one family at a time. With ``abstain_below``, the learned LDA is scored a second
     time abstaining below that confidence (its own rows; ``abstained`` counts those losses).
+    ``balance``: a group name per trace, each group weighing the same in training (``fit``).
 
     Returns the scores (one row per held-out group and LDA: losses, M_c, M_w, accuracy with
     Wilson intervals, ``train_gaps``) and the permutation importance of each feature on each
@@ -154,7 +180,8 @@ def evaluate(
     for held in sorted(held_out) if held_out else names:
         train = [item for item, g in zip(labelled, groups) if g != held]
         test = [item for item, g in zip(labelled, groups) if g == held]
-        model, count = fit(train, kind, seed)
+        weighed = None if balance is None else [b for b, g in zip(balance, groups) if g != held]
+        model, count = fit(train, kind, seed, weighed)
         thresholds = [0.5] + ([abstain_below] if abstain_below is not None and abstain_below > 0.5 else [])
         learned = [learned_decisions(item, model, below) for below in thresholds for item in test]
         decisions = pd.concat([item.decisions for item in test] + learned, ignore_index=True)

@@ -29,12 +29,31 @@ def _labelled(args: argparse.Namespace) -> list:
     return items
 
 
+def _check_patterns(args: argparse.Namespace) -> None:
+    """A --group-by or --balance-by pattern that misses a trace is said before any trace is read."""
+    from .. import learn
+
+    for option, pattern in (("--group-by", getattr(args, "group_by", None)), ("--balance-by", args.balance_by)):
+        if pattern is not None:
+            for path in args.traces:
+                learn.group_of(path, pattern, option)
+
+
+def _balance(args: argparse.Namespace, items: list) -> list[str] | None:
+    from .. import learn
+
+    if args.balance_by is None:
+        return None
+    return [learn.group_of(item.name, args.balance_by, "--balance-by") for item in items]
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from .. import learn
     from ..lda.learned import save_model
 
+    _check_patterns(args)
     items = _labelled(args)
-    model, gaps = learn.fit(items, args.model, args.seed)
+    model, gaps = learn.fit(items, args.model, args.seed, _balance(args, items))
     names = ["+".join(os.path.basename(part) for part in item.name.split("+")) for item in items]  # chains: a+b+c
     write_output(
         args.output, input_paths(args), lambda tmp: save_model(model, tmp, kind=args.model, trained_on=names, gaps=gaps)
@@ -49,11 +68,12 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .. import learn
 
-    for path in args.traces:  # a bad pattern is said before any trace is read
-        learn.group_of(path, args.group_by)
+    _check_patterns(args)
     items = _labelled(args)
     groups = [learn.group_of(item.name, args.group_by) for item in items]
-    table, importance = learn.evaluate(items, groups, args.model, args.seed, held_out=args.hold_out)
+    table, importance = learn.evaluate(
+        items, groups, args.model, args.seed, held_out=args.hold_out, balance=_balance(args, items)
+    )
     verdicts = learn.verdicts(table)
     which = "each of " + ", ".join(sorted(args.hold_out)) if args.hold_out else "each group"
     print(f"grouped cross-validation: {which} held out in turn, trained on the others")

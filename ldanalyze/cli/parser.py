@@ -390,6 +390,12 @@ def build_parser() -> CommandParser:
         help="gradient-boosted trees (default), a random forest or a logistic regression",
     )
     learning.add_argument("--seed", type=int, default=0, help="the model's random seed (default 0)")
+    learning.add_argument(
+        "--balance-by",
+        metavar="REGEX",
+        help="weigh each group of traces the same in training, whatever its number of gaps: the "
+        "regex's first group (or match) in each path, e.g. '(wlh|wb|manet)' for the link",
+    )
     p = sub.add_parser(
         "train",
         parents=[reading, replaying, learning],

@@ -370,6 +370,27 @@ def test_a_feature_no_training_gap_has_is_fitted_as_a_constant(labelled, kind):
     assert np.array_equal(model.predict(varied), model.predict(x))  # whatever the feature says
 
 
+def test_each_group_weighs_the_same_in_training():
+    """Three gaps of one link and one of another: each link's gaps weigh 2 in all, the mean 1."""
+    weights = learn.group_weights(np.array(["wlh", "wlh", "wlh", "lte"]))
+    assert weights.tolist() == pytest.approx([2 / 3, 2 / 3, 2 / 3, 2.0])
+
+
+@pytest.mark.parametrize("kind", ["gbt", "rf", "logistic"])
+def test_a_balanced_fit_takes_the_weights(labelled, kind):
+    """Every model kind trains with the groups' weights; weighing one trace's gaps alone up
+    changes what a model predicts somewhere (it would not if the weights went unused)."""
+    plain, count = learn.fit(labelled, kind)
+    groups = ["one"] + ["rest"] * (len(labelled) - 1)  # the first trace as heavy as all the others
+    balanced, balanced_count = learn.fit(labelled, kind, balance=groups)
+    x, _, _ = learn.rows(labelled)
+    x[~np.isfinite(x)] = 0.0
+    assert balanced_count == count
+    assert not np.allclose(plain.predict_proba(x), balanced.predict_proba(x))
+    with pytest.raises(UsageError, match="groups to balance"):
+        learn.fit(labelled, kind, balance=groups[:1])
+
+
 def test_training_needs_both_causes_and_a_known_model():
     with pytest.raises(UsageError, match="model must be one of gbt, rf, logistic"):
         make_model("svm")
@@ -409,6 +430,11 @@ def test_the_cli_trains_and_evaluates_by_group(tmp_path, capsys):
     assert table.groupby("held_out")["losses"].nunique().eq(1).all()
     assert png.stat().st_size > 20_000
     assert main(["evaluate", *SMALL, "--group-by", "nothing-matches"]) == 2
+    balanced = tmp_path / "balanced.skops"
+    assert main(["train", *SMALL, "-o", str(balanced), "--balance-by", r"(wlh|wb)_"]) == 0
+    assert load_model(balanced)["gaps"] == load_model(model)["gaps"]
+    assert main(["train", *SMALL, "-o", str(balanced), "--balance-by", "nothing-matches"]) == 2
+    assert "--balance-by 'nothing-matches' does not match" in capsys.readouterr().err
     assert main(["evaluate", SMALL[0], SMALL[1], "--group-by", "(wlh)"]) == 2  # one group only
     assert "needs two groups or more; the traces form 1: wlh" in capsys.readouterr().err
     # one group held out; the others only train
