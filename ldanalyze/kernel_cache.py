@@ -30,9 +30,14 @@ def sources_key(package: pathlib.Path = PACKAGE) -> str:
     return digest.hexdigest()
 
 
-def cache_root() -> pathlib.Path:
+def user_cache() -> pathlib.Path:
+    """The user's cache folder of ldanalyze (``$XDG_CACHE_HOME/ldanalyze``, else ``~/.cache``)."""
     base = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
-    return pathlib.Path(base) / "ldanalyze" / "numba"
+    return pathlib.Path(base) / "ldanalyze"
+
+
+def cache_root() -> pathlib.Path:
+    return user_cache() / "numba"
 
 
 def choose(package: pathlib.Path = PACKAGE, root: pathlib.Path | None = None) -> None:

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import os
 import pathlib
 from typing import ClassVar
@@ -67,6 +68,7 @@ import pandas as pd
 from numba import njit
 
 from ..errors import UsageError
+from ..kernel_cache import user_cache
 from ..tiering import call
 from ..timeline import Timeline
 from .base import LDA, Features, Verdict, take
@@ -342,8 +344,52 @@ def load_model(path: str | os.PathLike) -> dict:
 
 @functools.lru_cache(maxsize=8)
 def _cached_model(path: str, mtime_ns: int, size: int) -> dict:
+    """The model of ``path`` for prediction: its flat trees from the user's cache when this very
+    file (by the hash of its bytes) was loaded before, which spares loading skops and
+    scikit-learn (2 s); else the file itself, its trees then cached (``flat_trees``)."""
+    with open(path, "rb") as f:
+        digest = hashlib.blake2b(f.read(), digest_size=16).hexdigest()
+    cached = user_cache() / "learned" / f"{digest}.npz"
+    known = _cached_trees(cached)
+    if known is not None:
+        return {"version": MODEL_VERSION, "features": list(FEATURES), "trees": known}
     bundle = load_model(path)
-    return {**bundle, "trees": flat_trees(bundle["model"])}
+    trees = flat_trees(bundle["model"])
+    if trees is not None:
+        _cache_trees(cached, trees)
+    return {**bundle, "trees": trees}
+
+
+def _cached_trees(path: pathlib.Path) -> FlatTrees | None:
+    """Flat trees written by ``_cache_trees`` for this model format and features; None when
+    there are none (or they are unreadable, or of other features: the model file then decides)."""
+    try:
+        with np.load(path, allow_pickle=False) as saved:  # arrays only: no code runs on load
+            if int(saved["version"]) != MODEL_VERSION or saved["features"].tolist() != list(FEATURES):
+                return None
+            return FlatTrees(
+                int(saved["depth"]),
+                saved["feature"],
+                saved["threshold"],
+                saved["missing_left"],
+                saved["leaves"],
+                float(saved["baseline"]),
+            )
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def _cache_trees(path: pathlib.Path, trees: FlatTrees) -> None:
+    """Keep ``trees`` in the user's cache, whole or not at all (best effort: a read-only home
+    only costs the next run the model file's load)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
+        arrays = {f.name: getattr(trees, f.name) for f in dataclasses.fields(trees)}
+        np.savez(partial, version=MODEL_VERSION, features=np.array(FEATURES), **arrays)
+        os.replace(partial, path)
+    except OSError:
+        return
 
 
 @dataclasses.dataclass(frozen=True)
@@ -438,9 +484,8 @@ def wireless_probability(bundle: dict, x: np.ndarray) -> np.ndarray:
     x = np.ascontiguousarray(x, np.float64)
     raw = call(gbt_decision, x, t.depth, t.feature, t.threshold, t.missing_left, t.leaves, t.baseline,
                us_per_item=0.5 * t.depth * t.leaves.shape[0])  # fmt: skip
-    from scipy.special import expit  # what scikit-learn's predict_proba uses: the same numbers
-
-    return expit(raw)
+    with np.errstate(over="ignore"):  # a raw score far below 0: exp overflows, the probability is 0
+        return 1.0 / (1.0 + np.exp(-raw))
 
 
 def calls(probability: np.ndarray, abstain_below: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -320,6 +320,36 @@ def test_the_learned_lda_reports_its_confidence_and_abstains_below_a_threshold(m
             get_lda("learned", abstain_below=bad)
 
 
+def test_a_model_file_loaded_before_predicts_from_the_cached_trees(tmp_path, monkeypatch, model_file):
+    """The second run with the same model file reads its flat trees from the user's cache and
+    never loads the file (nor skops and scikit-learn); a cache it cannot read, or a changed
+    model file, sends it back to the file."""
+    import shutil
+
+    from ldanalyze.lda import learned
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    mine = tmp_path / "m.skops"
+    shutil.copy(model_file, mine)
+    timeline = build_timeline(la.read_trace(SMALL[0]))
+    learned._cached_model.cache_clear()
+    first = classify(timeline, [f"learned:model={mine}"])
+    (cached,) = (tmp_path / "cache" / "ldanalyze" / "learned").glob("*.npz")
+
+    def refuse(path):
+        raise AssertionError("the model file was loaded again")
+
+    monkeypatch.setattr(learned, "load_model", refuse)
+    learned._cached_model.cache_clear()
+    again = classify(timeline, [f"learned:model={mine}"])
+    pd.testing.assert_frame_equal(first, again)
+    cached.write_bytes(b"not an npz")
+    learned._cached_model.cache_clear()
+    with pytest.raises(AssertionError, match="loaded again"):
+        classify(timeline, [f"learned:model={mine}"])
+    learned._cached_model.cache_clear()
+
+
 def test_the_evaluation_calls_what_the_lda_calls(labelled, model_file):
     """``evaluate``'s learned rows (``learned_decisions``) are the live LDA's own calls, with and
     without abstention, so its held-out tables score the LDA a user runs."""
