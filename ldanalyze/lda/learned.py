@@ -140,37 +140,63 @@ def rolling_slope(x, first, at, k):
     return out
 
 
+def sorting_network(k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The compare-exchange pairs (lower index, higher) of Batcher's odd-even merge sort over the
+    next power of two ≥ ``k``: applied in order, they sort any values without a branch on them
+    (an insertion sort of ``PACE_ARRIVALS`` random spacings spent most of ``pace_state``'s time
+    mispredicting its branches)."""
+    size = 1
+    while size < k:
+        size *= 2
+    pairs = []
+    p = 1
+    while p < size:
+        step = p
+        while step >= 1:
+            for j in range(step % p, size - step, 2 * step):
+                for i in range(min(step, size - j - step)):
+                    if (i + j) // (2 * p) == (i + j + step) // (2 * p):
+                        pairs.append((i + j, i + j + step))
+            step //= 2
+        p *= 2
+    lo, hi = (np.array(side, np.int64) for side in zip(*pairs)) if pairs else (np.zeros(0, np.int64),) * 2
+    return lo, hi
+
+
 @njit(cache=True)
-def pace_state(t, t_send, first, n, prev, rev, si, k):
+def pace_state(t, t_send, first, n, prev, rev, si, k, lo, hi):
     """Per gap, ``send_pace`` and ``compressed`` (module docstring) over each flow's last ``k``
     spacings of consecutive arrivals (``first``: each arrival's flow's first arrival); NaN
-    where there are fewer than 3 of them, or no positive usual spacing."""
+    where there are fewer than 3 of them, or no positive usual spacing. ``lo``, ``hi``: a
+    sorting network over ``k`` values or more (``sorting_network``)."""
     pace = np.full(n.shape[0], np.nan)
     share = np.full(n.shape[0], np.nan)
-    window = np.empty(k)
+    size = 1
+    while size < k:
+        size *= 2
+    window = np.empty(size)
     for g in range(n.shape[0]):
         p = prev[g]
         if p >= 0 and rev[g] >= 0 and si[g] >= 0:
-            lo = max(first[p] + 1, p - k + 1)
-            m = p - lo + 1
+            start = max(first[p] + 1, p - k + 1)
+            m = p - start + 1
             if m >= 3:
-                for j in range(m):  # insertion sort: at most k values, far cheaper than np.median's
-                    value = t_send[lo + j] - t_send[lo + j - 1]
-                    at = j
-                    while at > 0 and window[at - 1] > value:
-                        window[at] = window[at - 1]
-                        at -= 1
-                    window[at] = value
+                for j in range(size):  # the unused slots sort last
+                    window[j] = t_send[start + j] - t_send[start + j - 1] if j < m else np.inf
+                for c in range(lo.shape[0]):
+                    a, b = window[lo[c]], window[hi[c]]
+                    window[lo[c]] = min(a, b)
+                    window[hi[c]] = max(a, b)
                 usual = window[m // 2] if m % 2 else 0.5 * (window[m // 2 - 1] + window[m // 2])
                 if usual > 0:
                     pace[g] = (t_send[rev[g]] - t_send[p]) / ((n[g] + 1) * usual)
         s = si[g]
         if s < 0:
             continue
-        lo = max(first[s] + 1, s - k + 1)
+        start = max(first[s] + 1, s - k + 1)
         counted = 0
         compressed = 0
-        for j in range(lo, s + 1):
+        for j in range(start, s + 1):
             sent = t_send[j] - t_send[j - 1]
             if sent > 0:
                 counted += 1
@@ -179,6 +205,9 @@ def pace_state(t, t_send, first, n, prev, rev, si, k):
         if counted >= 3:
             share[g] = compressed / counted
     return pace, share
+
+
+PACE_NETWORK = sorting_network(PACE_ARRIVALS)
 
 
 def gap_features(f: Features) -> pd.DataFrame:
@@ -242,7 +271,8 @@ def _loss_history(f: Features, tmin: np.ndarray) -> dict[str, np.ndarray]:
 def _pace(f: Features) -> tuple[np.ndarray, np.ndarray]:
     t_send = f.timeline.arrivals["t_send"].to_numpy(np.float64)
     prev = f.timeline.gaps["prev_arrival"].to_numpy(np.int64)
-    return call(pace_state, f.t, t_send, f.first, f.n, prev, f.rev, f.si, PACE_ARRIVALS, us_per_item=3)
+    lo, hi = PACE_NETWORK
+    return call(pace_state, f.t, t_send, f.first, f.n, prev, f.rev, f.si, PACE_ARRIVALS, lo, hi, us_per_item=3)
 
 
 def _unseen_on_air(f: Features) -> np.ndarray:

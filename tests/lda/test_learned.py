@@ -129,6 +129,20 @@ def test_hand_computed_features_of_one_gap():
     assert gap_labels(timeline).tolist() == [1.0]
 
 
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 8, 16])
+def test_the_sorting_network_sorts_every_input(k):
+    """By the 0-1 principle a compare-exchange network that sorts every 0/1 input sorts every
+    input: all of them, for the network over k values (``pace_state``'s median)."""
+    from ldanalyze.lda.learned import sorting_network
+
+    lo, hi = sorting_network(k)
+    size = max(1, 1 << (k - 1).bit_length())
+    values = (np.arange(1 << size)[:, None] >> np.arange(size)) & 1
+    for a, b in zip(lo, hi, strict=True):
+        values[:, a], values[:, b] = np.minimum(values[:, a], values[:, b]), np.maximum(values[:, a], values[:, b])
+    assert (np.diff(values, axis=1) >= 0).all()
+
+
 def test_hand_computed_pace_and_compression_of_one_gap():
     """Seq 0..3 sent every 1/8 s; seq 2 arrives exactly half a send spacing after seq 1 (not
     compressed: the rule is strict), seq 3 a quarter after seq 2 (compressed); seq 4 is lost
