@@ -73,6 +73,7 @@ from ..tiering import call
 from ..timeline import Timeline
 from .base import LDA, Features, Verdict, take
 from .interarrival import Biaz, MBiaz, tmin_state
+from .kernels import network_size, small_median, sorting_network
 from .policer import Policer
 from .rott import Spike, ZigZag
 
@@ -140,54 +141,25 @@ def rolling_slope(x, first, at, k):
     return out
 
 
-def sorting_network(k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The compare-exchange pairs (lower index, higher) of Batcher's odd-even merge sort over the
-    next power of two ≥ ``k``: applied in order, they sort any values without a branch on them
-    (an insertion sort of ``PACE_ARRIVALS`` random spacings spent most of ``pace_state``'s time
-    mispredicting its branches)."""
-    size = 1
-    while size < k:
-        size *= 2
-    pairs = []
-    p = 1
-    while p < size:
-        step = p
-        while step >= 1:
-            for j in range(step % p, size - step, 2 * step):
-                for i in range(min(step, size - j - step)):
-                    if (i + j) // (2 * p) == (i + j + step) // (2 * p):
-                        pairs.append((i + j, i + j + step))
-            step //= 2
-        p *= 2
-    lo, hi = (np.array(side, np.int64) for side in zip(*pairs)) if pairs else (np.zeros(0, np.int64),) * 2
-    return lo, hi
-
-
 @njit(cache=True)
 def pace_state(t, t_send, first, n, prev, rev, si, k, lo, hi):
     """Per gap, ``send_pace`` and ``compressed`` (module docstring) over each flow's last ``k``
     spacings of consecutive arrivals (``first``: each arrival's flow's first arrival); NaN
-    where there are fewer than 3 of them, or no positive usual spacing. ``lo``, ``hi``: a
-    sorting network over ``k`` values or more (``sorting_network``)."""
+    where there are fewer than 3 of them, or no positive usual spacing. ``lo``, ``hi``: the
+    sorting network over ``k`` values (``kernels.sorting_network``)."""
     pace = np.full(n.shape[0], np.nan)
     share = np.full(n.shape[0], np.nan)
-    size = 1
-    while size < k:
-        size *= 2
-    window = np.empty(size)
+    spacings = np.empty(k)
+    window = np.empty(network_size(k))
     for g in range(n.shape[0]):
         p = prev[g]
         if p >= 0 and rev[g] >= 0 and si[g] >= 0:
             start = max(first[p] + 1, p - k + 1)
             m = p - start + 1
             if m >= 3:
-                for j in range(size):  # the unused slots sort last
-                    window[j] = t_send[start + j] - t_send[start + j - 1] if j < m else np.inf
-                for c in range(lo.shape[0]):
-                    a, b = window[lo[c]], window[hi[c]]
-                    window[lo[c]] = min(a, b)
-                    window[hi[c]] = max(a, b)
-                usual = window[m // 2] if m % 2 else 0.5 * (window[m // 2 - 1] + window[m // 2])
+                for j in range(m):
+                    spacings[j] = t_send[start + j] - t_send[start + j - 1]
+                usual = small_median(spacings, m, window, lo, hi)
                 if usual > 0:
                     pace[g] = (t_send[rev[g]] - t_send[p]) / ((n[g] + 1) * usual)
         s = si[g]

@@ -48,6 +48,7 @@ from ..errors import UsageError
 from ..specs import check_fraction, check_positive
 from ..tiering import call
 from .base import LDA, Features, Verdict
+from .kernels import network_size, small_median, sorting_network
 from .rott import Spike
 from .zbs import SCHEMES as ZBS_SCHEMES
 
@@ -57,9 +58,10 @@ POLICING_CODE = len(ZBS_SCHEMES)  # its code among the decisions' schemes (after
 
 @njit(cache=True)
 def policed_gaps(start, t_send, d, size, seq, first_seq, si, gdelay, span, tolerance, history, min_losses, max_rise,
-                 regularity, in_step, burst):  # fmt: skip
+                 regularity, in_step, burst, lo, hi):  # fmt: skip
     """Per gap, whether it shows the policing signature (module docstring), and the delivery
-    rate each gap was judged by (NaN where none)."""
+    rate each gap was judged by (NaN where none); ``lo``, ``hi``: the sorting network over
+    ``history`` values (``kernels.sorting_network``) that takes the medians."""
     n = t_send.shape[0]
     low = np.empty(n)  # the flow's lowest one-way delay so far
     flow_of = np.empty(n, np.int64)  # each arrival's flow: the index of its first arrival
@@ -72,6 +74,7 @@ def policed_gaps(start, t_send, d, size, seq, first_seq, si, gdelay, span, toler
     judged = np.full(first_seq.shape[0], np.nan)
     rates = np.empty(history)
     spacing = np.empty(history)
+    window = np.empty(network_size(history))
     current, count, last_seq = -1, 0, 0
     for g in range(first_seq.shape[0]):
         s = si[g]
@@ -98,7 +101,7 @@ def policed_gaps(start, t_send, d, size, seq, first_seq, si, gdelay, span, toler
         count += 1
         if count < min_losses or not gdelay[g] - low[s] <= max_rise:  # a delay rise: a queue's, not a policer's
             continue
-        plateau = np.median(rates[: min(count, history)])
+        plateau = small_median(rates, min(count, history), window, lo, hi)
         if not abs(rate - plateau) <= tolerance * plateau:  # the delivery rate is not pinned
             continue
         bursting = offered >= burst * plateau  # a sender far above the plateau: a burst the bucket cut
@@ -108,7 +111,8 @@ def policed_gaps(start, t_send, d, size, seq, first_seq, si, gdelay, span, toler
         steps = spacing[: min(count - 1, history)]
         mean = steps.mean()
         regular = mean > 0 and steps.std() / mean <= regularity
-        out[g] = regular and steps[(count - 2) % history] >= in_step * np.median(steps)  # this loss's own step
+        this_step = steps[(count - 2) % history]  # this loss's own step
+        out[g] = regular and this_step >= in_step * small_median(steps, steps.shape[0], window, lo, hi)
     return out, judged
 
 
@@ -159,6 +163,7 @@ class Policer(LDA):
             float(self.regularity),
             float(self.in_step),
             float(self.burst),
+            *sorting_network(self.history),
         )
 
     def decide(self, f: Features) -> Verdict:

@@ -133,10 +133,11 @@ def test_hand_computed_features_of_one_gap():
 def test_the_sorting_network_sorts_every_input(k):
     """By the 0-1 principle a compare-exchange network that sorts every 0/1 input sorts every
     input: all of them, for the network over k values (``pace_state``'s median)."""
-    from ldanalyze.lda.learned import sorting_network
+    from ldanalyze.lda.kernels import network_size, sorting_network
 
     lo, hi = sorting_network(k)
-    size = max(1, 1 << (k - 1).bit_length())
+    size = network_size(k)
+    assert size >= k and size == max(1, 1 << (k - 1).bit_length())
     values = (np.arange(1 << size)[:, None] >> np.arange(size)) & 1
     for a, b in zip(lo, hi, strict=True):
         values[:, a], values[:, b] = np.minimum(values[:, a], values[:, b]), np.maximum(values[:, a], values[:, b])
