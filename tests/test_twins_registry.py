@@ -60,6 +60,12 @@ NO_TWIN: dict[str, str] = {
     "naive.capture.capture_records",
     "ldanalyze.lda.learned.gbt_decision": "checked against scikit-learn's own decision_function and predict "
     "(tests/lda/test_learned.py)",
+    **_inside(
+        "pace_state and policed_gaps",
+        "lda.learned_features and lda.policed_gaps (statistics.median)",
+        "ldanalyze.lda.kernels.small_median",
+        "ldanalyze.lda.kernels.network_size",
+    ),
     "ldanalyze.io.capture.flows.flow_extents": "checked against pandas' groupby (tests/io/capture/test_pcap_read.py)",
     "ldanalyze.io.capture.flows._rows_by_flow": "checked against a stable argsort (tests/io/capture/test_pcap_payload.py)",
     **_inside(
