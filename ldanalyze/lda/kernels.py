@@ -75,9 +75,9 @@ def sorting_network(k: int) -> tuple[np.ndarray, np.ndarray]:
     ``network_size(k)`` values: applied in order, they sort any values without a branch on them
     (an insertion sort, or numba's np.median, spent most of its time mispredicting branches or
     allocating when called once per gap). Cached: the arrays are shared, never modify them.
-    Plain Python: a module may build its network on import without loading a kernel (a
-    command's start-up tweaks must come before the first one: ``cli/startup.py``)."""
-    size = 1 << max(0, k - 1).bit_length()  # network_size(k)
+    Built when an analysis first needs it, never on import: ``network_size`` is a kernel, and a
+    command's start-up tweaks must come before its first one (``cli/startup.py``)."""
+    size = network_size(k)
     pairs = []
     p = 1
     while p < size:

@@ -179,9 +179,6 @@ def pace_state(t, t_send, first, n, prev, rev, si, k, lo, hi):
     return pace, share
 
 
-PACE_NETWORK = sorting_network(PACE_ARRIVALS)
-
-
 def gap_features(f: Features) -> pd.DataFrame:
     """The ``FEATURES`` of every gap of ``f.timeline`` (rows in gap order), from what the
     receiver knew at the gap's decision; NaN where no arrival decides it (module docstring)."""
@@ -243,7 +240,7 @@ def _loss_history(f: Features, tmin: np.ndarray) -> dict[str, np.ndarray]:
 def _pace(f: Features) -> tuple[np.ndarray, np.ndarray]:
     t_send = f.timeline.arrivals["t_send"].to_numpy(np.float64)
     prev = f.timeline.gaps["prev_arrival"].to_numpy(np.int64)
-    lo, hi = PACE_NETWORK
+    lo, hi = sorting_network(PACE_ARRIVALS)
     return call(pace_state, f.t, t_send, f.first, f.n, prev, f.rev, f.si, PACE_ARRIVALS, lo, hi, us_per_item=3)
 
 
