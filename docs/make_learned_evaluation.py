@@ -64,8 +64,8 @@ FAILURE_MODES = [
     "the reader warns of such a capture, since `macseq`, which has no other evidence, still reads it.",
     "**A real policer's drops.** A token-bucket policer drops packets in bursts that no delay rise "
     "precedes, which is also how the MANET family's radio losses look (802.11 retries that run out, "
-    "no queue behind them). Since that family joined the corpus, the bundled model calls 36-79 % of "
-    "the lab's nftables policer's drops congestion over six runs (92-95 % before; Spike 2-20 %, "
+    "no queue behind them). Since that family joined the corpus, the bundled model calls 3-79 % of "
+    "the lab's nftables policer's drops congestion over seven runs (92-95 % before; Spike 1-20 %, "
     "`tests/lab/test_lab_policing.py`), whatever the weighting and penalty; read its calls next to "
     "`--lda policer` on a subscriber line.",
     "**The intervals are too narrow.** Losses come in bursts (one gap, one call), so the Wilson "
