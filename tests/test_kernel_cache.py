@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 from ldanalyze import kernel_cache
 
@@ -60,6 +61,11 @@ def test_the_users_folder_is_left_alone_and_old_folders_pruned(tmp_path, monkeyp
         old.mkdir(parents=True)
         os.utime(old, ns=(k * 10**9, k * 10**9))
     kernel_cache.choose(root=tmp_path / "ours")
+    recent = tmp_path / "ours" / "recent"  # another checkout's, in use a minute ago
+    recent.mkdir()
+    os.utime(recent, (time.time() - 60, time.time() - 60))
+    os.utime(tmp_path / "ours" / "old4", (time.time() - 7200, time.time() - 7200))
+    kernel_cache.choose(root=tmp_path / "ours")
     kept = sorted(p.name for p in (tmp_path / "ours").iterdir())
-    assert kept == sorted(["old3", "old4", kernel_cache.sources_key()])
+    assert kept == sorted(["old4", "recent", kernel_cache.sources_key()])
     assert kernel_cache.numba.config.CACHE_DIR == str(tmp_path / "ours" / kernel_cache.sources_key())
