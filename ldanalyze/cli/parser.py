@@ -155,7 +155,7 @@ def build_parser() -> CommandParser:
         metavar="HZ|KEY=HZ,...",
         help="captures: the in-band clock's rate (RTP timestamp, TSval) when known: for every "
         "stream (90000), or per stream by SSRC, RTP payload type or label "
-        "(0x1234abcd=90000,111=48000); a rate a stream's own clock contradicts is refused",
+        "(0x1234abcd=90000,111=48000); a given rate is used; where a stream's own clock disagrees, a warning shows what it says",
     )
     reading.add_argument(
         "--capture-host",

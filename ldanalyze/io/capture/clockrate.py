@@ -1,10 +1,12 @@
 """A stream's in-band clock (RTP timestamp, TCP TSval, a field spec's time): its rate, and the
 send times it gives.
 
-The rate is the one the user gave (``ClockRates``: for every stream or per stream; refused when
-the stream's own clock contradicts it, ``check_given_rate``), else the RTP payload type's static
-rate (RFC 3551), else inferred from the ticks against capture times and snapped to the nearest
-usual rate (``infer_clock_rate``). An RTP stream's RTCP sender reports, when plausible
+The rate is the one the user gave (``ClockRates``: for every stream or per stream; always used,
+with a warning that shows the stream's own evidence where its clock disagrees,
+``given_rate_evidence``), else the RTP payload type's static rate (RFC 3551), else inferred from
+the ticks against capture times (``infer_clock_rate``): a standard media clock where the whole
+span's rate is within a few percent of one, else the lower envelope's slope snapped to the
+nearest usual rate, else the envelope's slope as it is. An RTP stream's RTCP sender reports, when plausible
 (``PLAUSIBLE_RTP_RATES``), come before the last two (``rtp_streams.py``). ``send_seconds`` turns
 a field's ticks into seconds.
 """
@@ -13,10 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 
 import numpy as np
 
-from ...clocks import fit_lower_envelope
+from ...clocks import ClockWarning, fit_lower_envelope
 from ...errors import UsageError
 from ...packets import unwrap_sequence
 from .fields import COUNTER_UNITS, PAIR_UNITS, RTP, FieldSpec
@@ -24,6 +27,15 @@ from .sequences import NotThisKind
 
 USUAL_RTP_RATES = (8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 90000, 96000)
 PLAUSIBLE_RTP_RATES = (1000.0, 1e6)  # sender-report rates outside are refused (Hz)
+# The media clocks of nearly every audio and video codec: a stream whose timestamps advance within
+# SPAN_TOLERANCE of one of these over the whole capture runs at it, whatever a queue that filled
+# and drained in between did to the lower envelope (a call through a limiter: 48 kHz over the
+# call, 30-80 kHz over 20-second windows, 35.5 kHz on the envelope).
+STANDARD_MEDIA_RATES = (8000, 16000, 32000, 44100, 48000, 90000)
+SPAN_TOLERANCE = 0.03
+# the whole span is read over this much capture time at least: a queue's change of a few hundred
+# ms over it stays within SPAN_TOLERANCE (a few packets a second apart tell nothing)
+MIN_SPAN_SECONDS = 10.0
 USUAL_TSVAL_RATES = (1, 10, 100, 250, 300, 1000, 1024, 10_000, 100_000, 1_000_000, 1_000_000_000)
 # RFC 3551 static payload types and their clock rates
 RTP_STATIC_RATES = {
@@ -54,8 +66,9 @@ RTP_STATIC_RATES = {
 }
 
 MIN_CLOCK_SPAN = 0.02  # seconds of capture time needed to infer a clock rate
-# A given rate this far off the rate a stream's own clock shows against capture time is a
-# mistake (90000 Hz given for every stream of a call whose audio runs at 16000 Hz), not skew.
+# A given rate this far off both the rates a stream's own clock shows against capture time (its
+# lower envelope's and its whole span's) is probably a mistake (90000 Hz given for every stream of
+# a call whose audio runs at 16000 Hz), not skew: it is used, and the reader warns.
 CONTRADICTING = (0.8, 1.25)
 
 
@@ -125,21 +138,40 @@ class ClockRates:
         return self.every
 
 
-def check_given_rate(rate: float, ticks: np.ndarray, times: np.ndarray, name: str, key: str | None = None) -> None:
-    """Refuse a given clock rate that the stream's own clock contradicts (:data:`CONTRADICTING`),
-    read as ``infer_clock_rate`` reads it; a stream too short to tell is taken at its word.
-    ``key`` names the stream in the suggested per-stream option (its SSRC; else its name)."""
+def given_rate_evidence(
+    rate: float, ticks: np.ndarray, times: np.ndarray, name: str, key: str | None = None
+) -> str | None:
+    """What a stream's own clock says against a clock rate the user gave, in words, when both its
+    lower envelope's and its whole span's rates are off the given one beyond :data:`CONTRADICTING`;
+    None when either agrees or the stream is too short to tell. The rate is used all the same
+    (the user may know better: a clock read across a queue that filled and drained can mislead);
+    the reader warns with this text. ``key`` names the stream in the suggested option (its SSRC)."""
     try:
-        shown = clock_slope(ticks, times, name)
+        envelope = clock_slope(ticks, times, name)
     except NotThisKind:
-        return
-    if not CONTRADICTING[0] <= shown / rate <= CONTRADICTING[1]:
-        raise UsageError(
-            f"clock rate {rate:g} Hz contradicts stream {name}: its clock advances {shown:,.0f} ticks "
-            f"per second of capture time. A clock rate belongs to one stream: give it per stream "
-            f"(--clock-rate {key or name}={nearest_usual(shown, USUAL_RTP_RATES, 0.02) or round(shown):g}, keyed by SSRC, RTP payload type or "
-            "stream label), or leave it out to have it read from the stream"
-        )
+        return None
+    span = span_rate(ticks, times)
+    if any(CONTRADICTING[0] <= shown / rate <= CONTRADICTING[1] for shown in (envelope, span)):
+        return None
+    suggested = (nearest_usual(span, STANDARD_MEDIA_RATES, SPAN_TOLERANCE) if span > 0 else None) or nearest_usual(
+        envelope, USUAL_RTP_RATES, 0.02
+    )
+    hint = f"; if it is not, try --clock-rate {key or name}={suggested:g}" if suggested else ""
+    return (
+        f"clock rate {rate:g} Hz given for stream {name} is used, but its clock advances {span:,.0f} ticks per "
+        f"second of capture time over the whole stream and {envelope:,.0f} on its lower envelope. A clock "
+        f"rate belongs to one stream: check that {rate:g} Hz is this stream's (give it per stream, keyed by "
+        f"SSRC, RTP payload type or stream label){hint}"
+    )
+
+
+def use_given_rate(rate: float, ticks: np.ndarray, times: np.ndarray, name: str, info: dict, key=None) -> None:
+    """Record and warn of what the stream's clock says against a rate the user gave
+    (``given_rate_evidence``); the rate itself is used as given."""
+    evidence = given_rate_evidence(rate, ticks, times, name, key)
+    if evidence is not None:
+        info["clock_given_disagrees"] = evidence
+        warnings.warn(evidence, ClockWarning, stacklevel=2)
 
 
 def nearest_usual(rate: float, usual, tolerance: float) -> float | None:
@@ -154,7 +186,7 @@ def send_seconds(
 ) -> np.ndarray:
     """In-band send times in seconds (on the sender's clock, its own origin) from the
     packets' first payload bytes; a ``clock_rate`` the user ``given`` is checked against the
-    stream's own clock (``check_given_rate``)."""
+    stream's own clock, used and warned of where they disagree (``use_given_rate``)."""
     units, field = spec.time_units, spec.send_time
     assert field is not None  # asked of a spec with a send time only
     if units in PAIR_UNITS:
@@ -169,18 +201,23 @@ def send_seconds(
     if units is None and clock_rate is None and static is not None:
         rate, source = float(static), "payload type"
     elif units is None and clock_rate is None:
-        rate, source = infer_clock_rate(ticks, times, USUAL_RTP_RATES, 0.02, name)
+        rate, source = infer_clock_rate(ticks, times, USUAL_RTP_RATES, 0.02, name, standard=STANDARD_MEDIA_RATES)
+        if source == SPAN:
+            info["clock_envelope_rate"] = clock_slope(ticks, times, name)
     else:
         rate, source = float(clock_rate if units is None else units), "given"
         if units is None and given:
-            check_given_rate(rate, ticks, times, name, key)
+            use_given_rate(rate, ticks, times, name, info, key)
     info.update(clock_rate=rate, clock_source=source)
     return ticks / rate
 
 
-def infer_clock_rate(ticks, times, usual, tolerance, name) -> tuple[float, str]:
-    """Ticks per second of an in-band clock, taken as the nearest ``usual`` rate when within
-    ``tolerance`` (relative). Capture time is the send time plus a delay that is never below
+def infer_clock_rate(ticks, times, usual, tolerance, name, standard=()) -> tuple[float, str]:
+    """Ticks per second of an in-band clock and how it was read: the ``standard`` rate within
+    :data:`SPAN_TOLERANCE` of the whole span's rate (``span_rate``; :data:`SPAN` where the envelope
+    reads otherwise), else the lower envelope's slope taken as the nearest ``usual`` rate when
+    within ``tolerance`` (relative; ``"inferred"``), else the slope itself (:data:`UNUSUAL`).
+    Capture time is the send time plus a delay that is never below
     the path's minimum, so the slope of capture time against ticks is read on its lower
     envelope (``clocks.fit_lower_envelope``), which a queue filling or draining over the
     capture does not tilt as it tilts a least-squares line (a TCP transfer through a
@@ -188,7 +225,22 @@ def infer_clock_rate(ticks, times, usual, tolerance, name) -> tuple[float, str]:
     capture is too short to tell."""
     slope = clock_slope(ticks, times, name)
     nearest = nearest_usual(slope, usual, tolerance)
-    return (nearest, "inferred") if nearest else (slope, UNUSUAL)
+    span = span_rate(ticks, times)
+    long_enough = np.nanmax(times) - np.nanmin(times) >= MIN_SPAN_SECONDS
+    spanned = nearest_usual(span, standard, SPAN_TOLERANCE) if standard and span > 0 and long_enough else None
+    if spanned and spanned != nearest:
+        return spanned, SPAN
+    if nearest:
+        return nearest, "inferred"
+    return slope, UNUSUAL
+
+
+def span_rate(ticks, times) -> float:
+    """Ticks per second of capture time from the first arrival to the last: what a queue that
+    filled and drained in between does not change, unless it holds more at one end."""
+    ok = np.isfinite(times)
+    t, k = times[ok], ticks[ok].astype(np.float64)
+    return float((k[-1] - k[0]) / (t[-1] - t[0]))
 
 
 def clock_slope(ticks, times, name) -> float:
@@ -209,6 +261,7 @@ def clock_slope(ticks, times, name) -> float:
 
 
 UNUSUAL = "inferred (not a usual rate)"  # a clock rate inferred that matches no usual one
+SPAN = "inferred (whole span)"  # a standard media clock read from the whole span, not the envelope
 
 
 def doubtful_clocks_note(meta: dict) -> str | None:

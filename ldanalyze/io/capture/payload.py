@@ -118,7 +118,7 @@ def capture_packets(
     (as ``list_flows`` prints them) and makes them mandatory; ``ssrc`` keeps the RTP streams of
     these SSRCs (``"0x1234abcd"`` or integers) only; ``clock_rate`` is the rate of the in-band
     clock (RTP timestamp, TCP TSval) when you know it, for every stream or per stream
-    (:class:`ClockRates`; a rate the stream's clock contradicts is refused). ``fallback`` (a kind)
+    (:class:`ClockRates`; used as given, with a warning where the stream's clock disagrees). ``fallback`` (a kind)
     reads the data-carrying flows that ``payload`` does not fit instead of skipping them.
     ``reports``: the clock rates RTCP sender reports give (``capture_sender_reports``) when the
     caller took them from more of the capture than ``capture`` holds. ``host``: the address of

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...packets import unwrap_sequence
-from .clockrate import USUAL_TSVAL_RATES, check_given_rate, infer_clock_rate
+from .clockrate import USUAL_TSVAL_RATES, infer_clock_rate, use_given_rate
 from .linklayer import F_TCP_MSS, F_TCP_TIMESTAMP
 from .sequences import NotThisKind, Stream, distinct, not_a_sequence
 
@@ -48,7 +48,7 @@ def tcp_stream(label, rows, records, times, clock_rate, send_times) -> Stream:
             rate, source = infer_clock_rate(ticks, times[rows[data]], USUAL_TSVAL_RATES, 0.1, label)
         else:
             rate, source = float(clock_rate), "given"
-            check_given_rate(rate, ticks, times[rows[data]], label)
+            use_given_rate(rate, ticks, times[rows[data]], label, info)
         info.update(clock_rate=rate, clock_source=source)
         sent = ticks / rate
     return Stream(label, "tcp", rows[data], seq, sent, info)

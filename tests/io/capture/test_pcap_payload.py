@@ -18,8 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ldanalyze.cli.inspecting import send_time_source
+from ldanalyze.clocks import ClockWarning
 from ldanalyze.errors import TraceError, UsageError
-from ldanalyze.io.capture.clockrate import ClockRates
+from ldanalyze.io.capture.clockrate import SPAN, ClockRates
 from ldanalyze.io.capture.fields import Field, FieldSpec
 from ldanalyze.io.capture.pcap import read_capture
 from ldanalyze.io.capture.sequences import repeats
@@ -126,19 +128,65 @@ def test_rtp_clock_rate_inferred_and_snapped(tmp_path, rate, pt, expected, sourc
     assert d["t_send"].max() - d["t_send"].min() == pytest.approx(39 * 0.04 * rate / info["clock_rate"], rel=3e-3)
 
 
-def test_rtp_clock_rate_given_wins_unless_the_stream_contradicts_it(tmp_path):
-    """88 kHz given for a 90 kHz stream is taken (0.98 of what the stream shows); 45 kHz, half
-    of it, is refused (``CONTRADICTING``: 0.8-1.25)."""
+def test_rtp_clock_rate_given_is_used_and_warned_of_where_the_stream_disagrees(tmp_path):
+    """88 kHz given for a 90 kHz stream is taken silently (0.98 of what the stream shows); 45 kHz,
+    half of it, is used too, with a warning that shows the stream's evidence (``CONTRADICTING``:
+    0.8-1.25 of both its envelope's and its whole span's rate) and the rate it suggests."""
     path = video(tmp_path, 90000)
-    trace = read(path, clock_rate=88000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ClockWarning)
+        trace = read_capture(path, clock_rate=88000, skew="keep")
     assert trace.meta["flows"][LABEL]["clock_source"] == "given"
     frame_sent = rows(trace).groupby((rows(trace)["seq"] - 100) // 3)["t_send"].min()  # per frame: its first
     assert frame_sent.max() - frame_sent.min() == pytest.approx(39 * 0.04 * 90000 / 88000)
-    with pytest.raises(
-        UsageError,
-        match=r"clock rate 45000 Hz contradicts stream .* advances (89,99\d|90,00\d) ticks.*0x0000004d=90000",
+    with pytest.warns(
+        ClockWarning,
+        match=r"clock rate 45000 Hz given for stream .* is used, but its clock advances (89,9\d\d|90,0\d\d) ticks"
+        r".*--clock-rate 0x0000004d=90000",
     ):
-        read(path, clock_rate=45000)
+        halved = read_capture(path, clock_rate=45000, skew="keep")
+    info = halved.meta["flows"][LABEL]
+    assert (info["clock_rate"], info["clock_source"]) == (45000, "given") and "is used" in info["clock_given_disagrees"]
+    sent = rows(halved)["t_send"]
+    assert sent.max() - sent.min() == pytest.approx(2 * (frame_sent.max() - frame_sent.min()) * 88000 / 90000, rel=0.01)
+
+
+def limiter_call(tmp_path, rate=48000, seconds=60, depth=5.0):
+    """A 20 ms audio stream at ``rate`` Hz through a limiter with a deep queue: the capture opens
+    with ``depth`` seconds queued, the queue drains over 10 s, fills again over the next 20 s and
+    stays full to the end. The lower envelope then runs from the emptiest moment to the last
+    packet, 10 % steeper than the clock (read as 43.6 kHz, within 2 % of 44.1 kHz); the whole
+    span, full queue to full queue, reads 48 kHz."""
+    payloads = []
+    for k in range(int(seconds / 0.02)):
+        sent = k * 0.02
+        delay = depth * (1 - sent / 10 if sent < 10 else min(1.0, (sent - 10) / 20))
+        payloads.append(
+            (NS + round((sent + 0.01 + delay) * 1e9), rtp_payload(k, 960 * k * rate // 48000, 0x4D, pt=111))
+        )
+    payloads.sort(key=lambda p: p[0])
+    return capture_of(tmp_path, payloads)
+
+
+def test_rtp_clock_rate_a_standard_media_clock_read_from_the_whole_span(tmp_path):
+    """The envelope of a call whose limiter's queue fills and drains reads no usual rate; over
+    the whole call the timestamps advance 48,000 a second, a standard media clock within
+    ``SPAN_TOLERANCE``: that rate is taken, and the reading says which estimate it was."""
+    info = read(limiter_call(tmp_path)).meta["flows"][LABEL]
+    assert (info["clock_rate"], info["clock_source"]) == (48000, SPAN)
+    assert info["clock_envelope_rate"] == pytest.approx(48000 / 1.1, rel=0.01)  # the envelope alone misleads
+    assert "lower envelope read" in send_time_source(info)
+    # a clock whose whole span is within no tolerance of a standard rate stays as the envelope read it
+    odd = read(limiter_call(tmp_path, rate=37000, depth=0.001)).meta["flows"][LABEL]
+    assert odd["clock_source"] == "inferred (not a usual rate)" and odd["clock_rate"] == pytest.approx(37000, rel=1e-3)
+
+
+def test_a_given_rate_the_whole_span_supports_is_taken_without_a_warning(tmp_path):
+    """The issue's call: 48 kHz given, the envelope reads otherwise, the span agrees: no warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ClockWarning)
+        info = read_capture(limiter_call(tmp_path), clock_rate=48000, skew="keep").meta["flows"][LABEL]
+    assert (info["clock_rate"], info["clock_source"]) == (48000, "given") and "clock_given_disagrees" not in info
 
 
 def test_rtp_clock_rate_cannot_be_inferred_from_too_short_a_capture(tmp_path):
