@@ -35,8 +35,9 @@ reported by the MAC, a loop, TTL): neither congestion nor the radio's doing, so 
 out of M_c/M_w unless told to count it as one of them. ``policing`` is a drop by a rate
 limiter that drops rather than queues (a token-bucket policer: no queue builds before it, so
 delay-based LDAs see no congestion); scores keep it apart likewise. ``lost`` is a loss whose cause is
-unknown; ``unobserved`` is a packet still in flight when the trace ends: it is never counted as
-a loss.
+unknown; ``unobserved`` is a packet still in flight when the trace ends, or one a capture missed
+while it was not recording (reason ``capture gap``, ``io/capture/outages.py``): it is never
+counted as a loss.
 """
 
 from __future__ import annotations

@@ -33,9 +33,13 @@ def send_time_source(info: dict) -> str:
         refused = (
             f"; sender reports refused: {info['sender_report_refused']}" if "sender_report_refused" in info else ""
         )
+        envelope = (
+            f"; its lower envelope read {info['clock_envelope_rate']:,.0f} Hz" if "clock_envelope_rate" in info else ""
+        )
+        disagrees = "; the stream's clock disagrees, see the warning" if "clock_given_disagrees" in info else ""
         return (
             f"RTP timestamp at {info.get('clock_rate', float('nan')):g} Hz "
-            f"({info.get('clock_source', '?')}{refused}){frames}"
+            f"({info.get('clock_source', '?')}{refused}{envelope}{disagrees}){frames}"
         )
     if kind == "tcp":
         return f"TCP TSval at {info.get('clock_rate', float('nan')):g} Hz ({info.get('clock_source', '?')})"
@@ -55,6 +59,7 @@ def _print_streams(meta: dict) -> None:
                 "direction": "out" if out else "in",
                 "packets": info.get("packets", 0),
                 "lost": "-" if out else info.get("lost", 0),
+                **({"capture gap": "-" if out else info.get("capture_gap", 0)} if meta.get("capture_outages") else {}),
                 "rtx repaired": info.get("rtx_repaired", 0),
                 "padding only": info.get("padding_only", 0),
                 "fec": info.get("fec_packets", 0),

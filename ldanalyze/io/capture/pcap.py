@@ -38,6 +38,7 @@ from .air import is_air_capture, received_air_columns, shared_counter_note
 from .fields import FieldSpec, payload_name
 from .flows import SSRC, flow_extents, flow_listing, flow_table, tunnel_counts, tunnel_table
 from .linklayer import NO_TIME, S_TOO_SHORT, S_UNSUPPORTED_LINK, STATUS_NAMES
+from .outages import capture_outages, mark_outages
 from .sequences import reasons_in_brief
 from .source import PCAP, PCAPNG, ByteWindow, container
 from .tcp import ACKS_ONLY
@@ -289,6 +290,52 @@ def host_option(capture_host: str | None) -> str | None:
         raise UsageError(f"capture host must be an IP address, auto or none, not {capture_host!r}") from None
 
 
+def _outages_unobserved(capture: Capture, packets: pd.DataFrame, meta: dict) -> pd.DataFrame:
+    """The receiver's packets with those missed in the capture's outages read as not observed
+    (``outages.py``); ``meta['capture_outages']`` lists the outages, and a warning says so."""
+    silences = capture_outages(capture.records, capture.flows)
+    packets, hidden, used = mark_outages(packets, silences)
+    found = silences[used]
+    origin = np.nanmin(capture.times()) if capture.records.shape[0] else 0.0
+    meta["capture_outages"] = [
+        {"start": float(start), "end": float(end), "start_s": float(start - origin), "seconds": float(end - start)}
+        for start, end in found
+    ]
+    for label, n in hidden.items():
+        info = meta["flows"][label]
+        info.update(lost=info["lost"] - n, capture_gap=n)
+    if found.shape[0]:
+        spans = ", ".join(f"{start - origin:.2f}-{end - origin:.2f} s" for start, end in found[:3])
+        more = f" and {found.shape[0] - 3} more" if found.shape[0] > 3 else ""
+        message = (
+            f"{capture.path}: the capture recorded nothing of its streams in either direction at {spans}{more} "
+            f"(a capture outage, not the path's): {sum(hidden.values())} sequence number(s) missed there are read "
+            "as not observed (reason 'capture gap'), not as lost"
+        )
+        capture.notes.append(message)
+        warnings.warn(message, CaptureWarning, stacklevel=4)
+    return packets
+
+
+def _capture_drops(capture: Capture, meta: dict) -> None:
+    """Warn where the capture's own counters (pcapng interface statistics: ``ifdrop``, ``osdrop``)
+    say it dropped packets: some losses shown may be the capture's. When is not recorded, so no
+    loss is read otherwise; ``meta['capture_dropped']`` holds the count."""
+    interfaces = capture.interfaces
+    dropped = {
+        name: int(interfaces[name].fillna(0).sum()) if name in interfaces else 0 for name in ("ifdrop", "osdrop")
+    }
+    meta["capture_dropped"] = sum(dropped.values())
+    if meta["capture_dropped"]:
+        message = (
+            f"{capture.path}: the capture's interface statistics say it dropped {meta['capture_dropped']} packet(s) "
+            f"(ifdrop {dropped['ifdrop']}, osdrop {dropped['osdrop']}): some of the losses shown may be the "
+            "capture's, not the path's (the file does not say when they were dropped)"
+        )
+        capture.notes.append(message)
+        warnings.warn(message, CaptureWarning, stacklevel=4)
+
+
 def capture_trace(
     capture: Capture,
     packets: pd.DataFrame,
@@ -342,6 +389,9 @@ def capture_trace(
         if shared:
             capture.notes.append(shared)
             warnings.warn(shared, CaptureWarning, stacklevel=3)
+    if vantage == "receiver":
+        packets = _outages_unobserved(capture, packets, meta)
+        _capture_drops(capture, meta)
     trace = Trace(packets=packets, rtt=empty_rtt(), path=capture.path, format=capture.format, meta=meta)
     if skew == "remove" and vantage == "receiver":
         return remove_skew(trace, skew_limit_ppm=skew_limit_ppm, pairs=pairs)

@@ -45,7 +45,10 @@ from .linklayer import (
 from .source import PCAP_MAGIC_NS, PCAP_MAGIC_US, PCAPNG_SHB, ByteWindow
 
 PCAPNG_BOM = 0x1A2B3C4D
-BLOCK_PB, BLOCK_IDB, BLOCK_SPB, BLOCK_EPB = 2, 1, 3, 6
+BLOCK_PB, BLOCK_IDB, BLOCK_SPB, BLOCK_EPB, BLOCK_ISB = 2, 1, 3, 6, 5
+# interface statistics options (pcapng spec 4.6): packets the interface received, and dropped by
+# the interface and by the operating system, cumulative since the capture started
+ISB_COUNTERS = {4: "ifrecv", 5: "ifdrop", 7: "osdrop"}
 # block types the pcapng specification defines that carry no packets: skipped quietly
 KNOWN_BLOCKS = {
     4: "name resolution",
@@ -567,7 +570,8 @@ class PcapngWalk:
             self._section(body, offset)
         elif btype == BLOCK_IDB:
             self._interface(body, offset)
-        else:
+        elif btype == BLOCK_ISB and self._statistics(body):
+            pass
             seen = self.skipped.setdefault(btype, [0, offset])
             seen[0] += 1
         return pos + blen
@@ -583,6 +587,21 @@ class PcapngWalk:
             )
         self.counts["sections"] += 1
         self.section = []
+
+    def _statistics(self, body: bytes) -> bool:
+        """Keep an interface statistics block's counters on its interface (the last block of an
+        interface holds the totals); False when the block names no interface of its section."""
+        end = ">" if self.big else "<"
+        if len(body) < 12:
+            return False
+        local = struct.unpack(end + "I", body[:4])[0]
+        if local >= len(self.section):
+            return False
+        row = self.interfaces[len(self.interfaces) - len(self.section) + local]
+        for code, value, _ in _options(body, 12, end):
+            if code in ISB_COUNTERS and len(value) >= 8:
+                row[ISB_COUNTERS[code]] = struct.unpack(end + "Q", value[:8])[0]
+        return True
 
     def _interface(self, body: bytes, offset: int) -> None:
         end = ">" if self.big else "<"
@@ -636,4 +655,5 @@ def _interface_row(iface, section, linktype, snaplen, tsresol, tsoffset, name, o
         "tsoffset": tsoffset,
         "name": name,
         "offset": offset,
+        **dict.fromkeys(ISB_COUNTERS.values()),  # interface statistics: None until a block gives them
     }
