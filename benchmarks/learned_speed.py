@@ -31,7 +31,7 @@ from benchmarks.ns2_ingest import build  # noqa: E402
 from benchmarks.synthetic import best_of, synthetic_packets  # noqa: E402
 from ldanalyze import learn  # noqa: E402
 from ldanalyze.lda import Features, Replay, classify, get_lda, parse_ldas  # noqa: E402
-from ldanalyze.lda.learned import gap_features, gap_labels  # noqa: E402
+from ldanalyze.lda.learned.features import gap_features, gap_labels  # noqa: E402
 from ldanalyze.timeline import build_timeline  # noqa: E402
 
 

@@ -30,7 +30,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ldanalyze import learn  # noqa: E402
-from ldanalyze.lda.learned import BUNDLED_MODEL, FEATURES, load_model  # noqa: E402
+from ldanalyze.lda.learned.features import FEATURES  # noqa: E402
+from ldanalyze.lda.learned.models import BUNDLED_MODEL, load_model  # noqa: E402
 
 ABSTAIN = 0.8  # the confidence below which the model card's second learned row abstains
 # within-family hold-outs: (family, parameter) of the simulated retransmitting link layers, each value in turn
@@ -196,7 +197,7 @@ def main() -> None:
         "- **What it is.** Gradient-boosted trees (scikit-learn's HistGradientBoostingClassifier, 30 trees "
         "of depth 4 at most, an L2 penalty of 10 on the leaves, every family weighing the same in training) "
         "that call each gap of a flow congestion or wireless from what the receiver "
-        "knew when the gap was revealed (`--lda learned`; `ldanalyze/lda/learned.py`). It reports the "
+        "knew when the gap was revealed (`--lda learned`; `ldanalyze/lda/learned/`). It reports the "
         "probability of each call (`classify`'s `confidence`) and can abstain below a threshold "
         "(`learned:abstain_below=0.8`; `score` counts those losses apart).",
         "- **How it was chosen.** Among ten variants (trees of depth 2, 3 and 4, large leaves, the L2 "
@@ -211,7 +212,7 @@ def main() -> None:
         "the evaluation below uses seeds 1 and 2, so no trace is on both sides). A gap is labelled "
         "wireless when most of its losses were the radio's; a policer's drops train as congestion.",
         "- **Features.** " + ", ".join(f"`{name}`" for name in FEATURES) + ": each defined in the "
-        "docstring of `ldanalyze/lda/learned.py`; all are ratios to the flow's own statistics, so "
+        "docstring of `ldanalyze/lda/learned/features.py`; all are ratios to the flow's own statistics, so "
         "clock offsets and path delays do not enter. `compressed` is what ARQ leaves in the timing of the "
         "packets that arrive (`docs/ldas.md` shows the trace excerpts), `send_pace` whether the lost "
         "packets left in a burst; what each feature is worth on each unseen family is measured below "

@@ -1,4 +1,4 @@
-"""Training and honest evaluation of the learned LDA (``ldanalyze/lda/learned.py``).
+"""Training and honest evaluation of the learned LDA (``ldanalyze/lda/learned/``).
 
 The API: ``features`` (what the model sees of each gap), ``analyse`` (a labelled trace read
 once), ``fit``, ``evaluate`` and ``verdicts``. ``train`` fits a classifier on the gaps of labelled traces (ns-2 traces, vantage chains,
@@ -23,7 +23,9 @@ from .errors import UsageError, renamed_keyword
 from .io import read_trace
 from .lda import DECISION_DTYPE, Replay, classify
 from .lda.base import Features
-from .lda.learned import FEATURES, calls, gap_features, gap_labels, make_model
+from .lda.learned import calls
+from .lda.learned.features import FEATURES, gap_features, gap_labels
+from .lda.learned.models import make_model
 from .packets import CONGESTION
 from .scoring import score
 from .timeline import build_timeline

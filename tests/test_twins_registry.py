@@ -58,7 +58,7 @@ NO_TWIN: dict[str, str] = {
     _LINK + "rehash_flows": "rebuilds the flow table's slots once a capture passes 512 flows (the tunnel "
     "table's past 12 tunnels; walk.Output.grow_flows); the flows read after it are held to "
     "naive.capture.capture_records",
-    "ldanalyze.lda.learned.gbt_decision": "checked against scikit-learn's own decision_function and predict "
+    "ldanalyze.lda.learned.trees.gbt_decision": "checked against scikit-learn's own decision_function and predict "
     "(tests/lda/test_learned.py)",
     **_inside(
         "pace_state and policed_gaps",

@@ -49,7 +49,7 @@ def _balance(args: argparse.Namespace, items: list) -> list[str] | None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from .. import learn
-    from ..lda.learned import save_model
+    from ..lda.learned.models import save_model
 
     _check_patterns(args)
     items = _labelled(args)

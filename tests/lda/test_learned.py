@@ -20,17 +20,10 @@ from ldanalyze.cli import main
 from ldanalyze.errors import UsageError
 from ldanalyze.lda import Replay, classify, get_lda, parse_ldas
 from ldanalyze.lda.base import Features
-from ldanalyze.lda.learned import (
-    FEATURES,
-    flat_trees,
-    gap_features,
-    gap_labels,
-    gbt_decision,
-    load_model,
-    make_model,
-    save_model,
-    wireless_probability,
-)
+from ldanalyze.lda.learned import wireless_probability
+from ldanalyze.lda.learned.features import FEATURES, gap_features, gap_labels
+from ldanalyze.lda.learned.models import load_model, make_model, save_model
+from ldanalyze.lda.learned.trees import flat_trees, gbt_decision
 from ldanalyze.lda.policer import Policer
 from ldanalyze.packets import make_packet_table
 from ldanalyze.scoring import score
@@ -341,28 +334,28 @@ def test_a_model_file_loaded_before_predicts_from_the_cached_trees(tmp_path, mon
     model file, sends it back to the file."""
     import shutil
 
-    from ldanalyze.lda import learned
+    from ldanalyze.lda.learned import models
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     mine = tmp_path / "m.skops"
     shutil.copy(model_file, mine)
     timeline = build_timeline(la.read_trace(SMALL[0]))
-    learned._cached_model.cache_clear()
+    models.cached_model.cache_clear()
     first = classify(timeline, [f"learned:model={mine}"])
     (cached,) = (tmp_path / "cache" / "ldanalyze" / "learned").glob("*.npz")
 
     def refuse(path):
         raise AssertionError("the model file was loaded again")
 
-    monkeypatch.setattr(learned, "load_model", refuse)
-    learned._cached_model.cache_clear()
+    monkeypatch.setattr(models, "load_model", refuse)
+    models.cached_model.cache_clear()
     again = classify(timeline, [f"learned:model={mine}"])
     pd.testing.assert_frame_equal(first, again)
     cached.write_bytes(b"not an npz")
-    learned._cached_model.cache_clear()
+    models.cached_model.cache_clear()
     with pytest.raises(AssertionError, match="loaded again"):
         classify(timeline, [f"learned:model={mine}"])
-    learned._cached_model.cache_clear()
+    models.cached_model.cache_clear()
 
 
 def test_the_evaluation_calls_what_the_lda_calls(labelled, model_file):

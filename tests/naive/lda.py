@@ -465,9 +465,9 @@ def _compressed(t, sent, s):
     return sum(received < 0.5 * gone for received, gone in positive) / len(positive)
 
 
-@twin_of("ldanalyze.lda.learned.rolling_slope", "ldanalyze.lda.learned.pace_state")
+@twin_of("ldanalyze.lda.learned.features.rolling_slope", "ldanalyze.lda.learned.features.pace_state")
 def learned_features(packets, *, update_first=True, gap_delay="revealing", detection=1):
-    """{(flow, first missing seq): feature dict} of every gap, as ldanalyze/lda/learned.py's
+    """{(flow, first missing seq): feature dict} of every gap, as ldanalyze/lda/learned/features.py's
     docstring defines them, from the state arrival s of docs/ldas.md; NaN everywhere for a gap
     no arrival decides."""
     names = (
