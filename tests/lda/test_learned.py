@@ -561,3 +561,28 @@ def test_other_models_predict_by_themselves(labelled):
     for kind in ("rf", "logistic"):
         model, _ = learn.fit(labelled, kind)
         assert flat_trees(model) is None
+
+
+@pytest.mark.parametrize("model", ["fitted", "bundled"])
+def test_scikit_learns_private_parts_are_where_the_flat_trees_read_them(model):
+    """``flat_trees`` reads what scikit-learn keeps private (``trees._fitted_parts``: the trees'
+    nodes and the baseline); an upgrade that moves or changes them fails here by name, on a
+    freshly fitted model and on the bundled model file (loaded with the installed version)."""
+    import sklearn
+
+    from ldanalyze.lda.learned.models import BUNDLED_MODEL
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(500, len(FEATURES)))
+    x[rng.random(x.shape) < 0.2] = np.nan
+    if model == "fitted":
+        fitted = make_model("gbt").fit(x, (np.nan_to_num(x[:, 0]) + rng.normal(size=500) > 0).astype(np.int64))
+    else:
+        fitted = load_model(BUNDLED_MODEL)["model"]
+    where = f"scikit-learn {sklearn.__version__}: {type(fitted).__name__}'s private _predictors or _baseline_prediction"
+    trees = flat_trees(fitted)
+    assert trees is not None, f"{where} moved: the learned LDA predicts through scikit-learn (slower); see trees.py"
+    raw = gbt_decision(x, trees.depth, trees.feature, trees.threshold, trees.missing_left, trees.leaves, trees.baseline)
+    assert np.allclose(raw, fitted.decision_function(x), rtol=1e-12, atol=1e-12), (
+        f"{where} changed meaning: the flat trees no longer give its decision_function; see trees.py"
+    )

@@ -48,10 +48,10 @@ def flat_trees(model) -> FlatTrees | None:
     """The trees of a scikit-learn HistGradientBoostingClassifier fitted on labels 0 and 1 over
     numerical features, for ``gbt_decision``; None for any other model, or trees deeper than
     ``MAX_FLAT_DEPTH``, which predict by themselves."""
-    predictors = getattr(model, "_predictors", None)
-    if predictors is None or list(getattr(model, "classes_", ())) != [0, 1] or any(len(p) != 1 for p in predictors):
+    parts = _fitted_parts(model)
+    if parts is None or list(getattr(model, "classes_", ())) != [0, 1]:
         return None
-    nodes = [p.nodes for (p,) in predictors]
+    nodes, baseline = parts
     if any(n["is_categorical"].any() for n in nodes):
         return None
     depth = max(_depth(n, 0) for n in nodes)
@@ -74,8 +74,21 @@ def flat_trees(model) -> FlatTrees | None:
                     node = n["right"][node] if right else n["left"][node]
                 slot = 2 * slot + 1 + right
             leaves[t, leaf] = n["value"][node]
-    baseline = float(np.ravel(model._baseline_prediction)[0])
     return FlatTrees(depth, feature, threshold, missing_left, leaves, baseline)
+
+
+def _fitted_parts(model) -> tuple[list[np.ndarray], float] | None:
+    """A fitted HistGradientBoostingClassifier's trees (a node array each, one tree per
+    iteration as a binary model has) and the raw score their sum starts from. scikit-learn keeps
+    both private (``_predictors``, ``_baseline_prediction``, and the node arrays' fields), and
+    no public score gives the baseline exactly (each adds the leaves to it, rounded): read here
+    alone, so that ``tests/lda/test_learned.py`` names the scikit-learn version when an upgrade
+    moves them. None for any other model, or where they are not: it then predicts by itself."""
+    predictors = getattr(model, "_predictors", None)
+    baseline = getattr(model, "_baseline_prediction", None)
+    if predictors is None or baseline is None or np.size(baseline) != 1 or any(len(p) != 1 for p in predictors):
+        return None
+    return [p.nodes for (p,) in predictors], float(np.ravel(baseline)[0])
 
 
 def _depth(nodes, node: int) -> int:
