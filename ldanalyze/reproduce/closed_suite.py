@@ -1,4 +1,4 @@
-"""Paper 000's suite closed loop (§II): each TFRC scenario run once per LDA inside ns-2's TFRC
+"""Paper 000's suite run closed loop (§II): each TFRC scenario once per LDA inside ns-2's TFRC
 receiver (``ldanalyze.closedloop``: the patched ns-2 and its decision log), scored over the TFRC
 flows, beside the open-loop replay over the unaware run; and the open-loop throughput models
 measured against what each closed-loop run delivered."""

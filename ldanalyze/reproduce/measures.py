@@ -25,6 +25,7 @@ def paper_sweeps(traces: list[str]) -> dict[str, pd.DataFrame]:
 
 
 def _refront(table: pd.DataFrame) -> pd.DataFrame:
+    """The frontier over the points kept, the sweep's attrs (its parameters) kept too."""
     from ..sweep import pareto
 
     attrs = dict(table.attrs)
