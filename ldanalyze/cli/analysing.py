@@ -149,11 +149,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         text = markdown_table(scores)
     elif scores.empty:
         flows = 0 if batch.summary is None else len(batch.summary)
-        unseen = 0 if batch.summary is None else int(batch.summary["unobserved"].sum())
-        unseen_text = (
-            f", {unseen} packet(s) not observed (in flight at the end, or in a capture outage)" if unseen else ""
-        )
-        text = f"nothing to score: no flow lost a packet ({flows} flow(s) read{unseen_text}; `inspect` shows them)\n"
+        text = f"nothing to score: no flow lost a packet ({flows} flow(s) read; `inspect` shows them)\n"
     else:
         text = text_table(scores) + _disagreement_text(batch.decisions)
     if args.output:
