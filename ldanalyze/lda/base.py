@@ -233,9 +233,21 @@ class LDA(Parameterized):
 
     ``decide(features)`` returns a Verdict; ``state(features)`` the per-arrival internal state
     (a DataFrame aligned with ``timeline.arrivals``) for plots.
+
+    What it reads and may do, declared as class attributes (a subclass sets those that differ),
+    so that the conformance kit (``ldanalyze.testing``) holds it to the rules that fit, by what
+    it declares and not by its name: ``view``, the view of a flow it reads (every LDA here: the
+    receiver's arrivals and gaps); ``reads_truth``, it reads each loss's true cause (omniscient:
+    it may then decide per lost packet, not per gap); ``needs_radio_evidence``, it cannot run
+    without ``packets.AIR_COLUMNS`` (a monitor-mode capture: macseq); ``may_abstain``, it may
+    make no call on a detected loss (``Verdict.abstained``: the learned LDA).
     """
 
     name: ClassVar[str]
+    view: ClassVar[str] = "receiver"
+    reads_truth: ClassVar[bool] = False
+    needs_radio_evidence: ClassVar[bool] = False
+    may_abstain: ClassVar[bool] = False
 
     def prepare(self, timeline: Timeline) -> None:
         """Check that the timeline carries what this LDA needs; raise UsageError if not."""

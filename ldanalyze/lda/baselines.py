@@ -27,6 +27,7 @@ class Omniscient(LDA):
     unknown cause is taken as congestion. It decides per packet, not per gap."""
 
     name = "omniscient"
+    reads_truth = True
 
     def decide(self, f: Features) -> Verdict:
         cause = f.timeline.losses["cause"].to_numpy()

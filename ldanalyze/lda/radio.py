@@ -40,6 +40,7 @@ class MacSeq(LDA):
 
     name = "macseq"
     in_all: ClassVar[bool] = False  # needs a monitor-mode capture: named, not brought in by "all"
+    needs_radio_evidence = True
 
     def prepare(self, timeline: Timeline) -> None:
         if "air_unseen" not in timeline.arrivals.columns:

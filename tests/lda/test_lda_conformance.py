@@ -1,20 +1,26 @@
 """The conformance suite every registered LDA must pass (in the spirit of scikit-learn's
-estimator checks): determinism, no loss → no decision, one decision per lost packet, causal
-replay (prefix invariance), parameter round trip, and the two reference points."""
+estimator checks): the shipped kit (``ldanalyze.testing``), one test per LDA and rule, and what
+it finds in LDAs that break its rules; beyond it, causal replay (prefix invariance) over the
+bundled traces, parameter round trips with other values, and the two reference points."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 
 import ldanalyze as la
-from ldanalyze.lda import LDA, REGISTRY, Features, Replay, Verdict, classify, get_lda, lda_state, parse_ldas
-from ldanalyze.packets import make_packet_table
-from ldanalyze.testing import check_lda, radio_evidence
+from ldanalyze import testing
+from ldanalyze.lda import LDA, REGISTRY, Features, Replay, Verdict, classify, get_lda, parse_ldas
+from ldanalyze.lda.baselines import Omniscient
+from ldanalyze.lda.radio import MacSeq
+from ldanalyze.lda.rott import Spike
+from ldanalyze.testing import ConformanceError, check_lda, lda_checks, parametrize_with_checks, radio_evidence
 from ldanalyze.timeline import build_timeline
 
 from ..conftest import TRACES
@@ -40,52 +46,6 @@ def sample(name: str) -> la.Trace:
 
 def timeline(name: str = "wlh_mix_4flow_high"):
     return _build(sample(name))
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_deterministic_and_one_decision_per_lost_packet(name):
-    tl = timeline()
-    first = classify(tl, [name])
-    second = classify(timeline(), [name])
-    pd.testing.assert_frame_equal(first, second)
-    assert len(first) == len(tl.losses)
-    assert first["uid"].tolist() == tl.losses["uid"].tolist()
-    undetected = first["decision"] == "undetected"
-    assert (undetected == ~tl.losses["detected"].to_numpy()).all()
-    assert first.loc[~undetected, "decision"].isin(["congestion", "wireless"]).all()
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_no_loss_no_decision_and_empty_trace(name):
-    t = np.arange(20) * 0.01
-    table = make_packet_table(
-        flow=["a"] * 20,
-        seq=np.arange(20),
-        t_send=t,
-        t_recv=t + 0.05 + (t % 0.03),
-        fate=["delivered"] * 20,
-        size=[500] * 20,
-    )
-    tl = _build(table)
-    tl.meta["clock"] = "common"
-    assert classify(tl, [name]).empty
-    assert len(lda_state(tl, name)) == 20
-    empty = _build(table.iloc[:0])
-    assert classify(empty, [name]).empty
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_all_lost_is_all_undetected(name):
-    table = make_packet_table(
-        flow=["a"] * 5,
-        seq=np.arange(5),
-        t_send=np.arange(5.0),
-        t_recv=[np.nan] * 5,
-        fate=["wireless"] * 5,
-        size=[500] * 5,
-    )
-    d = classify(_build(table), [name])
-    assert d["decision"].astype(str).tolist() == ["undetected"] * 5
 
 
 def prefix(tl_full_packets: pd.DataFrame, rtt: pd.DataFrame, meta: dict, t_cut_send: float):
@@ -159,35 +119,82 @@ def test_unaware_and_omniscient_are_the_reference_points():
     assert (omni["decision"].astype(str) == omni["cause"]).all()  # M_c = M_w = 0
 
 
-def test_every_loss_of_a_gap_gets_the_gap_decision():
-    d = classify(timeline(), "all")
-    gaps = d[(d["gap"] >= 0) & (d["lda"] != "omniscient")]
-    per_gap = gaps.groupby(["lda", "flow", "gap"], observed=True)["decision"].nunique()
-    assert (per_gap == 1).all()
-    assert (gaps.groupby(["lda", "flow", "gap"], observed=True).size() > 1).any()
-
-
 def test_all_specs_in_one_call_keep_their_order():
     d = classify(timeline("wlh_tcp_1flow_high"), "zigzag,mbiaz:upper=1.5,zigzag:dev_factors=[-1,-0.5,0,-0.5]")
     assert list(d["lda"].cat.categories) == ["zigzag", "mbiaz:upper=1.5", "zigzag:dev_factors=[-1.0,-0.5,0.0,-0.5]"]
 
 
-# --- the shipped kit: ldanalyze.testing.check_lda ------------------------------------------
+# --- the shipped kit: ldanalyze.testing -------------------------------------------------
+
+LDAS = [get_lda(name) for name in NAMES] + [get_lda("learned", abstain_below=0.8)]  # one that abstains
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_every_registered_lda_passes_the_shipped_kit(name):
-    check_lda(get_lda(name))
+@parametrize_with_checks(LDAS)
+def test_every_lda_of_the_package_passes_the_shipped_kit(lda, check):
+    check(lda)
+
+
+def test_the_ldas_declare_what_they_read_and_may_do():
+    declared = {
+        name: [flag for flag in ("reads_truth", "needs_radio_evidence", "may_abstain") if getattr(cls, flag)]
+        for name, cls in REGISTRY.items()
+    }
+    assert {name: flags for name, flags in declared.items() if flags} == {
+        "omniscient": ["reads_truth"],
+        "macseq": ["needs_radio_evidence"],
+        "learned": ["may_abstain"],
+    }
+    assert {cls.view for cls in REGISTRY.values()} == {"receiver"}
+
+
+def test_one_test_per_lda_and_rule_and_the_rules_follow_the_declarations():
+    (names, pairs), ids = (
+        (mark.args, mark.kwargs["ids"])
+        for mark in test_every_lda_of_the_package_passes_the_shipped_kit.pytestmark
+        if mark.name == "parametrize"
+    ).__next__()
+    assert names == ("lda", "check") and len(ids) == len(set(ids)) == len(pairs)
+    assert "zbs-check_causal" in ids and "learned:abstain_below=0.8-check_one_decision_per_lost_packet" in ids
+    assert {check.__name__ for lda, check in pairs if lda.spec == "spike"} == {
+        name for name in testing.__all__ if name.startswith("check_") and name != "check_lda"
+    }
+    omniscient = {check for lda, check in pairs if lda.spec == "omniscient"}
+    assert testing.check_one_decision_per_gap not in omniscient and testing.check_blind_to_the_truth not in omniscient
+
+
+def test_the_package_runs_without_pytest():
+    code = "import sys, ldanalyze.testing; assert 'pytest' not in sys.modules"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def _docs_example(section: str) -> str:
+    """The first Python block of ``section`` of docs/ldas.md."""
+    text = (TRACES.parent / "docs" / "ldas.md").read_text()
+    return text.split(f"\n## {section}")[1].split("```python\n")[1].split("```")[0]
 
 
 def test_the_worked_example_of_docs_ldas_md_runs_and_passes(monkeypatch):
     """The custom LDA of docs/ldas.md, run as shown from the repository's root."""
-    text = (TRACES.parent / "docs" / "ldas.md").read_text()
-    example = text.split("## Your own LDA")[1].split("```python\n")[1].split("```")[0]
     monkeypatch.chdir(TRACES.parent)
     scope: dict = {}
-    exec(compile(example, "docs/ldas.md", "exec"), scope)  # the docs' own code
+    exec(compile(_docs_example("Your own LDA"), "docs/ldas.md", "exec"), scope)  # the docs' own code
     assert set(scope["decisions"]["lda"].astype(str)) == {"near_the_floor", "spike"}
+
+
+def test_the_conformance_kit_example_of_docs_ldas_md_runs_as_it_says():
+    """docs/ldas.md's worked example of the kit: an LDA that abstains holds every rule, one that
+    peeks at the future and is not frozen breaks those two, and its pytest helper's tests pass."""
+    scope: dict = {}
+    exec(compile(_docs_example("The conformance kit"), "docs/ldas.md", "exec"), scope)  # the docs' own code
+    assert scope["broken"] == ["check_causal", "check_parameters_round_trip"]
+    unsure = scope["Unsure"]()
+    tl = timeline()
+    assert (classify(tl, [unsure])["decision"] == "abstained").any()  # it does abstain, as declared
+    (mark,) = scope["test_unsure"].pytestmark
+    assert "unsure-check_causal" in mark.kwargs["ids"] and "unsure:margin=0.02-check_causal" in mark.kwargs["ids"]
+    for lda, check in mark.args[1]:
+        scope["test_unsure"](lda, check)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,16 +226,85 @@ class _Mutable(LDA):
         return Verdict(wireless=np.zeros(len(f.n), bool))
 
 
+def _declaring(base: type[LDA], name: str, **declared) -> LDA:
+    """An LDA that runs as ``base`` does, named ``name``, and declares ``declared`` instead."""
+    return dataclasses.dataclass(frozen=True)(type(name, (base,), {"name": name, **declared}))()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Hesitant(LDA):
+    """Abstains on every gap without declaring that it may."""
+
+    name = "hesitant"
+
+    def decide(self, f: Features) -> Verdict:
+        return Verdict(wireless=np.zeros(len(f.n), bool), abstained=np.ones(len(f.n), bool))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Crashing(LDA):
+    """Fails inside its replay."""
+
+    name = "crashing"
+
+    def decide(self, f: Features) -> Verdict:
+        raise KeyError("air_unseen")
+
+
 @pytest.mark.parametrize(
-    ("lda", "rule"),
+    ("lda", "broken"),
     [
-        (_AboveTheMedian(), "causal: "),
-        (_Alternating(), "one decision per gap: "),
-        (_Mutable(), "parameters round trip: the LDA is not frozen"),
+        (_AboveTheMedian(), {"check_causal": "change when later packets are added"}),
+        (_Alternating(), {"check_one_decision_per_gap": "got different decisions"}),
+        (_Mutable(), {"check_parameters_round_trip": "the LDA is not frozen"}),
+        (
+            _declaring(Omniscient, "peeking", reads_truth=False),  # reads the truth undeclared
+            {
+                "check_one_decision_per_gap": "got different decisions",
+                "check_blind_to_the_truth": "does not declare reads_truth",
+            },
+        ),
+        (
+            _declaring(MacSeq, "undeclared", needs_radio_evidence=False),
+            {"check_radio_evidence_as_declared": "does not declare needs_radio_evidence"},
+        ),
+        (
+            _declaring(Spike, "pretending", needs_radio_evidence=True),
+            {"check_radio_evidence_as_declared": "declares needs_radio_evidence, yet runs"},
+        ),
+        (_Hesitant(), {"check_one_decision_per_lost_packet": "does not declare may_abstain"}),
     ],
+    ids=["above_the_median", "alternating", "mutable", "peeking", "undeclared", "pretending", "hesitant"],
 )
-def test_the_kit_names_the_rule_a_broken_lda_breaks(lda, rule):
-    with pytest.raises(AssertionError, match=f"check_lda\\({lda.name}\\): {rule}"):
+def test_the_kit_names_every_rule_an_lda_breaks(lda, broken):
+    with pytest.raises(ConformanceError, match=f"^check_lda\\({lda.name}\\) broke {len(broken)} of ") as error:
         check_lda(lda)
+    assert list(error.value.failures) == list(broken)
+    for rule, what in broken.items():
+        assert what in error.value.failures[rule], error.value.failures[rule]
+        assert f"\n  {rule}: " in str(error.value)
+        with pytest.raises(AssertionError, match=what):
+            getattr(testing, rule)(lda)  # each rule, alone, breaks as check_lda says
+
+
+def test_an_error_inside_a_replay_breaks_each_rule_it_happens_in():
+    with pytest.raises(ConformanceError) as error:
+        check_lda(_Crashing())
+    assert "check_parameters_round_trip" not in error.value.failures  # it replays nothing
+    assert error.value.failures["check_causal"] == "KeyError('air_unseen')"
+    assert len(error.value.failures) == len(lda_checks(_Crashing())) - 1
+
+
+def test_the_kit_takes_an_lda_instance_in_a_view_it_builds():
     with pytest.raises(TypeError, match="takes an LDA instance"):
         check_lda("spike")
+    with pytest.raises(TypeError, match="takes an LDA instance"):
+        parametrize_with_checks(["spike"])
+
+    @dataclasses.dataclass(frozen=True)
+    class Sender(LDA):
+        name = "sender"
+        view = "sender"
+
+    with pytest.raises(ConformanceError, match="builds a receiver's only"):
+        check_lda(Sender())

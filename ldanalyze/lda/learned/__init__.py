@@ -49,6 +49,7 @@ class Learned(LDA):
 
     name = "learned"
     in_all: ClassVar[bool] = False
+    may_abstain = True
     model: str = ""
     abstain_below: float = 0.5  # no call where the probability of the call is below (0.5 or less: never)
 
