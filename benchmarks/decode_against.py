@@ -13,7 +13,7 @@ child. Two figures per tree:
 each as wall time and as the process's CPU time (``*_cpu``: less disturbed by other load on
 the machine, which the wall time shows as preemption).
 
-numba's disk cache of ``walk.py`` does not notice a change to ``linklayer.py`` alone, so the
+numba's disk cache of ``walk.py`` does not notice a change to the frame decoder's modules alone, so the
 cached machine code of both trees is deleted first (``--keep-cache`` to skip) and a first child
 per tree compiles before any timing. Prints each tree's rates, the spread of its children
 (noise) and this tree's time per packet against the other's.

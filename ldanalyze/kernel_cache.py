@@ -1,7 +1,7 @@
 """Where numba keeps the compiled kernels: one folder per state of the package's sources.
 
 numba checks a cached kernel against the file that defines it only, so a kernel whose callee in
-another module changed (``walk.py``'s record walks calling ``linklayer.py``'s frame decoder) would
+another module changed (``walk.py``'s record walks calling ``frame.py``'s frame decoder) would
 run the old machine code after an edit or a ``git pull`` in an editable install. The folder is
 named by the path, size and modification time of every module of the package, so any change
 starts a fresh cache; the few newest folders are kept, and so is any folder used in the last

@@ -19,7 +19,7 @@ def _inside(callers: str, twin: str, *kernels: str) -> dict[str, str]:
 
 
 _CONTROL = "ldanalyze.control."
-_LINK = "ldanalyze.io.capture.linklayer."
+_CAPTURE = "ldanalyze.io.capture."
 _CMU = "ldanalyze.io.ns2.cmu_scan."
 NO_TWIN: dict[str, str] = {
     **_inside("ldaplus_kernel", "control.controller_ldaplus", _CONTROL + "ldaplus.pftk"),
@@ -48,14 +48,18 @@ NO_TWIN: dict[str, str] = {
     **_inside(
         "decode_frame and the walks",
         "capture.capture_records",
-        *(_LINK + k for k in ("network_start", "_ethertype_kind", "_radiotap_flags", "_skip_vlan_tags")),
-        *(_LINK + k for k in ("intern_flow", "flow_slot_hash", "mix64", "u16", "u16be", "u16le", "u32", "u32be")),
-        *(_LINK + k for k in ("u32le", "u64be", "u64le", "_ip_header", "_may_tunnel", "_tunnel_inner", "_erspan")),
-        _LINK + "_ethernet",
-        *(_LINK + k for k in ("wifi_sequence", "mac_sequence_space", "u48le")),
-        *("ldanalyze.io.capture.walk." + k for k in ("_no_room", "_start_record", "ticks_to_ns")),
+        *(
+            _CAPTURE + "linklayer." + k
+            for k in ("network_start", "ethertype_kind", "_radiotap_flags", "_skip_vlan_tags")
+        ),
+        *(_CAPTURE + "linklayer." + k for k in ("ethernet", "wifi_sequence", "mac_sequence_space", "u48le")),
+        *(_CAPTURE + "record." + k for k in ("intern_flow", "flow_slot_hash", "mix64", "u16", "u16be", "u16le", "u32")),
+        *(_CAPTURE + "record." + k for k in ("u32be", "u32le", "u64be", "u64le")),
+        *(_CAPTURE + "tunnels." + k for k in ("may_tunnel", "tunnel_inner", "_erspan")),
+        _CAPTURE + "frame._ip_header",
+        *(_CAPTURE + "walk." + k for k in ("_no_room", "_start_record", "ticks_to_ns")),
     ),
-    _LINK + "rehash_flows": "rebuilds the flow table's slots once a capture passes 512 flows (the tunnel "
+    _CAPTURE + "record.rehash_flows": "rebuilds the flow table's slots once a capture passes 512 flows (the tunnel "
     "table's past 12 tunnels; walk.Output.grow_flows); the flows read after it are held to "
     "naive.capture.capture_records",
     "ldanalyze.lda.learned.trees.gbt_decision": "checked against scikit-learn's own decision_function and predict "

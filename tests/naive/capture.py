@@ -10,9 +10,9 @@ from . import twin_of
 
 # --- captures ---------------------------------------------------------------------------------
 # A readable, struct-based reader of pcap and pcapng captures, written from the file format
-# specifications and ldanalyze/io/capture/linklayer.py's docstring: the twin of the numba kernels of
-# ldanalyze.io.capture.walk (decode_capture), and of the one-point receiver rules of
-# ldanalyze/io/capture/payload.py. One dict per record; flows are 5-tuples.
+# specifications and the docstrings of ldanalyze/io/capture's frame.py, linklayer.py and
+# tunnels.py: the twin of the numba kernels of ldanalyze.io.capture.walk (decode_capture), and of
+# the one-point receiver rules of ldanalyze/io/capture/payload.py. One dict per record; flows are 5-tuples.
 
 
 CAPTURE_HASH_BYTES = 32
@@ -27,7 +27,7 @@ def capture_mix64(h):
     return h ^ (h >> 31)
 
 
-@twin_of("ldanalyze.io.capture.linklayer.payload_hash")
+@twin_of("ldanalyze.io.capture.record.payload_hash")
 def capture_payload_hash(payload_len, data):
     """The payload length, then up to 32 payload bytes as little-endian 64-bit words."""
     h = (payload_len * _HASH_M1) & _MASK64
@@ -51,7 +51,7 @@ def _need(frame, at, n):
 @twin_of(
     "ldanalyze.io.capture.walk.walk_pcap",
     "ldanalyze.io.capture.walk.walk_pcapng",
-    "ldanalyze.io.capture.linklayer.decode_frame",
+    "ldanalyze.io.capture.frame.decode_frame",
 )
 def capture_records(data, head_bytes=16):
     """Every record of a pcap or pcapng capture (bytes), decoded: a list of dicts."""
@@ -135,7 +135,7 @@ def _pcapng_records(data, head_bytes):
 
 
 def decode_frame_naive(frame, wirelen, linktype, head_bytes=16, **record):
-    """One frame → a dict of its decoded fields (see ldanalyze/io/capture/linklayer.py)."""
+    """One frame → a dict of its decoded fields (see ldanalyze/io/capture/frame.py)."""
     rec = dict(
         record,
         caplen=len(frame),
@@ -616,7 +616,7 @@ def tcp_segment_numbers_naive(segments, mss):
 
 
 # --- records by tunnel (ldanalyze/io/capture/walk.py _count_tunnel, as the walks decode) ---
-_F_TUNNEL_OTHER, _F_TUNNEL_DEEP = 8, 16  # linklayer's record flags
+_F_TUNNEL_OTHER, _F_TUNNEL_DEEP = 8, 16  # the record's flags (io/capture/record.py)
 
 
 @twin_of("ldanalyze.io.capture.walk._count_tunnel")

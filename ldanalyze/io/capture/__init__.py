@@ -1,3 +1,4 @@
-"""Packet captures, along the data flow: the pcap/pcapng container walk and ``read_capture``
-(``pcap``), link and network layers (``linklayer``), payload kinds and send clocks
-(``payload``), and chains of captures along a path (``vantage``)."""
+"""Packet captures, along the data flow: the pcap/pcapng container walk (``walk``) and
+``read_capture`` (``pcap``); one frame decoded (``frame``: its link layer in ``linklayer``, its
+tunnels in ``tunnels``, the record and the flow table in ``record``); payload kinds and send
+clocks (``payload``); and chains of captures along a path (``vantage``)."""

@@ -42,7 +42,8 @@ import pandas as pd
 from numba import njit
 
 from ...packets import AIR_COLUMNS, DELIVERED
-from .linklayer import LINKTYPE_IEEE802_11, LINKTYPE_IEEE802_11_RADIOTAP, LINKTYPE_PPI, M_QOS, M_RETRY, NO_MAC_SEQ
+from .linklayer import LINKTYPE_IEEE802_11, LINKTYPE_IEEE802_11_RADIOTAP, LINKTYPE_PPI
+from .record import M_QOS, M_RETRY, NO_MAC_SEQ
 
 UNKNOWN = -1  # air_unseen where the numbers cannot be counted
 AIR_LINKTYPES = (LINKTYPE_IEEE802_11, LINKTYPE_IEEE802_11_RADIOTAP, LINKTYPE_PPI)

@@ -2,7 +2,7 @@
 the host the capture was taken on.
 
 A flow is a 5-tuple, a direction and the tunnels it travels in, interned as the walk decodes
-(``linklayer``). ``flow_table`` labels each (``10.0.0.1:5004>10.0.0.2:6000/udp``; a flow inside
+(``record.intern_flow``). ``flow_table`` labels each (``10.0.0.1:5004>10.0.0.2:6000/udp``; a flow inside
 tunnels adds each, innermost first, ``/gtpu=0x1234@192.0.2.1>192.0.2.2``, see ``tunnel_table``;
 an RTP stream of a flow adds ``/ssrc=0x...``), ``flow_extents`` and ``flow_listing`` give ``list_flows``'s table,
 ``flow_groups`` hands the payload readers each flow's decoded records a field at a time
@@ -21,7 +21,8 @@ from numba import njit
 from ...errors import UsageError
 from ...packets import named_flows
 from ...tiering import call
-from .linklayer import NO_TIME, S_DECODED, T_ERSPAN, T_VXLAN, TUNNEL_NAMES
+from .record import NO_TIME, S_DECODED
+from .tunnels import T_ERSPAN, T_VXLAN, TUNNEL_NAMES
 
 
 def _address(v, hi, lo) -> str:
@@ -39,7 +40,7 @@ _DECIMAL_IDS = (TUNNEL_NAMES[T_VXLAN], TUNNEL_NAMES[T_ERSPAN])
 
 
 def tunnel_table(keys: np.ndarray) -> pd.DataFrame:
-    """One row per interned tunnel (``linklayer.intern_flow``): kind, id (TEID, VNI, GRE key or
+    """One row per interned tunnel (``record.intern_flow``): kind, id (TEID, VNI, GRE key or
     ERSPAN session; -1 when it has none), outer addresses, the tunnel it travels in (-1: none),
     and its text (``gtpu=0x1234@192.0.2.1>192.0.2.2``, ``vxlan=42@...``, ``gre=0x5@...``,
     ``erspan=100@...``, ``6in4@...``): VNIs and sessions in decimal, as tshark shows them."""

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ...packets import FATES, LOST, UNOBSERVED
-from .linklayer import NO_TIME
+from .record import NO_TIME
 
 OUTAGE_MIN = 1.0  # seconds of silence, at least, for a capture outage
 PACE_FACTOR = 4  # a streaming flow's median spacing is at most OUTAGE_MIN / PACE_FACTOR (a call's 100 ms audio)

@@ -2,7 +2,7 @@
 
 ``decode_capture`` reads a capture (plain or gzip, detected by content) a window at a time
 (``source.py``), and a numba kernel walks the records of each window (``walk.py``, which lists
-what of each container is read), decoding every frame (``linklayer.decode_frame``) into a packed
+what of each container is read), decoding every frame (``frame.decode_frame``) into a packed
 record array: capture time (integer ns), flow id, IP length and ID, TCP fields, a payload hash
 and the first payload bytes. Memory grows with the packets (about 90 bytes each), not with the
 file. That array is the base for everything else: ``list_flows`` summarises it per flow
@@ -37,8 +37,8 @@ from . import payload as payloads
 from .air import is_air_capture, received_air_columns, shared_counter_note
 from .fields import FieldSpec, payload_name
 from .flows import SSRC, flow_extents, flow_listing, flow_table, tunnel_counts, tunnel_table
-from .linklayer import NO_TIME, S_TOO_SHORT, S_UNSUPPORTED_LINK, STATUS_NAMES
 from .outages import capture_outages, mark_outages
+from .record import NO_TIME, S_TOO_SHORT, S_UNSUPPORTED_LINK, STATUS_NAMES
 from .sequences import reasons_in_brief
 from .source import PCAP, PCAPNG, ByteWindow, container
 from .tcp import ACKS_ONLY
@@ -58,11 +58,11 @@ class CaptureWarning(UserWarning):
 class Capture:
     """A decoded capture: one record per captured frame, the flow table, what was skipped.
 
-    ``records`` is a packed array (``linklayer.record_dtype``): ``records["flow"]`` indexes
+    ``records`` is a packed array (``record.record_dtype``): ``records["flow"]`` indexes
     ``flows`` (one row per 5-tuple, direction and tunnel: ``label, ip_ver, proto, src, sport,
     dst, dport, tunnel``), -1 for frames without a flow; ``records["tunnel"]`` and
     ``flows["tunnel"]`` index ``tunnels`` (``flows.tunnel_table``). ``counts`` holds records by
-    decode status (see ``linklayer.STATUS_NAMES``), by tunnel kind opened (``tunnels``), the
+    decode status (see ``record.STATUS_NAMES``), by tunnel kind opened (``tunnels``), the
     tunnel messages not opened (``tunnel_other``) and the tunnels too deep to open
     (``tunnel_too_deep``), and skipped pcapng blocks; ``notes`` the warnings issued.
     """

@@ -18,7 +18,7 @@ from . import rtp
 from .clockrate import PLAUSIBLE_RTP_RATES, USUAL_RTP_RATES, nearest_usual, send_seconds
 from .fields import RTP, RTP_SEQ, RTP_SSRC, RTP_TIMESTAMP, UDP
 from .flows import SSRC
-from .linklayer import S_DECODED
+from .record import S_DECODED
 from .sequences import MIN_AUTO_PACKETS, NotThisKind, Stream, first_reasons, not_a_sequence
 
 TRANSPORT_CC = "transport-cc"

@@ -49,8 +49,8 @@ from ...packets import Trace, natural_sorted
 from ...tiering import call
 from . import payload as payloads
 from .flows import flow_extents, flow_listing, flow_ttls, host_of
-from .linklayer import NO_TIME, STATUS_NAMES
 from .pcap import CHUNK_BYTES, CaptureWarning, capture_trace, decode_into, head_bytes_for, host_option, kinds_read
+from .record import NO_TIME, STATUS_NAMES
 from .rtp_streams import capture_sender_reports, sender_report_candidates
 from .sequences import first_reasons, reasons_in_brief
 from .tcp import ACKS_ONLY

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...packets import unwrap_sequence
 from .clockrate import USUAL_TSVAL_RATES, infer_clock_rate, use_given_rate
-from .linklayer import F_TCP_MSS, F_TCP_TIMESTAMP
+from .record import F_TCP_MSS, F_TCP_TIMESTAMP
 from .sequences import NotThisKind, Stream, distinct, not_a_sequence
 
 ACKS_ONLY = "no TCP payload (acknowledgements only)"

@@ -9,7 +9,7 @@ a random drop: ``wireless``; not known: ``lost``). Two captures (sender and rece
 cause give a trace with exact send and receive times and losses of unknown cause.
 
 Matching. A packet is recognised in another capture by its 5-tuple (the flow label), its IPv4
-identification and a hash of its first payload bytes (``linklayer.payload_hash``): routers
+identification and a hash of its first payload bytes (``record.payload_hash``): routers
 change neither (TTL and checksum are not used). Where IDs are useless (IPv6; 0 on unconnected
 UDP sockets with DF) the payload hash still tells packets apart, as long as payloads differ
 (RTP, iperf and TCP payloads carry a sequence number). Packets that share all three (identical

@@ -1,7 +1,7 @@
 """The record walk of both containers: numba kernels decode a window's records into columns.
 
 ``walk_pcap`` and ``walk_pcapng`` walk the records of the window ``source.ByteWindow`` holds,
-decoding every frame (``linklayer.decode_frame``) into a packed record array (``Output``, grown
+decoding every frame (``frame.decode_frame``) into a packed record array (``Output``, grown
 as the kernels ask): capture time (integer ns), flow id, IP length and ID, TCP fields, a payload
 hash and the first payload bytes. A kernel stops where the input, the output or the flow table
 runs out, or (pcapng) at a block that is not a packet, which ``PcapngWalk`` reads in Python.
@@ -28,21 +28,11 @@ from numba.extending import intrinsic, overload
 
 from ...errors import TraceError
 from ...tiering import pick
-from .linklayer import (
-    F_TUNNEL_DEEP,
-    F_TUNNEL_OTHER,
-    FRAME_FLOW,
-    LINK_NAMES,
-    MAX_TUNNEL_DEPTH,
-    NO_TIME,
-    decode_frame,
-    intern_flow,
-    record_dtype,
-    rehash_flows,
-    u16,
-    u32,
-)
+from .frame import FRAME_FLOW, decode_frame
+from .linklayer import LINK_NAMES
+from .record import F_TUNNEL_DEEP, F_TUNNEL_OTHER, NO_TIME, intern_flow, record_dtype, rehash_flows, u16, u32
 from .source import PCAP_MAGIC_NS, PCAP_MAGIC_US, PCAPNG_SHB, ByteWindow
+from .tunnels import MAX_TUNNEL_DEPTH
 
 PCAPNG_BOM = 0x1A2B3C4D
 BLOCK_PB, BLOCK_IDB, BLOCK_SPB, BLOCK_EPB, BLOCK_ISB = 2, 1, 3, 6, 5

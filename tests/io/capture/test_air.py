@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from ldanalyze.errors import UsageError
 from ldanalyze.io.capture.air import fold_retries, never_transmitted, numbers_unseen
-from ldanalyze.io.capture.linklayer import M_RETRY, NO_MAC_SEQ
 from ldanalyze.io.capture.pcap import CaptureWarning, read_capture
+from ldanalyze.io.capture.record import M_RETRY, NO_MAC_SEQ
 from ldanalyze.io.capture.vantage import Vantage, parse_vantage, read_vantages
 from ldanalyze.packets import AIR_COLUMNS, validate_packets
 from ldanalyze.timeline import build_timeline

@@ -23,8 +23,8 @@ from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop, IPv6ExtHdrRouting
 from scapy.utils import PcapNgReader, PcapReader
 
-from ldanalyze.io.capture.linklayer import F_FIRST_FRAGMENT, S_DECODED
 from ldanalyze.io.capture.pcap import decode_capture, list_flows, read_capture
+from ldanalyze.io.capture.record import F_FIRST_FRAGMENT, S_DECODED
 from ldanalyze.timeline import build_timeline
 
 from ...conftest import needs_binary, require_binary

@@ -543,7 +543,7 @@ def test_generated_flows_against_truth_and_twin(tmp_path_factory, flow, linktype
 def test_flow_ttls_match_the_twin(rows):
     """Packets by flow and TTL, of the decoded records only."""
     from ldanalyze.io.capture.flows import flow_ttls
-    from ldanalyze.io.capture.linklayer import S_DECODED, record_dtype
+    from ldanalyze.io.capture.record import S_DECODED, record_dtype
 
     records = np.zeros(len(rows), record_dtype(16))
     statuses = [S_DECODED + r[1] for r in rows]
@@ -557,7 +557,7 @@ def test_flow_ttls_match_the_twin(rows):
 def test_rows_by_flow_match_a_stable_argsort(rows):
     """Decoded records with a flow (-1: none), grouped by flow in record order."""
     from ldanalyze.io.capture.flows import _rows_by_flow
-    from ldanalyze.io.capture.linklayer import S_DECODED
+    from ldanalyze.io.capture.record import S_DECODED
 
     flow = np.array([r[0] for r in rows], np.int32)
     status = np.array([S_DECODED + r[1] for r in rows], np.uint8)
@@ -574,7 +574,7 @@ def test_gather_rows_is_plain_indexing(n, head_bytes, data):
     """The head's bytes gathered as one item a row equal numpy's own fancy indexing, for any
     head width, empty selections and repeated rows; one-value fields are indexed as ever."""
     from ldanalyze.io.capture.flows import gather_rows
-    from ldanalyze.io.capture.linklayer import record_dtype
+    from ldanalyze.io.capture.record import record_dtype
 
     records = np.zeros(n, record_dtype(head_bytes))
     records["head"] = np.arange(n * head_bytes, dtype=np.int64).reshape(n, head_bytes) % 251
@@ -599,7 +599,7 @@ def test_field_read_is_the_plain_twin(n, head_bytes, width, order, signed, data)
     """A field read in place from the records' strided heads equals the plain one-row-at-a-time
     twin, for every width, byte order and sign (8 bytes unsigned: wrapped into int64, as the
     timeline's integers are); a field beyond the bytes kept is refused."""
-    from ldanalyze.io.capture.linklayer import record_dtype
+    from ldanalyze.io.capture.record import record_dtype
 
     records = np.zeros(n, record_dtype(head_bytes))
     records["head"] = np.array(

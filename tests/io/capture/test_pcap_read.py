@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ldanalyze.errors import TraceError
-from ldanalyze.io.capture.linklayer import (
+from ldanalyze.io.capture.pcap import CaptureWarning, decode_capture, list_flows, read_capture
+from ldanalyze.io.capture.record import (
     F_FIRST_FRAGMENT,
     F_TCP_MSS,
     F_TCP_TIMESTAMP,
@@ -33,7 +34,6 @@ from ldanalyze.io.capture.linklayer import (
     NO_TIME,
     STATUS_NAMES,
 )
-from ldanalyze.io.capture.pcap import CaptureWarning, decode_capture, list_flows, read_capture
 from ldanalyze.io.capture.source import capture_format
 
 from ...naive import capture as naive_capture

@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 
 from ldanalyze.io.capture.air import is_air_capture
-from ldanalyze.io.capture.linklayer import M_QOS, M_RETRY, NO_MAC_SEQ, STATUS_NAMES
 from ldanalyze.io.capture.pcap import decode_capture, list_flows
+from ldanalyze.io.capture.record import M_QOS, M_RETRY, NO_MAC_SEQ, STATUS_NAMES
 
 from ...conftest import needs_binary, require_binary
 

@@ -22,8 +22,8 @@ from scapy.packet import Raw
 from ldanalyze.cli import main
 from ldanalyze.io.capture.fields import FieldSpec
 from ldanalyze.io.capture.flows import tunnel_counts
-from ldanalyze.io.capture.linklayer import F_TUNNEL_DEEP, F_TUNNEL_OTHER
 from ldanalyze.io.capture.pcap import decode_capture, read_capture
+from ldanalyze.io.capture.record import F_TUNNEL_DEEP, F_TUNNEL_OTHER
 
 from ...conftest import needs_binary, require_binary
 from ...naive import capture as naive_capture
