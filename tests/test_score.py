@@ -11,11 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ldanalyze.scoring as score_module
+import ldanalyze.scoring.bootstrap as bootstrap_module
 from ldanalyze.cli import main
 from ldanalyze.errors import UsageError
 from ldanalyze.report.tables import text_table
-from ldanalyze.scoring import COUNTS, METRICS, score, tally
+from ldanalyze.scoring import score
+from ldanalyze.scoring.losses import BY, COUNTS, tally
+from ldanalyze.scoring.metrics import METRICS
 
 from .conftest import TRACES
 
@@ -337,7 +339,7 @@ def test_bootstrap_is_deterministic_for_a_seed():
 def test_bootstrap_does_not_depend_on_the_chunk_size(monkeypatch):
     df = typical()
     whole = score(df, by="pooled", bootstrap=100, seed=1)
-    monkeypatch.setattr(score_module, "BOOTSTRAP_CHUNK", 7)  # one resample per chunk
+    monkeypatch.setattr(bootstrap_module, "BOOTSTRAP_CHUNK", 7)  # one resample per chunk
     pd.testing.assert_frame_equal(whole, score(df, by="pooled", bootstrap=100, seed=1))
 
 
@@ -538,7 +540,7 @@ def nan_or(num, den):
 def test_matches_a_naive_count(rows, by):
     out = score(table(rows, trace=True), by=by, bootstrap=0)
     expected = naive(rows, by)
-    keys = list(score_module.BY[by])
+    keys = list(BY[by])
     assert len(out) == len(expected)
     for _, row in out.iterrows():
         c = expected[tuple(row[k] for k in keys)]
@@ -620,7 +622,7 @@ def test_a_tally_by_hand():
 def test_a_throughput_above_omniscient_with_ignored_congestion_is_flagged():
     """Above the omniscient receiver's while calling congestion losses wireless: only ignored
     congestion can lift it there (the boundary cases: equal to omniscient, and M_c = 0)."""
-    from ldanalyze.scoring import rests_on_ignored_congestion
+    from ldanalyze.scoring.throughput import rests_on_ignored_congestion
 
     flags = rests_on_ignored_congestion([0.9, 0.9, 0.0, 0.1, float("nan")], [1.49, 1.0, 1.2, 1.0001, 1.3])
     assert flags.tolist() == [True, False, False, True, False]
@@ -698,7 +700,7 @@ def test_policer_drops_are_kept_apart_and_how_each_lda_read_them_counted():
 def test_resample_totals_as_the_twin(sizes, resamples, data):
     """The bootstrap's kernel against its plain twin: draws near 0 and near 1 (the last unit)
     included."""
-    from ldanalyze.scoring import resample_totals
+    from ldanalyze.scoring.bootstrap import resample_totals
 
     from .naive import scoring as naive_scoring
 

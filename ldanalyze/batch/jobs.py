@@ -118,7 +118,7 @@ class Analysis:
 
 
 # What a job's result keeps (``_kept``): every row of its tables; or what the results table reads,
-# the decisions tallied per burst (``scoring.tally``: the burst bootstrap needs them) or per flow,
+# the decisions tallied per burst (``scoring.losses.tally``: the burst bootstrap needs them) or per flow,
 # LDA, cause and decision (every other score). The command keeps a tally, so that its parent, or
 # a Dask client, holds a few rows per flow and LDA instead of one per loss.
 KEEP = ("decisions", "bursts", "counts")

@@ -10,7 +10,8 @@ import pandas as pd
 from ..analysis import stack
 from ..consensus import agreement_counts, agreement_table
 from ..errors import UsageError
-from ..scoring import BY, score
+from ..scoring import score
+from ..scoring.losses import BY
 from .jobs import Analysis, Job, Outcome, discover
 from .running import execute
 

@@ -27,7 +27,9 @@ from ..errors import TraceError, UsageError
 from ..io.labels import apply_labels
 from ..output import atomic_write
 from ..packets import Trace
-from ..scoring import SUMMARY_READ, THROUGHPUT_REQUIRED, tally
+from ..scoring.losses import tally
+from ..scoring.rates import SUMMARY_READ
+from ..scoring.throughput import THROUGHPUT_REQUIRED
 from .cache import analyze_cached, entry_of, labelled_of, load_entry, read_fresh, store
 from .jobs import SPLIT_OPTIONS, Analysis, Job, Outcome, too_big_to_read_whole
 

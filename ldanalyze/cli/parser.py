@@ -14,7 +14,7 @@ from ..io.capture.payload import KINDS, ORDER
 from ..io.capture.pcap import SKEW_CHOICES
 from ..io.capture.vantage import CLOCKS
 from ..lda import REGISTRY
-from ..scoring import POLICING_AS, ROUTE_AS
+from ..scoring.losses import POLICING_AS, ROUTE_AS
 from ..version import VERSION
 from .analysing import (
     cmd_agreement,

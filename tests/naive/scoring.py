@@ -1,4 +1,4 @@
-"""Plain twins of ldanalyze/scoring.py's kernels."""
+"""Plain twins of ldanalyze/scoring's kernels."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 from . import twin_of
 
 
-@twin_of("ldanalyze.scoring.resample_totals")
+@twin_of("ldanalyze.scoring.bootstrap.resample_totals")
 def resample_totals(draws, first, size, counts):
     """Per resample (a list of uniform draws, one per position of the groups' units laid end
     to end in group order) and per group (units ``first[g]`` to ``first[g] + size[g] - 1``):

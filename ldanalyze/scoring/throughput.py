@@ -1,0 +1,65 @@
+"""Modeled throughput joined onto the score rows: a controller's open-loop replay per flow,
+its means per group and the fairness of the flows' throughputs (module docstring of
+``ldanalyze.scoring``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..control.models import fairness_by_group
+from ..errors import UsageError
+from .losses import BY
+
+THROUGHPUT_COLUMNS = ("thput", "vs_omniscient", "vs_unaware")
+THROUGHPUT_REQUIRED = ("lda", "controller", "flow", "capacity_bps", *THROUGHPUT_COLUMNS)  # trace is optional
+FAIRNESS_COLUMNS = ("fairness_std", "jain")
+
+
+def throughput_columns(out: pd.DataFrame, throughput: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Join a controller replay's per-flow summary onto the score rows (module docstring)."""
+    if not isinstance(throughput, pd.DataFrame):
+        raise UsageError(f"score: throughput must be a DataFrame, not {type(throughput).__name__}")
+    missing = [c for c in THROUGHPUT_REQUIRED if c not in throughput]
+    if missing:
+        raise UsageError(
+            f"score: the throughput table has no column {', '.join(map(repr, missing))} (pass ReplayResult.summary)"
+        )
+    controllers = pd.unique(throughput["controller"].astype(str))
+    if len(controllers) != 1:
+        raise UsageError(f"score: throughput must come from one controller, not {', '.join(controllers)}")
+    t = throughput.astype({"lda": str, "flow": str}).copy()
+    traces = sorted(set(out["trace"].astype(str))) if "trace" in out else [""]
+    if "trace" not in t:
+        if len(traces) > 1:
+            raise UsageError("score: several traces are scored, so the throughput table needs a 'trace' column")
+        t["trace"] = traces[0]
+    t["trace"] = t["trace"].astype(str)
+    t["bps"] = t["thput"] * t["capacity_bps"]
+    keys = list(BY[by])
+    table = t.groupby(keys, sort=False)[list(THROUGHPUT_COLUMNS)].mean()
+    if by != "flow":
+        per_trace = t.groupby(["trace", "lda"], sort=False)
+        sizes = per_trace.size()  # the groups, in the order ngroup numbers them
+        deviation, jain = fairness_by_group(t["bps"].to_numpy(), per_trace.ngroup().to_numpy(), len(sizes))
+        fair = pd.DataFrame({"fairness_std": deviation, "jain": jain}, index=sizes.index)
+        fair = fair if by == "trace" else fair.groupby("lda").mean()
+        table = table.join(fair)
+    key_frame = out[keys].astype(str)
+    joined = key_frame.join(table, on=keys)
+    result = out.copy()
+    result.insert(len(keys), "controller", controllers[0])
+    for column in joined.columns.difference(keys, sort=False):
+        result[column] = joined[column].to_numpy()
+    result["ignored_congestion"] = rests_on_ignored_congestion(result["M_c"], result["vs_omniscient"])
+    return result
+
+
+def rests_on_ignored_congestion(m_c, vs_omniscient) -> np.ndarray:
+    """Whether a modeled throughput rests on congestion the LDA ignored: above the omniscient
+    receiver's, which counts exactly the congestion losses, while calling some congestion losses
+    wireless (M_c > 0). Open loop the trace's queue stays as it was; closed loop such a sender
+    fills the queue and loses more (``docs/controllers.md``, the closed loop)."""
+    m_c = np.asarray(m_c, dtype=float)
+    gain = np.asarray(vs_omniscient, dtype=float)
+    return (m_c > 0) & (gain > 1.0)
