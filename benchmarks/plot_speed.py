@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.synthetic import synthetic_packets  # noqa: E402
 from ldanalyze import plot  # noqa: E402
 from ldanalyze.packets import Trace, empty_rtt  # noqa: E402
-from ldanalyze.report import plots  # noqa: E402
+from ldanalyze.report.plots import style  # noqa: E402
 from ldanalyze.timeline import build_timeline  # noqa: E402
 
 
@@ -46,9 +46,9 @@ def main() -> None:
     flow = tl.flows[0]
     draw(tl, flow)  # numba's compile and matplotlib's font cache
     decimated = draw(tl, flow)
-    plots.MAX_POINTS = 10**9  # the same figure with every vertex
+    style.MAX_POINTS = 10**9  # the same figure with every vertex
     full = draw(tl, flow)
-    plots.MAX_POINTS = 4000
+    style.MAX_POINTS = 4000
     traces = sorted(str(p) for p in (ROOT / "traces").glob("*.tr.gz"))
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()

@@ -12,7 +12,7 @@ from .suite import LDAS, SWEEPS, TRAFFIC_NAMES, mean_over_seeds
 
 def save(fig, path: pathlib.Path) -> None:
     """Write a figure and let it go (a full run draws dozens)."""
-    from ..report.plots import pyplot
+    from ..report.plots.style import pyplot
 
     fig.savefig(path, dpi=90)
     pyplot().close(fig)
@@ -20,7 +20,7 @@ def save(fig, path: pathlib.Path) -> None:
 
 def sweep_figure(sweeps: dict, topology: str):
     """The §III sweeps in one topology, a panel per LDA: M_c against M_w, the frontier, the default."""
-    from ..report.plots import pyplot
+    from ..report.plots.style import pyplot
     from ..report.plots import sweep as draw
 
     plt = pyplot()
@@ -37,7 +37,7 @@ def metrics_figure(results: pd.DataFrame, topology: str, traffic: str = "tfrc", 
     """Figs. 8, 9, 11, 12: throughput, M_c and M_w against the number of flows, a line per LDA
     (the mean over seeds) in a band (their range); the throughput modeled open loop, measured
     closed loop."""
-    from ..report.plots import MARKERS, PALETTE, legend_outside, pyplot, style_axes
+    from ..report.plots.style import MARKERS, PALETTE, legend_outside, pyplot, style_axes
 
     plt = pyplot()
     stats = mean_over_seeds(results, topology)
@@ -85,7 +85,7 @@ def metrics_figure(results: pd.DataFrame, topology: str, traffic: str = "tfrc", 
 
 def usage_figure(usage: pd.DataFrame, traffic: str = "tfrc"):
     """Fig. 13: the share of time each base scheme was in force in ZBS, a panel per topology."""
-    from ..report.plots import pyplot
+    from ..report.plots.style import pyplot
     from ..report.plots import zbs_usage as draw
 
     plt = pyplot()

@@ -15,7 +15,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 import ldanalyze as la  # noqa: E402
 from ldanalyze.errors import UsageError  # noqa: E402
-from ldanalyze.report.plots import decimate  # noqa: E402
+from ldanalyze.report.plots.style import decimate  # noqa: E402
 
 from ..conftest import TRACES  # noqa: E402
 
