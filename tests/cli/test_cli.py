@@ -445,16 +445,21 @@ def test_score_says_when_nothing_was_lost(capsys):
 
 
 def test_a_clock_rate_belongs_to_a_stream(capsys):
-    """90000 Hz for every stream of a real call whose audio clock runs at 16 kHz is refused,
-    naming the stream and the per-stream option; given per SSRC, it is applied to that one."""
+    """90000 Hz for every stream of a real call whose audio clock runs at 16 kHz is used as
+    given (issue 45: a value the user gives is obeyed), with a warning naming the stream, what
+    its clock shows and the per-stream option; given per SSRC, it is applied to that one."""
     capture = str(TRACES.parent / "tests" / "data" / "real" / "stun_wa_call.pcapng")
-    err = error_of(["score", capture, "--clock-rate", "90000"], capsys)
-    assert "clock rate 90000 Hz contradicts stream 93.57.123.227:3478>192.168.12.156:46652/udp" in err
-    assert "advances 16,000 ticks per second" in err and "--clock-rate 0xe17231aa=16000" in err
+    assert main(["inspect", capture, "--json", "--clock-rate", "90000"]) == 0
+    out, err = capsys.readouterr()
+    audio = json.loads(out)["meta"]["flows"]["93.57.123.227:3478>192.168.12.156:46652/udp"]
+    assert (audio["clock_rate"], audio["clock_source"]) == (90000, "given")
+    assert "clock rate 90000 Hz given for stream 93.57.123.227:3478>192.168.12.156:46652/udp is used" in err
+    assert "advances 15,99" in err and "16,000 on its lower envelope" in err and "--clock-rate 0xe17231aa=16000" in err
     assert main(["inspect", capture, "--json", "--clock-rate", "0xE17231AA=16000"]) == 0
-    flows = json.loads(capsys.readouterr().out)["meta"]["flows"]
+    out, err = capsys.readouterr()
+    flows = json.loads(out)["meta"]["flows"]
     audio = flows["93.57.123.227:3478>192.168.12.156:46652/udp"]
-    assert (audio["clock_rate"], audio["clock_source"]) == (16000, "given")
+    assert (audio["clock_rate"], audio["clock_source"]) == (16000, "given") and "is used, but" not in err
     others = [info for label, info in flows.items() if not label.startswith("93.57") and "clock_source" in info]
     assert others and all(info["clock_source"] != "given" for info in others)
     assert "KEY=HZ pairs" in error_of(["score", capture, "--clock-rate", "fast"], capsys)
