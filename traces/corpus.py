@@ -49,7 +49,9 @@ from ldanalyze import learn  # noqa: E402
 from ldanalyze.errors import TraceError  # noqa: E402
 from ldanalyze.io import read_trace  # noqa: E402
 from ldanalyze.io.capture.fields import FieldSpec  # noqa: E402
+from ldanalyze.io.capture.vantage import read_vantages  # noqa: E402
 from ldanalyze.io.labels import apply_labels  # noqa: E402
+from ldanalyze.lab import LabConfig, lab_unavailable, run_lab  # noqa: E402
 from ldanalyze.reproduce import CBR_SHARE  # noqa: E402
 from ldanalyze.simulation import run_ns2, script_key, simulate  # noqa: E402
 
@@ -163,8 +165,6 @@ def _own_flows(trace, ip_capture):
 
 def _lab_configs(family: str, small: bool) -> list:
     """The lab's runs of one family: iperf3 (``lab``) or real media stacks (``lab-media``)."""
-    from tests.support.netns_lab import LabConfig
-
     if family == "lab":
         configs = [
             LabConfig(duration_s=10, rate=rate, tbf_rate="3mbit", wireless_drop_percent=loss,
@@ -191,9 +191,6 @@ def _lab_configs(family: str, small: bool) -> list:
 
 
 def _lab_items(family: str, folder: pathlib.Path, small: bool) -> list:
-    from ldanalyze.io.capture.vantage import read_vantages
-    from tests.support.netns_lab import lab_unavailable, run_lab
-
     if lab_unavailable():
         return []
     items = []

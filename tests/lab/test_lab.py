@@ -1,5 +1,5 @@
 """The real lab: four network namespaces, random drops on r1 (wireless), a tbf bottleneck on r2
-(congestion), iperf3 UDP through both, tcpdump at every hop (``tests/support/netns_lab.py``).
+(congestion), iperf3 UDP through both, tcpdump at every hop (``ldanalyze.lab``).
 
 The vantage chain must recover, packet for packet, the drop counts the kernel itself kept (the
 nftables rule's counter, the tbf qdisc's counter), and the LDAs are scored on the result. In
@@ -19,9 +19,9 @@ import ldanalyze as la
 from ldanalyze.cli import main
 from ldanalyze.io.capture.vantage import read_vantages
 from ldanalyze.io.labels import apply_labels, write_labels
+from ldanalyze.lab import LabConfig, lab_unavailable, run_lab
 
 from ..conftest import IN_CI
-from ..support.netns_lab import LabConfig, lab_unavailable, run_lab
 
 LAB_UNAVAILABLE = lab_unavailable()
 # skipped where the lab cannot be built, except in CI, where the tests run and fail

@@ -1,4 +1,4 @@
-"""Policers in the real lab (``tests/support/netns_lab.py``, ``limiter``): an nftables ``limit rate
+"""Policers in the real lab (``ldanalyze.lab``, ``limiter``): an nftables ``limit rate
 over ... drop`` on r2 polices the iperf3 flow (drops without a queue), against tbf shapers with a
 small and a large queue, with r1's random drops in every run.
 
@@ -17,9 +17,9 @@ import pytest
 
 import ldanalyze as la
 from ldanalyze.io.capture.vantage import read_vantages
+from ldanalyze.lab import LabConfig, lab_unavailable, run_lab
 
 from ..conftest import IN_CI
-from ..support.netns_lab import LabConfig, lab_unavailable, run_lab
 
 LAB_UNAVAILABLE = lab_unavailable()
 pytestmark = [

@@ -12,9 +12,9 @@ import pytest
 
 import ldanalyze as la
 from ldanalyze.io.capture.vantage import read_vantages
+from ldanalyze.lab import LabConfig, lab_unavailable, run_lab
 
 from ..conftest import IN_CI
-from ..support.netns_lab import LabConfig, lab_unavailable, run_lab
 
 LAB_UNAVAILABLE = lab_unavailable() or (
     None if shutil.which("gst-launch-1.0") else "the RTP lab needs gst-launch-1.0 (gstreamer1.0-tools)"

@@ -27,9 +27,9 @@ from ldanalyze.cli import main
 from ldanalyze.io.capture.pcap import decode_capture, list_flows
 from ldanalyze.io.capture.vantage import read_vantages
 from ldanalyze.io.labels import apply_labels, write_labels
+from ldanalyze.lab import TUNNEL_KEY, TUNNELS, LabConfig, lab_unavailable, run_lab, tunnel_unavailable
 
 from ..conftest import IN_CI, needs_binary, require_binary
-from ..support.netns_lab import TUNNEL_KEY, TUNNELS, LabConfig, lab_unavailable, run_lab, tunnel_unavailable
 
 LAB_UNAVAILABLE = lab_unavailable()
 pytestmark = [

@@ -20,9 +20,9 @@ import pytest
 
 import ldanalyze as la
 from ldanalyze.io.capture.vantage import read_vantages
+from ldanalyze.lab import LabConfig, lab_unavailable, run_lab
 
 from ..conftest import IN_CI
-from ..support.netns_lab import LabConfig, lab_unavailable, run_lab
 
 LAB_UNAVAILABLE = lab_unavailable() or next(
     (f"the video lab needs {tool}" for tool in ("gst-launch-1.0", "tshark") if not shutil.which(tool)), None

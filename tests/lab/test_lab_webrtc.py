@@ -1,4 +1,4 @@
-"""The lab with a WebRTC peer pair (aiortc, tests/support/webrtc_peer.py): video over STUN/DTLS/SRTP/RTCP
+"""The lab with a WebRTC peer pair (aiortc, ldanalyze/lab/webrtc_peer.py): video over STUN/DTLS/SRTP/RTCP
 muxed on one port, through r1's random drops (RTP packets only) and r2's tbf bottleneck. The
 chain of captures gives each SSRC's losses by cause and recovers r1's counter exactly; the
 receiver's capture alone finds the same losses per stream, and reads the send times from the
@@ -13,9 +13,9 @@ import pytest
 
 import ldanalyze as la
 from ldanalyze.io.capture.vantage import read_vantages
+from ldanalyze.lab import LabConfig, lab_unavailable, run_lab
 
 from ..conftest import IN_CI
-from ..support.netns_lab import LabConfig, lab_unavailable, run_lab
 
 LAB_UNAVAILABLE = lab_unavailable() or (
     None if importlib.util.find_spec("aiortc") else "the WebRTC lab needs aiortc (pip install '.[test]')"
