@@ -1,5 +1,6 @@
 """The house's structure holds: the layers contract in pyproject.toml (import-linter) is kept,
-and no module imports one that imports it back, even inside a function."""
+no module imports one that imports it back, even inside a function, and the tools beside the
+package (benchmarks, traces, docs) do not import the tests."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "ldanalyze"
+TOOLS = ("benchmarks", "traces", "docs")  # run beside the package, by users too
 
 
 def test_the_layers_contract_is_kept():
@@ -74,6 +76,42 @@ def test_no_import_circle():
         if module not in state:
             circle = visit(module)
             assert circle is None, " -> ".join(circle)
+
+
+def _imports_of_tests(source: str) -> list[tuple[int, str]]:
+    """(line, module) of each import of the test tree (``tests`` or a module in it) in a file's
+    source, at any depth of its code."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module or ""]
+        else:
+            continue
+        found += [(node.lineno, name) for name in names if name.split(".")[0] == "tests"]
+    return found
+
+
+def test_the_tools_beside_the_package_do_not_import_the_tests():
+    """benchmarks/, traces/ and docs/ run where the package is installed and the test tree is not:
+    what they need lives in the package (the network lab is ``ldanalyze.lab``); the plain twins
+    and the tests' helpers stay in tests/."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line} imports {name}"
+        for folder in TOOLS
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for line, name in _imports_of_tests(path.read_text())
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_the_check_of_the_tools_sees_every_form_of_import():
+    source = (
+        "import tests.naive\nfrom tests import support\nimport os, tests as t\nfrom testsuite import x\n"
+        "from .tests import y\ndef f():\n    from tests.support.limiters import simulated\n"
+    )
+    assert _imports_of_tests(source) == [(1, "tests.naive"), (2, "tests"), (3, "tests"), (7, "tests.support.limiters")]
 
 
 def _run(*command: str) -> subprocess.CompletedProcess:
