@@ -52,6 +52,10 @@ class Lab:
         """A command line that runs ``cmd`` inside a host's namespace."""
         return ["ip", "netns", "exec", self.ns[host], *cmd]
 
+    def sysctl(self, host: str, *settings: str) -> None:
+        """Set kernel parameters (``name=value``) in a host's namespace."""
+        run(self.exec(host, "sysctl", "-q", "-w", *settings))
+
     # -- build -------------------------------------------------------------------------------
     def build(self) -> None:
         self.check_tunnel()
@@ -59,16 +63,7 @@ class Lab:
             self.created.append(self.ns[host])  # first: an interrupt may come before `ip` returns
             run(["ip", "netns", "add", self.ns[host]])
             # Before any interface exists, so no link ever sends an IPv6 packet.
-            run(
-                self.exec(
-                    host,
-                    "sysctl",
-                    "-q",
-                    "-w",
-                    "net.ipv6.conf.all.disable_ipv6=1",
-                    "net.ipv6.conf.default.disable_ipv6=1",
-                )
-            )
+            self.sysctl(host, "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
             run(["ip", "-n", self.ns[host], "link", "set", "lo", "up"])
         for left, right, subnet in LINKS:
             run(
@@ -119,7 +114,7 @@ class Lab:
         run(["ip", "-n", self.ns["r2"], "route", "add", "10.231.1.0/24", "via", "10.231.2.1"])
         run(["ip", "-n", self.ns["receiver"], "route", "add", "default", "via", "10.231.3.1"])
         for router in ("r1", "r2"):
-            run(self.exec(router, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"))
+            self.sysctl(router, "net.ipv4.ip_forward=1")
         if self.tunnel is not None:
             self.add_tunnel(self.tunnel)
         self.add_wireless_loss()
@@ -160,17 +155,7 @@ class Lab:
             if t.inner_version == 6:
                 run([*ip, "link", "set", OVERLAY, "addrgenmode", "none"])
                 conf = f"net.ipv6.conf.{OVERLAY}"
-                run(
-                    self.exec(
-                        host,
-                        "sysctl",
-                        "-q",
-                        "-w",
-                        f"{conf}.accept_ra=0",
-                        f"{conf}.router_solicitations=0",
-                        f"{conf}.disable_ipv6=0",
-                    )
-                )
+                self.sysctl(host, f"{conf}.accept_ra=0", f"{conf}.router_solicitations=0", f"{conf}.disable_ipv6=0")
                 run([*ip, "-6", "addr", "add", f"{inner[me]}/64", "dev", OVERLAY, "nodad"])
             else:
                 run([*ip, "addr", "add", f"{inner[me]}/24", "dev", OVERLAY])

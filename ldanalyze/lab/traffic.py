@@ -5,6 +5,7 @@ its report."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -16,15 +17,26 @@ from .config import RECEIVER_IP, RTP_SENDER_PORT, SENDER_IP
 from .namespaces import Lab
 
 
+@contextlib.contextmanager
+def stepping(steps):
+    """The bottleneck's rate steps (``threading.Timer``) run while the sender in the block does,
+    and are cancelled when it ends, however it ends."""
+    for step in steps:
+        step.start()
+    try:
+        yield
+    finally:
+        for step in steps:
+            step.cancel()
+
+
 def send_iperf3(lab: Lab, steps) -> dict:
     """iperf3's client in the sender against a one-test server in the receiver: UDP datagrams of
     ``length`` bytes, or one TCP transfer, at ``rate``; returns the client's ``-J`` report."""
     c = lab.config
     server = lab.spawn("receiver", "iperf3", "-s", "-1", "-J", "-p", str(c.port))
     wait_listening(lab, server)
-    for step in steps:
-        step.start()
-    try:
+    with stepping(steps):
         udp = ["-u", "-l", str(c.length)] if c.traffic == "iperf3" else []
         client = run(
             lab.exec(
@@ -43,9 +55,6 @@ def send_iperf3(lab: Lab, steps) -> dict:
             ),
             timeout=c.duration_s + 30,
         )
-    finally:
-        for step in steps:
-            step.cancel()
     try:
         server.communicate(timeout=STEP_TIMEOUT_S)
     except subprocess.TimeoutExpired as e:
@@ -80,13 +89,8 @@ def send_rtp_audio(lab: Lab, steps) -> dict:
         "!",
         *rtpbin_to_receiver(c.port),
     ]
-    for step in steps:
-        step.start()
-    try:
+    with stepping(steps):
         ended = finish(lab.spawn("sender", "gst-launch-1.0", "-q", "-e", *pipeline), c.duration_s + 5)
-    finally:
-        for step in steps:
-            step.cancel()
     return {"frames": frames, "sender_ended": ended}
 
 
@@ -164,13 +168,8 @@ def send_rtp_video(lab: Lab, steps) -> dict:
         "!",
         "rb.recv_rtcp_sink_0",
     ]
-    for step in steps:
-        step.start()
-    try:  # its RTCP source (udpsrc) never ends, so neither does the pipeline: stopped once sent
+    with stepping(steps):  # its RTCP source (udpsrc) never ends, so neither does the pipeline: stopped once sent
         ended = finish(lab.spawn("sender", "gst-launch-1.0", "-q", "-e", *sender), c.duration_s + 1.5)
-    finally:
-        for step in steps:
-            step.cancel()
     return {"frames": frames, "sender_ended": ended}
 
 
@@ -181,17 +180,12 @@ def send_webrtc(lab: Lab, steps) -> dict:
     signals = lab.workdir / "signals"
     signals.mkdir(exist_ok=True)
     receiver = lab.spawn("receiver", sys.executable, peer, "answer", str(signals), str(c.duration_s))
-    for step in steps:
-        step.start()
-    try:
+    with stepping(steps):
         run(
             lab.exec("sender", sys.executable, peer, "offer", str(signals), str(c.duration_s)),
             timeout=c.duration_s + 40,
         )
         receiver.communicate(timeout=STEP_TIMEOUT_S)
-    finally:
-        for step in steps:
-            step.cancel()
     return {"webrtc": True}
 
 
