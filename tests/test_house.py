@@ -130,3 +130,15 @@ def test_mypy_passes_on_the_whole_package():
     """[tool.mypy] checks every module of the package (files = ["ldanalyze"])."""
     checked = _run("mypy")
     assert checked.returncode == 0, checked.stdout[-3000:]
+
+
+MODULE_LINES = 700  # a module past this has usually taken on a second job: split it along the data flow
+
+
+def test_no_module_is_over_its_size():
+    big = {
+        str(p.relative_to(ROOT)): n
+        for p in PACKAGE.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MODULE_LINES
+    }
+    assert not big, f"modules over {MODULE_LINES} lines (one job per module): {big}"

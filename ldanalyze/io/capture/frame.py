@@ -126,9 +126,9 @@ def _ip_header(b, p, q, end, wirelen, version):
                     flags |= F_FIRST_FRAGMENT
                 hlen = 8
             elif proto == 51:
-                hlen = (np.int64(b[l4 + 1]) + 2) * 4
+                hlen = (int(b[l4 + 1]) + 2) * 4
             else:
-                hlen = (np.int64(b[l4 + 1]) + 1) * 8
+                hlen = (int(b[l4 + 1]) + 1) * 8
             proto = nxt
             l4 += hlen
             if fragment_rest:

@@ -101,7 +101,7 @@ def _borrowed_view(typingctx, a):
 @overload(borrowed)
 def _borrowed_compiled(a):
     if isinstance(a, types.Array):
-        return lambda a: _borrowed_view(a)
+        return lambda a: _borrowed_view(a)  # type: ignore[call-arg]  # an intrinsic: numba passes its typing context
     return None
 
 

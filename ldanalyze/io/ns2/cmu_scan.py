@@ -181,7 +181,7 @@ def _pack(b, s, e):
     v = 0
     n = min(e - s, 7)
     for k in range(n):
-        v |= np.int64(b[s + k]) << (8 * k)
+        v |= int(b[s + k]) << (8 * k)
     return v
 
 
