@@ -1,12 +1,14 @@
 """Writing results so that nobody reads half of one: ``atomic_write`` fills a temporary file
 beside the target and renames it into place (removed if writing fails; the mode of the file it
-replaces, or of a new file, not a temporary file's 0600); ``table_records`` and ``json_default``
+replaces, or of a new file, not a temporary file's 0600), ``atomic_folder`` the same for a
+folder of files (a cache entry); ``table_records`` and ``json_default``
 write tables and what a trace's meta holds (numpy numbers and arrays) as exact JSON."""
 
 from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import stat
 import tempfile
 from collections.abc import Callable
@@ -32,16 +34,39 @@ def atomic_write(path: str | os.PathLike, write: Callable[[pathlib.Path], object
             os.unlink(tmp)
 
 
+def atomic_folder(path: str | os.PathLike, write: Callable[[pathlib.Path], object]) -> bool:
+    """Call ``write(tmp)`` on a temporary folder beside ``path``, then rename it to ``path``: a
+    reader sees no folder or the whole one. When ``path`` is there already (another worker
+    wrote it first), the new folder is dropped and False returned. Removed if writing fails."""
+    target = os.path.abspath(path)
+    tmp = tempfile.mkdtemp(dir=os.path.dirname(target), prefix=".ldanalyze-", suffix=".tmp")
+    try:
+        write(pathlib.Path(tmp))
+        os.chmod(tmp, 0o777 & ~_umask())  # a new folder's mode, not a temporary folder's 0700
+        try:
+            os.replace(tmp, target)
+        except OSError:  # a folder with files there: the other worker's, as good as ours
+            return False
+        return True
+    finally:
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp)
+
+
 def _new_file_mode() -> int:
-    """0666 less the umask: read where Linux tells it, else set and put back (for an instant
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process's umask: read where Linux tells it, else set and put back (for an instant
     the process's umask is 0, which another thread creating a file would get)."""
     try:
         with open("/proc/self/status") as f:
-            umask = next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
+            return next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
     except (OSError, StopIteration, ValueError):
         umask = os.umask(0)
         os.umask(umask)
-    return 0o666 & ~umask
+        return umask
 
 
 def table_records(table: pd.DataFrame) -> list[dict]:

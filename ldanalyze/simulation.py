@@ -16,6 +16,7 @@ import shutil
 import subprocess
 
 from .errors import UsageError
+from .output import atomic_write
 
 SCRIPT = pathlib.Path(__file__).parent / "data" / "paper000.tcl"
 
@@ -39,14 +40,10 @@ def simulate(scenario: dict, folder: pathlib.Path, ns: str = "ns") -> tuple[path
     log = decision_log(path)
     if path.exists() and (not loop or log.exists()):
         return path, False
-    partial_log = log.with_name(f".{log.name}.{os.getpid()}.tmp")
-    try:
-        run_ns2(SCRIPT, scenario, path, ns, extra=[f"ldalog={partial_log}"] if loop else [])
-    except UsageError:
-        partial_log.unlink(missing_ok=True)
-        raise
-    if loop:
-        os.replace(partial_log, log)
+    if loop:  # the log renamed into place after the trace: a trace without its log is simulated again
+        atomic_write(log, lambda partial: run_ns2(SCRIPT, scenario, path, ns, extra=[f"ldalog={partial}"]))
+    else:
+        run_ns2(SCRIPT, scenario, path, ns)
     return path, True
 
 
@@ -74,11 +71,15 @@ def run_ns2(
     if done.returncode != 0 or not raw.exists():
         raw.unlink(missing_ok=True)
         raise UsageError(f"ns-2 failed on {script.name} {options}: {(done.stdout + done.stderr).strip()[-500:]}")
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(raw, "rb") as src, gzip.open(partial, "wb", compresslevel=1) as dst:
+    try:
+        atomic_write(path, lambda partial: _gzip(raw, partial))
+    finally:
+        raw.unlink(missing_ok=True)
+
+
+def _gzip(source: pathlib.Path, target: pathlib.Path) -> None:
+    with open(source, "rb") as src, gzip.open(target, "wb", compresslevel=1) as dst:
         shutil.copyfileobj(src, dst, 1 << 20)
-    os.replace(partial, path)
-    raw.unlink()
 
 
 def fair_share_bps(scenario: dict) -> float:
