@@ -1,9 +1,9 @@
 """The closed loop's two-implementation check, as a user runs it, against ``score`` on the same
-trace (the issue's target: ``ldanalyze agreement`` within 2x of ``ldanalyze score``).
+trace (the issue's target: ``ldanalyze crosscheck`` within 2x of ``ldanalyze score``).
 
 Simulates one closed-loop run with the patched ns-2 (``closedloop.patched_ns``: built the first
 time), then times, each in its own process with the numba cache warm, alternating:
-``ldanalyze agreement TRACE --log LOG`` (replay of the 11 LDAs the receiver runs and the
+``ldanalyze crosscheck TRACE --log LOG`` (replay of the 11 LDAs the receiver runs and the
 comparison) and ``ldanalyze score TRACE --lda <the same 11>`` (replay, scores and TFRC). Prints
 the best of ``--repeat`` runs of each and their ratio. Usage:
 ``python benchmarks/closed_loop_check.py [--flows 8] [--duration 200] [--repeat 3]``.
@@ -51,12 +51,12 @@ def main() -> None:
         log = decision_log(trace)
         ldas = ",".join(closedloop.LOG_LDAS)
         command = str(pathlib.Path(sys.executable).with_name("ldanalyze"))  # the installed entry point
-        ours = [command, "agreement", str(trace), "--log", str(log)]
+        ours = [command, "crosscheck", str(trace), "--log", str(log)]
         score = [command, "score", str(trace), "--lda", ldas]
         seconds(ours), seconds(score)  # warm the numba cache and the page cache
-        times = {"agreement": [], "score": []}
+        times = {"crosscheck": [], "score": []}
         for _ in range(args.repeat):
-            times["agreement"].append(seconds(ours))
+            times["crosscheck"].append(seconds(ours))
             times["score"].append(seconds(score))
         lines = sum(1 for _ in open(log)) - 1
         best = {k: min(v) for k, v in times.items()}
@@ -65,7 +65,7 @@ def main() -> None:
         )
         for name, runs in times.items():
             print(f"  {name:9s} best {best[name]:.2f} s  (runs: {', '.join(f'{t:.2f}' for t in runs)})")
-        print(f"agreement / score: {best['agreement'] / best['score']:.2f}x (target <= 2x)")
+        print(f"crosscheck / score: {best['crosscheck'] / best['score']:.2f}x (target <= 2x)")
 
 
 if __name__ == "__main__":

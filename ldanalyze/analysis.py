@@ -23,7 +23,7 @@ from .timeline import build_timeline
 
 
 @dataclasses.dataclass
-class Batch:
+class Analysed:
     """``decisions`` (classify's table), ``summary`` (Timeline.summary rows) and ``throughput``
     (the controller replay's summary rows; None without a controller), all with ``trace``;
     ``agreement``, the LDAs' agreement counts per trace and flow (``consensus.agreement_counts``)
@@ -46,7 +46,7 @@ def analyze_traces(
     path_model: PathModel | None = None,
     seq_modulus: int | None = None,
     **read_options,
-) -> Batch:
+) -> Analysed:
     """Classify every trace (a path to read with ``read_options``, or a Trace) with ``ldas`` and,
     given a ``controller`` spec, replay it fed each LDA's decisions (open loop; see
     ``docs/controllers.md``). With ``controller_optional``, a trace the controller cannot be
@@ -69,7 +69,7 @@ def analyze_traces(
 
 def analyze(
     trace: Trace, ldas, *, controller, controller_optional, semantics, path_model, seq_modulus, name: str | None = None
-) -> Batch:
+) -> Analysed:
     name = trace.path if name is None else name
     timeline = build_timeline(trace, seq_modulus=seq_modulus)
     decided = classify(timeline, ldas, semantics=semantics)
@@ -91,7 +91,7 @@ def analyze(
             if not controller_optional:
                 raise
             warnings.warn(f"{name}: no modeled throughput: {exc}", stacklevel=3)
-    return Batch(decisions=decided, summary=timeline.summary().assign(trace=name), throughput=throughput)
+    return Analysed(decisions=decided, summary=timeline.summary().assign(trace=name), throughput=throughput)
 
 
 def with_baselines(timeline, decided: pd.DataFrame, semantics: Replay | None) -> pd.DataFrame:
@@ -111,12 +111,12 @@ def one_label(name: str, rows: int) -> pd.Categorical:
     return pd.Categorical.from_codes(np.zeros(rows, np.int8), dtype=labels_dtype([name]))
 
 
-def stack(parts: Sequence[Batch]) -> Batch:
+def stack(parts: Sequence[Analysed]) -> Analysed:
     throughputs = [p.throughput for p in parts if p.throughput is not None]
     agreements = [p.agreement for p in parts if p.agreement is not None]
     if len(agreements) not in (0, len(parts)):
         raise UsageError("stack: some results have agreement counts and some do not")
-    return Batch(
+    return Analysed(
         decisions=_concat([p.decisions for p in parts]),
         summary=_concat([p.summary for p in parts]),
         throughput=_concat(throughputs) if throughputs else None,

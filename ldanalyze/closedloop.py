@@ -8,7 +8,7 @@ built by ``ldanalyze/data/ns2/build``). It runs every LDA side by side, lets the
 ``lda_`` steer TFRC, and logs each lost packet it detects with every LDA's decision.
 
 Both it and ldanalyze's kernels follow ``docs/ldas.md``; replaying the closed-loop run's trace
-offline must give the decisions the receiver logged, loss for loss (:func:`agreement`). Any
+offline must give the decisions the receiver logged, loss for loss (:func:`crosscheck`). Any
 difference is a bug in one of the two.
 """
 
@@ -93,13 +93,14 @@ def read_decision_log(path: str | os.PathLike) -> pd.DataFrame:
     return log
 
 
-def agreement(decisions: pd.DataFrame, log: pd.DataFrame, flows=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def crosscheck(decisions: pd.DataFrame, log: pd.DataFrame, flows=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Compare ldanalyze's decisions (``classify(timeline, LOG_LDAS)`` over the closed-loop
     run's trace) with the receiver's log, per LDA and lost packet.
 
     ``flows``: the flows the receiver ran on (default: those in the log); losses of other flows
     (cross traffic, TCP) are left out. Returns a summary, one row per LDA (``losses`` in either,
-    ``both``: detected by both, ``equal``: same decision, ``only_replay``/``only_log``), and the
+    ``both``: detected by both, ``equal``: same decision, ``only_replay``/``only_log``,
+    ``alike``: the share of ``losses`` decided the same), and the
     differing rows (``lda, flow, seq, replay, log``; ``replay``/``log`` are ``wireless``,
     ``congestion`` or ``missing``).
     """
@@ -142,7 +143,7 @@ def agreement(decisions: pd.DataFrame, log: pd.DataFrame, flows=None) -> tuple[p
             }
         )
     summary = pd.DataFrame(rows)
-    summary["agreement"] = summary["equal"] / summary["losses"].where(summary["losses"] > 0)
+    summary["alike"] = summary["equal"] / summary["losses"].where(summary["losses"] > 0)
     return summary, both[~same].sort_values(["lda", "flow", "seq"]).reset_index(drop=True)
 
 
@@ -258,7 +259,7 @@ def truth(path: str, scenario: dict, fair_share_bps: float, ldas=None) -> dict:
     }
     log = decision_log(pathlib.Path(path))
     if log.exists():  # a closed-loop run: its receivers' decisions against the offline replay
-        summary, _ = agreement(classify(timeline, list(LOG_LDAS)), read_decision_log(log), flows=flows)
+        summary, _ = crosscheck(classify(timeline, list(LOG_LDAS)), read_decision_log(log), flows=flows)
         out["decisions"] = int(summary["losses"].sum())
         out["decisions_equal"] = int(summary["equal"].sum())
     if ldas:

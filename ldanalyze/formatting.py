@@ -43,6 +43,12 @@ def number(value, digits: int) -> str:
     return MISSING if pd.isna(value) else f"{value:.{digits}f}"
 
 
+def percent(value, digits: int = 1) -> str:
+    """A share (a fraction) as a sentence says it: ×100 with ``digits`` decimals and `` %``
+    (``92.5 %``), ``-`` when missing."""
+    return MISSING if pd.isna(value) else f"{value * 100:.{digits}f} %"
+
+
 def shown(
     frame: pd.DataFrame,
     *,

@@ -78,8 +78,8 @@ def sweep(
     if not points:
         raise UsageError(f"{lda}: the LDA refuses every point of the grid ({refused})")
     specs = list(dict.fromkeys([p.spec for p in points] + [default.spec]))
-    batch = analyze_traces(sources, specs, semantics=semantics, seq_modulus=seq_modulus, **read_options)
-    scores = score(batch.decisions, batch.summary, by="pooled", bootstrap=0).set_index("lda")
+    analysed = analyze_traces(sources, specs, semantics=semantics, seq_modulus=seq_modulus, **read_options)
+    scores = score(analysed.decisions, analysed.summary, by="pooled", bootstrap=0).set_index("lda")
     by_spec = {p.spec: p for p in points} | {default.spec: default}
     rows = []
     for spec in specs:

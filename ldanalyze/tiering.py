@@ -84,9 +84,8 @@ def preload(kernels: Sequence[Dispatcher], interpreted_s: float) -> None:
 def _load(kernels: Sequence[Dispatcher]) -> None:
     for kernel in kernels:
         try:
-            magic = kernel.targetctx.codegen().magic_tuple()  # type: ignore[attr-defined]
-            for signature, built_for in kernel._cache._cache_file._load_index():  # type: ignore[attr-defined]
-                if built_for == magic:
+            for signature, here in cached_builds(kernel):
+                if here:
                     kernel.compile(signature)  # found in the cache: loaded, not compiled
         except Exception:  # noqa: BLE001 (a head start only: the call itself loads or compiles as ever)
             return
@@ -158,6 +157,16 @@ def _interpreted_function(kernel: Dispatcher) -> types.FunctionType:
 def _on_disk(kernel: Dispatcher) -> bool:
     """Whether numba's cache holds machine code for ``kernel`` (for any argument types)."""
     try:
-        return bool(kernel._cache._cache_file._load_index())  # type: ignore[attr-defined]  # numba's own cache
+        return bool(cached_builds(kernel))
     except (AttributeError, OSError, ValueError, EOFError):
         return False
+
+
+def cached_builds(kernel: Dispatcher) -> list[tuple[tuple, bool]]:
+    """What numba's cache on disk holds for ``kernel``: per build, its signature and whether it
+    was built for this CPU. numba has no public call for it; its cache index (keys: signature,
+    target's magic tuple and, in numba 0.68, the source's hashes) is read here only,
+    and tests/test_third_party.py fails, saying so, when an upgrade changes it."""
+    magic = kernel.targetctx.codegen().magic_tuple()  # type: ignore[attr-defined]
+    index = kernel._cache._cache_file._load_index()  # type: ignore[attr-defined]
+    return [(key[0], key[1] == magic) for key in index]

@@ -59,7 +59,7 @@ def test_the_readme_shows_commands_of_every_kind():
         "sweep",
         "report",
         "reproduce",
-        "agreement",
+        "crosscheck",
         "train",
         "evaluate",
     }

@@ -14,14 +14,14 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from ..analysis import Batch, one_label, with_baselines
+from ..analysis import Analysed, one_label, with_baselines
 from ..control import BASELINES, PathModel, Signals, replay
 from ..errors import UsageError
 from ..io import read_trace
 from ..io.capture.vantage import read_vantages
 from ..io.labels import apply_labels
 from ..lda import Replay, classify, optional_specs, runnable_ldas
-from ..output import atomic_write, json_default
+from ..output import atomic_folder, atomic_write, json_default
 from ..packets import Trace, labels_dtype
 from ..timeline import Timeline, build_timeline
 from ..version import VERSION
@@ -40,7 +40,7 @@ def analyze_cached(
     *,
     entry: pathlib.Path | None = None,
     read: Callable[[], tuple[Trace, bool]] | None = None,
-) -> tuple[Batch, int, bool]:
+) -> tuple[Analysed, int, bool]:
     """The analysis with every piece kept in the cache, under the parsed trace's entry (by
     content and read options): the timeline (by labels and sequence modulus, Arrow files), and
     under it the flow summary, the LDAs' decisions and the replay rows (by replay semantics and
@@ -103,7 +103,7 @@ def analyze_cached(
         rows = _in_order(_stacked(rows), wanted)
         throughput = rows.assign(trace=job.name) if len(rows) else None
     packets = int(summary["sent"].sum())  # the trace's packet rows, whichever pieces were read
-    return Batch(decisions=decisions, summary=summary.assign(trace=job.name), throughput=throughput), packets, cached
+    return Analysed(decisions=decisions, summary=summary.assign(trace=job.name), throughput=throughput), packets, cached
 
 
 def _in_order(table: pd.DataFrame, ldas: list[str], flows: list[str] | None = None) -> pd.DataFrame:
@@ -395,17 +395,14 @@ def _stamp(path: str) -> list[int]:
 
 
 def store(entry: pathlib.Path, trace: Trace) -> None:
-    """Write a cache entry atomically (a temporary folder renamed into place)."""
+    """Write a cache entry atomically (``output.atomic_folder``); another worker's entry, stored
+    first, stands."""
     entry.parent.mkdir(parents=True, exist_ok=True)
-    tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
-    tmp.mkdir(exist_ok=True)
-    _write_piece(trace.packets, tmp / "packets.arrow")  # Arrow IPC, as all the cache: quicker to read than Parquet
-    _write_piece(trace.rtt, tmp / "rtt.arrow")
-    meta = {"path": trace.path, "format": trace.format, **trace.meta}
-    (tmp / "meta.json").write_text(json.dumps(meta, default=json_default))
-    try:
-        os.replace(tmp, entry)
-    except OSError:  # another worker stored the same entry first
-        for f in tmp.iterdir():
-            f.unlink()
-        tmp.rmdir()
+
+    def write(tmp: pathlib.Path) -> None:
+        _write_piece(trace.packets, tmp / "packets.arrow")  # Arrow IPC, as all the cache: quicker to read than Parquet
+        _write_piece(trace.rtt, tmp / "rtt.arrow")
+        meta = {"path": trace.path, "format": trace.format, **trace.meta}
+        (tmp / "meta.json").write_text(json.dumps(meta, default=json_default))
+
+    atomic_folder(entry, write)

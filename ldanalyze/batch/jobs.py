@@ -13,7 +13,7 @@ import pathlib
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis import Batch
+from ..analysis import Analysed
 from ..control import parse_controllers
 from ..errors import TraceError, UsageError
 from ..io.detect import detect_format
@@ -130,7 +130,7 @@ class Outcome:
     and whether the parsed trace came from the cache."""
 
     job: Job
-    result: Batch | None
+    result: Analysed | None
     error: str | None
     packets: int
     seconds: float

@@ -25,12 +25,21 @@ def results_table(outcomes: Sequence[Outcome], *, bootstrap: int = 0, seed=0) ->
     parts = [o.result for o in outcomes if o.result is not None]
     if not parts:
         return pd.DataFrame(columns=["scope", "trace", "flow", "lda"])
-    batch = stack(parts)
-    counts = batch.agreement if batch.agreement is not None else agreement_counts(batch.decisions, ("trace", "flow"))
+    analysed = stack(parts)
+    counts = (
+        analysed.agreement
+        if analysed.agreement is not None
+        else agreement_counts(analysed.decisions, ("trace", "flow"))
+    )
     tables = []
     for scope in SCOPES:
         table = score(
-            batch.decisions, batch.summary, by=scope, bootstrap=bootstrap, seed=seed, throughput=batch.throughput
+            analysed.decisions,
+            analysed.summary,
+            by=scope,
+            bootstrap=bootstrap,
+            seed=seed,
+            throughput=analysed.throughput,
         )
         _add_agreement(table, counts, BY[scope][:-1])
         for key in ("trace", "flow"):

@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from .. import threads
-from ..analysis import Batch, analyze, stack
+from ..analysis import Analysed, analyze, stack
 from ..consensus import agreement_counts
 from ..errors import TraceError, UsageError
 from ..io.labels import apply_labels
@@ -55,7 +55,7 @@ def run_job(job: Job, analysis: Analysis) -> Outcome:
         return Outcome(job, None, message, 0, time.perf_counter() - start, cached)
 
 
-def _kept(result: Batch, keep: str) -> Batch:
+def _kept(result: Analysed, keep: str) -> Analysed:
     """What a job's result keeps (``KEEP``): everything, or what the results table reads, its
     decisions tallied, the LDAs' agreement counts per flow (a tally has no loss to pair the
     LDAs' calls on) and the columns of its summary and throughput that scoring reads."""
@@ -65,7 +65,7 @@ def _kept(result: Batch, keep: str) -> Batch:
     def read(table: pd.DataFrame | None, columns: tuple[str, ...]) -> pd.DataFrame | None:
         return None if table is None else table[[c for c in ("trace", *columns) if c in table.columns]]
 
-    return Batch(
+    return Analysed(
         decisions=tally(result.decisions, bursts=keep == "bursts"),
         summary=read(result.summary, SUMMARY_READ),
         throughput=read(result.throughput, THROUGHPUT_REQUIRED),
@@ -82,7 +82,7 @@ def _run_in_worker(job: Job, analysis: Analysis) -> Outcome:
     return run_job(job, analysis)
 
 
-def _analyze_in_process(trace: Trace, job: Job, analysis: Analysis) -> Batch:
+def _analyze_in_process(trace: Trace, job: Job, analysis: Analysis) -> Analysed:
     """The analysis a job asks for, of a trace read without the cache."""
     return analyze(
         trace,
@@ -105,7 +105,7 @@ def _flow_at_a_time(job: Job, analysis: Analysis) -> bool:
     return too_big_to_read_whole(job.path, analysis.flow_at_a_time_above)
 
 
-def _analyze_flows(job: Job, analysis: Analysis) -> tuple[Batch, int, bool]:
+def _analyze_flows(job: Job, analysis: Analysis) -> tuple[Analysed, int, bool]:
     """A big capture analysed one flow at a time (``io.capture.split``: memory holds one flow),
     its flows' tables stacked under the job's name: the whole read's results. With a cache,
     each flow has an entry of its own under the capture's (``flows/K``: its parsed trace, and

@@ -6,7 +6,6 @@ other failure.
 
 from __future__ import annotations
 
-import atexit
 import os
 import sys
 import threading
@@ -15,7 +14,7 @@ from collections.abc import Sequence
 
 from ..errors import TraceError, UsageError
 from .parser import build_parser, unrecognized
-from .startup import no_blas_probe, no_numba_extensions, ordinary_pages
+from .startup import no_blas_probe, no_numba_extensions, ordinary_pages, run_exit_handlers
 
 __all__ = ["main", "run", "ordinary_pages"]
 
@@ -57,7 +56,7 @@ def run() -> None:
         if thread is not threading.main_thread()
     ):
         sys.exit(code)
-    atexit._run_exitfuncs()  # what the ordinary exit runs first (tempfile's cleanup, logging's flush)
+    run_exit_handlers()
     try:
         sys.stdout.flush()
     except BrokenPipeError:  # the reader left before the last bytes, as in main

@@ -1,4 +1,4 @@
-"""The commands over one set of traces: labels, timeline, classify, agreement, score, replay,
+"""The commands over one set of traces: labels, timeline, classify, crosscheck, score, replay,
 sweep and report.
 """
 
@@ -7,22 +7,18 @@ from __future__ import annotations
 import argparse
 import pathlib
 import sys
-
-import pandas as pd
+import warnings
 
 from .. import formatting
 from ..analysis import analyze_traces
-from ..consensus import agreement as lda_agreement
-from ..consensus import consensus, kappa_matrix, majority_line
+from ..consensus import agreement
 from ..control import OPEN_LOOP_NOTE, replay
-from ..control.agreement import agreement
+from ..control.sent_rate import compare_sent
 from ..errors import UsageError
 from ..io.labels import write_labels
 from ..lda import classify, runnable_ldas
-from ..lda.zbs import Zbs
 from ..packets import LOSS_FATES
-from ..report.ci import table_text
-from ..report.tables import markdown_table, text_table
+from ..report import text
 from ..scoring import score
 from .options import (
     flow_by_flow,
@@ -68,52 +64,32 @@ def cmd_classify(args: argparse.Namespace) -> int:
             f"{len(timeline.losses)} lost packets) to {args.output} ({kind})"
         )
         return 0
-    counts = decisions.groupby(["lda", "decision"], observed=False).size().unstack(fill_value=0)
-    print(
-        f"{trace.path}: {len(timeline.losses)} lost packets in {len(timeline.gaps)} gaps; "
-        "decisions per LDA (write them all with -o FILE):"
-    )
-    print(counts.to_string())
-    lossy = set(timeline.losses["flow"].astype(str))
-    for lda in ldas:
-        if isinstance(lda, Zbs):
-            usage = lda.usage(timeline).set_index("flow") * 100
-            usage = usage[usage.index.astype(str).isin(lossy)]  # where it decided something
-            if len(usage):
-                print(
-                    f"\n{lda.spec}: share of time each base scheme was in force (%), in the {len(usage)} "
-                    "flow(s) with losses:"
-                )
-                print(usage.round(1).to_string())
+    sys.stdout.write(text.classify_text(trace.path, timeline, ldas, decisions))
     return 0
 
 
-def cmd_agreement(args: argparse.Namespace) -> int:
+def cmd_crosscheck(args: argparse.Namespace) -> int:
     from .. import closedloop
 
+    if args.command == "agreement":
+        warnings.warn(
+            "`ldanalyze agreement` is now `ldanalyze crosscheck`; the old name goes in 0.6",
+            DeprecationWarning,
+            stacklevel=2,
+        )
     log = closedloop.read_decision_log(args.log)
     _, timeline = load_timeline(args)
     decisions = classify(timeline, list(closedloop.LOG_LDAS))
-    summary, differences = closedloop.agreement(decisions, log)
-    print(
-        f"{args.trace}: the receiver's decisions ({args.log}, {len(log)} lost packets, steered by "
-        f"{', '.join(sorted(set(log['driver'])))}) against the offline replay of this trace:"
-    )
-    shown = summary.assign(agreement=(summary["agreement"] * 100).round(2)).rename(columns={"agreement": "agreement %"})
-    print(shown.to_string(index=False))
-    if differences.empty:
-        print("every LDA decided every loss alike in both implementations")
-        return 0
-    print(f"\n{len(differences)} difference(s), the first 20:")
-    print(differences.head(20).to_string(index=False))
-    return 1
+    summary, differences = closedloop.crosscheck(decisions, log)
+    sys.stdout.write(text.crosscheck_text(args.trace, args.log, log, summary, differences))
+    return 0 if differences.empty else 1
 
 
 def cmd_score(args: argparse.Namespace) -> int:
     if args.average == "mean" and args.by == "flow":
         raise UsageError("--average mean needs --by trace or --by pooled (a flow is its own mean)")
     controller = {"none": None, "auto": "tfrc"}.get(args.controller, args.controller)
-    batch = analyze_traces(
+    analysed = analyze_traces(
         _score_traces(args),
         args.lda,
         controller=controller,
@@ -123,57 +99,32 @@ def cmd_score(args: argparse.Namespace) -> int:
         seq_modulus=args.seq_modulus,
     )
     scores = score(
-        batch.decisions,
-        batch.summary,
+        analysed.decisions,
+        analysed.summary,
         by=args.by,
         average=args.average,
         bootstrap=args.bootstrap,
         seed=args.seed,
-        throughput=batch.throughput,
+        throughput=analysed.throughput,
         route_as=args.route_as,
         policing_as=args.policing_as,
     )
     if not scores.empty:
         keys = {"flow": ("trace", "flow"), "trace": ("trace",), "pooled": ()}[args.by]
         scores = scores.merge(
-            lda_agreement(batch.decisions, keys).drop(columns=["called"]), how="left", on=[*keys, "lda"]
+            agreement(analysed.decisions, keys).drop(columns=["called"]), how="left", on=[*keys, "lda"]
         )
     args.format = score_format(args.output, args.format)
-    if batch.throughput is not None and args.format == "table":
+    if analysed.throughput is not None and args.format == "table":
         print(f"throughput: {OPEN_LOOP_NOTE}", file=sys.stderr)
-    if args.format == "json":
-        text = table_text(scores)
-    elif args.format == "csv":
-        text = scores.to_csv(index=False)
-    elif args.format == "md":
-        text = markdown_table(scores)
-    elif scores.empty:
-        flows = 0 if batch.summary is None else len(batch.summary)
-        text = f"nothing to score: no flow lost a packet ({flows} flow(s) read; `inspect` shows them)\n"
-    else:
-        text = text_table(scores) + _disagreement_text(batch.decisions)
+    flows_read = 0 if analysed.summary is None else len(analysed.summary)
+    out = text.score_text(scores, args.format, analysed.decisions, flows_read)
     if args.output:
-        write_output(args.output, input_paths(args), lambda tmp: pathlib.Path(tmp).write_text(text))
+        write_output(args.output, input_paths(args), lambda tmp: pathlib.Path(tmp).write_text(out))
         print(f"wrote {len(scores)} score rows to {args.output} ({args.format})")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(out)
     return 0
-
-
-def _disagreement_text(decisions) -> str:
-    """Without any ground truth: how far the LDAs agree (Cohen's kappa, pooled) and the
-    majority call per loss, with its caveat."""
-    if decisions.empty or {str(c) for c in pd.unique(decisions["cause"])} != {"lost"}:
-        return ""
-    kappa = kappa_matrix(decisions)
-    if kappa.empty:
-        return ""
-    shown = kappa.map(lambda k: "-" if pd.isna(k) else f"{k:.2f}")
-    return (
-        "\nagreement between the LDAs (Cohen's kappa over the losses both called: 1 alike, 0 as by chance, "
-        "- undefined: both called every loss the same way):\n"
-        f"{shown.to_string()}\n\n{majority_line(consensus(decisions), len(kappa))}\n"
-    )
 
 
 def _score_traces(args: argparse.Namespace):
@@ -196,29 +147,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         table = result.rates.astype({"lda": str, "controller": str, "flow": str})
         kind = write_table(table, args.output, input_paths(args), args.output_format)
         print(f"wrote {len(table)} rate steps to {args.output} ({kind}); {OPEN_LOOP_NOTE}")
-    summary = result.summary.copy()
-    print(f"{trace.path}: modeled throughput per flow ({OPEN_LOOP_NOTE})")
-    for col in ("mean_rate_bps", "capacity_bps"):
-        summary[col] = summary[col] / 1e3
-    summary = summary.rename(columns={"mean_rate_bps": "mean_kbps", "capacity_bps": "capacity_kbps"})
-    print(
-        formatting.text(
-            summary,
-            percent={"thput": "thput %"},
-            fixed={"mean_kbps": 1, "capacity_kbps": 1, "seconds": 1, "vs_omniscient": 2, "vs_unaware": 2},
-        )
-    )
+    sys.stdout.write(text.replay_text(trace.path, result.summary))
     if args.compare_sent:
         capacity = result.summary.drop_duplicates("flow").set_index("flow")["capacity_bps"]
-        table = agreement(result.rates, timeline, args.compare_sent, capacity_bps=capacity)
-        print(f"\nallowed rate against the rate the trace's sender sent, in {args.compare_sent:g} s bins:")
-        table[["allowed_bps", "sent_bps"]] = table[["allowed_bps", "sent_bps"]] / 1e3
-        table = table.rename(columns={"allowed_bps": "allowed_kbps", "sent_bps": "sent_kbps"})
-        print(
-            formatting.text(
-                table, fixed={"allowed_kbps": 1, "sent_kbps": 1, "ratio": 3, "capped_ratio": 3, "correlation": 3}
-            )
-        )
+        table = compare_sent(result.rates, timeline, args.compare_sent, capacity_bps=capacity)
+        sys.stdout.write(text.compare_sent_text(table, args.compare_sent))
     return 0
 
 

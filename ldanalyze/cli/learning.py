@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from .. import formatting
+from ..report.text import evaluation_text
 from .options import input_paths, read_source, replay_semantics, source_paths
 from .writing import write_output, write_table
 
@@ -74,44 +74,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     table, importance = learn.evaluate(
         items, groups, args.model, args.seed, held_out=args.hold_out, balance=_balance(args, items)
     )
-    verdicts = learn.verdicts(table)
     which = "each of " + ", ".join(sorted(args.hold_out)) if args.hold_out else "each group"
-    print(f"grouped cross-validation: {which} held out in turn, trained on the others")
-    print(
-        formatting.text(
-            table[
-                [
-                    "held_out",
-                    "lda",
-                    "losses",
-                    "scored",
-                    "M_c",
-                    "M_w",
-                    "accuracy",
-                    "accuracy_lo",
-                    "accuracy_hi",
-                    "train_gaps",
-                    "test_traces",
-                ]
-            ],
-            percent={
-                "M_c": "M_c %",
-                "M_w": "M_w %",
-                "accuracy": "accuracy %",
-                "accuracy_lo": "95% CI lo",
-                "accuracy_hi": "hi",
-            },
-        )
-    )
-    print()
-    for row in verdicts.itertuples():
-        print(
-            f"held out {row.held_out}: learned {row.learned_accuracy:.1%} against the best heuristic "
-            f"({row.best_heuristic}) {row.best_accuracy:.1%}: {row.verdict}"
-        )
-    print("\nfeature importance (mean drop of gap accuracy when shuffled, held-out gaps; percentage points):")
-    points = importance.pivot(index="feature", columns="held_out", values="importance") * 100
-    print(points.map(lambda v: formatting.number(v, 2)).to_string())
+    sys.stdout.write(evaluation_text(table, learn.verdicts(table), importance, which))
     if args.output:
         write_table(table, args.output, input_paths(args), None)
         print(f"wrote {args.output}")

@@ -4,6 +4,7 @@ search skipped, numpy's huge pages left to the system).
 
 from __future__ import annotations
 
+import atexit
 import importlib.abc
 import os
 import sys
@@ -62,7 +63,17 @@ def no_numba_extensions() -> None:
     numba reads the entry points of every installed distribution to run the
     ``numba_extensions`` ones, which teach numba new types: a cost every command pays, the
     larger the more is installed. Our kernels use no such type, and a command's
-    process runs only ours; an interactive session, which may need them, is left alone."""
+    process runs only ours; an interactive session, which may need them, is left alone.
+    numba has no public switch for it: the flag ``entrypoints.init_all`` sets once it has run
+    them is set here only, and tests/test_third_party.py fails, saying so, when an upgrade
+    changes it."""
     from numba.core import entrypoints
 
-    entrypoints._already_initialized = True  # what numba sets once it has run them
+    entrypoints._already_initialized = True
+
+
+def run_exit_handlers() -> None:
+    """Run the ``atexit`` handlers now, as the ordinary exit does first (tempfile's cleanup,
+    logging's flush). Python has no public call for it: ``atexit._run_exitfuncs`` is called
+    here only, and tests/test_third_party.py fails, saying so, when an upgrade changes it."""
+    atexit._run_exitfuncs()

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..errors import UsageError
 from ..output import atomic_write
-from ..report import ci
+from ..report.text import table_text
 
 
 def write_output(output: str, inputs: Sequence[str], write) -> None:
@@ -52,7 +52,7 @@ def write_table(table: pd.DataFrame, output: str, inputs: Sequence[str], kind: s
     if kind == "parquet":
         write_output(output, inputs, lambda tmp: table.to_parquet(tmp, index=False))
     elif kind == "json":
-        write_output(output, inputs, lambda tmp: pathlib.Path(tmp).write_text(ci.table_text(table)))
+        write_output(output, inputs, lambda tmp: pathlib.Path(tmp).write_text(table_text(table)))
     else:
         compression = "gzip" if output.endswith(".gz") else None
         write_output(output, inputs, lambda tmp: table.to_csv(tmp, index=False, compression=compression))

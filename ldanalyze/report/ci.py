@@ -19,6 +19,7 @@ import pandas as pd
 from ..output import json_default, table_records
 from ..version import VERSION
 from .tables import markdown_table
+from .text import records_text
 
 SCHEMA_VERSION = 1
 _ROW = {"type": "object"}
@@ -136,22 +137,10 @@ def report_text(report: dict) -> str:
     members = []
     for key, value in report.items():
         if isinstance(value, list) and value:
-            members.append(f" {json.dumps(key)}: {_array_text(value, ' ')}")
+            members.append(f" {json.dumps(key)}: {records_text(value, ' ')}")
         else:
             members.append(f" {json.dumps(key)}: {_json(value)}")
     return "{\n" + ",\n".join(members) + "\n}\n"
-
-
-def table_text(table: pd.DataFrame) -> str:
-    """A table as a JSON array of records, a record a line (as the report's tables; NaN is
-    null): what ``-o results.json`` writes and ``--baseline results.json`` reads."""
-    return _array_text(table_records(table), "") + "\n"
-
-
-def _array_text(rows: list, indent: str) -> str:
-    if not rows:
-        return "[]"
-    return "[\n" + ",\n".join(f"{indent} {_json(row)}" for row in rows) + f"\n{indent}]"
 
 
 def scored_traces(results: pd.DataFrame) -> int:

@@ -6,11 +6,10 @@ plain text for terminals or as Markdown for reports and CI summaries.
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from ..consensus import BASELINES
+from ..formatting import MISSING, number, percent
 
 KEYS = ("trace", "flow")
 
@@ -70,21 +69,17 @@ def _cell(row: pd.Series, column: str, kind: str) -> str:
         for lo, hi in ((f"{column}_boot_lo", f"{column}_boot_hi"), (f"{column}_lo", f"{column}_hi")):
             if lo in row.index:
                 a, b = row[lo], row[hi]
-                return "-" if _missing(a) else f"{a * 100:.1f}–{b * 100:.1f}"
+                return MISSING if pd.isna(a) else f"{number(a * 100, 1)}–{number(b * 100, 1)}"
         return ""
     value = row.get(column)
-    if _missing(value):
-        return "-"
+    if pd.isna(value):
+        return MISSING
     if kind == "count":
         return f"{int(value)}"
     if kind == "pct":
         flag = IGNORED_MARK if column == "thput" and bool(row.get("ignored_congestion", False)) else ""
-        return f"{value * 100:.1f}{flag}"
-    return f"{round(value, 2) + 0.0:.2f}"  # a value that rounds to zero shows as 0.00, never -0.00
-
-
-def _missing(value) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+        return number(value * 100, 1) + flag
+    return number(round(value, 2) + 0.0, 2)  # a value that rounds to zero shows as 0.00, never -0.00
 
 
 def _ci_label(scores: pd.DataFrame) -> str:
@@ -121,11 +116,11 @@ def blocks(scores: pd.DataFrame):
                     else ")"
                 )
             )
-        elif "congestion_rate" in group.columns and not _missing(first["congestion_rate"]):
+        elif "congestion_rate" in group.columns and not pd.isna(first["congestion_rate"]):
             weak = "weak_labels" in group.columns and int(first["weak_labels"]) > 0
             title += (
-                f" ({'labelled' if weak else 'true'} loss rates of the flows scored: congestion {first['congestion_rate'] * 100:.2f} %, "
-                f"wireless {first['wireless_rate'] * 100:.2f} %"
+                f" ({'labelled' if weak else 'true'} loss rates of the flows scored: congestion "
+                f"{percent(first['congestion_rate'], 2)}, wireless {percent(first['wireless_rate'], 2)}"
                 + (f"; {unknown} losses of unknown cause left out)" if unknown else ")")
             )
         if "weak_labels" in group.columns and int(first["weak_labels"]) > 0:

@@ -4,7 +4,7 @@ A plain ns-2 TFRC flow is "unaware": every loss reaches its loss history. Replay
 fed the unaware decisions, the allowed rate should track the rate ns-2's sender sent, bin by 1 s
 bin; the same for ``newreno`` on TCP NewReno flows. The bounds below sit a little outside the
 figures measured when they were written (quoted in each case, ratio of mean rates / Pearson
-correlation), so a change of model that moves the agreement fails here and is looked at.
+correlation), so a change of model that moves them fails here and is looked at.
 The differences that remain are ns-2's own choices (docs/controllers.md, the closing note of
 issue 4): t_RTO from a TCP-style estimator on a 0.1 s tick (≈ 2.5-3 R, where RFC 5348 says
 4 R), additive increase of one packet per RTT after slow start, rates counted without the
@@ -19,7 +19,7 @@ import pytest
 
 import ldanalyze as la
 from ldanalyze.control import replay
-from ldanalyze.control.agreement import agreement
+from ldanalyze.control.sent_rate import compare_sent
 
 TRACES = pathlib.Path(__file__).resolve().parents[2] / "traces"
 
@@ -42,7 +42,7 @@ def test_replay_tracks_the_real_ns2_sender(trace, controller, flows, ratio, corr
     tl = la.build_timeline(la.read_trace(TRACES / f"{trace}.tr.gz"))
     result = replay(tl, controller, "unaware")
     capacity = result.summary.set_index("flow")["capacity_bps"]
-    table = agreement(result.rates, tl, capacity_bps=capacity).set_index("flow").loc[flows]
+    table = compare_sent(result.rates, tl, capacity_bps=capacity).set_index("flow").loc[flows]
     measure = "capped_ratio" if controller.startswith("newreno") else "ratio"
     assert table["bins"].min() >= 50
     assert table[measure].between(*ratio).all(), table

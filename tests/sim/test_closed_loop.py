@@ -66,7 +66,7 @@ def test_the_receiver_and_the_replay_decide_every_loss_alike(ns, tmp_path, scena
     log = closedloop.read_decision_log(decision_log(path))
     tfrc = [str(i) for i in range(1, scenario.get("flows", 1) + (0 if scenario.get("traffic") == "mix" else 1))]
     decisions = la.classify(la.build_timeline(la.read_trace(path)), list(closedloop.LOG_LDAS))
-    summary, differences = closedloop.agreement(decisions, log, flows=tfrc)
+    summary, differences = closedloop.crosscheck(decisions, log, flows=tfrc)
     assert len(log) > 20, "too few losses to compare"
     assert (log["driver"] == scenario["lda"]).all()
     assert (log["driven"] == log[scenario["lda"]]).all()
@@ -154,12 +154,12 @@ def test_the_fair_share_follows_the_scenario_script():
     assert fair_share_bps({"topology": "wb", "flows": 4}) == 400_000.0  # 1600 kb/s over 4
 
 
-def test_the_agreement_command_finds_a_changed_decision(ns, tmp_path, capsys):
+def test_the_crosscheck_command_finds_a_changed_decision(ns, tmp_path, capsys):
     from ldanalyze.cli import main
 
     path = run(ns, tmp_path, lda="mbiaz", flows=2, seed=9)
     log = decision_log(path)
-    assert main(["agreement", str(path), "--log", str(log)]) == 0
+    assert main(["crosscheck", str(path), "--log", str(log)]) == 0
     assert "every LDA decided every loss alike" in capsys.readouterr().out
     lines = log.read_text().splitlines()
     columns = lines[0].split(",")
@@ -169,7 +169,7 @@ def test_the_agreement_command_finds_a_changed_decision(ns, tmp_path, capsys):
     lines[5] = ",".join(cells)
     changed = tmp_path / "changed.csv"
     changed.write_text("\n".join(lines) + "\n")
-    assert main(["agreement", str(path), "--log", str(changed)]) == 1
+    assert main(["crosscheck", str(path), "--log", str(changed)]) == 1
     out = capsys.readouterr().out
     assert "1 difference(s)" in out and f" {cells[2]} " in out
 

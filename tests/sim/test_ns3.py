@@ -166,10 +166,10 @@ def test_ldas_score_on_the_run(run):
             apply_labels(la.read_trace(run.pcap(i), payload=SEQ_TS, skew="keep"), run.labels_file(i))
             for i in range(run.receivers)
         ]
-    batch = analyze_traces(traces, "all")
+    analysed = analyze_traces(traces, "all")
     # a policer's drops counted as congestion (what a sender should do about them): the policed
     # run has no other congestion losses
-    scores = la.score(batch.decisions, batch.summary, by="pooled", bootstrap=0, policing_as="congestion")
+    scores = la.score(analysed.decisions, analysed.summary, by="pooled", bootstrap=0, policing_as="congestion")
     scores = scores.set_index("lda")
     assert scores.loc["unaware", "M_w"] == 1.0 and scores.loc["unaware", "M_c"] == 0.0
     assert scores.loc["omniscient", "accuracy"] == 1.0
@@ -334,8 +334,8 @@ def radio_scores(run: Run, ldas: str):
             warnings.simplefilter("ignore")
             trace = la.read_trace(run.folder / f"sta-{i}-radiotap.pcap", payload=SEQ_TS, skew="keep", flows=[flow])
             traces.append(apply_labels(trace, run.labels_file(i)))
-    batch = analyze_traces(traces, ldas)
-    return la.score(batch.decisions, batch.summary, by="pooled", bootstrap=0).set_index("lda")
+    analysed = analyze_traces(traces, ldas)
+    return la.score(analysed.decisions, analysed.summary, by="pooled", bootstrap=0).set_index("lda")
 
 
 @pytest.mark.parametrize(("name", "most_m_c"), [("wifi-qos", 0.05), ("wifi", 0.2)])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ldanalyze.control.agreement import binned_rate, sent_rates
+from ldanalyze.control.sent_rate import binned_rate, sent_rates
 from ldanalyze.errors import UsageError
 
 from .test_control_newreno import paced_flow

@@ -1,4 +1,4 @@
-"""How close a replayed rate comes to what the trace's real sender sent.
+"""How close a replayed rate comes to what the trace's real sender sent (``replay --compare-sent``).
 
 When a trace was made by the very controller under study (an ns-2 TFRC flow replayed with
 ``tfrc`` fed the unaware decisions, say), the replay should track the real sending rate; these
@@ -40,7 +40,7 @@ def binned_rate(t: np.ndarray, rate: np.ndarray, edges: np.ndarray) -> np.ndarra
         return np.diff(np.interp(edges, t, area)) / np.diff(np.interp(edges, t, span))
 
 
-def agreement(
+def compare_sent(
     rates: pd.DataFrame, timeline: Timeline, bin_s: float = 1.0, capacity_bps: pd.Series | None = None
 ) -> pd.DataFrame:
     """Per (lda, controller, flow) of a replay's ``rates``: the allowed rate against the rate the

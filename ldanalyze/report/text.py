@@ -1,0 +1,156 @@
+"""What the analysing commands print or write as text: a table as JSON records, ``score`` in the
+format asked for (JSON, CSV, Markdown or the terminal's table with the LDAs' agreement), the
+decisions per LDA of ``classify``, the modeled throughput of ``replay``, the closed-loop
+crosscheck, the learned LDA's evaluation. The commands parse and call; how it reads lives here.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from .. import formatting
+from ..consensus import consensus, kappa_matrix, majority_line
+from ..control import OPEN_LOOP_NOTE
+from ..lda.zbs import Zbs
+from ..output import json_default, table_records
+from .tables import markdown_table, text_table
+
+SCORE_FORMATS = ("json", "csv", "md", "table")
+
+
+def table_text(table: pd.DataFrame) -> str:
+    """A table as a JSON array of records, a record a line (as the CI report's tables; NaN is
+    null): what ``-o results.json`` writes and ``--baseline results.json`` reads."""
+    return records_text(table_records(table), "") + "\n"
+
+
+def records_text(rows: list, indent: str) -> str:
+    """Records as a JSON array, a record a line, each line after ``indent``."""
+    if not rows:
+        return "[]"
+    return "[\n" + ",\n".join(f"{indent} {json.dumps(row, default=json_default)}" for row in rows) + f"\n{indent}]"
+
+
+def score_text(scores: pd.DataFrame, form: str, decisions: pd.DataFrame, flows_read: int) -> str:
+    """``score``'s output in ``form`` (``SCORE_FORMATS``); the table for a terminal ends with how
+    far the LDAs agree where no truth is known, and says so when there was nothing to score."""
+    if form == "json":
+        return table_text(scores)
+    if form == "csv":
+        return scores.to_csv(index=False)
+    if form == "md":
+        return markdown_table(scores)
+    if scores.empty:
+        return f"nothing to score: no flow lost a packet ({flows_read} flow(s) read; `inspect` shows them)\n"
+    return text_table(scores) + agreement_text(decisions)
+
+
+def agreement_text(decisions: pd.DataFrame) -> str:
+    """Without any ground truth: how far the LDAs agree (Cohen's kappa, pooled) and the
+    majority call per loss, with its caveat."""
+    if decisions.empty or {str(c) for c in pd.unique(decisions["cause"])} != {"lost"}:
+        return ""
+    kappa = kappa_matrix(decisions)
+    if kappa.empty:
+        return ""
+    shown = kappa.map(lambda k: formatting.number(k, 2))
+    return (
+        "\nagreement between the LDAs (Cohen's kappa over the losses both called: 1 alike, 0 as by chance, "
+        "- undefined: both called every loss the same way):\n"
+        f"{shown.to_string()}\n\n{majority_line(consensus(decisions), len(kappa))}\n"
+    )
+
+
+def classify_text(path: str, timeline, ldas: list, decisions: pd.DataFrame) -> str:
+    """``classify`` without ``-o``: the decisions counted per LDA, and for ZBS the share of time
+    each base scheme was in force in the flows with losses."""
+    counts = decisions.groupby(["lda", "decision"], observed=False).size().unstack(fill_value=0)
+    out = [
+        f"{path}: {len(timeline.losses)} lost packets in {len(timeline.gaps)} gaps; "
+        "decisions per LDA (write them all with -o FILE):",
+        counts.to_string(),
+    ]
+    lossy = set(timeline.losses["flow"].astype(str))
+    for lda in ldas:
+        if isinstance(lda, Zbs):
+            usage = lda.usage(timeline).set_index("flow")
+            usage = usage[usage.index.astype(str).isin(lossy)]  # where it decided something
+            if len(usage):
+                out.append(
+                    f"\n{lda.spec}: share of time each base scheme was in force (%), in the {len(usage)} "
+                    "flow(s) with losses:"
+                )
+                out.append(formatting.shown(usage, percent={c: c for c in usage.columns}).to_string())
+    return "\n".join(out) + "\n"
+
+
+def replay_text(path: str, summary: pd.DataFrame) -> str:
+    """``replay``'s modeled throughput per flow, rates in kbit/s."""
+    summary = summary.copy()
+    for col in ("mean_rate_bps", "capacity_bps"):
+        summary[col] = summary[col] / 1e3
+    summary = summary.rename(columns={"mean_rate_bps": "mean_kbps", "capacity_bps": "capacity_kbps"})
+    table = formatting.text(
+        summary,
+        percent={"thput": "thput %"},
+        fixed={"mean_kbps": 1, "capacity_kbps": 1, "seconds": 1, "vs_omniscient": 2, "vs_unaware": 2},
+    )
+    return f"{path}: modeled throughput per flow ({OPEN_LOOP_NOTE})\n{table}\n"
+
+
+def compare_sent_text(table: pd.DataFrame, bin_s: float) -> str:
+    """``replay --compare-sent``: the allowed rate against the rate the trace's sender sent
+    (``control.sent_rate.compare_sent``), in kbit/s."""
+    table = table.copy()
+    table[["allowed_bps", "sent_bps"]] = table[["allowed_bps", "sent_bps"]] / 1e3
+    table = table.rename(columns={"allowed_bps": "allowed_kbps", "sent_bps": "sent_kbps"})
+    shown = formatting.text(
+        table, fixed={"allowed_kbps": 1, "sent_kbps": 1, "ratio": 3, "capped_ratio": 3, "correlation": 3}
+    )
+    return f"\nallowed rate against the rate the trace's sender sent, in {bin_s:g} s bins:\n{shown}\n"
+
+
+def crosscheck_text(trace: str, log_path: str, log: pd.DataFrame, summary: pd.DataFrame, differences) -> str:
+    """``crosscheck``: the receiver's logged decisions against the offline replay
+    (``closedloop.crosscheck``): per LDA, then the first 20 differences."""
+    out = [
+        f"{trace}: the receiver's decisions ({log_path}, {len(log)} lost packets, steered by "
+        f"{', '.join(sorted(set(log['driver'])))}) against the offline replay of this trace:",
+        formatting.text(summary, percent=("alike",), digits=2),
+    ]
+    if differences.empty:
+        out.append("every LDA decided every loss alike in both implementations")
+    else:
+        out += [f"\n{len(differences)} difference(s), the first 20:", differences.head(20).to_string(index=False)]
+    return "\n".join(out) + "\n"
+
+
+def evaluation_text(table: pd.DataFrame, verdicts: pd.DataFrame, importance: pd.DataFrame, which: str) -> str:
+    """``evaluate``: the grouped cross-validation per held-out group and LDA, the verdict per
+    group (the learned LDA against the best heuristic) and the features' importance."""
+    shown = table.drop(columns=["abstained", "M_c_lo", "M_c_hi", "M_w_lo", "M_w_hi"], errors="ignore")
+    percent = {
+        "M_c": "M_c %",
+        "M_w": "M_w %",
+        "accuracy": "accuracy %",
+        "accuracy_lo": "95% CI lo",
+        "accuracy_hi": "hi",
+    }
+    out = [
+        f"grouped cross-validation: {which} held out in turn, trained on the others",
+        formatting.text(shown, percent=percent),
+        "",
+    ]
+    for row in verdicts.itertuples():
+        out.append(
+            f"held out {row.held_out}: learned {formatting.percent(row.learned_accuracy)} against the best "
+            f"heuristic ({row.best_heuristic}) {formatting.percent(row.best_accuracy)}: {row.verdict}"
+        )
+    points = importance.pivot(index="feature", columns="held_out", values="importance") * 100
+    out += [
+        "\nfeature importance (mean drop of gap accuracy when shuffled, held-out gaps; percentage points):",
+        points.map(lambda v: formatting.number(v, 2)).to_string(),
+    ]
+    return "\n".join(out) + "\n"
