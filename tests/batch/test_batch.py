@@ -30,6 +30,7 @@ from ldanalyze.errors import UsageError
 from ldanalyze.gates import Threshold, check_thresholds, compare_baseline, retuned_ldas
 from ldanalyze.report import ci
 from ldanalyze.report.ci import JSON_SCHEMA
+from ldanalyze.report.text import table_text
 
 from ..conftest import TRACES
 from ..support.tunnels import tunnel_capture
@@ -788,7 +789,7 @@ def test_json_tables_keep_every_float_exactly_and_write_missing_as_null(values):
             "s": pd.Categorical([f"v{i % 3}" for i in range(len(values))]),
         }
     )
-    read = json.loads(ci.table_text(table))
+    read = json.loads(table_text(table))
     assert [r["x"] for r in read] == [v if np.isfinite(v) else None for v in values]
     assert [r["n"] for r in read] == list(range(len(values))) and read[0]["s"] == "v0"
 
