@@ -161,7 +161,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     for row in checks.itertuples():
         print(f"  [{row.holds:>10}] {row.traffic}: {row.claim}: {row.evidence}")
     if done["closed"]:
-        equal, total = done["closed"]["agreement"]
+        equal, total = done["closed"]["crosscheck"]
         print(f"closed loop: the receivers' decisions and the offline replay agree on {equal:,} of {total:,}")
         print("closed loop (open -> closed), written to closed_loop.csv, checks_closed.csv, model_vs_truth.csv:")
         for row in done["closed"]["checks"].itertuples():

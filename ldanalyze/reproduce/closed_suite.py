@@ -109,7 +109,7 @@ def closed_loop(suite: Suite, out: pathlib.Path, folder: pathlib.Path, workers: 
         "written": written,
         "runs": len(runs),
         "simulated": sum(fresh for _, fresh in made),
-        "agreement": agreed,
+        "crosscheck": agreed,
     }
 
 

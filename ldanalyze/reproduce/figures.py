@@ -20,8 +20,8 @@ def save(fig, path: pathlib.Path) -> None:
 
 def sweep_figure(sweeps: dict, topology: str):
     """The §III sweeps in one topology, a panel per LDA: M_c against M_w, the frontier, the default."""
-    from ..report.plots.style import pyplot
     from ..report.plots import sweep as draw
+    from ..report.plots.style import pyplot
 
     plt = pyplot()
     ldas = [lda for lda in SWEEPS if (lda, topology) in sweeps]
@@ -85,8 +85,8 @@ def metrics_figure(results: pd.DataFrame, topology: str, traffic: str = "tfrc", 
 
 def usage_figure(usage: pd.DataFrame, traffic: str = "tfrc"):
     """Fig. 13: the share of time each base scheme was in force in ZBS, a panel per topology."""
-    from ..report.plots.style import pyplot
     from ..report.plots import zbs_usage as draw
+    from ..report.plots.style import pyplot
 
     plt = pyplot()
     topologies = [t for t in ("wlh", "wb") if t in set(usage["topology"])]
