@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..formatting import percent
 from .suite import BASE, LDAS, SWEEPS, mean_over_seeds
 
 
@@ -39,7 +40,7 @@ def paper_checks(results: pd.DataFrame, usage: pd.DataFrame | None = None) -> pd
         "WLH, one flow: every base scheme keeps M_c near 0 (below 5 %)",
         "Table II",
         all(v < 0.05 for v in one.values()),
-        ", ".join(f"{k} {v:.1%}" for k, v in one.items()),
+        ", ".join(f"{k} {percent(v)}" for k, v in one.items()),
         one.values(),
     )
     mw = {lda: value(wlh, 1, lda, "M_w") for lda in BASE}
@@ -48,7 +49,7 @@ def paper_checks(results: pd.DataFrame, usage: pd.DataFrame | None = None) -> pd
         "WLH, one flow: Biaz and mBiaz have the lowest M_w of the base schemes",
         "Table II",
         set(lowest) == {"biaz", "mbiaz"},
-        ", ".join(f"{k} {v:.1%}" for k, v in mw.items()),
+        ", ".join(f"{k} {percent(v)}" for k, v in mw.items()),
         mw.values(),
     )
     flows = sorted(wlh.index.get_level_values("flows").unique())
@@ -60,7 +61,7 @@ def paper_checks(results: pd.DataFrame, usage: pd.DataFrame | None = None) -> pd
         len(known) > 1
         and known[-1][1] > known[0][1]
         and pd.Series([v for _, v in known]).corr(pd.Series([n for n, _ in known]), method="spearman") > 0,
-        ", ".join(f"N={n}: {v:.1%}" for n, v in zip(flows, biaz_mc)),
+        ", ".join(f"N={n}: {percent(v)}" for n, v in zip(flows, biaz_mc)),
         [len(known) - 1.0 if len(known) > 1 else np.nan],
     )
     wb_flows = [n for n in sorted(wb.index.get_level_values("flows").unique()) if n >= 2]
@@ -69,7 +70,7 @@ def paper_checks(results: pd.DataFrame, usage: pd.DataFrame | None = None) -> pd
         "WB, two flows or more: Biaz's M_w is near 100 % (above 90 %)",
         "§VI-C, Fig. 9",
         bool(wb_flows) and min(biaz_mw) > 0.9,
-        ", ".join(f"N={n}: {v:.1%}" for n, v in zip(wb_flows, biaz_mw)),
+        ", ".join(f"N={n}: {percent(v)}" for n, v in zip(wb_flows, biaz_mw)),
         biaz_mw or [np.nan],
     )
     for topology, stats in (("WLH", wlh), ("WB", wb)):
@@ -79,7 +80,7 @@ def paper_checks(results: pd.DataFrame, usage: pd.DataFrame | None = None) -> pd
             f"{topology}: ZBS stays close to the best base scheme (accuracy within 10 points, mean over N)",
             "§VI-D, Figs. 11-12",
             accuracy["zbs"] >= accuracy[best] - 0.10,
-            f"zbs {accuracy['zbs']:.1%}, best base {best} {accuracy[best]:.1%}",
+            f"zbs {percent(accuracy['zbs'])}, best base {best} {percent(accuracy[best])}",
             [accuracy["zbs"], accuracy[best]],
         )
     if usage is not None:
@@ -89,7 +90,7 @@ def paper_checks(results: pd.DataFrame, usage: pd.DataFrame | None = None) -> pd
             "One flow, both topologies: ZBS uses mBiaz more than 98 % of the time",
             "§VI-D, Fig. 13",
             all(v > 0.98 for v in shares.values()),
-            ", ".join(f"{t.upper()} {v:.1%}" for t, v in shares.items()),
+            ", ".join(f"{t.upper()} {percent(v)}" for t, v in shares.items()),
             shares.values(),
         )
     return pd.DataFrame(rows)
@@ -108,7 +109,7 @@ def scale_checks(scaled: pd.DataFrame, tfrc: pd.DataFrame, flows: int) -> pd.Dat
             "claim": f"WLH, {flows} flows: Spike's M_c is lower than with {most} flows",
             "paper": "§IX-B, Table VI",
             "holds": _verdict(spike[0] < spike[1], spike),
-            "evidence": f"{flows} flows {spike[0]:.1%}, {most} flows {spike[1]:.1%}",
+            "evidence": f"{flows} flows {percent(spike[0])}, {most} flows {percent(spike[1])}",
         }
     )
     moved = {
@@ -140,13 +141,15 @@ def sweep_checks(sweeps: dict) -> pd.DataFrame:
         names = table.attrs.get("params", [])
         params = ", ".join(f"{p}={default[p]:.3g}" for p in names)
         evidence = (
-            f"default M_c {default['M_c']:.1%}, M_w {default['M_w']:.1%}; "
+            f"default M_c {percent(default['M_c'])}, M_w {percent(default['M_w'])}; "
             f"{int(table['pareto'].sum())} of {len(table)} points on the frontier"
         )
         better = table[table["pareto"] & (table["M_c"] <= default["M_c"])].sort_values("M_w")
         if not default["pareto"] and len(better):  # the frontier point that beats it with no more M_c
             b = better.iloc[0]
-            evidence += f"; {', '.join(f'{p}={b[p]:.3g}' for p in names)} has M_c {b['M_c']:.1%}, M_w {b['M_w']:.1%}"
+            evidence += (
+                f"; {', '.join(f'{p}={b[p]:.3g}' for p in names)} has M_c {percent(b['M_c'])}, M_w {percent(b['M_w'])}"
+            )
         rows.append(
             {
                 "claim": f"WLH: {lda}'s default ({params}) is on the M_c-M_w frontier of its sweep",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..formatting import number
 from .closed_suite import MODEL_NAMES, SPREAD, model_errors
 from .suite import LDAS, TRAFFIC_NAMES, mean_over_seeds
 
@@ -50,7 +51,7 @@ def one_flow_table(results: pd.DataFrame, topology: str, traffic: str = "tfrc") 
     ]
     for metric, label in (("thput", "thput"), ("M_c", "M_c"), ("M_w", "M_w")):
         cells = [stats.loc[lda, (metric, "mean")] * 100 if lda in stats.index else np.nan for lda in LDAS]
-        lines.append(f"| {label} | " + " | ".join("-" if not np.isfinite(c) else f"{c:.1f}" for c in cells) + " |")
+        lines.append(f"| {label} | " + " | ".join(number(c, 1) for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -71,7 +72,7 @@ def table_vi(scaled: pd.DataFrame, flows: int) -> str:
     for metric in ("thput", "cong.", "M_c", "M_w"):
         column = "congestion_rate" if metric == "cong." else metric
         cells = [stats.loc[lda, column] * 100 if lda in stats.index else np.nan for lda in TABLE_VI_LDAS]
-        lines.append(f"| {metric} | " + " | ".join("-" if not np.isfinite(c) else f"{c:.1f}" for c in cells) + " |")
+        lines.append(f"| {metric} | " + " | ".join(number(c, 1) for c in cells) + " |")
         lines.append(f"| {metric} (paper) | " + " | ".join(f"{v:g}" for v in PAPER_TABLE_VI[metric]) + " |")
     return "\n".join(lines) + "\n"
 
@@ -98,9 +99,7 @@ def closed_table(opened: pd.DataFrame, closed: pd.DataFrame, topology: str) -> s
     for metric, label in (("thput", "thput"), ("congestion_rate", "cong."), ("M_c", "M_c"), ("M_w", "M_w")):
         for loop, stats in loops.items():
             cells = [stats.loc[lda, (metric, "mean")] * 100 if lda in stats.index else np.nan for lda in LDAS]
-            lines.append(
-                f"| {label} ({loop}) | " + " | ".join("-" if not np.isfinite(c) else f"{c:.1f}" for c in cells) + " |"
-            )
+            lines.append(f"| {label} ({loop}) | " + " | ".join(number(c, 1) for c in cells) + " |")
         lines.append(
             f"| {label} (paper) | "
             + " | ".join(f"{paper[label][lda]:g}" if lda in paper[label] else "-" for lda in LDAS)

@@ -48,7 +48,6 @@ from .record import (
 # -- tunnels (kinds of the tunnel table's rows) ------------------------------------------------
 T_GTPU, T_VXLAN, T_GRE, T_4IN4, T_6IN4, T_4IN6, T_6IN6, T_ERSPAN = 1, 2, 3, 4, 5, 6, 7, 8
 TUNNEL_NAMES = ("", "gtpu", "vxlan", "gre", "4in4", "6in4", "4in6", "6in6", "erspan")
-TUNNEL_ID_NAMES = ("", "teid", "vni", "key", "", "", "", "", "session")
 MAX_TUNNEL_DEPTH = 4
 GTPU_PORT = 2152
 VXLAN_PORT = 4789

@@ -19,6 +19,7 @@ import numpy as np
 
 from ...errors import UsageError
 from ...kernel_cache import user_cache
+from ...output import atomic_write
 from .features import FEATURES
 from .trees import FlatTrees, flat_trees
 
@@ -147,12 +148,10 @@ def _cached_trees(path: pathlib.Path) -> FlatTrees | None:
 def _cache_trees(path: pathlib.Path, trees: FlatTrees) -> None:
     """Keep ``trees`` in the user's cache, whole or not at all (best effort: a read-only home
     only costs the next run the model file's load)."""
+    arrays = {f.name: getattr(trees, f.name) for f in dataclasses.fields(trees)}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
-        arrays = {f.name: getattr(trees, f.name) for f in dataclasses.fields(trees)}
-        np.savez(partial, version=MODEL_VERSION, features=np.array(FEATURES), **arrays)
-        os.replace(partial, path)
+        atomic_write(path, lambda tmp: np.savez(tmp, version=MODEL_VERSION, features=np.array(FEATURES), **arrays))
     except OSError:
         return
 

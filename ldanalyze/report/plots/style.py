@@ -46,9 +46,11 @@ def style_axes(ax, xlabel: str | None, ylabel: str | None) -> None:
         ax.spines[side].set_visible(False)
 
 
-def decimate(t: np.ndarray, y: np.ndarray, points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
-    """At most ``points`` vertices that keep each bin's first, lowest, highest and last value,
-    in time order: the line looks the same at any pixel width up to points/4 bins."""
+def decimate(t: np.ndarray, y: np.ndarray, points: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``points`` vertices (default :data:`MAX_POINTS`, read at the call, so a benchmark
+    can draw undecimated) that keep each bin's first, lowest, highest and last value, in time
+    order: the line looks the same at any pixel width up to points/4 bins."""
+    points = MAX_POINTS if points is None else points
     n = t.size
     if n <= points:
         return t, y
