@@ -126,9 +126,9 @@ def _ip_header(b, p, q, end, wirelen, version):
                     flags |= F_FIRST_FRAGMENT
                 hlen = 8
             elif proto == 51:
-                hlen = (int(b[l4 + 1]) + 2) * 4
+                hlen = (np.int64(b[l4 + 1]) + 2) * 4  # type: ignore[assignment]  # numba's int64, an int to mypy
             else:
-                hlen = (int(b[l4 + 1]) + 1) * 8
+                hlen = (np.int64(b[l4 + 1]) + 1) * 8  # type: ignore[assignment]  # numba's int64, an int to mypy
             proto = nxt
             l4 += hlen
             if fragment_rest:

@@ -185,7 +185,7 @@ def wifi_sequence(b, p, end, linktype):
             at = p + (30 if fc1 & 3 == 3 else 24)
             if end - at < 1:
                 return none
-            tid = int(b[at]) & 0x0F
+            tid = np.int64(b[at]) & 0x0F  # type: ignore[assignment]  # numba's int64, an int to mypy
             flags |= M_QOS
     space = mac_sequence_space(u48le(b, p + 10), u48le(b, p + 4), tid)
     return u16le(b, p + 22) >> 4, flags, space

@@ -94,7 +94,7 @@ def header_fields(head, head_len, payload_len):
             if at + 2 <= kept and at + 2 <= width:
                 length += 4 + 4 * ((np.int64(head[i, at]) << 8) | head[i, at + 1])
             else:
-                length = np.int64(-1)
+                length = -1  # type: ignore[assignment]  # numba's int64, an int to mypy
         hlen[i] = length
         if length < 12:
             continue

@@ -168,7 +168,7 @@ def tunnel_inner(b, l4, end, proto, version):
             q += size
     if end - q < 1:
         return -1, S_TOO_SHORT, 0, 0, 0
-    inner = int(b[q]) >> 4
+    inner = np.int64(b[q]) >> 4  # type: ignore[assignment]  # numba's int64, an int to mypy
     if inner != 4 and inner != 6:
         return -1, S_NOT_IP, 0, 0, 0
     return q, inner, T_GTPU, teid, 1

@@ -181,7 +181,7 @@ def _pack(b, s, e):
     v = 0
     n = min(e - s, 7)
     for k in range(n):
-        v |= int(b[s + k]) << (8 * k)
+        v |= np.int64(b[s + k]) << (8 * k)  # type: ignore[assignment]  # numba's int64, an int to mypy
     return v
 
 
