@@ -4,10 +4,13 @@ The API: ``features`` (what the model sees of each gap), ``analyse`` (a labelled
 once), ``fit``, ``evaluate`` and ``verdicts``. ``train`` fits a classifier on the gaps of labelled traces (ns-2 traces, vantage chains,
 traces with a labels file). ``evaluate`` runs grouped cross-validation: the traces are split by
 scenario (``groups``, e.g. topology), each group in turn is held out, the model is trained on
-the others and scored on the held-out traces' losses next to every heuristic on the very same
-losses, so that no trace ever has packets on both sides. The verdict per group is "beats"
-only when the learned LDA's 95 % Wilson interval on accuracy lies wholly above the best
-heuristic's. A policer's drops are scored as congestion there, as the labels train them.
+the others and scored on the held-out traces' losses next to the LDAs it is compared with on
+the very same losses, so that no trace ever has packets on both sides: every heuristic of the
+registry that can run on the traces (``compared``), and the two trivial baselines, every loss
+congestion (``unaware``) and every loss wireless (``all wireless``). The verdict per group is
+"beats" only when the learned LDA's 95 % Wilson interval on accuracy lies wholly above the
+best of them all's, and it says so where the learned LDA does no better than the better
+trivial baseline. A policer's drops are scored as congestion there, as the labels train them.
 """
 
 from __future__ import annotations
@@ -21,27 +24,56 @@ import pandas as pd
 
 from .errors import UsageError, renamed_keyword
 from .io import read_trace
-from .lda import DECISION_DTYPE, Replay, classify
-from .lda.base import Features
+from .lda import DECISION_DTYPE, LDA, REGISTRY, Replay, classify, parse_ldas, runnable_ldas
+from .lda.base import Features, take
 from .lda.learned import calls
 from .lda.learned.features import FEATURES, gap_features, gap_labels
 from .lda.learned.models import make_model
 from .packets import CONGESTION
 from .scoring import score
+from .specs import asks_for_all
 from .timeline import build_timeline
 
-HEURISTICS = ("biaz", "mbiaz", "spike", "zigzag", "zbs")
+ALL_WIRELESS = "all wireless"  # the trivial baseline no LDA of the registry is: every loss called wireless
+BASELINES = {"unaware": "calling every loss congestion", ALL_WIRELESS: "calling every loss wireless"}
+NOT_COMPARED = ("omniscient", "learned")  # the truth itself; the LDA under evaluation
+
+
+def compared(ldas=None) -> tuple[list[LDA], set[str]]:
+    """The LDAs the learned one is compared with (``unaware`` always among them, for the
+    trivial baselines), and the specs among them that may be left out of a trace they cannot
+    run on. ``ldas``: ``"all"`` or None, alone or beside other specs (``all,biaz:upper=1.4``),
+    brings in every LDA of the registry but ``NOT_COMPARED``, those the other commands' ``all``
+    leaves out (``policer``, ``macseq``) too, each left out where it cannot run; named, an LDA
+    must run, and ``omniscient`` or ``learned`` is refused."""
+    chosen = parse_ldas(ldas)
+    optional: set[str] = set()
+    if asks_for_all(ldas):
+        every = [cls() for name, cls in REGISTRY.items() if name not in NOT_COMPARED]
+        optional = {lda.spec for lda in every}
+        chosen = [lda for lda in chosen if lda.name not in NOT_COMPARED]
+        chosen += [lda for lda in every if lda.spec not in {c.spec for c in chosen}]
+    refused = [lda.spec for lda in chosen if lda.name in NOT_COMPARED]
+    if refused:
+        raise UsageError(
+            f"evaluate compares the learned LDA it trains with other LDAs; {', '.join(refused)} cannot be "
+            "one of them (omniscient is the truth; score another model file with score --lda learned:model=...)"
+        )
+    unaware = [lda for lda in chosen if lda.spec == "unaware"] or parse_ldas("unaware")
+    return unaware + [lda for lda in chosen if lda.spec != "unaware"], optional
 
 
 @dataclasses.dataclass
 class Labelled:
-    """One labelled trace, analysed once: its gap features and labels, and the heuristics'
-    decisions on its losses (``classify`` rows)."""
+    """One labelled trace, analysed once: its gap features and labels, and the decisions of the
+    LDAs compared on its losses (``classify`` rows); ``left_out``: those that cannot run on it
+    (spec: why)."""
 
     name: str
     features: pd.DataFrame
     labels: np.ndarray
     decisions: pd.DataFrame
+    left_out: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @renamed_keyword("replay", "semantics", since="0.5.0")
@@ -52,12 +84,30 @@ def features(timeline, semantics: Replay | None = None) -> pd.DataFrame:
 
 
 @renamed_keyword("replay", "semantics", since="0.5.0")
-def analyse(source, *, semantics: Replay | None = None, **read_options) -> Labelled:
-    """Features, labels and heuristic decisions of one trace (a path or a Trace)."""
+def analyse(source, *, semantics: Replay | None = None, ldas=None, **read_options) -> Labelled:
+    """Features, labels and the decisions of the LDAs compared (``compared(ldas)``) of one
+    trace (a path or a Trace)."""
     trace = read_trace(source, **read_options) if not hasattr(source, "packets") else source
     timeline = build_timeline(trace)
-    decisions = classify(timeline, list(HEURISTICS), semantics=semantics).assign(trace=str(trace.path))
-    return Labelled(str(trace.path), features(timeline, semantics), gap_labels(timeline), decisions)
+    chosen, optional = compared(ldas)
+    left_out: dict[str, str] = {}
+    try:
+        runnable = runnable_ldas(timeline, chosen, optional=optional, left_out=left_out)
+    except UsageError as exc:  # an LDA named that cannot run on this trace
+        raise UsageError(f"{trace.path}: {exc}") from None
+    decisions = classify(timeline, runnable, semantics=semantics).assign(trace=str(trace.path))
+    return Labelled(str(trace.path), features(timeline, semantics), gap_labels(timeline), decisions, left_out)
+
+
+def left_out(labelled: Iterable[Labelled]) -> dict[str, tuple[int, str]]:
+    """The LDAs left out of some traces (spec: how many traces, why on the first), so not
+    compared on a held-out group that holds one of those."""
+    out: dict[str, tuple[int, str]] = {}
+    for item in labelled:
+        for spec, why in item.left_out.items():
+            count, first = out.get(spec, (0, why))
+            out[spec] = (count + 1, first)
+    return out
 
 
 def decided(features: pd.DataFrame) -> np.ndarray:
@@ -117,11 +167,28 @@ def fit(labelled: Sequence[Labelled], kind: str = "gbt", seed: int = 0, balance:
     return model, count
 
 
+def _calls_per_gap(item: Labelled, name: str, said: np.ndarray) -> pd.DataFrame:
+    """``classify`` rows named ``name`` on ``item``'s losses: each detected loss called as
+    ``said`` (one decision per gap) says; laid on ``unaware``'s rows, which every trace has."""
+    base = item.decisions[item.decisions["lda"] == "unaware"].copy()
+    gap = base["gap"].to_numpy(np.int64)
+    detected = base["decision"].astype(str).to_numpy() != "undetected"
+    base["decision"] = pd.Categorical(
+        np.where(detected, take(said, gap, "undetected"), "undetected"), dtype=DECISION_DTYPE
+    )
+    base["lda"] = name
+    return base
+
+
+def all_wireless(item: Labelled) -> pd.DataFrame:
+    """``classify`` rows of the trivial baseline that calls every loss wireless (``ALL_WIRELESS``)."""
+    return _calls_per_gap(item, ALL_WIRELESS, np.full(len(item.features), "wireless"))
+
+
 def learned_decisions(item: Labelled, model, abstain_below: float = 0.5) -> pd.DataFrame:
     """``classify`` rows of the learned LDA on ``item``'s losses, from ``model``'s predictions;
     below ``abstain_below`` (the probability of its call) it abstains, as ``Learned`` does, and
     the rows are then named ``learned:abstain_below=...``."""
-    base = item.decisions[item.decisions["lda"] == HEURISTICS[0]].copy()
     features = item.features
     called = decided(features)
     probability = np.full(len(features), np.nan)
@@ -130,11 +197,7 @@ def learned_decisions(item: Labelled, model, abstain_below: float = 0.5) -> pd.D
         probability[called] = found[:, list(model.classes_).index(1)]
     wireless, _, abstained = calls(probability, abstain_below)
     said = np.where(abstained, "abstained", np.where(wireless, "wireless", "congestion"))
-    gap = base["gap"].to_numpy(np.int64)
-    detected = base["decision"].astype(str).to_numpy() != "undetected"
-    base["decision"] = pd.Categorical(np.where(detected, said[np.maximum(gap, 0)], "undetected"), dtype=DECISION_DTYPE)
-    base["lda"] = "learned" if abstain_below <= 0.5 else f"learned:abstain_below={abstain_below:g}"
-    return base
+    return _calls_per_gap(item, "learned" if abstain_below <= 0.5 else f"learned:abstain_below={abstain_below:g}", said)
 
 
 def group_of(name: str, pattern: str, option: str = "--group-by") -> str:
@@ -186,9 +249,18 @@ def evaluate(
         model, count = fit(train, kind, seed, weighed)
         thresholds = [0.5] + ([abstain_below] if abstain_below is not None and abstain_below > 0.5 else [])
         learned = [learned_decisions(item, model, below) for below in thresholds for item in test]
-        decisions = pd.concat([item.decisions for item in test] + learned, ignore_index=True)
         names = list(dict.fromkeys(frame["lda"].iat[0] for frame in learned if len(frame)))
-        decisions["lda"] = pd.Categorical(decisions["lda"].astype(str), categories=[*HEURISTICS, *names])
+        # an LDA left out of one held-out trace is not compared on the group: its losses would differ
+        ran = [list(item.decisions["lda"].cat.categories) for item in test]
+        others = ["unaware", ALL_WIRELESS] + [
+            spec for spec in ran[0] if spec != "unaware" and all(spec in r for r in ran)
+        ]
+        decisions = pd.concat(
+            [item.decisions for item in test] + [all_wireless(item) for item in test] + learned, ignore_index=True
+        )
+        named = decisions["lda"].astype(str)
+        keep = named.isin(others + names).to_numpy()
+        decisions = decisions[keep].assign(lda=pd.Categorical(named[keep], categories=[*others, *names]))
         table = score(decisions, by="pooled", bootstrap=0, policing_as=CONGESTION)  # as the labels have it
         scores.append(table.assign(held_out=held, train_gaps=count, test_traces=len(test)))
         x, y, test_count = rows(test)
@@ -224,25 +296,65 @@ def evaluate(
     )
 
 
+def _standing(learned: pd.Series, other: pd.Series) -> str:
+    """Where the learned LDA's accuracy stands against another's: beyond both Wilson intervals,
+    ahead within them, or not ahead."""
+    if learned["accuracy_lo"] > other["accuracy_hi"]:
+        return "beats"
+    return "ahead within the intervals" if learned["accuracy"] > other["accuracy"] else "does not beat"
+
+
 def verdicts(table: pd.DataFrame) -> pd.DataFrame:
-    """Per held-out group: the best heuristic by accuracy, and whether the learned LDA beats
-    it beyond the intervals (its lower bound above the heuristic's upper bound)."""
+    """Per held-out group: the best of the LDAs compared by accuracy (a trivial baseline on a
+    tie), the better of the two trivial baselines (``BASELINES``), the learned LDA's standing
+    against the best (``standing``: "beats" beyond the intervals, its lower bound above the
+    other's upper bound; "ahead within the intervals"; "does not beat"), and the ``verdict``
+    ("does not beat xrtp"), which adds that it does no better than the better trivial baseline
+    (or is ahead of it only within the intervals) where it does not beat that; with each one's
+    M_c and M_w, so that an accuracy won by calling every loss one way shows it."""
     out = []
     for held, mine in table.groupby("held_out", sort=True):
         mine = mine.set_index(mine["lda"].astype(str))
-        heuristics = mine[~mine.index.str.startswith("learned")]
-        best = heuristics["accuracy"].idxmax()
+        others = mine[~mine.index.str.startswith("learned") & mine["accuracy"].notna()]
         learned = mine.loc["learned"]
-        margin = learned["accuracy"] - heuristics.loc[best, "accuracy"]
-        beyond = learned["accuracy_lo"] > heuristics.loc[best, "accuracy_hi"]
-        verdict = "beats" if beyond else ("ahead within the intervals" if margin > 0 else "does not beat")
+        if others.empty or pd.isna(learned["accuracy"]):
+            out.append({"held_out": held, "verdict": "no loss scored"})
+            continue
+        trivial_rows = others.index.isin(list(BASELINES))
+        if not trivial_rows.any():
+            raise UsageError(
+                f"held out {held}: the scores have no trivial baseline ({', '.join(BASELINES)}) to judge by"
+            )
+        best = others["accuracy"].idxmax()  # the baselines come first: a tie goes to them
+        baseline = others.loc[trivial_rows, "accuracy"].idxmax()
+        standing = _standing(learned, others.loc[best])
+        verdict = {"beats": f"beats {best}", "does not beat": f"does not beat {best}"}.get(
+            standing, f"ahead of {best} within the intervals"
+        )
+        trivial = _standing(learned, others.loc[baseline])
+        if trivial != "beats":
+            words = BASELINES[baseline]
+            said = (
+                f"no better than {words}"
+                if trivial == "does not beat"
+                else f"ahead of {words} only within the intervals"
+            )
+            verdict = said if best == baseline else f"{verdict}; {said}"
         out.append(
             {
                 "held_out": held,
-                "best_heuristic": best,
-                "best_accuracy": heuristics.loc[best, "accuracy"],
+                "best": best,
+                "best_accuracy": others.loc[best, "accuracy"],
+                "best_M_c": others.loc[best, "M_c"],
+                "best_M_w": others.loc[best, "M_w"],
                 "learned_accuracy": learned["accuracy"],
-                "margin": margin,
+                "learned_M_c": learned["M_c"],
+                "learned_M_w": learned["M_w"],
+                "margin": learned["accuracy"] - others.loc[best, "accuracy"],
+                "baseline": baseline,
+                "baseline_accuracy": others.loc[baseline, "accuracy"],
+                "compared": len(others),
+                "standing": standing,
                 "verdict": verdict,
             }
         )

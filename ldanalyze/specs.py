@@ -8,6 +8,7 @@ prints an object back as its spec, so that the two families behave the same way.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 from collections.abc import Iterable
 from typing import Any, ClassVar
@@ -48,7 +49,9 @@ def build(registry: dict[str, type], kind: str, name: str, **params) -> Any:
             f"(e.g. spike:alpha=0.6:beta=0.4), and ',' separates {kind}s"
         )
     if cls is None:
-        raise UsageError(f"unknown {kind} {name!r}; known: {', '.join(registry)}")
+        close = difflib.get_close_matches(name, list(registry), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise UsageError(f"unknown {kind} {name!r}{hint}; known: {', '.join(registry)}")
     fields = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(params) - fields)
     if unknown:

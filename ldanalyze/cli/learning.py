@@ -13,14 +13,14 @@ from .options import input_paths, read_source, replay_semantics, source_paths
 from .writing import write_output, write_table
 
 
-def _labelled(args: argparse.Namespace) -> list:
+def _labelled(args: argparse.Namespace, ldas: str) -> list:
     """Every trace named (or the --vantage chain, or one trace with --labels), analysed once
-    for the learned LDA: features, labels, the heuristics' decisions."""
+    for the learned LDA: features, labels, the decisions of the LDAs compared (``ldas``)."""
     from .. import learn
 
     items = []
     for path in source_paths(args):
-        items.append(learn.analyse(read_source(args, path), semantics=replay_semantics(args)))
+        items.append(learn.analyse(read_source(args, path), semantics=replay_semantics(args), ldas=ldas))
         print(
             f"  {items[-1].name}: {len(items[-1].features)} gaps, {int(np.isfinite(items[-1].labels).sum())} with "
             "a known cause",
@@ -52,7 +52,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ..lda.learned.models import save_model
 
     _check_patterns(args)
-    items = _labelled(args)
+    items = _labelled(args, "unaware")  # the features and labels are what training reads
     model, gaps = learn.fit(items, args.model, args.seed, _balance(args, items))
     names = ["+".join(os.path.basename(part) for part in item.name.split("+")) for item in items]  # chains: a+b+c
     write_output(
@@ -68,14 +68,17 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .. import learn
 
+    learn.compared(args.lda)  # an LDA unknown or refused is said before any trace is read
     _check_patterns(args)
-    items = _labelled(args)
+    items = _labelled(args, args.lda)
     groups = [learn.group_of(item.name, args.group_by) for item in items]
     table, importance = learn.evaluate(
         items, groups, args.model, args.seed, held_out=args.hold_out, balance=_balance(args, items)
     )
     which = "each of " + ", ".join(sorted(args.hold_out)) if args.hold_out else "each group"
-    sys.stdout.write(evaluation_text(table, learn.verdicts(table), importance, which))
+    sys.stdout.write(
+        evaluation_text(table, learn.verdicts(table), importance, which, learn.left_out(items), len(items))
+    )
     if args.output:
         write_table(table, args.output, input_paths(args), None)
         print(f"wrote {args.output}")

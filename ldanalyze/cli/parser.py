@@ -32,23 +32,25 @@ from .options import REPLAY_DEFAULTS, bits_per_second, clock_rates_arg, csv_list
 from .suites import cmd_batch, cmd_reproduce
 from .writing import TABLE_KINDS
 
+LDA_HELP = (
+    "LDAs to replay: 'all' (default) or a comma-separated list of NAME or NAME:key=value:... (e.g. mbiaz:upper=1.3)"
+)
 
-def _replay_options(*, defaults: bool) -> argparse.ArgumentParser:
+
+def _replay_options(*, defaults: bool, lda_help: str | None = LDA_HELP) -> argparse.ArgumentParser:
     """A parent parser of the LDA and replay options. Without ``defaults`` (``batch``), an
     option not given is None, so that the settings file's value stands (``BATCH_DEFAULTS``
-    has the same defaults); parents' actions are shared, so each use makes its own."""
+    has the same defaults); parents' actions are shared, so each use makes its own.
+    ``lda_help``: what ``--lda`` does for the command (None: the command takes no ``--lda``)."""
 
     def default(value):
         return value if defaults else None
 
     replaying = argparse.ArgumentParser(add_help=False)
-    replaying.add_argument(
-        "--lda",
-        default=default("all"),
-        metavar="SPEC,SPEC",
-        help="LDAs to replay: 'all' (default) or a comma-separated list of NAME or "
-        "NAME:key=value:... (e.g. mbiaz:upper=1.3); names: " + ", ".join(REGISTRY),
-    )
+    if lda_help is not None:
+        replaying.add_argument(
+            "--lda", default=default("all"), metavar="SPEC,SPEC", help=f"{lda_help}; names: " + ", ".join(REGISTRY)
+        )
     replaying.add_argument(
         "--classify-first",
         action="store_true",
@@ -399,15 +401,22 @@ def build_parser() -> CommandParser:
     )
     p = sub.add_parser(
         "train",
-        parents=[reading, replaying, learning],
+        parents=[reading, _replay_options(defaults=True, lda_help=None), learning],
         help="fit the learned LDA on the losses of labelled traces (a skops model file)",
     )
     p.add_argument("-o", "--output", required=True, help="the model file to write (e.g. model.skops)")
     p.set_defaults(func=cmd_train)
+    comparing = _replay_options(
+        defaults=True,
+        lda_help="the LDAs to compare the learned one with, beside the trivial baselines unaware (every loss "
+        "congestion) and all wireless (every loss wireless), which are always there: 'all' (default: every LDA "
+        "of the registry but omniscient and learned, policer and macseq too, each left out of the traces it "
+        "cannot run on) or a comma-separated list of NAME or NAME:key=value:... (each must run on every trace)",
+    )
     p = sub.add_parser(
         "evaluate",
-        parents=[reading, replaying, learning],
-        help="grouped cross-validation of the learned LDA against every heuristic",
+        parents=[reading, comparing, learning],
+        help="grouped cross-validation of the learned LDA against every heuristic and the trivial baselines",
     )
     p.add_argument(
         "--group-by",

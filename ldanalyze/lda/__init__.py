@@ -86,12 +86,15 @@ def parse_ldas(text: str | Iterable[str | LDA] | None) -> list[LDA]:
     return parse_specs(text, REGISTRY, "LDA", LDA)
 
 
-def runnable_ldas(timeline: Timeline, ldas, *, optional: set[str] | None = None) -> list[LDA]:
+def runnable_ldas(
+    timeline: Timeline, ldas, *, optional: set[str] | None = None, left_out: dict[str, str] | None = None
+) -> list[LDA]:
     """The LDAs asked for, each checked against the timeline. Asked for by name, one that cannot
     run here is an error; brought in by ``"all"`` (alone or in a list: ``all,biaz:upper=1.4``)
     it is left out with a warning (``adaptive_rtt`` needs absolute delays, which a capture on
     two clocks without feedback does not give). ``optional``: the specs that may be left out,
-    when ``ldas`` is a part of what was asked for (default: ``optional_specs(ldas)``)."""
+    when ``ldas`` is a part of what was asked for (default: ``optional_specs(ldas)``);
+    ``left_out``: where given, each one left out is recorded there (spec: why), not warned of."""
     chosen = parse_ldas(ldas)
     optional = optional_specs(ldas) if optional is None else optional
     runnable = []
@@ -101,7 +104,10 @@ def runnable_ldas(timeline: Timeline, ldas, *, optional: set[str] | None = None)
         except UsageError as exc:
             if lda.spec not in optional:
                 raise
-            warnings.warn(f"{lda.spec} left out: {exc}", stacklevel=3)
+            if left_out is None:
+                warnings.warn(f"{lda.spec} left out: {exc}", stacklevel=3)
+            else:
+                left_out[lda.spec] = str(exc)
             continue
         runnable.append(lda)
     return runnable

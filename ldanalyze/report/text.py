@@ -127,10 +127,20 @@ def crosscheck_text(trace: str, log_path: str, log: pd.DataFrame, summary: pd.Da
     return "\n".join(out) + "\n"
 
 
-def evaluation_text(table: pd.DataFrame, verdicts: pd.DataFrame, importance: pd.DataFrame, which: str) -> str:
-    """``evaluate``: the grouped cross-validation per held-out group and LDA, the verdict per
-    group (the learned LDA against the best heuristic) and the features' importance."""
-    shown = table.drop(columns=["abstained", "M_c_lo", "M_c_hi", "M_w_lo", "M_w_hi"], errors="ignore")
+def evaluation_text(
+    table: pd.DataFrame,
+    verdicts: pd.DataFrame,
+    importance: pd.DataFrame,
+    which: str,
+    left_out: dict[str, tuple[int, str]],
+    traces: int,
+) -> str:
+    """``evaluate``: the grouped cross-validation per held-out group and LDA; the verdict per
+    group, the learned LDA against the best of the LDAs compared (the trivial baselines among
+    them), M_c and M_w beside each accuracy; the LDAs that could not be compared; the features'
+    importance."""
+    columns = ["held_out", "lda", "losses", "scored", "M_c", "M_w", "accuracy", "accuracy_lo", "accuracy_hi"]
+    columns += ["train_gaps", "test_traces"]
     percent = {
         "M_c": "M_c %",
         "M_w": "M_w %",
@@ -138,16 +148,29 @@ def evaluation_text(table: pd.DataFrame, verdicts: pd.DataFrame, importance: pd.
         "accuracy_lo": "95% CI lo",
         "accuracy_hi": "hi",
     }
+    judged = {
+        "learned_accuracy": "learned %",
+        "learned_M_c": "M_c %",
+        "learned_M_w": "M_w %",
+        "best_accuracy": "best %",
+        "best_M_c": "best M_c %",
+        "best_M_w": "best M_w %",
+    }
+    shown = ["held_out", "compared", *list(judged)[:3], "best", *list(judged)[3:]]
     out = [
         f"grouped cross-validation: {which} held out in turn, trained on the others",
-        formatting.text(shown, percent=percent),
+        formatting.text(table[[c for c in columns if c in table]], percent=percent),
         "",
+        "verdicts: the learned LDA against the best of the LDAs compared on each held-out group, the trivial "
+        "baselines among them (unaware: every loss congestion; all wireless: every loss wireless)",
+        formatting.text(verdicts[[c for c in shown if c in verdicts]], percent=judged),
+        *(f"held out {row.held_out}: {row.verdict}" for row in verdicts.itertuples()),
+        "(Wilson intervals take losses as independent; losses come in bursts, so the true intervals are wider)",
+        *(
+            f"{spec}: not compared where one of the {count} of {traces} trace(s) it cannot run on is held out: {why}"
+            for spec, (count, why) in left_out.items()
+        ),
     ]
-    for row in verdicts.itertuples():
-        out.append(
-            f"held out {row.held_out}: learned {formatting.percent(row.learned_accuracy)} against the best "
-            f"heuristic ({row.best_heuristic}) {formatting.percent(row.best_accuracy)}: {row.verdict}"
-        )
     points = importance.pivot(index="feature", columns="held_out", values="importance") * 100
     out += [
         "\nfeature importance (mean drop of gap accuracy when shuffled, held-out gaps; percentage points):",
