@@ -115,7 +115,8 @@ def evaluation(scores: pd.DataFrame, importance: pd.DataFrame | None = None):
         mine = scores[scores["lda"].astype(str) == lda].set_index("held_out").reindex(groups)
         x = np.arange(len(groups)) + (k - (len(ldas) - 1) / 2) * width
         y = mine["accuracy"].to_numpy() * 100
-        err = [y - mine["accuracy_lo"].to_numpy() * 100, mine["accuracy_hi"].to_numpy() * 100 - y]
+        # clipped: a bound a rounding error beyond the accuracy (Wilson's lower bound at 0 of n: 4e-19)
+        err = np.clip([y - mine["accuracy_lo"].to_numpy() * 100, mine["accuracy_hi"].to_numpy() * 100 - y], 0, None)
         colour = BLACK if lda == "learned" else PALETTE[k % len(PALETTE)]
         ax.errorbar(
             x,
