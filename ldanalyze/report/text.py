@@ -167,7 +167,7 @@ def evaluation_text(
         *(f"held out {row.held_out}: {row.verdict}" for row in verdicts.itertuples()),
         "(Wilson intervals take losses as independent; losses come in bursts, so the true intervals are wider)",
         *(
-            f"{spec}: not compared where one of the {count} of {traces} trace(s) it cannot run on is held out: {why}"
+            f"{spec}: not compared on a group holding one of the {count} of {traces} trace(s) it cannot run on: {why}"
             for spec, (count, why) in left_out.items()
         ),
     ]

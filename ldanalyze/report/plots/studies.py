@@ -101,7 +101,7 @@ def sweep(table: pd.DataFrame, ax=None, title: str | None = None):
 
 def evaluation(scores: pd.DataFrame, importance: pd.DataFrame | None = None):
     """``ldanalyze.learn.evaluate``'s results: per held-out group, each LDA's accuracy with its
-    Wilson interval (the learned LDA last, in black); with ``importance``, a second panel of the
+    Wilson interval (the learned LDA last, in black; the trivial baselines in grey); with ``importance``, a second panel of the
     features' permutation importance per held-out group."""
     plt = pyplot()
     panels = 2 if importance is not None and len(importance) else 1
@@ -117,12 +117,13 @@ def evaluation(scores: pd.DataFrame, importance: pd.DataFrame | None = None):
         y = mine["accuracy"].to_numpy() * 100
         # clipped: a bound a rounding error beyond the accuracy (Wilson's lower bound at 0 of n: 4e-19)
         err = np.clip([y - mine["accuracy_lo"].to_numpy() * 100, mine["accuracy_hi"].to_numpy() * 100 - y], 0, None)
-        colour = BLACK if lda == "learned" else PALETTE[k % len(PALETTE)]
+        trivial = {"unaware": "_", "all wireless": "x"}.get(lda)  # learn.BASELINES: every loss congestion, wireless
+        colour = BLACK if lda == "learned" else "#888888" if trivial else PALETTE[k % (len(PALETTE) - 1)]  # no black
         ax.errorbar(
             x,
             y,
             yerr=err,
-            fmt=MARKERS[k % len(MARKERS)],
+            fmt=trivial or MARKERS[k % len(MARKERS)],
             color=colour,
             markersize=7 if lda == "learned" else 5,
             capsize=2,
