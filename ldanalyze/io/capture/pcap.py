@@ -290,6 +290,12 @@ def host_option(capture_host: str | None) -> str | None:
         raise UsageError(f"capture host must be an IP address, auto or none, not {capture_host!r}") from None
 
 
+def _tell(capture: Capture, message: str, stacklevel: int) -> None:
+    """Keep a note in the capture's notes and warn of it (``stacklevel`` as warnings.warn's)."""
+    capture.notes.append(message)
+    warnings.warn(message, CaptureWarning, stacklevel=stacklevel + 1)
+
+
 def _outages_unobserved(capture: Capture, packets: pd.DataFrame, meta: dict) -> pd.DataFrame:
     """The receiver's packets with those missed in the capture's outages read as not observed
     (``outages.py``); ``meta['capture_outages']`` lists the outages, and a warning says so."""
@@ -312,8 +318,7 @@ def _outages_unobserved(capture: Capture, packets: pd.DataFrame, meta: dict) -> 
             f"(a capture outage, not the path's): {sum(hidden.values())} sequence number(s) missed there are read "
             "as not observed (reason 'capture gap'), not as lost"
         )
-        capture.notes.append(message)
-        warnings.warn(message, CaptureWarning, stacklevel=4)
+        _tell(capture, message, stacklevel=4)
     return packets
 
 
@@ -332,8 +337,7 @@ def _capture_drops(capture: Capture, meta: dict) -> None:
             f"(ifdrop {dropped['ifdrop']}, osdrop {dropped['osdrop']}): some of the losses shown may be the "
             "capture's, not the path's (the file does not say when they were dropped)"
         )
-        capture.notes.append(message)
-        warnings.warn(message, CaptureWarning, stacklevel=4)
+        _tell(capture, message, stacklevel=4)
 
 
 def capture_trace(
@@ -355,15 +359,13 @@ def capture_trace(
         message = (
             f"{capture.path}: {len(skipped)} flow(s) without sequence numbers skipped ({reasons_in_brief(skipped)})"
         )
-        capture.notes.append(message)
-        warnings.warn(message, CaptureWarning, stacklevel=3)
+        _tell(capture, message, stacklevel=3)
     if taken["skipped_streams"]:
         message = (
             f"{capture.path}: {len(taken['skipped_streams'])} RTP stream(s) skipped "
             f"({reasons_in_brief(taken['skipped_streams'])})"
         )
-        capture.notes.append(message)
-        warnings.warn(message, CaptureWarning, stacklevel=3)
+        _tell(capture, message, stacklevel=3)
     meta = {
         "format": capture.format,
         "vantage": vantage,
