@@ -98,17 +98,61 @@ def html_table(frame: pd.DataFrame, *, index: bool = False) -> str:
     return f'<div class="wide">{table}</div>'
 
 
+def capture_caveat(meta: Mapping) -> str | None:
+    """What a capture's own failures hide, from ``meta['capture_outages']`` and
+    ``meta['capture_dropped']`` (docs/captures.md): each outage, when and how long, with the
+    packets it hid, and the packets the capture's interface dropped; None when neither."""
+    outages, dropped = meta.get("capture_outages") or [], meta.get("capture_dropped") or 0
+    said = []
+    if outages:
+        each = "; ".join(
+            f"from {o['start_s']:.2f} s for {o['seconds']:.2f} s ({o['not_observed']} packets)" for o in outages[:5]
+        )
+        more = f"; and {len(outages) - 5} more times" if len(outages) > 5 else ""
+        said.append(
+            "Counting from its first record, the capture recorded nothing of its streams, in either direction, "
+            f"{each}{more}. Those packets were not observed: they are neither lost nor scored (fate 'unobserved', "
+            "reason 'capture gap')."
+        )
+    if dropped:
+        said.append(
+            f"The capture's interface statistics say it dropped {dropped} packets: some of the losses shown may "
+            "be the capture's, not the path's (the file does not say when they were dropped)."
+        )
+    return " ".join(said) or None
+
+
+def _packets_counted(packets: pd.DataFrame, meta: Mapping) -> str:
+    """How many data packets, and, where a capture outage hid some, how many were captured."""
+    hidden = sum(o["not_observed"] for o in meta.get("capture_outages") or ())
+    if not hidden:
+        return f"{len(packets)} data packets"
+    outages = meta["capture_outages"]
+    seconds = sum(o["seconds"] for o in outages)
+    where = (
+        f"a {seconds:.2f} s capture outage"
+        if len(outages) == 1
+        else f"{len(outages)} capture outages ({seconds:.2f} s)"
+    )
+    lost = int((~packets["fate"].astype(str).isin(("delivered", "unobserved"))).sum())
+    others = f", {lost} lost" if lost else ""
+    return f"{len(packets)} data packets: {len(packets) - hidden - lost} captured{others}, {hidden} not observed in {where}"
+
+
 def trace_html(trace) -> str:
-    """A Trace: what was read, and its packets counted by fate."""
+    """A Trace: what was read, what the capture missed (:func:`capture_caveat`), and its packets
+    counted by fate."""
     fate = trace.packets["fate"]
     counts = fate.value_counts()
     fates = pd.DataFrame({str(name): [int(counts.get(name, 0))] for name in fate.cat.categories})
     head = (
         f"<b>{html.escape(str(trace.path))}</b>: {html.escape(trace.format)}, {len(trace.flows)} flow(s), "
-        f"{len(trace.packets)} data packets, {len(trace.rtt)} RTT samples"
+        f"{_packets_counted(trace.packets, trace.meta)}, {len(trace.rtt)} RTT samples"
     )
+    caveat = capture_caveat(trace.meta)
+    warn = f"<p class='caveat'><b>The capture missed packets.</b> {html.escape(caveat)}</p>" if caveat else ""
     notes = "".join(f"<p class='note'>Note: {html.escape(note)}</p>" for note in trace.meta.get("notes", ()))
-    return f"<div>{head}{html_table(fates)}{notes}</div>"
+    return f"<div>{head}{warn}{html_table(fates)}{notes}</div>"
 
 
 def timeline_html(tl) -> str:

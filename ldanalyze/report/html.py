@@ -1,12 +1,14 @@
 """HTML: the compact notebook displays of Trace, Timeline and replay results, and the
 self-contained report of ``ldanalyze report`` (figures embedded as PNG data, no network needed).
 
-The report, per trace, picture first: M_c against M_w where the causes are known, and what each
-LDA called wireless with its interval (the lead figure of a trace without ground truth); the
-score table (paper 000 Table II layout); the agreement between the LDAs (Cohen's kappa) and the
-majority per loss; the shares called wireless over time; the timeline of the worst-classified
-flow (the one whose losses the LDAs got wrong most often; without truth the lossiest, with every
-LDA's calls) and the allowed rates of the controller on that flow; what was read (the flows).
+The report, per trace, after what was read and what the capture missed (its outages and drops:
+``formatting.capture_caveat``), picture first: M_c against M_w where the causes are known, and
+what each LDA called wireless with its interval (the lead figure of a trace without ground
+truth); the score table (paper 000 Table II layout); the agreement between the LDAs (Cohen's
+kappa) and the majority per loss; the shares called wireless over time; the timeline of the
+worst-classified flow (the one whose losses the LDAs got wrong most often; without truth the
+lossiest, with every LDA's calls; without a loss, the one a capture outage hid most of) and the
+allowed rates of the controller on that flow; what was read (the flows).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ table.ld th, table.ld td { border: 1px solid #ddd; padding: 2px 7px; text-align:
 table.ld th { background: #f3f5f7; } table.ld td:first-child, table.ld th:first-child { text-align: left; }
 img { max-width: 100%; height: auto; display: block; margin: .6em 0; }
 .note { color: #666; font-size: .9em; } nav a { margin-right: 1em; }
+.caveat { background: #fdf1dc; border-left: 4px solid #E69F00; padding: .4em .8em; }
 """
 
 
@@ -79,6 +82,13 @@ def _lossiest_flow(decisions: pd.DataFrame) -> str | None:
     return str(counts.index[0]) if len(counts) else None
 
 
+def _outage_flow(meta: dict) -> str | None:
+    """The flow with the most packets not observed in a capture outage (``capture_gap``), if any."""
+    hidden = {label: info.get("capture_gap", 0) for label, info in (meta.get("flows") or {}).items()}
+    flow = max(hidden, key=hidden.__getitem__, default=None)
+    return flow if flow is not None and hidden[flow] else None
+
+
 def worst_flow(decisions: pd.DataFrame) -> str | None:
     """The flow whose scored losses the LDAs (baselines aside) called wrong most often."""
     d = decisions[~decisions["lda"].astype(str).isin(("unaware", "omniscient"))]
@@ -115,6 +125,12 @@ def build_report(traces, *, ldas="all", controller="tfrc", timeline_ldas=("zbs",
             part.append(f"<p class='note'>Note: {html.escape(doubtful)}.</p>")
         if decisions.empty:
             part.append("<p class='note'>no flow lost a packet: nothing to classify.</p>")
+            flow = _outage_flow(trace.meta)
+            if flow is not None:
+                part += [
+                    f"<h3>Timeline of flow {html.escape(flow)}, the one with the most packets in a capture outage</h3>",
+                    _png(plots.timeline(tl, flow, (), state=False)),
+                ]
         throughput, notes = None, []
         if controller and not decisions.empty:
             try:

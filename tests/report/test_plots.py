@@ -15,9 +15,9 @@ from hypothesis import strategies as st  # noqa: E402
 
 import ldanalyze as la  # noqa: E402
 from ldanalyze.errors import UsageError  # noqa: E402
-from ldanalyze.report.plots.style import decimate  # noqa: E402
+from ldanalyze.report.plots.style import MAX_POINTS, decimate, decimate_broken  # noqa: E402
 
-from ..conftest import TRACES  # noqa: E402
+from ..conftest import ROOT, TRACES  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -116,3 +116,35 @@ def test_what_the_ldas_called_kappa_and_over_time(mix):
         la.plot.called_wireless(scores[scores["lda"].isin(["unaware", "omniscient"])])
     with pytest.raises(UsageError, match="no decided loss"):
         la.plot.shares_over_time(over.iloc[0:0])
+
+
+def test_a_capture_outage_is_a_gap_in_the_timeline():
+    """gtp-iphone.pcap: the capture recorded nothing from 80.92 to 91.16 s. The flow's ROTT and
+    inter-arrival lines have no segment across it, its arrivals on both sides are drawn, and a
+    band labelled as the outage covers it; the inter-arrival across it (the capture's silence)
+    is not drawn."""
+    with pytest.warns(la.io.capture.pcap.CaptureWarning):
+        tl = la.build_timeline(la.read_trace(ROOT / "tests/data/real/tunnels/gtp-iphone.pcap"))
+    flow = "[fd00:183:1:1:1886:9040:8605:32b8]:49120>[fd01::183]:19956/udp/gtpu=0x7e10b56d@127.0.1.1>127.0.1.100"
+    (outage,) = tl.meta["capture_outages"]
+    t = tl.arrivals.loc[tl.arrivals["flow"].astype(str) == flow, "t_recv"].to_numpy()
+    start, end = outage["start"] - t[0], outage["end"] - t[0]
+    assert (t < outage["start"] + 0.01).sum() == 3 and (t > outage["end"] - 0.01).sum() == 10  # arrivals both sides
+    fig = la.plot.timeline(tl, flow, ())
+    for ax in fig.axes[:2]:
+        (line,) = ax.get_lines()
+        x, y = line.get_xdata(), line.get_ydata()
+        drawn = np.isfinite(y[:-1]) & np.isfinite(y[1:])
+        assert not (drawn & (x[:-1] < start + 0.5) & (x[1:] > end - 0.5)).any()  # no segment spans it
+        assert x[np.isfinite(y)].max() > end and x[np.isfinite(y)].min() < start  # both sides shown
+        (band,) = ax.patches
+        assert band.get_x() == pytest.approx(start) and band.get_width() == pytest.approx(end - start)
+    assert np.nanmax(fig.axes[1].get_lines()[0].get_ydata()) < 1e3  # not the 10 s silence as an inter-arrival
+    assert "capture outage: not observed" in [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+
+
+def test_a_line_broken_and_decimated_keeps_its_breaks():
+    t = np.arange(20_000, dtype=float)
+    x, y = decimate_broken(t, np.sin(t), np.array([5_000, 15_000]))
+    assert np.isnan(y).sum() == 2 and len(x) <= MAX_POINTS + 2
+    assert (x[np.flatnonzero(np.isnan(y)) + 1] == [5_000, 15_000]).all() and (np.diff(x) >= 0).all()

@@ -13,7 +13,7 @@ import pytest
 import ldanalyze as la
 from ldanalyze.cli import main
 
-from ..conftest import TRACES, needs_binary, require_binary
+from ..conftest import ROOT, TRACES, needs_binary, require_binary
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +54,24 @@ def test_the_report_of_a_capture_without_truth_says_what_the_ldas_called(tmp_pat
     for heading in ("Agreement between the LDAs", "What the LDAs called, over time", "the one with the most losses"):
         assert heading in page
     assert "A majority is not the truth" in page
+    assert "class='caveat'" not in page and "capture outage" not in page  # no outage, no word of one
+
+
+def test_the_report_of_a_capture_outage_says_what_the_capture_missed(tmp_path, capsys):
+    """gtp-iphone.pcap: the capture recorded nothing for 10.24 s. The page says so at the top,
+    with the outage's time, length and packets, counts captured and not observed apart, and
+    draws the timeline of the flow the outage hid most of (no loss to classify otherwise)."""
+    out = tmp_path / "gtp.html"
+    assert main(["report", str(ROOT / "tests/data/real/tunnels/gtp-iphone.pcap"), "-o", str(out)]) == 0
+    assert "(a capture outage, not the path's)" in capsys.readouterr().err  # the reader's warning, as ever
+    page = out.read_text()
+    top = page.index("<h2")
+    assert "946 data packets: 35 captured, 911 not observed in a 10.24 s capture outage" in page
+    caveat = page.index("<p class='caveat'>", top)
+    assert caveat < page.index("<table", top)  # before the counts' table: the first thing read
+    assert "nothing of its streams, in either direction, from 80.92 s for 10.24 s (911 packets)" in page
+    assert page.count("recorded nothing") == 1  # said once, not again among the reader's notes
+    assert "the one with the most packets in a capture outage" in page and page.count('<img alt="figure"') == 1
 
 
 @pytest.mark.browser

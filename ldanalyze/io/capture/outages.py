@@ -80,14 +80,14 @@ def capture_outages(records: np.ndarray, flows: pd.DataFrame) -> np.ndarray:
 
 def mark_outages(packets: pd.DataFrame, outages: np.ndarray) -> tuple[pd.DataFrame, dict[str, int], np.ndarray]:
     """The receiver's PacketTable with every lost packet whose hole straddles an outage read as
-    ``unobserved`` (reason :data:`CAPTURE_GAP`), how many per flow, and which outages hid any
+    ``unobserved`` (reason :data:`CAPTURE_GAP`), how many per flow, and how many per outage
     (a silence that hides no sequence number is the senders' pause, not the capture's outage).
     ``t_recv`` is capture time here (before any skew is removed)."""
-    used = np.zeros(outages.shape[0], bool)
+    hid = np.zeros(outages.shape[0], np.int64)
     fate = packets["fate"].cat.codes.to_numpy()
     lost = np.flatnonzero(fate == FATES.index(LOST))
     if not outages.shape[0] or not lost.shape[0]:
-        return packets, {}, used
+        return packets, {}, hid
     flow = packets["flow"].cat.codes.to_numpy()
     seq, t_recv = packets["seq"].to_numpy(), packets["t_recv"].to_numpy()
     arrived = np.flatnonzero(np.isfinite(t_recv))
@@ -109,13 +109,13 @@ def mark_outages(packets: pd.DataFrame, outages: np.ndarray) -> tuple[pd.DataFra
         start, end = outages[which].T
         inside = ok & (end <= t_after) & (end - start >= 0.5 * (t_after - t_before))
         hidden[gone] = inside
-        used[which[inside]] = True
+        np.add.at(hid, which[inside], 1)
     if not hidden.any():
-        return packets, {}, used
+        return packets, {}, hid
     packets = packets.copy()
     packets.loc[hidden, "fate"] = UNOBSERVED
     if CAPTURE_GAP not in packets["reason"].cat.categories:
         packets["reason"] = packets["reason"].cat.add_categories([CAPTURE_GAP])
     packets.loc[hidden, "reason"] = CAPTURE_GAP
     counted = pd.Series(packets["flow"].to_numpy()[hidden]).value_counts()
-    return packets, {str(label): int(n) for label, n in counted.items()}, used
+    return packets, {str(label): int(n) for label, n in counted.items()}, hid

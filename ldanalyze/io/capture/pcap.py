@@ -298,14 +298,21 @@ def _tell(capture: Capture, message: str, stacklevel: int) -> None:
 
 def _outages_unobserved(capture: Capture, packets: pd.DataFrame, meta: dict) -> pd.DataFrame:
     """The receiver's packets with those missed in the capture's outages read as not observed
-    (``outages.py``); ``meta['capture_outages']`` lists the outages, and a warning says so."""
+    (``outages.py``); ``meta['capture_outages']`` lists the outages and how many packets each hid
+    (``not_observed``); a warning says so, and ``formatting.capture_caveat`` in the displays."""
     silences = capture_outages(capture.records, capture.flows)
-    packets, hidden, used = mark_outages(packets, silences)
-    found = silences[used]
+    packets, hidden, hid = mark_outages(packets, silences)
+    found, hid = silences[hid > 0], hid[hid > 0]
     origin = np.nanmin(capture.times()) if capture.records.shape[0] else 0.0
     meta["capture_outages"] = [
-        {"start": float(start), "end": float(end), "start_s": float(start - origin), "seconds": float(end - start)}
-        for start, end in found
+        {
+            "start": float(start),
+            "end": float(end),
+            "start_s": float(start - origin),
+            "seconds": float(end - start),
+            "not_observed": int(n),
+        }
+        for (start, end), n in zip(found, hid)
     ]
     for label, n in hidden.items():
         info = meta["flows"][label]
@@ -318,14 +325,15 @@ def _outages_unobserved(capture: Capture, packets: pd.DataFrame, meta: dict) -> 
             f"(a capture outage, not the path's): {sum(hidden.values())} sequence number(s) missed there are read "
             "as not observed (reason 'capture gap'), not as lost"
         )
-        _tell(capture, message, stacklevel=4)
+        warnings.warn(message, CaptureWarning, stacklevel=4)
     return packets
 
 
 def _capture_drops(capture: Capture, meta: dict) -> None:
     """Warn where the capture's own counters (pcapng interface statistics: ``ifdrop``, ``osdrop``)
     say it dropped packets: some losses shown may be the capture's. When is not recorded, so no
-    loss is read otherwise; ``meta['capture_dropped']`` holds the count."""
+    loss is read otherwise; ``meta['capture_dropped']`` holds the count, which
+    ``formatting.capture_caveat`` shows in the displays."""
     interfaces = capture.interfaces
     dropped = {
         name: int(interfaces[name].fillna(0).sum()) if name in interfaces else 0 for name in ("ifdrop", "osdrop")
@@ -337,7 +345,7 @@ def _capture_drops(capture: Capture, meta: dict) -> None:
             f"(ifdrop {dropped['ifdrop']}, osdrop {dropped['osdrop']}): some of the losses shown may be the "
             "capture's, not the path's (the file does not say when they were dropped)"
         )
-        _tell(capture, message, stacklevel=4)
+        warnings.warn(message, CaptureWarning, stacklevel=4)
 
 
 def capture_trace(

@@ -1,5 +1,5 @@
 """The figures' shared style: Okabe and Ito's colour-blind-safe palette, markers, axes and
-legends, pyplot imported on first use, and the decimation of long lines."""
+legends, pyplot imported on first use, and the decimation of long lines (broken where asked)."""
 
 from __future__ import annotations
 
@@ -66,3 +66,18 @@ def decimate(t: np.ndarray, y: np.ndarray, points: int | None = None) -> tuple[n
         keep.append(idx)
     rows = np.unique(np.concatenate(keep))
     return t[rows], y[rows]
+
+
+def decimate_broken(t: np.ndarray, y: np.ndarray, cuts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`decimate` piece by piece, the pieces starting at ``cuts`` (indices), each with its
+    share of the vertices and a NaN before it: the line breaks at every cut (a capture outage)."""
+    if not len(cuts):
+        return decimate(t, y)
+    ts: list[np.ndarray] = []
+    ys: list[np.ndarray] = []
+    for rows in np.split(np.arange(t.size), cuts):
+        points = None if t.size <= MAX_POINTS else max(8, MAX_POINTS * rows.size // t.size)
+        piece_t, piece_y = decimate(t[rows], y[rows], points)
+        ts += [piece_t[:1], piece_t]
+        ys += [np.full(1, np.nan), piece_y]
+    return np.concatenate(ts[1:]), np.concatenate(ys[1:])

@@ -1,5 +1,5 @@
-"""Figures against time: one flow's timeline with every loss and the first LDA's state
-(``timeline``), and the rates a controller allowed (``rates``)."""
+"""Figures against time: one flow's timeline with every loss, the capture's outages as gaps, and
+the first LDA's state (``timeline``), and the rates a controller allowed (``rates``)."""
 
 from __future__ import annotations
 
@@ -15,18 +15,33 @@ from .style import (
     ORANGE,
     PALETTE,
     decimate,
+    decimate_broken,
     legend_outside,
     pyplot,
     style_axes,
 )
 
 SECONDS = {"d", "start_threshold", "end_threshold", "mean", "dev", "T_avg", "T_min"}  # state columns in s
+OUTAGE_GREY = "#BBBBBB"  # the band of a capture outage: no colour of the palette, behind the data
+SPARSE = 300  # arrivals shown at most for a dot on each (a lone arrival between outages draws no line)
+
+
+def _outages_between(meta: dict, t: np.ndarray, origin: float) -> tuple[np.ndarray, np.ndarray]:
+    """The capture outages (``meta['capture_outages']``, capture seconds) between two of the
+    flow's arrivals ``t`` (less ``origin``), as rows of (start, end), and the index of the first
+    arrival after each: the lines break there."""
+    spans = np.array([(o["start"], o["end"]) for o in meta.get("capture_outages") or ()], np.float64).reshape(-1, 2)
+    spans -= origin
+    after = np.searchsorted(t, spans.mean(axis=1)) if t.size else np.zeros(0, np.int64)
+    inside = (after > 0) & (after < t.size)
+    return spans[inside], np.unique(after[inside])
 
 
 @renamed_keyword("replay", "semantics", since="0.5.0")
 def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, semantics=None, figsize=(11, 7.5)):
     """ROTT, inter-arrival time, the losses and the decisions of ``ldas`` for one ``flow``
-    (default: the flow with the most losses), between ``window = (t0, t1)`` seconds."""
+    (default: the flow with the most losses), between ``window = (t0, t1)`` seconds. A capture
+    outage (``tl.meta['capture_outages']``) is a grey band the lines do not cross."""
     from ...lda import classify, lda_state
 
     plt = pyplot()
@@ -55,10 +70,17 @@ def timeline(tl, flow=None, ldas=("zbs",), *, window=None, state: bool = True, s
     fig, axes = plt.subplots(panels, 1, sharex=True, figsize=figsize, height_ratios=ratios, constrained_layout=True)
     rott = a["rott"].to_numpy(np.float64) * 1e3
     t = t - origin
-    axes[0].plot(*decimate(t, rott), color=BLACK, linewidth=0.7, label="ROTT")
+    outages, cuts = _outages_between(tl.meta, t, origin)
+    for k, (start, end) in enumerate(outages):
+        for ax in axes:
+            label = "capture outage: not observed" if k == 0 and ax is axes[0] else None
+            ax.axvspan(start, end, color=OUTAGE_GREY, alpha=0.35, linewidth=0, zorder=0, label=label)
+    dots = {"marker": ".", "markersize": 3} if t.size <= SPARSE else {}
+    axes[0].plot(*decimate_broken(t, rott, cuts), color=BLACK, linewidth=0.7, label="ROTT", **dots)
     style_axes(axes[0], None, "ROTT (ms)")
     iat = a["iat"].to_numpy(np.float64) * 1e3
-    axes[1].plot(*decimate(t, iat), color="#555555", linewidth=0.6)
+    iat[cuts] = np.nan  # the time across an outage is the capture's silence, not an inter-arrival
+    axes[1].plot(*decimate_broken(t, iat, cuts), color="#555555", linewidth=0.6, **dots)
     style_axes(axes[1], None, "inter-arrival (ms)")
 
     # where each loss was revealed: the ROTT of the revealing arrival

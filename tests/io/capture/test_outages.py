@@ -38,6 +38,7 @@ def test_a_real_capture_outage_is_not_observed_not_lost():
     assert (counts["lost"], counts["unobserved"], counts["delivered"]) == (0, 911, 35)
     (outage,) = trace.meta["capture_outages"]
     assert outage["start_s"] == pytest.approx(80.92, abs=0.005) and outage["seconds"] == pytest.approx(10.24, abs=0.01)
+    assert outage["not_observed"] == 911
     hidden = trace.packets[trace.packets["fate"] == "unobserved"]
     assert set(hidden["reason"].astype(str)) == {CAPTURE_GAP}
     assert sorted(info.get("capture_gap", 0) for info in trace.meta["flows"].values())[-2:] == [402, 509]
@@ -144,6 +145,9 @@ def test_the_capture_s_own_drop_counters_are_read_and_warned_of(tmp_path):
     with pytest.warns(CaptureWarning, match=r"dropped 5 packet\(s\) \(ifdrop 3, osdrop 2\)"):
         trace = read_capture(path, skew="keep", clock_rate=8000)
     assert trace.meta["capture_dropped"] == 5 and trace.packets["fate"].eq("lost").sum() == 1
+    shown = trace._repr_html_()  # the notebook's display and the report's head say it, once
+    assert "statistics say it dropped 5 packets" in shown and shown.count("statistics say") == 1
+    assert "20 data packets," in shown  # no outage: no count of packets not observed
 
 
 def test_a_hole_the_outage_fills_less_than_half_of_is_a_loss():
@@ -164,10 +168,10 @@ def test_a_hole_the_outage_fills_less_than_half_of_is_a_loss():
     )
     kept, hidden, _ = mark_outages(packets, np.array([[3.0, 7.0]]))
     assert hidden == {} and kept["fate"].tolist() == ["delivered", "lost", "delivered"]
-    gone, hidden, used = mark_outages(packets, np.array([[2.0, 8.0]]))
+    gone, hidden, hid = mark_outages(packets, np.array([[2.0, 8.0]]))
     assert (
         hidden == {"f": 1}
-        and used.tolist() == [True]
+        and hid.tolist() == [1]
         and gone["fate"].tolist()[1] == "unobserved"
         and gone["reason"].tolist()[1] == CAPTURE_GAP
     )
