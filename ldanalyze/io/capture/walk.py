@@ -562,6 +562,7 @@ class PcapngWalk:
             self._interface(body, offset)
         elif btype == BLOCK_ISB and self._statistics(body):
             pass
+        else:
             seen = self.skipped.setdefault(btype, [0, offset])
             seen[0] += 1
         return pos + blen
