@@ -436,7 +436,17 @@ def build_parser() -> CommandParser:
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser(
-        "reproduce", help="paper 000's evaluation from the real ns-2: tables, figures, the paper's statements checked"
+        "reproduce",
+        help="paper 000's evaluation from the real ns-2: tables, figures, the paper's statements checked",
+        description="Simulates with ns-2 (`ns` on the PATH: apt-get install ns2). --closed-loop first builds ns-2.35 with the LDA receiver "
+        "(ldanalyze/data/ns2/build, minutes, once; cached under $LDANALYZE_NS2_CACHE or "
+        "~/.cache/ldanalyze/ns2; $LDANALYZE_NS names a built one instead) from Debian's ns2 source "
+        "package (apt-get source). Run as root, that build changes the system: it runs apt-get update "
+        "and apt-get install of the build dependencies missing (tcl-dev, tk-dev, libotcl1-dev, "
+        "libtclcl1-dev, tclcl, libpcap0.8-dev, libxt-dev, libxext-dev, g++, make, xz-utils, patch, "
+        "dpkg-dev), and where apt has no deb-src line for ns2 it adds one, copied from the deb lines, in "
+        "/etc/apt/sources.list.d/ldanalyze-deb-src.sources (or .list). Not as root, it stops and names "
+        "what is missing.",
     )
     p.add_argument("paper", choices=("paper000",))
     p.add_argument("-o", "--output", required=True, help="the folder to write (traces are cached in it)")
@@ -450,7 +460,8 @@ def build_parser() -> CommandParser:
         "--closed-loop",
         action="store_true",
         help="also run every TFRC scenario once per LDA with the LDA inside ns-2's TFRC receiver (paper "
-        "000 §II; builds a patched ns-2 the first time), and set the open-loop numbers beside them",
+        "000 §II), and set the open-loop numbers beside them; builds a patched ns-2 the first time, which as "
+        "root runs apt-get install and adds a deb-src line to apt's sources (above)",
     )
     p.set_defaults(func=cmd_reproduce)
 

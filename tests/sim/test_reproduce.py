@@ -4,6 +4,7 @@ numbers finite where defined, the paper's statements computed from them, the cac
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pandas as pd
@@ -13,7 +14,7 @@ from ldanalyze.cli import main
 from ldanalyze.reproduce import LDAS, SPIKE_SPREAD, SUITES, SWEEPS, paper_checks, scale_checks, sweep_checks
 from ldanalyze.sweep import pareto
 
-from ..conftest import needs_binary
+from ..conftest import ROOT, needs_binary
 
 
 @pytest.fixture(scope="module")
@@ -155,3 +156,18 @@ def test_a_second_run_takes_the_traces_from_the_cache(quick, capsys):
     assert {p.name: p.stat().st_mtime for p in (quick / "traces").iterdir()} == before
     assert "55 traces (0 simulated now, the rest from the cache)" in capsys.readouterr().out
     assert np.isfinite(pd.read_csv(quick / "results.csv")["M_w"]).all()
+
+
+def test_the_help_says_what_the_closed_loop_build_does_to_the_system_as_root(capsys):
+    """ldanalyze/data/ns2/build, run as root, installs packages and adds an apt source: --help
+    says so, naming the packages the script installs."""
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    script = (ROOT / "ldanalyze" / "data" / "ns2" / "build").read_text()
+    packages = re.search(r"^deps=\((.*?)\)", script, flags=re.S | re.M).group(1).split()
+    assert "apt-get install" in script and "deb-src" in script
+    assert f"apt-get install of the build dependencies missing ({', '.join(packages)})" in shown
+    assert "adds one, copied from the deb lines, in /etc/apt/sources.list.d/ldanalyze-deb-src.sources" in shown
+    assert "root runs apt-get install and adds a deb-src line" in shown  # the --closed-loop option's own help
+    assert "$LDANALYZE_NS names a built one instead" in shown
