@@ -81,6 +81,10 @@ def _blocks(path: pathlib.Path) -> list[Block]:
 BLOCKS = {path: _blocks(path) for path in DOCUMENTS}
 RUN = [path for path, blocks in BLOCKS.items() if any(not block.not_run for block in blocks)]
 NOT_RUN_BLOCKS = [block for blocks in BLOCKS.values() for block in blocks if block.not_run]
+NOT_RUN_HERE = {
+    "docs/captures.md: needs your own captures (a sender's, a monitor-mode one of the air, the station's): none is bundled",
+    "docs/ns3.md: needs ns-3 (libns3-dev) and a minute of simulation; FOLDER is what the first line prints",
+}
 
 
 def _argv(command: str) -> list[str]:
@@ -142,9 +146,10 @@ def test_every_command_runs_as_shown_and_prints_what_the_text_quotes(path, repos
         )
 
 
-@pytest.mark.parametrize("block", NOT_RUN_BLOCKS, ids=str)
-def test_blocks_marked_not_run(block):
-    pytest.skip(f"{block}: not run: {block.not_run}")
+def test_the_blocks_not_run_are_few_and_say_why():
+    """The command blocks that cannot run here (ns-3 for a minute, a user's own capture) are
+    listed with their reasons; a new one needs a reason and a place on this list."""
+    assert {f"{block.document}: {block.not_run}" for block in NOT_RUN_BLOCKS} == NOT_RUN_HERE
 
 
 def test_every_marker_sits_where_it_is_read():
