@@ -94,7 +94,12 @@ def parse_specs(text: str | Iterable | None, registry: dict[str, type], kind: st
 
 def _every(registry: dict[str, type]) -> list:
     """What ``all`` means: every registered one but those that must be named (``in_all`` False)."""
-    return [cls() for cls in registry.values() if getattr(cls, "in_all", True)]
+    return [registry[name]() for name in names_in_all(registry)]
+
+
+def names_in_all(registry: dict[str, type]) -> list[str]:
+    """The names ``all`` brings in, in the registry's order (the others must be named)."""
+    return [name for name, cls in registry.items() if getattr(cls, "in_all", True)]
 
 
 def asks_for_all(text: str | Iterable | None) -> bool:

@@ -26,6 +26,7 @@ from .analysis import analyze_traces
 from .errors import UsageError, renamed_keyword
 from .lda import get_lda
 from .scoring import score
+from .scoring.losses import EXCLUDED
 
 COLUMNS = ["M_c", "M_w", "accuracy", "losses", "congestion", "wireless"]
 
@@ -57,11 +58,14 @@ def sweep(
     *,
     semantics=None,
     seq_modulus: int | None = None,
+    route_as: str = EXCLUDED,
+    policing_as: str = EXCLUDED,
     **read_options,
 ) -> pd.DataFrame:
     """One row per grid point (the Cartesian product of ``grid``, plus the LDA's defaults):
     the parameters, ``spec``, ``default``, the pooled ``M_c``, ``M_w``, ``accuracy`` and loss
-    counts over ``sources`` (paths or Traces), and ``pareto``. See the module docstring."""
+    counts over ``sources`` (paths or Traces), and ``pareto``; ``route_as`` and
+    ``policing_as`` as :func:`ldanalyze.scoring.score` takes them. See the module docstring."""
     if not grid:
         raise UsageError("a sweep needs at least one parameter to vary")
     default = get_lda(lda)
@@ -79,7 +83,9 @@ def sweep(
         raise UsageError(f"{lda}: the LDA refuses every point of the grid ({refused})")
     specs = list(dict.fromkeys([p.spec for p in points] + [default.spec]))
     analysed = analyze_traces(sources, specs, semantics=semantics, seq_modulus=seq_modulus, **read_options)
-    scores = score(analysed.decisions, analysed.summary, by="pooled", bootstrap=0).set_index("lda")
+    scores = score(
+        analysed.decisions, analysed.summary, by="pooled", bootstrap=0, route_as=route_as, policing_as=policing_as
+    ).set_index("lda")
     by_spec = {p.spec: p for p in points} | {default.spec: default}
     rows = []
     for spec in specs:

@@ -43,6 +43,7 @@ Sequence numbers that wrap (RTP's 16 bits, say) are unwrapped per flow in send o
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -172,9 +173,22 @@ class Timeline:
         return pd.DataFrame(out)
 
     def per_packet(self) -> pd.DataFrame:
-        """Every data packet (sent order) with its timeline columns and fate: the export."""
+        """Every data packet (sent order) with its timeline columns and fate: the export.
+        ``owd`` is missing (NaN, with a warning) unless the send and receive times are on one
+        clock (:attr:`clock_common`): across two clocks with no common origin it is the distance
+        between the origins, not a delay. ``rott``, the delay above the flow's least, is there
+        either way."""
         cols = ["uid", "owd", "rott", "iat", "jitter", "jitter_rfc3550", "kind"]
         out = self.packets.merge(self.arrivals[cols], on="uid", how="left")
+        if not self.clock_common and out["owd"].notna().any():
+            clocks = {"separate": "separate clocks", "skew-removed": "separate clocks (skew removed)"}
+            warnings.warn(
+                f"{self.meta.get('path', 'timeline')}: owd left empty: the send and receive times are on "
+                f"{clocks.get(str(self.meta.get('clock')), 'clocks not known to be one')}, without a common origin; "
+                "rott, the delay above each flow's least, is there",
+                stacklevel=2,
+            )
+            out["owd"] = np.nan
         gap_cols = self.losses[["uid", "gap", "n", "t_detect"]]
         out = out.merge(gap_cols, on="uid", how="left")
         out["gap"] = out["gap"].fillna(-1).astype(np.int64)

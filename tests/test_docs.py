@@ -201,3 +201,13 @@ def test_the_readme_python_block_runs(repository_view):
             exec(compile(block, "README.md", "exec"), {})  # the README's own code, nothing read from input
             return
     pytest.fail("the README has no Python block starting with `import ldanalyze as la`")
+
+
+def test_the_lda_table_names_every_lda_the_commands_take():
+    """The README's table of the LDAs has a row for each name ``--lda`` accepts, and no other."""
+    from ldanalyze.lda import REGISTRY
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("## The LDAs", 1)[1].split("\n\n", 2)[1]
+    named = [name for line in table.splitlines()[2:] for name in re.findall(r"`(\w+)`", line.split("|")[1])]
+    assert sorted(named) == sorted(REGISTRY)

@@ -11,17 +11,19 @@ from ..analysis import stack
 from ..consensus import agreement_counts, agreement_table
 from ..errors import UsageError
 from ..scoring import score
-from ..scoring.losses import BY
+from ..scoring.losses import BY, EXCLUDED
 from .jobs import Analysis, Job, Outcome, discover
 from .running import execute
 
 SCOPES = ("flow", "trace", "pooled")
 
 
-def results_table(outcomes: Sequence[Outcome], *, bootstrap: int = 0, seed=0) -> pd.DataFrame:
+def results_table(
+    outcomes: Sequence[Outcome], *, bootstrap: int = 0, seed=0, route_as: str = EXCLUDED, policing_as: str = EXCLUDED
+) -> pd.DataFrame:
     """One tidy table of scores: ``scope`` flow (per trace and flow), trace, and pooled (every
     trace); the LDAs' agreement with each other (``AGREEMENT``); the modeled-throughput
-    columns where a controller was replayed."""
+    columns where a controller was replayed. ``route_as``, ``policing_as``: as ``score``."""
     parts = [o.result for o in outcomes if o.result is not None]
     if not parts:
         return pd.DataFrame(columns=["scope", "trace", "flow", "lda"])
@@ -40,6 +42,8 @@ def results_table(outcomes: Sequence[Outcome], *, bootstrap: int = 0, seed=0) ->
             bootstrap=bootstrap,
             seed=seed,
             throughput=analysed.throughput,
+            route_as=route_as,
+            policing_as=policing_as,
         )
         _add_agreement(table, counts, BY[scope][:-1])
         for key in ("trace", "flow"):

@@ -24,12 +24,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     no_blas_probe()
     no_numba_extensions()
     parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
-    if unknown:
-        parser.error(unrecognized(parser, args, unknown))
-    with warnings.catch_warnings(record=True) as caught:  # the API's warnings, as one-line notes
+    with warnings.catch_warnings(record=True) as caught:  # the parser's and the API's warnings, as one-line notes
         warnings.simplefilter("always")
         try:
+            args, unknown = parser.parse_known_args(argv)
+            if unknown:
+                parser.error(unrecognized(parser, args, unknown))
             return args.func(args)
         except (TraceError, UsageError) as exc:
             print(f"ldanalyze: error: {exc}", file=sys.stderr)

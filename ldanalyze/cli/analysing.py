@@ -47,7 +47,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     table = timeline.per_packet()
     table["fate"] = table["fate"].astype(str)
     table["kind"] = table["kind"].astype(str).replace("nan", "")
-    kind = write_table(table, args.output, input_paths(args), args.output_format)
+    kind = write_table(table, args.output, input_paths(args), args.format)
     print(f"wrote {len(table)} packets of {len(timeline.flows)} flow(s) to {args.output} ({kind})")
     return 0
 
@@ -58,7 +58,7 @@ def cmd_classify(args: argparse.Namespace) -> int:
     decisions = classify(timeline, ldas, semantics=replay_semantics(args))
     if args.output:
         table = decisions.astype({"lda": str, "flow": str, "decision": str})
-        kind = write_table(table, args.output, input_paths(args), args.output_format)
+        kind = write_table(table, args.output, input_paths(args), args.format)
         print(
             f"wrote {len(table)} decisions ({table['lda'].nunique()} LDAs, "
             f"{len(timeline.losses)} lost packets) to {args.output} ({kind})"
@@ -88,6 +88,7 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
 def cmd_score(args: argparse.Namespace) -> int:
     if args.average == "mean" and args.by == "flow":
         raise UsageError("--average mean needs --by trace or --by pooled (a flow is its own mean)")
+    args.format = score_format(args.output, args.format, input_paths(args))  # before the work: a bad name
     controller = {"none": None, "auto": "tfrc"}.get(args.controller, args.controller)
     analysed = analyze_traces(
         _score_traces(args),
@@ -114,7 +115,6 @@ def cmd_score(args: argparse.Namespace) -> int:
         scores = scores.merge(
             agreement(analysed.decisions, keys).drop(columns=["called"]), how="left", on=[*keys, "lda"]
         )
-    args.format = score_format(args.output, args.format)
     if analysed.throughput is not None and args.format == "table":
         print(f"throughput: {OPEN_LOOP_NOTE}", file=sys.stderr)
     flows_read = 0 if analysed.summary is None else len(analysed.summary)
@@ -145,7 +145,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     result = replay(timeline, args.controller, args.lda, semantics=replay_semantics(args), path=path_model_of(args))
     if args.output:
         table = result.rates.astype({"lda": str, "controller": str, "flow": str})
-        kind = write_table(table, args.output, input_paths(args), args.output_format)
+        kind = write_table(table, args.output, input_paths(args), args.format)
         print(f"wrote {len(table)} rate steps to {args.output} ({kind}); {OPEN_LOOP_NOTE}")
     sys.stdout.write(text.replay_text(trace.path, result.summary))
     if args.compare_sent:
@@ -172,6 +172,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         grid,
         semantics=replay_semantics(args),
         seq_modulus=args.seq_modulus,
+        route_as=args.route_as,
+        policing_as=args.policing_as,
         **trace_options(args),
     )
     shown = table.drop(columns=["spec"])
@@ -199,7 +201,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     traces = [read_source(args, path) for path in source_paths(args)]
     controller = None if args.controller == "none" else args.controller
-    page = build_report(traces, ldas=args.lda, controller=controller, path=path_model_of(args))
+    page = build_report(
+        traces,
+        ldas=args.lda,
+        controller=controller,
+        path=path_model_of(args),
+        route_as=args.route_as,
+        policing_as=args.policing_as,
+    )
     write_output(args.output, input_paths(args), lambda tmp: pathlib.Path(tmp).write_text(page))
     print(f"wrote {args.output} ({len(page) / 1e6:.1f} MB, {len(traces)} trace(s))")
     return 0

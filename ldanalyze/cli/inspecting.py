@@ -220,6 +220,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             "where the status says applied:"
         )
         print(_clock_fit_text(seen.meta["clock_fit"]))
+    if "radio" in seen.meta:  # a receiver's monitor-mode capture: its retries and unseen numbers
+        print(f"\n{seen.meta['radio']}")
     if "labels" in seen.meta:
         print("\nlabels: " + ", ".join(f"{k} {v}" for k, v in seen.meta["labels"].items()))
     skipped = seen.meta.get("skipped_lines")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import warnings
 
 from ..batch import FLOW_AT_A_TIME_ABOVE
 from ..control import REGISTRY as CONTROLLERS
@@ -15,6 +16,7 @@ from ..io.capture.pcap import SKEW_CHOICES
 from ..io.capture.vantage import CLOCKS
 from ..lda import REGISTRY
 from ..scoring.losses import POLICING_AS, ROUTE_AS
+from ..specs import names_in_all
 from ..version import VERSION
 from .analysing import (
     cmd_classify,
@@ -37,6 +39,12 @@ LDA_HELP = (
 )
 
 
+def _lda_names() -> str:
+    """What ``--lda`` takes, from the registry: what 'all' holds, and the LDAs only named."""
+    in_all = names_in_all(REGISTRY)
+    return f"'all' is {', '.join(in_all)}; named only: {', '.join(n for n in REGISTRY if n not in in_all)}"
+
+
 def _replay_options(*, defaults: bool, lda_help: str | None = LDA_HELP) -> argparse.ArgumentParser:
     """A parent parser of the LDA and replay options. Without ``defaults`` (``batch``), an
     option not given is None, so that the settings file's value stands (``BATCH_DEFAULTS``
@@ -48,9 +56,7 @@ def _replay_options(*, defaults: bool, lda_help: str | None = LDA_HELP) -> argpa
 
     replaying = argparse.ArgumentParser(add_help=False)
     if lda_help is not None:
-        replaying.add_argument(
-            "--lda", default=default("all"), metavar="SPEC,SPEC", help=f"{lda_help}; names: " + ", ".join(REGISTRY)
-        )
+        replaying.add_argument("--lda", default=default("all"), metavar="SPEC,SPEC", help=f"{lda_help}; {_lda_names()}")
     replaying.add_argument(
         "--classify-first",
         action="store_true",
@@ -70,6 +76,51 @@ def _replay_options(*, defaults: bool, lda_help: str | None = LDA_HELP) -> argpa
         help="decide a gap at the K-th arrival above it (1: at once, default; 3: RFC 5348's rule)",
     )
     return replaying
+
+
+def _scoring_options(*, defaults: bool) -> argparse.ArgumentParser:
+    """A parent parser of how losses of other causes are scored, for every command that scores
+    (without ``defaults``, as ``_replay_options``: batch's settings file stands)."""
+    scoring = argparse.ArgumentParser(add_help=False)
+    scoring.add_argument(
+        "--route-as",
+        choices=ROUTE_AS,
+        default="excluded" if defaults else None,
+        help="losses to routing and mobility (ns-2 wireless NRTE, RTR IFQ, CBK ...): left out of "
+        "M_c/M_w (default) or scored as congestion or wireless",
+    )
+    scoring.add_argument(
+        "--policing-as",
+        choices=POLICING_AS,
+        default="excluded" if defaults else None,
+        help="a policer's drops (cause policing): left out of M_c/M_w (default; M_p says how each LDA "
+        "read them) or scored as congestion or wireless",
+    )
+    return scoring
+
+
+class _RenamedOption(argparse.Action):
+    """An option read under its old name too, which warns that it goes (``--output-format``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string != self.option_strings[0]:
+            warnings.warn(
+                f"{option_string} is now {self.option_strings[0]}; the old name goes in 0.6",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        setattr(namespace, self.dest, values)
+
+
+def _table_format(command: argparse.ArgumentParser) -> None:
+    """``--format`` of a command that writes a table (``--output-format`` until 0.5)."""
+    command.add_argument(
+        "--format",
+        "--output-format",
+        action=_RenamedOption,
+        choices=TABLE_KINDS,
+        help="the file's format (default: what -o's extension says: .parquet, .csv, .csv.gz or .json)",
+    )
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -203,6 +254,7 @@ def build_parser() -> CommandParser:
     )
 
     replaying = _replay_options(defaults=True)
+    scoring = _scoring_options(defaults=True)
 
     controlling = argparse.ArgumentParser(add_help=False)
     controlling.add_argument(
@@ -255,12 +307,12 @@ def build_parser() -> CommandParser:
 
     p = sub.add_parser("timeline", parents=[one], help="write the per-packet timeline")
     p.add_argument("-o", "--output", required=True, help="output file (.parquet, .csv, .csv.gz or .json)")
-    p.add_argument("--output-format", choices=TABLE_KINDS, help="default: from the extension")
+    _table_format(p)
     p.set_defaults(func=cmd_timeline)
 
     p = sub.add_parser("classify", parents=[one, replaying], help="replay LDAs: one decision per lost packet per LDA")
     p.add_argument("-o", "--output", help="write every decision (.parquet, .csv, .csv.gz or .json)")
-    p.add_argument("--output-format", choices=TABLE_KINDS, help="default: from the extension")
+    _table_format(p)
     p.set_defaults(func=cmd_classify)
 
     p = sub.add_parser(
@@ -286,7 +338,7 @@ def build_parser() -> CommandParser:
         "names: " + ", ".join(CONTROLLERS),
     )
     p.add_argument("-o", "--output", help="write the rate timelines (.parquet, .csv, .csv.gz or .json)")
-    p.add_argument("--output-format", choices=TABLE_KINDS, help="default: from the extension")
+    _table_format(p)
     p.add_argument(
         "--compare-sent",
         type=float,
@@ -300,7 +352,7 @@ def build_parser() -> CommandParser:
 
     p = sub.add_parser(
         "score",
-        parents=[reading, replaying, controlling],
+        parents=[reading, replaying, controlling, scoring],
         help="score LDAs against the true causes (M_c, M_w, accuracy, ...)",
     )
     p.add_argument("traces", nargs="*", metavar="TRACE", help="trace files (and/or one --vantage chain)")
@@ -332,20 +384,6 @@ def build_parser() -> CommandParser:
     )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument(
-        "--route-as",
-        choices=ROUTE_AS,
-        default="excluded",
-        help="losses to routing and mobility (ns-2 wireless NRTE, RTR IFQ, CBK ...): left out of "
-        "M_c/M_w (default) or scored as congestion or wireless",
-    )
-    p.add_argument(
-        "--policing-as",
-        choices=POLICING_AS,
-        default="excluded",
-        help="a policer's drops (cause policing): left out of M_c/M_w (default; M_p says how each LDA "
-        "read them) or scored as congestion or wireless",
-    )
-    p.add_argument(
         "--controller",
         default="auto",
         metavar="SPEC",
@@ -358,12 +396,16 @@ def build_parser() -> CommandParser:
         help="captures larger than memory: decode into per-flow files on disk, then read and score "
         "one flow at a time (the clock skew of each pair of hosts fitted on all its flows)",
     )
-    p.add_argument("-o", "--output", help="write to this file instead of standard output")
+    p.add_argument(
+        "-o",
+        "--output",
+        help="write to this file (.json, .csv, .md or .txt, the format by the name) instead of standard output",
+    )
     p.set_defaults(func=cmd_score)
 
     p = sub.add_parser(
         "sweep",
-        parents=[reading, replaying],
+        parents=[reading, replaying, scoring],
         help="one LDA over a grid of its parameters: M_c, M_w per point and the trade-off frontier",
     )
     p.add_argument("swept", metavar="LDA", help="the LDA to sweep (spike, zigzag, mbiaz, ...)")
@@ -467,18 +509,20 @@ def build_parser() -> CommandParser:
 
     p = sub.add_parser(
         "report",
-        parents=[reading, controlling],
+        parents=[reading, controlling, scoring],
         help="one self-contained HTML page per set of traces: summary, scores, figures",
     )
     p.add_argument("traces", nargs="*", metavar="TRACE", help="trace files (and/or one --vantage chain)")
-    p.add_argument("--lda", default="all", metavar="SPEC,SPEC", help="LDAs to score (default all)")
+    p.add_argument(
+        "--lda", default="all", metavar="SPEC,SPEC", help="LDAs to score: 'all' (default) or specs; " + _lda_names()
+    )
     p.add_argument("--controller", default="tfrc", metavar="SPEC", help="controller for throughput ('none': skip)")
     p.add_argument("-o", "--output", required=True, help="the HTML file to write")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser(
         "batch",
-        parents=[_replay_options(defaults=False)],
+        parents=[_replay_options(defaults=False), _scoring_options(defaults=False)],
         help="score every trace under folders/globs (CI: thresholds, baselines, JUnit, summary)",
         description="Exit status: 0 passed; 1 a threshold or regression failed, or a trace could not "
         "be scored; 2 bad usage (or, with --strict, the first bad trace); 130 interrupted "

@@ -19,6 +19,7 @@ from ..errors import UsageError
 from ..lda import parse_ldas
 from ..report import ci
 from ..report.tables import text_table
+from ..scoring.losses import EXCLUDED
 from .options import REPLAY_DEFAULTS, byte_size, replay_semantics
 from .writing import table_kind, write_output, write_table
 
@@ -47,6 +48,8 @@ BATCH_DEFAULTS = {
     "flow_at_a_time_above": batching.FLOW_AT_A_TIME_ABOVE,
     **REPLAY_DEFAULTS,
     "seq_modulus": None,
+    "route_as": EXCLUDED,
+    "policing_as": EXCLUDED,
 }
 
 
@@ -210,7 +213,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if bar is not None:
         bar.close()
     interrupted = len(outcomes) < len(jobs)
-    results = batching.results_table(outcomes, bootstrap=int(s["bootstrap"]))
+    results = batching.results_table(
+        outcomes, bootstrap=int(s["bootstrap"]), route_as=s["route_as"], policing_as=s["policing_as"]
+    )
     errors = batching.errors_table(outcomes)
     checks = [gates.check_thresholds(results, thresholds, s["fail_scope"])] if thresholds and len(results) else []
     if baseline is not None:

@@ -99,9 +99,19 @@ def worst_flow(decisions: pd.DataFrame) -> str | None:
     return str(wrong.idxmax())
 
 
-def build_report(traces, *, ldas="all", controller="tfrc", timeline_ldas=("zbs", "spike", "biaz"), path=None) -> str:
+def build_report(
+    traces,
+    *,
+    ldas="all",
+    controller="tfrc",
+    timeline_ldas=("zbs", "spike", "biaz"),
+    path=None,
+    route_as="excluded",
+    policing_as="excluded",
+) -> str:
     """One HTML page for the traces (Trace objects). ``path``: the path model of the
-    controller's replay (``PathModel``: base RTT, capacity), for flows that need one."""
+    controller's replay (``PathModel``: base RTT, capacity), for flows that need one;
+    ``route_as``, ``policing_as``: how losses of those causes are scored (``scoring.score``)."""
     from ..consensus import agreement, consensus, kappa_matrix, shares_over_time, voters
     from ..control import replay
     from ..lda import classify
@@ -141,8 +151,9 @@ def build_report(traces, *, ldas="all", controller="tfrc", timeline_ldas=("zbs",
         if throughput is not None:
             throughput = throughput.assign(trace=str(trace.path))
         if not decisions.empty:
-            scores = score(decisions, summary, by="trace", throughput=throughput, bootstrap=200)
-            per_flow = score(decisions, summary, by="flow", bootstrap=0)
+            scoring = {"route_as": route_as, "policing_as": policing_as}
+            scores = score(decisions, summary, by="trace", throughput=throughput, bootstrap=200, **scoring)
+            per_flow = score(decisions, summary, by="flow", bootstrap=0, **scoring)
             if voting:
                 scores = scores.merge(
                     agreement(decisions, ("trace",)).drop(columns=["called"]), on=["trace", "lda"], how="left"

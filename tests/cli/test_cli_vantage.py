@@ -250,13 +250,17 @@ def test_labels_never_overwrite_an_input(captures, tmp_path, capsys, target):
 
 
 def delays(captures, tmp_path, capsys, *options) -> tuple[np.ndarray, np.ndarray]:
-    """Packet index and t_recv − t_send of each delivered packet, from ``timeline -o``."""
+    """Packet index and t_recv − t_send of each delivered packet, from ``timeline -o`` (whose
+    ``owd_s`` holds it where the clocks are one, and is empty where not)."""
     out = tmp_path / "timeline.csv"
     code, _, _ = run(capsys, "timeline", *vantages(captures), *options, "-o", out)
     assert code == 0
     table = pd.read_csv(out)
     delivered = table[table["fate"] == "delivered"]
-    return delivered["seq"].to_numpy() - 1, (delivered["t_recv"] - delivered["t_send"]).to_numpy()
+    delay = (delivered["t_recv_s"] - delivered["t_send_s"]).to_numpy()
+    common = "--clocks" in options and options[options.index("--clocks") + 1] == "common"
+    np.testing.assert_array_equal(delivered["owd_s"].to_numpy(), delay if common else np.nan)
+    return delivered["seq"].to_numpy() - 1, delay
 
 
 def test_common_clocks_keep_the_receive_times(captures, tmp_path, capsys):

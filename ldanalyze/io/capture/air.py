@@ -129,6 +129,19 @@ def received_air_columns(capture, packets: pd.DataFrame) -> dict[str, np.ndarray
     return dict(zip(AIR_COLUMNS, values, strict=True))
 
 
+def radio_note(path: str, columns: dict[str, np.ndarray]) -> str:
+    """What a receiver's own monitor-mode capture adds, counted: the arrivals whose 802.11 retry
+    bit says an attempt before failed, the sequence numbers that went by unseen, and the LDA that
+    reads them (``inspect`` prints it, the report and ``--json`` hold it among the notes)."""
+    seen = columns["air_frames"] > 0
+    unseen = columns["air_unseen"][seen]
+    return (
+        f"{path}: a monitor-mode capture: {int(columns['air_retried'].sum())} of {int(seen.sum())} arrivals "
+        f"retried (802.11 retry bit: an attempt before failed), {int(unseen[unseen > 0].sum())} sequence numbers "
+        "gone by unseen (air_unseen); --lda macseq reads them"
+    )
+
+
 def shared_counter_note(path: str, columns: dict[str, np.ndarray]) -> str | None:
     """A note for a capture whose frames were numbered from a counter shared with other stations
     (non-QoS data): their ``air_unseen`` may count frames to those stations that the radio did not

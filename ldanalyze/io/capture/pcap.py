@@ -34,7 +34,7 @@ from ...errors import TraceError, UsageError
 from ...packets import Trace, empty_rtt
 from ...tiering import call
 from . import payload as payloads
-from .air import is_air_capture, received_air_columns, shared_counter_note
+from .air import is_air_capture, radio_note, received_air_columns, shared_counter_note
 from .fields import FieldSpec, payload_name
 from .flows import SSRC, flow_extents, flow_listing, flow_table, tunnel_counts, tunnel_table
 from .outages import capture_outages, mark_outages
@@ -391,10 +391,8 @@ def capture_trace(
     if vantage == "receiver" and is_air_capture(capture):
         on_air = received_air_columns(capture, packets)
         packets = packets.assign(**on_air)
-        capture.notes.append(
-            f"{capture.path}: a monitor-mode capture: each arrival carries its 802.11 retry bit and the "
-            "sequence numbers its radio never heard (air_unseen); --lda macseq reads them"
-        )
+        meta["radio"] = radio_note(capture.path, on_air)
+        capture.notes.append(meta["radio"])
         shared = shared_counter_note(capture.path, on_air)
         if shared:
             capture.notes.append(shared)

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ldanalyze.cli import main
 from ldanalyze.errors import UsageError
 from ldanalyze.io.capture.air import fold_retries, never_transmitted, numbers_unseen
 from ldanalyze.io.capture.pcap import CaptureWarning, read_capture
@@ -291,3 +292,15 @@ def test_air_vantages_that_cannot_be_are_refused(tmp_path):
     with pytest.raises(UsageError, match="between the sender's capture and the receiver's"):
         read_vantages([s, d + ":air"])
     assert parse_vantage("x.pcap:air") == Vantage("x.pcap", "congestion", air=True)
+
+
+def test_inspect_says_what_a_monitor_mode_capture_holds(tmp_path, capsys):
+    """A receiver's own monitor-mode capture: ``inspect``'s text counts its retried arrivals and
+    the numbers gone by unseen, and names ``--lda macseq``, as ``--json`` and the report do."""
+    _, air, _ = write_air_chain(tmp_path, "ddqdwdrqqdxdmdrrd")  # read alone: a frame a row
+    assert main(["inspect", air]) == 0
+    said = f"{air}: a monitor-mode capture: 4 of 16 arrivals retried (802.11 retry bit: an attempt before failed)"
+    text = capsys.readouterr().out
+    assert said in text and "2 sequence numbers gone by unseen (air_unseen); --lda macseq reads them" in text
+    assert main(["inspect", air, "--json"]) == 0
+    assert said in capsys.readouterr().out
