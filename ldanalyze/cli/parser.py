@@ -119,7 +119,8 @@ def _table_format(command: argparse.ArgumentParser) -> None:
         "--output-format",
         action=_RenamedOption,
         choices=TABLE_KINDS,
-        help="the file's format (default: what -o's extension says: .parquet, .csv, .csv.gz or .json)",
+        help="the file's format (default: what -o's extension says: .parquet, .csv, .csv.gz or .json); "
+        "--output-format is its old name, going in 0.6",
     )
 
 
