@@ -208,6 +208,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         path=path_model_of(args),
         route_as=args.route_as,
         policing_as=args.policing_as,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
     )
     write_output(args.output, input_paths(args), lambda tmp: pathlib.Path(tmp).write_text(page))
     print(f"wrote {args.output} ({len(page) / 1e6:.1f} MB, {len(traces)} trace(s))")

@@ -257,6 +257,22 @@ def build_parser() -> CommandParser:
     replaying = _replay_options(defaults=True)
     scoring = _scoring_options(defaults=True)
 
+    bootstrapping = argparse.ArgumentParser(add_help=False)  # score and report: the same intervals
+    bootstrapping.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="resamples for the loss-burst bootstrap intervals (default 1000; 0: Wilson intervals only)",
+    )
+    bootstrapping.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="the bootstrap's seed (default 0); each LDA's draws are seeded by it and what the LDA is "
+        "scored on (its traces and flows), so an interval is the same whatever else is scored",
+    )
+
     controlling = argparse.ArgumentParser(add_help=False)
     controlling.add_argument(
         "--reverse-delay",
@@ -353,7 +369,7 @@ def build_parser() -> CommandParser:
 
     p = sub.add_parser(
         "score",
-        parents=[reading, replaying, controlling, scoring],
+        parents=[reading, replaying, controlling, scoring, bootstrapping],
         help="score LDAs against the true causes (M_c, M_w, accuracy, ...)",
     )
     p.add_argument("traces", nargs="*", metavar="TRACE", help="trace files (and/or one --vantage chain)")
@@ -376,14 +392,6 @@ def build_parser() -> CommandParser:
         help="table: paper 000 Table II layout (metrics × LDAs); json/csv: the tidy scores; md: "
         "Markdown (default: what -o's extension promises, else table)",
     )
-    p.add_argument(
-        "--bootstrap",
-        type=int,
-        default=1000,
-        metavar="N",
-        help="resamples for the loss-burst bootstrap intervals (0: Wilson only)",
-    )
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument(
         "--controller",
         default="auto",
@@ -510,7 +518,7 @@ def build_parser() -> CommandParser:
 
     p = sub.add_parser(
         "report",
-        parents=[reading, controlling, scoring],
+        parents=[reading, controlling, scoring, bootstrapping],
         help="one self-contained HTML page per set of traces: summary, scores, figures",
     )
     p.add_argument("traces", nargs="*", metavar="TRACE", help="trace files (and/or one --vantage chain)")

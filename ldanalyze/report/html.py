@@ -49,7 +49,9 @@ def _png(fig) -> str:
     return f'<img alt="figure" src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}">'
 
 
-def _figures_first(plots, scores: pd.DataFrame, per_flow: pd.DataFrame, truth: bool, voting: list[str]) -> list[str]:
+def _figures_first(
+    plots, scores: pd.DataFrame, per_flow: pd.DataFrame, truth: bool, voting: list[str], bootstrapped: bool
+) -> list[str]:
     """The figure a person looks at first: with truth, M_c against M_w; without, what each LDA
     called (and with truth, that too, against the true share)."""
     out = []
@@ -64,10 +66,14 @@ def _figures_first(plots, scores: pd.DataFrame, per_flow: pd.DataFrame, truth: b
     if voting:
         out.append(_png(plots.called_wireless(scores, per_flow)))
     if not truth:
+        interval = (
+            "the 95 % interval of a bootstrap over loss bursts"
+            if bootstrapped
+            else "its 95 % Wilson interval (--bootstrap 0), which takes the losses as independent"
+        )
         out.append(
             "<p class='note'>No ground truth: the cause of every loss is unknown, so nothing is scored. "
-            "Shown is what each LDA called, with the 95 % interval of a bootstrap over loss bursts; "
-            "--labels or a --vantage chain give the truth.</p>"
+            f"Shown is what each LDA called, with {interval}; --labels or a --vantage chain give the truth.</p>"
         )
     return out
 
@@ -108,10 +114,14 @@ def build_report(
     path=None,
     route_as="excluded",
     policing_as="excluded",
+    bootstrap: int = 1000,
+    seed: int = 0,
 ) -> str:
     """One HTML page for the traces (Trace objects). ``path``: the path model of the
     controller's replay (``PathModel``: base RTT, capacity), for flows that need one;
-    ``route_as``, ``policing_as``: how losses of those causes are scored (``scoring.score``)."""
+    ``route_as``, ``policing_as``: how losses of those causes are scored (``scoring.score``);
+    ``bootstrap`` and ``seed``: the burst bootstrap's, as ``score`` takes them (the same
+    defaults, so an LDA's interval here is the one ``ldanalyze score`` prints)."""
     from ..consensus import agreement, consensus, kappa_matrix, shares_over_time, voters
     from ..control import replay
     from ..lda import classify
@@ -152,13 +162,15 @@ def build_report(
             throughput = throughput.assign(trace=str(trace.path))
         if not decisions.empty:
             scoring = {"route_as": route_as, "policing_as": policing_as}
-            scores = score(decisions, summary, by="trace", throughput=throughput, bootstrap=200, **scoring)
+            scores = score(
+                decisions, summary, by="trace", throughput=throughput, bootstrap=bootstrap, seed=seed, **scoring
+            )
             per_flow = score(decisions, summary, by="flow", bootstrap=0, **scoring)
             if voting:
                 scores = scores.merge(
                     agreement(decisions, ("trace",)).drop(columns=["called"]), on=["trace", "lda"], how="left"
                 )
-            part += _figures_first(plots, scores, per_flow, truth, voting)
+            part += _figures_first(plots, scores, per_flow, truth, voting, bootstrap > 0)
             for title, block, note in blocks(scores):
                 part += [f"<h3>Scores</h3><p class='note'>{html.escape(title)}</p>", html_table(block, index=True)]
                 if note:

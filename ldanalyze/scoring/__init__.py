@@ -70,7 +70,9 @@ as independent. They are not: every loss of a burst (gap) gets the burst's decis
 ``*_boot_lo/hi`` bootstrap over bursts: the distinct ``(trace, flow, gap)`` units among the scored
 losses of the group are resampled with replacement ``bootstrap`` times, and the interval is the
 percentile interval of the resampled ratios (resamples where the ratio is undefined are ignored).
-A scored loss outside any burst (``gap < 0``) is a unit of its own.
+A scored loss outside any burst (``gap < 0``) is a unit of its own. Each group draws from its own
+generator, seeded by ``seed`` and the group's LDA, traces and flows: an LDA's interval is the same
+whatever is scored beside it, and a one-flow trace's is the same by flow, by trace and pooled.
 
 ``summary`` (a ``Timeline.summary()`` table) adds ``flows_scored`` (by trace the flows the group
 pools, by name; pooled their count) and the true loss rates of the group's flows,
@@ -132,7 +134,7 @@ def score(
     average: str = "pooled",
     confidence: float = 0.95,
     bootstrap: int = 1000,
-    seed=0,
+    seed: int = 0,
     throughput: pd.DataFrame | None = None,
     route_as: str = EXCLUDED,
     policing_as: str = EXCLUDED,
@@ -142,7 +144,9 @@ def score(
     ``by``: ``"flow"`` (rows keyed trace, flow, lda), ``"trace"`` (trace, lda) or ``"pooled"``
     (lda). ``average``: ``"pooled"`` pools the counts; ``"mean"`` (by trace or pooled) averages
     per-flow metrics and adds ``flows``, without intervals. ``bootstrap``: resamples for the
-    burst bootstrap (0 = no bootstrap columns), drawn from ``numpy.random.default_rng(seed)``.
+    burst bootstrap (0 = no bootstrap columns); ``seed`` (a whole number >= 0) and what each
+    group is scored on (its LDA, traces and flows) seed the group's draws, so a group's interval
+    does not depend on what else is scored (``scoring.bootstrap.group_seed``).
     ``throughput``: a controller replay's summary (:func:`ldanalyze.control.replay`) adds the
     modeled-throughput columns (see the module docstring). ``route_as``: ``"excluded"`` leaves
     route losses out of the metrics; ``"wireless"``/``"congestion"`` scores them as that cause;
@@ -166,6 +170,8 @@ def score(
         raise UsageError(f"score: confidence must be in (0, 1) (e.g. 0.95), not {confidence!r}")
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
         raise UsageError(f"score: bootstrap must be a whole number of resamples >= 0, not {bootstrap!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise UsageError(f"score: seed must be a whole number >= 0, not {seed!r}")
     if not isinstance(decisions, pd.DataFrame):
         raise UsageError(f"score: decisions must be a DataFrame, not {type(decisions).__name__}")
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pandas as pd
 import pytest
 
-from ldanalyze import build_timeline, read_trace
+from ldanalyze import build_timeline, classify, read_trace, score
 from ldanalyze.cli import main
 from ldanalyze.lda import parse_ldas
 
@@ -172,6 +173,51 @@ def test_replay_usage_errors(capsys):
     assert main(["replay", str(SAMPLE), "--controller", "vegas"]) == 2
     assert "unknown controller 'vegas'" in capsys.readouterr().err
     assert main(["replay", str(SAMPLE), "--capacity", "-3"]) == 2
+
+
+def _biaz_mc_interval(rows: list[dict]) -> str:
+    row = next(r for r in rows if r["lda"] == "biaz")
+    return f"{100 * row['M_c_boot_lo']:.1f}–{100 * row['M_c_boot_hi']:.1f}"
+
+
+def test_an_ldas_interval_is_the_same_in_every_command(tmp_path, capsys):
+    """Biaz's M_c interval on the bundled CBR trace was 72.7-97.1 from `score`, 72.9-97.3 from
+    `score --lda biaz,zbs` and 73.8-97.1 from `report`: one generator for every LDA, and 200
+    resamples in the report. Seeded by what each LDA is scored on, it is one interval in all,
+    by flow or by trace, through the command and the Python API."""
+    assert main(["score", str(SAMPLE), "--format", "json", "--controller", "none"]) == 0
+    alone = _biaz_mc_interval(json.loads(capsys.readouterr().out))
+    assert main(["score", str(SAMPLE), "--lda", "zbs,biaz", "--by", "flow", "--format", "json"]) == 0
+    assert _biaz_mc_interval(json.loads(capsys.readouterr().out)) == alone
+    out = tmp_path / "r.html"
+    assert main(["report", str(SAMPLE), "--lda", "spike,biaz", "--controller", "none", "-o", str(out)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    page = out.read_text()
+    header = re.findall(r"<th>([^<]*)</th>", page[page.index("<thead>", page.index("<h3>Scores")) :])
+    ldas = header[1 : header.index("losses")]
+    ci = page[page.index("95% CI (bursts)", page.index("<th>M_c %</th>")) :]
+    cells = re.findall(r"<td>([^<]*)</td>", ci)[: len(ldas)]
+    assert dict(zip(ldas, cells))["biaz"] == alone
+
+    timeline = build_timeline(read_trace(SAMPLE))
+    decisions = classify(timeline, "biaz,mbiaz,spike").assign(trace=str(SAMPLE))
+    scores = score(decisions, by="flow").query("flow == '1'")
+    assert _biaz_mc_interval(scores.to_dict("records")) == alone
+    scores = score(decisions[decisions["lda"] == "biaz"].assign(trace=str(SAMPLE.resolve())), by="trace")
+    assert _biaz_mc_interval(scores.to_dict("records")) == alone  # however the trace's path is spelled
+    # the seed still moves it, in the command as in the API
+    assert main(["score", str(SAMPLE), "--lda", "biaz", "--seed", "1", "--format", "json"]) == 0
+    moved = _biaz_mc_interval(json.loads(capsys.readouterr().out))
+    assert moved != alone and moved == _biaz_mc_interval(score(decisions, by="flow", seed=1).to_dict("records"))
+
+
+@pytest.mark.parametrize("command", ["score", "report"])
+def test_the_bootstrap_options_state_their_defaults(command, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--bootstrap N resamples for the loss-burst bootstrap intervals (default 1000;" in text
+    assert "--seed SEED the bootstrap's seed (default 0)" in text
 
 
 def test_captures_work_wherever_traces_do(tmp_path, capsys):
