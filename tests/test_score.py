@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import ldanalyze.scoring.bootstrap as bootstrap_module
 from ldanalyze.cli import main
 from ldanalyze.errors import UsageError
-from ldanalyze.report.tables import text_table
+from ldanalyze.report.tables import blocks, text_table
 from ldanalyze.scoring import score
 from ldanalyze.scoring.losses import BY, COUNTS, tally
 from ldanalyze.scoring.metrics import METRICS
@@ -702,10 +702,67 @@ def test_score_marks_the_throughput_that_rests_on_ignored_congestion(capsys):
     out = capsys.readouterr().out
     lines = out.splitlines()
     header = next(line for line in lines if line.lstrip().startswith("omniscient")).split()
-    thput = next(line for line in lines if line.startswith("thput %")).removeprefix("thput %").split()
+    label = "thput % (mean over flows)"  # by trace (the default): the mean over the trace's flows
+    thput = next(line for line in lines if line.startswith(label)).removeprefix(label).split()
     cells = dict(zip(header, " ".join(thput).replace(" †", "†").split()))
     assert cells["veno"].endswith("†") and not cells["omniscient"].endswith("†") and not cells["spike"].endswith("†")
     assert "rests on ignored congestion" in out
+
+
+def replayed(flows: dict[str, dict[str, float]]) -> pd.DataFrame:
+    """A controller replay's summary: per LDA, each flow's thput (omniscient's and unaware's
+    among them), with the ratios to the baselines the replay computes."""
+    rows = []
+    for lda, per_flow in flows.items():
+        for flow, thput in per_flow.items():
+            rows.append({"lda": lda, "controller": "tfrc", "flow": flow, "capacity_bps": 1e6, "thput": thput})
+    t = pd.DataFrame(rows)
+    for base in ("omniscient", "unaware"):
+        t[f"vs_{base}"] = t["thput"] / t["flow"].map(flows[base])
+    return t
+
+
+def test_a_group_of_flows_compares_mean_throughputs_and_flags_what_it_shows():
+    """x calls congestion wireless (M_c > 0). Flow 1: omniscient crawls (0.1), x gets 0.2;
+    flow 2: omniscient 0.9, x 0.5. The mean of x's per-flow ratios, (2.0 + 0.56) / 2 = 1.28,
+    flagged x above omniscient while its mean thput, 0.35, is below omniscient's 0.5: the
+    ratio shown is that of the means (0.7), and the flag follows it."""
+    flows = {"omniscient": {"1": 0.1, "2": 0.9}, "unaware": {"1": 0.05, "2": 0.75}, "x": {"1": 0.2, "2": 0.5}}
+    rows = [("a",) + r for r in losses("1", "x", C, W, 2) + losses("2", "x", C, C, 2)]
+    rows += [("a",) + r for lda in ("omniscient", "unaware") for r in losses("1", lda, C, C, 2)]
+    decisions = table(rows, trace=True)
+    by_flow = score(decisions, bootstrap=0, throughput=replayed(flows).assign(trace="a"))
+    assert one(by_flow, flow="1", lda="x")["vs_omniscient"] == pytest.approx(2.0)  # a flow's own ratio
+    for by in ("trace", "pooled"):
+        row = one(score(decisions, by=by, bootstrap=0, throughput=replayed(flows)), lda="x")
+        assert row["thput"] == pytest.approx(0.35)
+        assert row["vs_omniscient"] == pytest.approx(0.35 / 0.5) and row["vs_unaware"] == pytest.approx(0.35 / 0.4)
+        assert row["M_c"] > 0 and not row["ignored_congestion"]
+    flows["x"] = {"1": 0.05, "2": 0.99}  # now above omniscient on the mean (0.52), below it on flow 1
+    row = one(score(decisions, by="trace", bootstrap=0, throughput=replayed(flows)), lda="x")
+    assert row["vs_omniscient"] == pytest.approx(0.52 / 0.5) and row["ignored_congestion"]
+
+
+def test_the_throughput_rows_name_their_mean():
+    """A flow's rows are its own; a trace's or the pool's say which mean they show."""
+    flows = {"omniscient": {"1": 0.1, "2": 0.9}, "unaware": {"1": 0.05, "2": 0.75}, "x": {"1": 0.2, "2": 0.5}}
+    decisions = table(losses("1", "x", C, W, 2) + losses("2", "x", C, C, 2))
+    labels = {
+        by: {
+            label.strip()
+            for _, block, _ in blocks(score(decisions, by=by, bootstrap=0, throughput=replayed(flows)))
+            for label in block.index
+        }
+        for by in ("flow", "trace", "pooled")
+    }
+    assert {"thput %", "vs omniscient", "vs unaware"} <= labels["flow"]
+    assert not any("mean" in label for label in labels["flow"])
+    for by in ("trace", "pooled"):
+        assert {"thput % (mean over flows)", "vs omniscient (ratio of means)", "vs unaware (ratio of means)"} <= labels[
+            by
+        ]
+    assert {"fairness std %", "Jain index"} <= labels["trace"]  # over the trace's flows
+    assert {"fairness std % (mean over traces)", "Jain index (mean over traces)"} <= labels["pooled"]
 
 
 # --- what the LDAs say, truth or not ---------------------------------------------------------

@@ -44,6 +44,8 @@ JSON_SCHEMA = {
             "description": "scores as ldanalyze.scoring.score names them: shares (M_c, M_w, accuracy, wireless_share, "
             "policing_share, the "
             "loss rates, thput, agrees_with_others) are fractions, not percent; rates in bits/s; times in seconds. "
+            "By trace and pooled, thput is the mean over the flows and vs_omniscient, vs_unaware the ratio of "
+            "the mean thputs on the same flows (not the mean of the flows' ratios). "
             "agrees_with_others and mean_kappa (Cohen's) compare a voting LDA with the majority of the others "
             "(ldanalyze.consensus), not with the truth; null for the baselines",
             "items": {

@@ -50,6 +50,16 @@ ROWS = (
     ("fairness std %", "fairness_std", "pct"),
     ("Jain index", "jain", "ratio"),
 )
+#: the throughput rows of a group of flows (by trace, pooled) say which mean they show: the
+#: flows' thput averaged, and its ratio to the baseline's on the same flows (``scoring`` module
+#: docstring; ``scoring.throughput.ratios_of_means`` says why not the mean of the flows' ratios)
+GROUP_LABELS = {
+    "thput": "thput % (mean over flows)",
+    "vs_omniscient": "  vs omniscient (ratio of means)",
+    "vs_unaware": "  vs unaware (ratio of means)",
+}
+#: pooled over traces, the fairness of each trace's flows is averaged
+POOLED_LABELS = {"fairness_std": "fairness std % (mean over traces)", "jain": "Jain index (mean over traces)"}
 #: rows shown only when the scores carry them (a controller replay, the LDAs' agreement joined)
 OPTIONAL = ("thput", "vs_omniscient", "vs_unaware", "fairness_std", "jain", "agrees_with_others", "mean_kappa")
 #: rows shown only where the group has policer drops
@@ -146,8 +156,9 @@ def blocks(scores: pd.DataFrame):
             title += f" (metrics averaged over {int(first['flows'])} flows)"
         if "controller" in group.columns:
             title += f" (thput: {first['controller']}'s modeled throughput, open-loop replay)"
+        named = {} if "flow" in keys else GROUP_LABELS | ({} if keys else POOLED_LABELS)
         rows = [
-            (label if kind != "ci" else ci_label, column, kind)
+            (named.get(column, label) if kind != "ci" else ci_label, column, kind)
             for label, column, kind in ROWS
             if (kind != "ci" or ci_label)
             and (column not in OPTIONAL or column in group.columns)

@@ -86,9 +86,11 @@ rules.
 Modeled throughput
 ------------------
 ``throughput`` (the summary of one controller's open-loop replay, one row per lda and flow,
-with ``trace`` when several traces are scored) adds ``controller``; ``thput``, ``vs_omniscient``
-and ``vs_unaware`` (per flow; by trace or pooled the mean over the flows of the group, every
-flow the replay covered, not only those with losses); and by trace ``fairness_std`` (paper 000
+with ``trace`` when several traces are scored) adds ``controller``; ``thput`` (per flow; by
+trace or pooled the mean over the flows of the group, every flow the replay covered, not only
+those with losses), ``vs_omniscient`` and ``vs_unaware`` (per flow the flow's ratio; by trace or
+pooled the ratio of the group's mean thput to the baseline's on the same flows, not the mean of
+the flows' ratios: ``throughput.ratios_of_means`` says why); and by trace ``fairness_std`` (paper 000
 §VIII-A: the sample standard deviation of the flows' throughputs normalised by their mean) and
 ``jain`` (paper 003 eq. 12) over the trace's flows, pooled their means over the traces. The
 replay is open loop: these are the rates the controller would have allowed on the trace's
