@@ -87,7 +87,7 @@ def _load(kernels: Sequence[Dispatcher]) -> None:
             for signature, here in cached_builds(kernel):
                 if here:
                     kernel.compile(signature)  # found in the cache: loaded, not compiled
-        except Exception:  # noqa: BLE001 (a head start only: the call itself loads or compiles as ever)
+        except Exception:  # a head start only: the call itself loads or compiles as ever
             return
 
 

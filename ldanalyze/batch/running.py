@@ -50,7 +50,7 @@ def run_job(job: Job, analysis: Analysis) -> Outcome:
             else:
                 result, packets, cached = analyze_cached(job, analysis)
         return Outcome(job, _kept(result, analysis.keep), None, packets, time.perf_counter() - start, cached)
-    except Exception as exc:  # noqa: BLE001 - a batch reports what broke one trace and goes on
+    except Exception as exc:  # a batch reports what broke one trace and goes on
         message = str(exc) if isinstance(exc, (TraceError, UsageError)) else f"{type(exc).__name__}: {exc}"
         return Outcome(job, None, message, 0, time.perf_counter() - start, cached)
 

@@ -198,7 +198,7 @@ def xrtp_kernel(
                 for k in range(jitters):
                     total += hist[k]
                 cut = jitters * s[i] / total
-                if rate > cut:  # noqa: PLR1730 (a NaN rate, before the first sample, stays NaN)
+                if rate > cut:  # a NaN rate, before the first sample, stays NaN
                     rate = cut
         while li < L and loss_at[li] == i:
             # a congestion loss halves when it starts a loss event (or always, per loss); a NaN

@@ -155,7 +155,7 @@ def build_report(
         if controller and not decisions.empty:
             try:
                 throughput = replay(tl, [controller], ldas, rates=False, path=path).summary
-            except Exception as exc:  # noqa: BLE001 - the rest of the report stands without it
+            except Exception as exc:  # the rest of the report stands without it
                 notes.append(f"no modeled throughput: {exc}")
         summary = tl.summary().assign(trace=str(trace.path))
         if throughput is not None:
@@ -195,7 +195,7 @@ def build_report(
                     try:
                         rates = replay(tl, [controller], chosen[:2] + ["omniscient", "unaware"], path=path)
                         part.append(_png(plots.rates(rates, flow=flow)))
-                    except Exception as exc:  # noqa: BLE001
+                    except Exception as exc:
                         part.append(f"<p class='note'>no rate plot: {html.escape(str(exc))}</p>")
         part += ["<h3>Flows</h3>", html_table(summary_shown(tl.summary()))]
         sections.append("\n".join(part))

@@ -7,17 +7,17 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-import ldanalyze as la  # noqa: E402
-from ldanalyze.errors import UsageError  # noqa: E402
-from ldanalyze.report.plots.style import MAX_POINTS, decimate, decimate_broken  # noqa: E402
+import ldanalyze as la
+from ldanalyze.errors import UsageError
+from ldanalyze.report.plots.style import MAX_POINTS, decimate, decimate_broken
 
-from ..conftest import ROOT, TRACES  # noqa: E402
+from ..conftest import ROOT, TRACES
 
 
 @pytest.fixture(scope="module")
