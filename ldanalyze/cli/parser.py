@@ -15,6 +15,7 @@ from ..io.capture.payload import KINDS, ORDER
 from ..io.capture.pcap import SKEW_CHOICES
 from ..io.capture.vantage import CLOCKS
 from ..lda import REGISTRY
+from ..report.inspect_text import CAPTURE_FLOWS_SHOWN
 from ..scoring.losses import POLICING_AS, ROUTE_AS
 from ..specs import names_in_all
 from ..version import VERSION
@@ -28,7 +29,7 @@ from .analysing import (
     cmd_sweep,
     cmd_timeline,
 )
-from .inspecting import CAPTURE_FLOWS_SHOWN, cmd_inspect
+from .inspecting import cmd_inspect
 from .learning import cmd_evaluate, cmd_train
 from .options import REPLAY_DEFAULTS, bits_per_second, clock_rates_arg, csv_list, drop_cause_arg
 from .suites import cmd_batch, cmd_reproduce

@@ -18,7 +18,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ldanalyze.cli.inspecting import send_time_source
 from ldanalyze.clocks import ClockWarning
 from ldanalyze.errors import TraceError, UsageError
 from ldanalyze.io.capture.clockrate import SPAN, ClockRates
@@ -27,6 +26,7 @@ from ldanalyze.io.capture.pcap import read_capture
 from ldanalyze.io.capture.sequences import repeats
 from ldanalyze.io.capture.tcp import segment_index
 from ldanalyze.packets import validate_packets
+from ldanalyze.report.inspect_text import send_time_source
 from ldanalyze.timeline import build_timeline
 
 from ...naive import capture as naive_capture
