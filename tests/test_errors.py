@@ -22,3 +22,10 @@ def test_trace_errors_survive_pickling_with_their_fields():
     ):
         back = pickle.loads(pickle.dumps(error))
         assert type(back) is type(error) and str(back) == str(error) and back.__dict__ == error.__dict__
+
+
+def test_no_sequence_numbers_crosses_a_pool_without_its_capture():
+    """The decoded capture it carries (for ``inspect`` to describe) stays in the process that read it."""
+    error = NoSequenceNumbers("b.pcap", "no flow carries sequence numbers", skipped={}, capture=object())
+    back = pickle.loads(pickle.dumps(error))
+    assert back.capture is None and str(back) == str(error)

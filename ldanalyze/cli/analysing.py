@@ -5,6 +5,7 @@ sweep and report.
 from __future__ import annotations
 
 import argparse
+import itertools
 import pathlib
 import sys
 import warnings
@@ -15,12 +16,14 @@ from ..consensus import agreement
 from ..control import OPEN_LOOP_NOTE, replay
 from ..control.sent_rate import compare_sent
 from ..errors import UsageError
+from ..io.capture.payload import NoSequenceNumbers
 from ..io.labels import write_labels
 from ..lda import classify, runnable_ldas
 from ..packets import LOSS_FATES
 from ..report import text
 from ..scoring import score
 from .options import (
+    described_capture,
     flow_by_flow,
     input_paths,
     load_timeline,
@@ -90,8 +93,15 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise UsageError("--average mean needs --by trace or --by pooled (a flow is its own mean)")
     args.format = score_format(args.output, args.format, input_paths(args))  # before the work: a bad name
     controller = {"none": None, "auto": "tfrc"}.get(args.controller, args.controller)
+    unreadable: dict[str, dict] = {}  # captures without sequence numbers: path -> their description
+    traces = _score_traces(args, unreadable)
+    first = next(traces, None)
+    if first is None:  # every trace given is a capture without sequence numbers: say why, write nothing
+        machine = args.output or args.format != "table"
+        (sys.stderr if machine else sys.stdout).write(text.nothing_readable_text(unreadable, written=not machine))
+        return 0
     analysed = analyze_traces(
-        _score_traces(args),
+        itertools.chain([first], traces),
         args.lda,
         controller=controller,
         controller_optional=args.controller == "auto",
@@ -115,6 +125,8 @@ def cmd_score(args: argparse.Namespace) -> int:
         scores = scores.merge(
             agreement(analysed.decisions, keys).drop(columns=["called"]), how="left", on=[*keys, "lda"]
         )
+    for path, description in unreadable.items():
+        print(f"{path}: note: not scored: {text.unreadable_line(path, description)}", file=sys.stderr)
     if analysed.throughput is not None and args.format == "table":
         print(f"throughput: {OPEN_LOOP_NOTE}", file=sys.stderr)
     flows_read = 0 if analysed.summary is None else len(analysed.summary)
@@ -127,17 +139,21 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
-def _score_traces(args: argparse.Namespace):
+def _score_traces(args: argparse.Namespace, unreadable: dict[str, dict]):
     """The traces ``score`` reads: one per file, or with ``--flow-at-a-time`` one per flow of
-    each capture (``read_capture_flows``: memory bounded by the largest flow)."""
-    if not args.flow_at_a_time:
-        for path in source_paths(args):
-            trace = read_source(args, path)
-            note_unscored(trace)
-            yield trace
-        return
+    each capture (``read_capture_flows``: memory bounded by the largest flow); a capture none
+    of whose flows carries sequence numbers goes into ``unreadable`` (its description)."""
     for path in source_paths(args):
-        yield from flow_by_flow(args, path)
+        try:
+            if args.flow_at_a_time:
+                yield from flow_by_flow(args, path)
+                continue
+            trace = read_source(args, path)
+        except NoSequenceNumbers as error:
+            unreadable[str(error.path)] = described_capture(args, error)
+            continue
+        note_unscored(trace)
+        yield trace
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

@@ -10,11 +10,12 @@ import pandas as pd
 
 from ..batch import too_big_to_read_whole, whole_read_limit
 from ..io import list_flows
+from ..io.capture.payload import NoSequenceNumbers
 from ..io.capture.pcap import RTP_HEAD_BYTES
 from ..packets import empty_rtt, natural_sorted
-from ..report.inspect_text import Inspected, inspect_json, inspect_text, is_capture
+from ..report.inspect_text import Inspected, described_json, described_text, inspect_json, inspect_text, is_capture
 from ..timeline import build_timeline
-from .options import byte_size, flow_by_flow, flow_picking, load_timeline, source_paths
+from .options import byte_size, described_capture, flow_by_flow, flow_picking, load_timeline, source_paths
 
 
 def _inspected(args: argparse.Namespace) -> Inspected:
@@ -74,7 +75,12 @@ def _inspected_flow_by_flow(args: argparse.Namespace) -> Inspected:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    seen = _inspected(args)
+    try:
+        seen = _inspected(args)
+    except NoSequenceNumbers as error:  # what the capture holds, and why none of it is read
+        description = described_capture(args, error)
+        sys.stdout.write((described_json if args.json else described_text)(str(error.path), description))
+        return 0
     if args.json:
         sys.stdout.write(inspect_json(seen))
         return 0

@@ -13,7 +13,9 @@ from ..control import PathModel
 from ..errors import UsageError
 from ..io import read_trace
 from ..io.capture.clockrate import ClockRates, doubtful_clocks_note
+from ..io.capture.describe import capture_description
 from ..io.capture.fields import FieldSpec
+from ..io.capture.payload import NoSequenceNumbers
 from ..io.capture.source import capture_format
 from ..io.capture.split import FlowByFlow, read_capture_flows
 from ..io.capture.vantage import parse_vantage, read_vantages
@@ -222,6 +224,17 @@ def flow_by_flow(args: argparse.Namespace, path: str | None) -> FlowByFlow:
         raise UsageError(f"--flow-at-a-time reads pcap and pcapng captures; {path} is not one")
     options = {name: value for name, value in reader_options(args).items() if name in SPLIT_OPTIONS}
     return read_capture_flows(path, **options)
+
+
+def described_capture(args: argparse.Namespace, error: NoSequenceNumbers) -> dict:
+    """What a capture none of whose flows carries sequence numbers holds
+    (``capture_description``: ``inspect`` shows it, ``score`` tells from it why there is
+    nothing to score); the error again where the user named what to read (``--payload``,
+    ``--field``, ``--flows``, ``--ssrc``: what they asked for is not there) or the capture was
+    read flow by flow (no whole capture to describe)."""
+    if error.capture is None or args.payload not in (None, "auto") or args.field:
+        raise error
+    return capture_description(error.capture, error.skipped)
 
 
 def path_model_of(args: argparse.Namespace) -> PathModel:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 
 import pandas as pd
 
 from .. import formatting
 from ..formatting import MAIN_SUMMARY_COLUMNS, summary_shown
+from ..io.capture.sequences import reasons_in_brief
 from ..io.detect import PCAP, PCAPNG
 from ..io.ns2 import background_flows
 from ..output import json_default, table_records
@@ -251,3 +253,106 @@ def clock_fit_text(fit: pd.DataFrame) -> str:
     decimals = dict.fromkeys(("skew_ppm", "uncertainty_ppm", "forward_ppm", "reverse_ppm", "offset_ms"), 1)
     table = formatting.shown(fit[list(columns)], fixed=decimals).rename(columns=columns)
     return table.to_string(index=False) + note
+
+
+# -- a capture whose flows carry no sequence numbers -------------------------------------------
+# where the decoder stopped on a record (``record.STATUS_NAMES``), in words
+STATUS_WORDS = {
+    "too_short": "cut before its headers",
+    "not_ip": "not IP",
+    "ip_fragment": "IP fragment (no transport header)",
+    "wifi_protected": "protected (encrypted)",
+    "wifi_not_data": "no data (null data frames)",
+    "bad_fcs": "bad FCS",
+    "unsupported_link": "link type not read",
+    "malformed": "malformed",
+}
+REASON_WORDS = {"wifi_not_data": "802.11 frames without data (management, control, null data)"}
+# how to decrypt protected 802.11 frames into a capture ldanalyze reads (raw IP packets)
+DECRYPT_COMMAND = (
+    "tshark -r {path} -2 -o wlan.enable_decryption:TRUE "
+    '-o \'uat:80211_keys:"wpa-pwd","PASSPHRASE:SSID"\' -U IP -w decrypted.pcapng'
+)
+
+
+def described_json(path: str, description: dict) -> str:
+    """``inspect --json`` of a capture without sequence numbers: its description
+    (``io.capture.describe.capture_description``), the reasons, and no flow."""
+    payload = {
+        "trace": path,
+        "format": description["format"],
+        "flows": [],
+        "rtt_samples": 0,
+        "description": description,
+        "why": unreadable_reasons(path, description),
+    }
+    return json.dumps(payload, indent=2, default=json_default) + "\n"
+
+
+def described_text(path: str, description: dict) -> str:
+    """``inspect`` of a capture whose flows carry no sequence numbers: what it holds (records,
+    link types, time span, snap length and records cut, 802.11 frames, the protocol hierarchy),
+    then why nothing carries sequence numbers."""
+    d = description
+    span = ""
+    if d["first"] is not None:
+        ends = formatting.shown(pd.DataFrame({"first": [d["first"]], "last": [d["last"]]}), utc=("first", "last"))
+        span = f" over {d['seconds']:.2f} s ({ends['first'].iat[0]} to {ends['last'].iat[0]} UTC)"
+    out = [
+        f"{path}: {d['format']}, {d['records']} records{span}, {d['flows']} flow(s); "
+        "none carries sequence numbers, so there is nothing to score (why: below)",
+        "\nlink types (snap length: the capture's limit per record, in bytes; cut: records shorter than their frame):",
+        pd.DataFrame(d["links"]).drop(columns="iface").to_string(index=False),
+    ]
+    if d["cut"]:
+        out.append(f"{d['cut']} record(s) cut by the snap length, to at most {d['cut_to']} bytes")
+    wifi = d["wifi"]
+    if wifi:
+        kinds = ", ".join(
+            f"{n} {kind.removeprefix('802.11 ')}" for kind, n in wifi.items() if kind != "protected" and n
+        )
+        out.append(f"\n802.11 frames: {kinds}; {wifi['protected']} protected (encrypted)")
+    out.append("\nprotocols (records per layer, as tshark -z io,phs counts frames):")
+    width = max((2 * len(row["layers"]) + len(_layer_name(row["layers"][-1])) for row in d["protocols"]), default=0)
+    for row in d["protocols"]:
+        name = "  " * (len(row["layers"]) - 1) + _layer_name(row["layers"][-1])
+        out.append(f"  {name:<{width}} {row['records']:>8}")
+    out.append("\nwhy no flow carries sequence numbers:")
+    out += [f"  {why}" for why in unreadable_reasons(path, d)]
+    return "\n".join(out) + "\n"
+
+
+def _layer_name(layer: str) -> str:
+    """A layer of the hierarchy as shown: a protocol's name, or where the decoder stopped in words."""
+    return STATUS_WORDS.get(layer, layer)
+
+
+def unreadable_reasons(path: str, description: dict) -> list:
+    """Why no flow of a described capture carries sequence numbers, a sentence each: protected
+    802.11 frames (and how to decrypt them), records cut before their headers, frames that are
+    no IP packet, and each flow's own reason."""
+    d, out = description, []
+    protected = (d["wifi"] or {}).get("protected", 0)
+    if protected:
+        out.append(
+            f"{protected} of {d['records']} records are protected (encrypted) 802.11 frames: decrypt them with "
+            f"the network's passphrase and read the result: {DECRYPT_COMMAND.format(path=shlex.quote(path))}"
+        )
+    short = d["decode"].get("too_short", 0)
+    if short:
+        out.append(f"{short} record(s) cut before the headers a flow needs (snap length {d['cut_to']} bytes)")
+    others = {name: n for name, n in d["decode"].items() if name not in ("too_short", "wifi_protected")}
+    if others:
+        out.append(
+            "records without an IP flow: "
+            + ", ".join(f"{REASON_WORDS.get(k, STATUS_WORDS.get(k, k))} {n}" for k, n in others.items())
+        )
+    if d["flows"]:
+        out.append(f"{d['flows']} flow(s), none with sequence numbers: {reasons_in_brief(d['skipped_flows'])}")
+        out.append(
+            "if its packets carry a sequence number and a send time in a layout of their own, say where: "
+            "--field seq=OFF:W,time=OFF:W:UNITS (docs/captures.md)"
+        )
+    else:
+        out.append("no record decoded into a flow (an IP packet with its transport header)")
+    return out

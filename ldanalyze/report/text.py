@@ -15,6 +15,7 @@ from ..consensus import consensus, kappa_matrix, majority_line
 from ..control import OPEN_LOOP_NOTE
 from ..lda.zbs import Zbs
 from ..output import json_default, table_records
+from .inspect_text import unreadable_reasons
 from .tables import markdown_table, text_table
 
 SCORE_FORMATS = ("json", "csv", "md", "table")
@@ -45,6 +46,25 @@ def score_text(scores: pd.DataFrame, form: str, decisions: pd.DataFrame, flows_r
     if scores.empty:
         return f"nothing to score: no flow lost a packet ({flows_read} flow(s) read; `inspect` shows them)\n"
     return text_table(scores) + agreement_text(decisions)
+
+
+def unreadable_line(path: str, description: dict) -> str:
+    """Why a capture (``io.capture.describe.capture_description``) gave nothing to score, on one line."""
+    return "no flow carries sequence numbers: " + "; ".join(unreadable_reasons(path, description))
+
+
+def nothing_readable_text(unreadable: dict[str, dict], written: bool) -> str:
+    """``score`` when every trace given was a capture without sequence numbers: nothing to
+    score, and why, per capture (``written``: whether the scores would have gone to standard
+    output; else no file and no table is written)."""
+    out = []
+    for path, description in unreadable.items():
+        out.append(
+            f"nothing to score: {path} holds {description['records']} records, no flow with sequence numbers "
+            f"(`ldanalyze inspect {path}` describes them){'' if written else '; nothing written'}:"
+        )
+        out += [f"  {why}" for why in unreadable_reasons(path, description)]
+    return "\n".join(out) + "\n"
 
 
 def agreement_text(decisions: pd.DataFrame) -> str:

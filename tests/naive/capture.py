@@ -247,8 +247,8 @@ def _ip_start(frame, linktype):
 
 
 def wifi_sequence_naive(frame, linktype):
-    """(sequence number, retry, data, QoS, counter key) of an 802.11 data or management
-    frame under radiotap, PPI or nothing; None for control frames, a bad FCS, a protocol
+    """(sequence number, retry, data, QoS, counter key, protected) of an 802.11 data or
+    management frame under radiotap, PPI or nothing; None for control frames, a bad FCS, a protocol
     version other than 0 or too few bytes."""
     if linktype == 192:
         if len(frame) < 8:
@@ -280,7 +280,7 @@ def wifi_sequence_naive(frame, linktype):
             return None
         key ^= ((receiver + 1) * _HASH_M2 + (frame[at] & 0x0F) + 1) & _MASK64
     seq = _struct.unpack("<H", frame[22:24])[0] >> 4
-    return seq, bool(fc1 & 0x08), kind == 2, qos, (capture_mix64(key) >> 32) | 1
+    return seq, bool(fc1 & 0x08), kind == 2, qos, (capture_mix64(key) >> 32) | 1, bool(fc1 & 0x40)
 
 
 def _radiotap_flags_naive(header, present):

@@ -33,6 +33,7 @@ from numba import njit
 
 from .record import (
     M_DATA,
+    M_PROTECTED,
     M_QOS,
     M_RETRY,
     MUL1,
@@ -178,6 +179,8 @@ def wifi_sequence(b, p, end, linktype):
     if fc0 & 3 or kind != 0 and kind != 2:  # a version not 0 (not a frame read here), or a control frame
         return none
     flags = M_RETRY if fc1 & 0x08 else 0
+    if fc1 & 0x40:
+        flags |= M_PROTECTED
     tid = -1
     if kind == 2:
         flags |= M_DATA

@@ -90,11 +90,19 @@ REASONS = ("", GAP, RETRANSMITTED, RTX_REPAIRED)
 
 
 class NoSequenceNumbers(TraceError):
-    """No flow of the capture carries sequence numbers; ``skipped``: each flow's label → why."""
+    """No flow of the capture carries sequence numbers; ``skipped``: each flow's label → why;
+    ``capture``: the decoded capture, to describe (``describe.capture_description``), when the
+    reader held it whole (not when it read flow by flow)."""
 
-    def __init__(self, path: str, message: str, *, skipped: dict[str, str]) -> None:
+    def __init__(self, path: str, message: str, *, skipped: dict[str, str], capture=None) -> None:
         super().__init__(path, message)
         self.skipped = skipped
+        self.capture = capture
+
+    def __reduce__(self):
+        # the capture stays behind: a process pool (batch, Dask) sends back the error, not the records
+        restore, (cls, fields) = super().__reduce__()
+        return restore, (cls, {**fields, "capture": None})
 
 
 # -- the entry points --------------------------------------------------------------------------
@@ -189,6 +197,7 @@ def capture_packets(
             + (f"; {first_reasons(skipped)}" if skipped else "")
             + FIELD_HINT,
             skipped=skipped,
+            capture=capture if chosen is None and ssrc is None else None,
         )
     skipped_streams = {}
     for stream in streams:

@@ -46,6 +46,7 @@ NO_MAC_SEQ = 0xFFFF  # mac_seq of a record with no 802.11 sequence number
 M_RETRY = 1  # the retry bit: a retransmission of a frame sent before
 M_QOS = 2  # QoS data: numbered per receiver and traffic identifier, not per transmitter
 M_DATA = 4  # a data frame (else management)
+M_PROTECTED = 8  # the Protected Frame bit: the body is encrypted (WEP, WPA), unreadable without the keys
 
 # -- transport protocol numbers (the record's proto) the decoder reads or opens ------------------
 IPPROTO_TCP = 6

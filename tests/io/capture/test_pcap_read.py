@@ -28,6 +28,7 @@ from ldanalyze.io.capture.record import (
     F_TUNNEL_DEEP,
     F_TUNNEL_OTHER,
     M_DATA,
+    M_PROTECTED,
     M_QOS,
     M_RETRY,
     NO_MAC_SEQ,
@@ -108,6 +109,7 @@ def as_twin(capture):
                 bool(r["mac_flags"] & M_DATA),
                 bool(r["mac_flags"] & M_QOS),
                 int(r["mac_space"]),
+                bool(r["mac_flags"] & M_PROTECTED),
             ),
         }
         if r["flow"] >= 0:
@@ -327,6 +329,7 @@ def test_wifi_frames_that_carry_no_ip_are_counted(tmp_path):
         "wifi_protected",
     ]
     assert capture.counts["wifi_not_data"] == 2 and capture.counts["wifi_protected"] == 1
+    assert [bool(f & M_PROTECTED) for f in capture.records["mac_flags"]] == [False] * 5 + [True]
 
 
 @pytest.mark.parametrize("linktype", [105, 127, 192])
