@@ -115,7 +115,7 @@ def closed_section(loop: dict) -> str:
             "![WB closed loop](figure_wb_closed.png)",
             "",
             f"The in-simulator decisions against the offline replay of each run's trace (every LDA the receiver "
-            f"runs): {loop['agreement'][0]:,} of {loop['agreement'][1]:,} alike.",
+            f"runs): {loop['crosscheck'][0]:,} of {loop['crosscheck'][1]:,} alike.",
             "",
             f"The paper's statements: {counts['open']} hold open loop, {counts['closed']} closed loop.",
             "",
