@@ -84,7 +84,9 @@ def test_chain_recovers_the_kernel_drop_counters_exactly(lab, traced):
 def test_one_kernel_clock_shows_no_skew_before_the_bottleneck(traced):
     r1 = traced.meta["vantages"][1]
     assert abs(r1["skew_ppm"]) < 5  # veth hops on one clock: the fit must find (almost) none
-    assert 0 <= r1["offset_s"] < 1e-3
+    # the fitted line's offset: a skew within the 5 ppm allowed tilts it by microseconds over the
+    # run, so it may sit a few below zero (a clean-clone CI run read -3.7 us)
+    assert -1e-5 <= r1["offset_s"] < 1e-3
     delivered = traced.packets[traced.packets["fate"] == "delivered"]
     owd = (delivered["t_recv"] - delivered["t_send"]).to_numpy()
     assert owd.min() > 0 and owd.max() < 0.2  # common clock: absolute one-way delays, tbf queue included
