@@ -30,6 +30,22 @@ only them; a non-QoS counter is shared with the frames to every other station, w
 numbers count as unseen too). A receiver's own monitor-mode capture read alone
 gives them too, one frame per arrival. The timeline carries them to its arrivals and losses.
 
+A **sender's view** (``trace.meta["view"] == "sender"``: a capture at the sender, a qlog, the
+source node of an ns-2 TCP trace) has one row per transmission the sender made, ``t_send`` on
+its clock and ``t_recv`` NaN (the receiver is not seen). ``delivered`` there means acknowledged
+(or shown delivered by a spurious retransmission's evidence), ``lost`` a transmission the sender
+had to repeat (or declared lost) and that was not delivered, ``unobserved`` one neither
+acknowledged nor repeated by the end. It adds ``SENDER_COLUMNS``: ``t_ack`` (float64, the first
+ACK that covered the transmission's bytes, cumulatively or by SACK; NaN: none), ``t_detect``
+(float64, when the sender acted on its loss: the retransmission, QUIC's ``packet_lost``; NaN:
+never declared lost), ``loss_trigger`` (category, how the sender detected it: ``dupack``,
+``sack``, ``rto``, ``tlp``, ``other``; QUIC's ``reordering``, ``time``, ``pto``; "" when never
+declared lost), ``spurious`` (category, the evidence that a declared loss was not one: ``dsack``,
+``eifel``, ``timing``, ``acked``; "" when none), ``chunk`` (int64, the flow cut at idle periods
+longer than an RTO, Flach et al.'s chunks), ``in_flight`` (int64, bytes in flight when it was
+sent; -1 unknown). Its ACK stream is ``Trace.acks`` (``ACK_COLUMNS``, one row per
+acknowledgement).
+
 ``route`` is a loss to routing and mobility (no route, a route-wait buffer full, a broken link
 reported by the MAC, a loop, TTL): neither congestion nor the radio's doing, so scores leave it
 out of M_c/M_w unless told to count it as one of them. ``policing`` is a drop by a rate
@@ -73,6 +89,42 @@ CAUSE_WORDS = {
 }
 WEAK_LABEL = "weak-label"  # the reason of a loss whose cause came from a rule, not per-packet truth
 FATE_DTYPE = pd.CategoricalDtype(list(FATES))
+SENDER_COLUMNS = {
+    "t_ack": np.float64,
+    "t_detect": np.float64,
+    "loss_trigger": "category",
+    "spurious": "category",
+    "chunk": np.int64,
+    "in_flight": np.int64,
+}
+# how a sender detected a loss (TCP; QUIC's triggers), and the evidence that it was none
+LOSS_TRIGGERS = ("dupack", "sack", "rto", "tlp", "other", "reordering", "time", "pto")
+SPURIOUS_EVIDENCE = ("dsack", "eifel", "timing", "acked")
+# the sender's ACK stream (``Trace.acks``), one row per acknowledgement the sender received:
+# ``t`` its arrival (sender's clock), ``ack`` the segment index (TCP) or packet number (QUIC)
+# below which all is acknowledged, ``largest`` the highest segment index/packet number it
+# acknowledges (SACK and QUIC ranges included), ``newly`` the bytes it newly acknowledged
+# (cumulatively or by SACK), ``dupack`` (TCP: a duplicate ACK), ``dsack`` (it reports a
+# duplicate: RFC 2883), ``rtt`` (seconds, NaN where no sample: Karn's rule), ``rtt_source``
+# (``karn``, ``tsecr``, ``qlog``; "" none), ``delivery_rate`` (bytes/s, draft-cheng-iccrg-
+# delivery-rate-estimation; NaN none), ``in_flight`` (bytes after it; -1 unknown), ``rwnd``
+# (the receive window, bytes; -1 unknown), ``cwnd`` (the sender's window as it logged it, bytes;
+# -1 unknown: TCP captures)
+ACK_COLUMNS = {
+    "flow": "category",
+    "t": np.float64,
+    "ack": np.int64,
+    "largest": np.int64,
+    "newly": np.int64,
+    "dupack": bool,
+    "dsack": bool,
+    "rtt": np.float64,
+    "rtt_source": "category",
+    "delivery_rate": np.float64,
+    "in_flight": np.int64,
+    "rwnd": np.int64,
+    "cwnd": np.int64,
+}
 AIR_COLUMNS = ("air_frames", "air_retried", "t_air", "t_air_last", "air_unseen", "air_qos")
 
 COLUMNS = {
@@ -95,7 +147,9 @@ class Trace:
 
     ``rtt`` holds round-trip samples derived from feedback packets (columns ``flow, t, seq,
     rtt``; empty when the trace has no feedback). ``meta`` records how the file was read
-    (format, packet types taken as data, counts of what was ignored).
+    (format, packet types taken as data, counts of what was ignored; ``view``: ``sender`` for a
+    sender's view, else a receiver's). ``acks`` is a sender's ACK stream (``ACK_COLUMNS``; empty
+    in a receiver's view).
     """
 
     packets: pd.DataFrame
@@ -103,6 +157,12 @@ class Trace:
     path: str
     format: str
     meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+    acks: pd.DataFrame = dataclasses.field(default_factory=lambda: empty_acks())
+
+    @property
+    def view(self) -> str:
+        """``sender`` (transmissions and the ACKs that came back) or ``receiver`` (arrivals)."""
+        return self.meta.get("view", "receiver")
 
     @property
     def flows(self) -> list[str]:
@@ -185,6 +245,11 @@ def empty_rtt() -> pd.DataFrame:
     )
 
 
+def empty_acks() -> pd.DataFrame:
+    """A sender's ACK stream with no rows (``ACK_COLUMNS``)."""
+    return pd.DataFrame({name: pd.Series([], dtype=dtype) for name, dtype in ACK_COLUMNS.items()})
+
+
 def flow_codes(flow: pd.Series) -> np.ndarray:
     """Each row's flow as an integer, in the order the flows sort (a categorical's own codes)."""
     if isinstance(flow.dtype, pd.CategoricalDtype):
@@ -212,6 +277,7 @@ def make_packet_table(**columns: Any) -> pd.DataFrame:
 
     Missing optional columns get defaults (``uid`` = row number, ``t_drop`` = NaN,
     ``reason`` = ""; ``tx`` counts the transmissions of each ``(flow, seq)`` in send order).
+    A sender's view's ``SENDER_COLUMNS`` given are kept (after the others, in the same order).
     Rows are sorted by flow, then send time, then uid. Arrays already of their column's dtype
     are taken as they are, not copied (the readers pass arrays they made for the table; a
     copy and a consolidation cost half a second on two million rows).
@@ -235,6 +301,12 @@ def make_packet_table(**columns: Any) -> pd.DataFrame:
             data[name] = pd.Series(np.asarray(values, dtype=object), dtype=object, copy=False)
         else:
             data[name] = pd.Series(values, dtype=dtype, copy=False)
+    for name, dtype in SENDER_COLUMNS.items():
+        if name in columns:
+            data[name] = pd.Series(columns[name], dtype=dtype, copy=False)
+    unknown = set(columns) - set(COLUMNS) - set(SENDER_COLUMNS)
+    if unknown:
+        raise KeyError(f"PacketTable has no column {sorted(unknown)[0]!r}")
     codes = data["flow"].cat.codes.to_numpy()
     order = sorting_order(codes, data["t_send"].to_numpy(), data["uid"].to_numpy())
     if order is not None:
@@ -242,7 +314,7 @@ def make_packet_table(**columns: Any) -> pd.DataFrame:
         codes = data["flow"].cat.codes.to_numpy()
     if "tx" not in columns:
         data["tx"] = pd.Series(transmission_index(codes, data["seq"].to_numpy()), copy=False)
-    return pd.DataFrame({name: data[name] for name in COLUMNS}, copy=False)
+    return pd.DataFrame({name: data[name] for name in [*COLUMNS, *(c for c in SENDER_COLUMNS if c in data)]}, copy=False)
 
 
 def _flow_categorical(values) -> pd.Series:
@@ -295,7 +367,10 @@ def validate_packets(packets: pd.DataFrame) -> None:
         raise ValueError("PacketTable has rows without a fate")
     delivered = (packets["fate"] == DELIVERED).to_numpy()
     t_recv = packets["t_recv"].to_numpy()
-    bad = np.flatnonzero(delivered != np.isfinite(t_recv))
+    if "t_ack" in packets.columns:  # a sender's view: nothing is received here
+        bad = np.flatnonzero(np.isfinite(t_recv))
+    else:
+        bad = np.flatnonzero(delivered != np.isfinite(t_recv))
     if bad.size:
         raise ValueError(
             f"PacketTable row {int(bad[0])}: fate {packets['fate'].iat[bad[0]]!r} "
