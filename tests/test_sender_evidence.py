@@ -1,0 +1,72 @@
+"""The sender's own evidence per flow (sender_evidence), on a hand-made sender's view."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ldanalyze.packets import ACK_COLUMNS, Trace, empty_acks, empty_rtt, make_packet_table
+from ldanalyze.sender_evidence import sender_evidence
+
+
+def _sender_trace() -> Trace:
+    # flow a: segments 0-4; 1 lost and resent on dupacks; 3 declared lost on a timeout but
+    # delivered (D-SACK); flow b: one segment, never acknowledged
+    nan = np.nan
+    packets = make_packet_table(
+        flow=["a"] * 7 + ["b"],
+        seq=[0, 1, 2, 3, 4, 1, 3, 0],
+        size=[1500] * 8,
+        t_send=[0.0, 0.1, 0.2, 0.3, 0.4, 0.6, 1.5, 0.0],
+        t_recv=[nan] * 8,
+        fate=["delivered", "lost", "delivered", "delivered", "delivered", "delivered", "delivered", "unobserved"],
+        t_ack=[0.5, nan, 0.7, 1.6, 0.8, 0.9, nan, nan],
+        t_detect=[nan, 0.6, nan, 1.5, nan, nan, nan, nan],
+        loss_trigger=["", "dupack", "", "rto", "", "", "", ""],
+        spurious=["", "", "", "dsack", "", "", "", ""],
+        chunk=[0, 0, 0, 0, 0, 0, 1, 0],
+        in_flight=[-1] * 8,
+    )
+    rows = {
+        "flow": ["a", "a", "a"],
+        "t": [0.5, 0.7, 0.9],
+        "ack": [1, 1, 5],
+        "largest": [0, 2, 4],
+        "newly": [1500, 1500, 4500],
+        "dupack": [False, True, False],
+        "dsack": [False, False, False],
+        "rtt": [0.5, 0.5, nan],
+        "rtt_source": ["tsecr", "tsecr", ""],
+        "delivery_rate": [3000.0, 3000.0, 1e6],
+        "in_flight": [3000, 3000, 0],
+        "rwnd": [-1] * 3,
+        "cwnd": [-1] * 3,
+    }
+    acks = pd.DataFrame({name: pd.Series(rows[name], dtype=dtype) for name, dtype in ACK_COLUMNS.items()})
+    return Trace(packets=packets, rtt=empty_rtt(), path="hand", format="test", meta={"view": "sender"}, acks=acks)
+
+
+def test_counts_each_flows_retransmissions_triggers_spurious_and_real_losses():
+    got = sender_evidence(_sender_trace())
+    assert list(got.index) == ["a", "b"]
+    a = got.loc["a"]
+    assert (a["sent"], a["rtx"], a["declared_lost"], a["by_dupack"], a["by_rto"]) == (7, 2, 2, 1, 1)
+    assert (a["spurious"], a["spurious_dsack"], a["lost"], a["chunks"]) == (1, 1, 1, 2)
+    assert a["loss_rate"] == pytest.approx(1 / 7)
+    assert a["rtt_p50_ms"] == pytest.approx(500.0)  # the ACK without a sample is left out
+    assert a["delivery_rate_p50_mbit_s"] == pytest.approx(3000 * 8e-6)
+    b = got.loc["b"]
+    assert (b["sent"], b["lost"]) == (1, 0) and np.isnan(b["rtt_p50_ms"])
+
+
+def test_a_receivers_view_has_no_sender_evidence():
+    receiver = make_packet_table(flow=["a"], seq=[0], size=[1], t_send=[0.0], t_recv=[0.1], fate=["delivered"])
+    trace = Trace(packets=receiver, rtt=empty_rtt(), path="r", format="test", acks=empty_acks())
+    assert sender_evidence(trace).empty
+
+
+def test_only_the_flows_read_in_the_senders_view_of_a_mixed_trace():
+    trace = _sender_trace()
+    trace.meta = {"view": "mixed", "flows": {"a": {"view": "sender"}, "b": {"view": "receiver"}}}
+    assert list(sender_evidence(trace).index) == ["a"]
