@@ -42,11 +42,7 @@ def sender_evidence(trace: Trace) -> pd.DataFrame:
     declared = trigger != ""
     lost = packets["fate"].isin(LOSS_FATES).to_numpy()
     sent = count(np.ones(len(packets), bool))
-    out = {
-        "sent": sent,
-        "rtx": count((packets["tx"] > 0).to_numpy()),
-        "declared_lost": count(declared),
-    }
+    out = {"sent": sent, "rtx": count((packets["tx"] > 0).to_numpy()), "declared_lost": count(declared)}
     for name in LOSS_TRIGGERS:
         hits = count(trigger == name)
         if hits.any():

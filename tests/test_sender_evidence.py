@@ -70,3 +70,11 @@ def test_only_the_flows_read_in_the_senders_view_of_a_mixed_trace():
     trace = _sender_trace()
     trace.meta = {"view": "mixed", "flows": {"a": {"view": "sender"}, "b": {"view": "receiver"}}}
     assert list(sender_evidence(trace).index) == ["a"]
+
+
+def test_inspect_shows_the_evidence_with_the_loss_rate_as_a_percentage():
+    from ldanalyze.report.inspect_text import sender_evidence_lines
+
+    text = "\n".join(sender_evidence_lines(sender_evidence(_sender_trace())))
+    assert "by_dupack" in text and "spurious_dsack" in text and "14.3 %" in text
+    assert sender_evidence_lines(sender_evidence(_sender_trace()).iloc[:0]) == []

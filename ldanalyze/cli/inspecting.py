@@ -14,6 +14,7 @@ from ..io.capture.payload import NoSequenceNumbers
 from ..io.capture.pcap import RTP_HEAD_BYTES
 from ..packets import empty_rtt, natural_sorted
 from ..report.inspect_text import Inspected, described_json, described_text, inspect_json, inspect_text, is_capture
+from ..sender_evidence import sender_evidence
 from ..timeline import build_timeline
 from .options import byte_size, described_capture, flow_by_flow, flow_picking, load_timeline, source_paths
 
@@ -32,6 +33,7 @@ def _inspected(args: argparse.Namespace) -> Inspected:
         int((trace.packets["fate"] == "route").sum()),
         trace.rtt,
         timeline.summary(),
+        sender_evidence(trace),
     )
 
 

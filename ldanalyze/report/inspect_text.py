@@ -35,6 +35,8 @@ class Inspected:
     routes: int  # losses to routing and mobility
     rtt: pd.DataFrame
     summary: pd.DataFrame  # Timeline.summary
+    # per flow read in the sender's view, its own evidence (sender_evidence.sender_evidence)
+    evidence: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
 
 
 def inspect_json(seen: Inspected) -> str:
@@ -45,6 +47,7 @@ def inspect_json(seen: Inspected) -> str:
         "meta": seen.meta,
         "rtt_samples": int(len(seen.rtt)),
         "flows": table_records(seen.summary),
+        **({"sender_evidence": table_records(seen.evidence.reset_index())} if len(seen.evidence) else {}),
     }
     return json.dumps(payload, indent=2, default=json_default) + "\n"
 
@@ -87,6 +90,7 @@ def inspect_text(seen: Inspected, capture_flows: list | None, verbose: bool) -> 
     if "radio" in seen.meta:  # a receiver's monitor-mode capture: its retries and unseen numbers
         out.append(f"\n{seen.meta['radio']}")
     out += _trace_notes(seen)
+    out += sender_evidence_lines(seen.evidence)
     out.append("")
     columns = list(summary.columns) if verbose else [c for c in MAIN_SUMMARY_COLUMNS if c in summary.columns]
     out.append(summary_shown(summary[columns]).to_string(index=False))
@@ -96,6 +100,21 @@ def inspect_text(seen: Inspected, capture_flows: list | None, verbose: bool) -> 
             "reordered and duplicates; --json everything)"
         )
     return "\n".join(out) + "\n"
+
+
+def sender_evidence_lines(evidence: pd.DataFrame) -> list:
+    """The sender's own evidence per flow read in its view: retransmissions by trigger, the
+    spurious ones, the real losses, RTT and delivery rate (what it knows without any truth)."""
+    if evidence.empty:
+        return []
+    shown = evidence.copy()
+    shown["loss_rate"] = shown["loss_rate"].map(formatting.percent)
+    return [
+        "\nthe sender's own evidence (flows read in the sender's view: retransmissions by what triggered "
+        "them, declared losses shown spurious and by what evidence, real losses; RTT in ms, delivery rate "
+        "in Mbit/s, 10th/50th/90th percentiles):",
+        shown.round(2).reset_index().to_string(index=False),
+    ]
 
 
 def _background_lines(meta: dict, shown: set) -> list:
