@@ -78,3 +78,18 @@ def test_inspect_shows_the_evidence_with_the_loss_rate_as_a_percentage():
     text = "\n".join(sender_evidence_lines(sender_evidence(_sender_trace())))
     assert "by_dupack" in text and "spurious_dsack" in text and "14.3 %" in text
     assert sender_evidence_lines(sender_evidence(_sender_trace()).iloc[:0]) == []
+
+
+def test_the_senders_figure_draws_each_panel(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from ldanalyze.report.plots import sender
+
+    chunks = pd.DataFrame({"flow": ["a"], "chunk": [0], "verdict": ["policed"], "rate_bps": [1e6]})
+    fig = sender(_sender_trace(), chunks=chunks)
+    seq, rtt, rate = fig.axes
+    labels = seq.get_legend_handles_labels()[1]
+    assert "lost (lost), resent on dupack" in labels and "declared lost, spurious" in labels
+    assert rate.get_legend_handles_labels()[1] == ["delivery rate", "token rate (policed chunk)"]
+    fig.savefig(tmp_path / "sender.png")

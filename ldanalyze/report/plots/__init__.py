@@ -15,6 +15,9 @@ its Figure, or draws into the ``ax`` it is given.
 - ``shares_over_time``: each LDA's share called wireless per time window, as a heat map.
 - ``rates``: each controller's allowed rate fed several LDAs, omniscient and unaware as
   bounds, against time (open-loop replay).
+- ``sender``: one flow of a sender's view: what it sent and resent (each declared loss by its
+  trigger, spurious ones apart, the true cause where known), its RTT and delivery rate, its
+  chunks and a policer detector's token rate per policed chunk.
 - ``across``: a metric against a trace property over a set of traces (paper 000 Figs. 8-9).
 - ``zbs_usage``: the share of time each ZBS base scheme was in force (paper 000 Fig. 13).
 - ``sweep``: a parameter sweep's M_c against M_w, the frontier and the defaults.
@@ -26,6 +29,7 @@ drawn, not with ldanalyze.
 """
 
 from .scores import across, called_wireless, confusion, kappa, mc_mw, shares_over_time
+from .sender import sender
 from .studies import evaluation, sweep, zbs_usage
 from .timelines import rates, timeline
 
@@ -37,6 +41,7 @@ __all__ = [
     "kappa",
     "shares_over_time",
     "rates",
+    "sender",
     "across",
     "zbs_usage",
     "sweep",
