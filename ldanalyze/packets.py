@@ -314,7 +314,9 @@ def make_packet_table(**columns: Any) -> pd.DataFrame:
         codes = data["flow"].cat.codes.to_numpy()
     if "tx" not in columns:
         data["tx"] = pd.Series(transmission_index(codes, data["seq"].to_numpy()), copy=False)
-    return pd.DataFrame({name: data[name] for name in [*COLUMNS, *(c for c in SENDER_COLUMNS if c in data)]}, copy=False)
+    return pd.DataFrame(
+        {name: data[name] for name in [*COLUMNS, *(c for c in SENDER_COLUMNS if c in data)]}, copy=False
+    )
 
 
 def _flow_categorical(values) -> pd.Series:
