@@ -512,7 +512,7 @@ def build_parser() -> CommandParser:
         "--closed-loop",
         action="store_true",
         help="also run every TFRC scenario once per LDA with the LDA inside ns-2's TFRC receiver (paper "
-        "000 §II), and set the open-loop numbers beside them; builds a patched ns-2 the first time, which as "
+        "000 §I, §IV), and set the open-loop numbers beside them; builds a patched ns-2 the first time, which as "
         "root runs apt-get install and adds a deb-src line to apt's sources (above)",
     )
     p.set_defaults(func=cmd_reproduce)
