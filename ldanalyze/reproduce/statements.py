@@ -158,7 +158,7 @@ def _one(s: dict, numbers: _Numbers, topology: str, metric: str) -> tuple[bool, 
     results, shown = [], []
     for i, (a, b) in enumerate(zip(a_rows, b_rows)):
         ns = f"N={at[i]}" if len(a_rows) > 1 or len(at) == 1 else f"{where}N={at[0]}-{at[-1]}"
-        text = f"{ns}: {_shown(a)}" + (f" | N={b_at[0]}: {_shown(b)}" if "b_flows" in s else "")
+        text = f"{ns}: {_shown(a)}" + (f", against N={b_at[0]}: {_shown(b)}" if "b_flows" in s else "")
         if b and "b_flows" not in s and set(b) - set(a):
             text += f" against {_shown({k: v for k, v in b.items() if k not in a})}"
         shown.append(text)
