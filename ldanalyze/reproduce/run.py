@@ -163,7 +163,8 @@ def judge_and_write(
         both = loop_checks(opened, judge(loop["closed"], "closed", usage=loop.get("usage")))
         both.to_csv(out / "checks_closed.csv", index=False)
         written["checks_closed.csv"] = out / "checks_closed.csv"
-        text += closed_section({**loop, "checks": both})
+        loop["checks"] = both
+        text += closed_section(loop)
     (out / "README.md").write_text(text)
     written["readme"] = out / "README.md"
     return written

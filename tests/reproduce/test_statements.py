@@ -248,3 +248,15 @@ def test_the_sweep_statements_read_the_frontier_and_the_spans():
         _verdict(judge(_results({}), "open", sweeps={("mbiaz", "wb"): narrow}), "sweep-mbiaz-wb-insensitive")["holds"]
         == "yes"
     )
+
+
+def test_reproduce_rewrite_writes_the_judgments_again_from_the_result_files(tmp_path, capsys):
+    from ldanalyze.cli import main
+
+    _results(_as_paper).to_csv(tmp_path / "results.csv", index=False)
+    _results(_as_paper).head(7).assign(flows=128).to_csv(tmp_path / "table_VI_results.csv", index=False)
+    assert main(["reproduce", "paper000", "-o", str(tmp_path), "--quick", "--rewrite"]) == 0
+    shown = capsys.readouterr().out
+    assert "nothing simulated" in shown and "- open loop: **40 of 40 cells within 5 points**" in shown
+    assert "[       yes] tfrc: wb1-full:" in shown
+    assert (tmp_path / "table_cells.md").exists() and not (tmp_path / "traces").exists()
