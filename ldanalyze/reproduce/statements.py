@@ -267,6 +267,8 @@ def loop_checks(opened: pd.DataFrame, closed: pd.DataFrame) -> pd.DataFrame:
 
 def _why(r) -> str:
     """A sentence on why a statement's verdict did or did not move between the loops."""
+    if r.holds_open == r.holds_closed == "untestable":
+        return "untestable both ways: its numbers are missing or undefined (see its evidence)"
     if "untestable" in (r.holds_open, r.holds_closed):
         return "untestable in one loop: its numbers are missing or undefined there (see its evidence)"
     if r.holds_open == r.holds_closed:
