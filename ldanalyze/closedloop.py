@@ -1,7 +1,7 @@
 """The closed loop: ns-2.35 with LDA-driven TFRC receivers, and the check that it and ldanalyze
 decide alike.
 
-Paper 000 (``../shared/papers/000_*.txt``) §II: when a TFRC receiver detects losses it invokes
+Paper 000 (``../shared/papers/000_*.txt``) §I: when a TFRC receiver detects losses it invokes
 the LDA; a loss the LDA calls congestion enters TFRC's loss event rate, one it calls wireless
 does not. ``ldanalyze/data/ns2/`` holds that receiver (``Agent/TFRCSink/LDA``, a patch to ns-2.35
 built by ``ldanalyze/data/ns2/build``). It runs every LDA side by side, lets the one named by

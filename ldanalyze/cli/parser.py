@@ -512,8 +512,15 @@ def build_parser() -> CommandParser:
         "--closed-loop",
         action="store_true",
         help="also run every TFRC scenario once per LDA with the LDA inside ns-2's TFRC receiver (paper "
-        "000 §II), and set the open-loop numbers beside them; builds a patched ns-2 the first time, which as "
+        "000 §I), and set the open-loop numbers beside them; builds a patched ns-2 the first time, which as "
         "root runs apt-get install and adds a deb-src line to apt's sources (above)",
+    )
+    p.add_argument(
+        "--rewrite",
+        action="store_true",
+        help="simulate nothing: judge the paper's statements (ldanalyze/reproduce/paper000_statements.toml), set "
+        "Tables II and III cell by cell and write checks.csv, checks_closed.csv, table_cells.md and README.md again "
+        "from the result files a run left in the folder (results.csv, closed_loop.csv, gzipped or not)",
     )
     p.set_defaults(func=cmd_reproduce)
 

@@ -144,10 +144,17 @@ def _progress(total: int, quiet: bool = False):
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from ..reproduce import reproduce
+    from ..reproduce import reproduce, rewrite
 
     if args.paper != "paper000":
         raise UsageError(f"reproduce knows paper000, not {args.paper!r}")
+    if args.rewrite:
+        written = rewrite(args.output, "quick" if args.quick else "full")
+        print(
+            f"wrote {', '.join(p.name for p in written.values())} in {args.output} from its result files (nothing simulated)"
+        )
+        _print_checks(pd.read_csv(written["checks"]), written)
+        return 0
     closed = None
     if args.closed_loop:
         from ..closedloop import patched_ns
@@ -156,20 +163,27 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         closed = patched_ns()
         print(closed, flush=True)
     done = reproduce(args.output, quick=args.quick, jobs=args.jobs, closed=closed)
-    checks = pd.read_csv(done["written"]["checks"])
     print(
         f"{done['traces']} traces ({done['simulated']} simulated now, the rest from the cache) scored in "
         f"{done['seconds']:.0f} s; wrote {args.output}/README.md, results.csv, tables II and III, figures and checks.csv"
     )
-    for row in checks.itertuples():
-        print(f"  [{row.holds:>10}] {row.traffic}: {row.claim}: {row.evidence}")
     if done["closed"]:
         equal, total = done["closed"]["crosscheck"]
         print(f"closed loop: the receivers' decisions and the offline replay agree on {equal:,} of {total:,}")
-        print("closed loop (open -> closed), written to closed_loop.csv, checks_closed.csv, model_vs_truth.csv:")
-        for row in done["closed"]["checks"].itertuples():
-            print(f"  [{row.holds_open:>10} -> {row.holds_closed:<10}] {row.claim}")
+    _print_checks(pd.read_csv(done["written"]["checks"]), done["written"])
     return 0
+
+
+def _print_checks(checks: pd.DataFrame, written: dict) -> None:
+    """The README's headline (Tables II and III cell by cell) and each statement's verdict."""
+    readme = pathlib.Path(written["readme"]).read_text().split("\n\nSuite ")[0]
+    print("\n".join(line for line in readme.splitlines()[2:] if line))
+    for row in checks.itertuples():
+        print(f"  [{row.holds:>10}] {row.traffic}: {row.id}: {row.evidence}")
+    if "checks_closed.csv" in written:
+        print("closed loop (open -> closed), written to closed_loop.csv, checks_closed.csv, model_vs_truth.csv:")
+        for row in pd.read_csv(written["checks_closed.csv"]).itertuples():
+            print(f"  [{row.holds_open:>10} -> {row.holds_closed:<10}] {row.id}: {row.statement}")
 
 
 def cmd_batch(args: argparse.Namespace) -> int:

@@ -42,7 +42,7 @@
 # Closed loop (needs the ns built by ldanalyze/data/ns2/build): with lda=NAME every TFRC
 # flow's receiver is an Agent/TFRCSink/LDA whose LDA NAME (unaware, omniscient,
 # biaz, mbiaz, spike, wro_ldaplus, zigzag, zbs, win_ldaplus, veno, xrtp) keeps
-# the losses it calls wireless out of TFRC's loss event rate (paper 000 Sec. II);
+# the losses it calls wireless out of TFRC's loss event rate (paper 000 Secs. I, IV);
 # ldalog=FILE logs every detected loss with the decision of each LDA.  A
 # Connector/LDAOracle behind each error model tells the omniscient receiver
 # which packets the radio dropped; it only passes packets on, so the trace is

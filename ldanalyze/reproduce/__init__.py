@@ -21,8 +21,12 @@ traffic suffixed ``_tcp`` and ``_cbr``):
 * ``table_VI_wlh.md``: 128 TFRC flows in WLH, high uniform loss, beside the paper's Table VI;
 * ``sweep_{mbiaz,spike,zigzag}_{wlh,wb}.csv`` and ``figure_sweeps_{wlh,wb}.png``: the §III
   parameter sweeps over the TFRC traces at high loss, with the frontier and the defaults;
-* ``checks.csv`` and ``README.md``: every ordering and trend the paper states that the suite
-  can test, computed from these numbers, whether it holds here, and how each number was made.
+* ``checks.csv`` and ``README.md``: every statement of the paper the suite can test, as the
+  registry ``paper000_statements.toml`` writes it (section, the paper's numbers, the LDAs it
+  names, a test whose words are defined there once), whether it holds here, and how each number
+  was made; ``table_cells.md``: Tables II and III cell by cell against the paper's, whose count
+  of cells within 5 points is the README's headline. ``rewrite`` writes these again from a run's
+  result files without simulating.
 
 The replay is open loop: each trace was recorded with ns-2's own (unaware) TFRC senders, and
 each LDA's throughput is what TFRC would have allowed given that LDA's decisions on the same
@@ -31,16 +35,18 @@ rates differ per scheme; here the congestion comes from the trace and is reporte
 
 The package, one module per job, each importing only those below it: ``run`` (the command's
 work: simulate, score, write); ``readme``, ``tables``, ``figures`` and ``statements`` (what is
-written, and the paper's statements checked); ``closed_suite`` (the closed-loop runs and the
+written, and the paper's statements judged); ``closed_suite`` (the closed-loop runs and the
 throughput models against them) and ``measures`` (the sweeps, ZBS's usage); ``suite`` (the
-scenarios, the LDAs, the mean over seeds).
+scenarios, the LDAs, the mean over seeds) and ``registry`` (the paper's statements, words and
+tables, read from ``paper000_statements.toml``).
 """
 
 from .closed_suite import closed_loop, model_errors, model_vs_truth
 from .measures import paper_sweeps, zbs_usage
-from .run import reproduce
-from .statements import loop_checks, paper_checks, scale_checks, sweep_checks, throughput_checks
+from .run import reproduce, rewrite
+from .statements import judge, loop_checks
 from .suite import CBR_SHARE, LDAS, SPIKE_SPREAD, SUITES, SWEEPS, Suite
+from .tables import cell_summary, cells_headline, table_cells
 
 __all__ = [
     "CBR_SHARE",
@@ -49,15 +55,16 @@ __all__ = [
     "SUITES",
     "SWEEPS",
     "Suite",
+    "cell_summary",
+    "cells_headline",
     "closed_loop",
+    "judge",
     "loop_checks",
     "model_errors",
     "model_vs_truth",
-    "paper_checks",
     "paper_sweeps",
     "reproduce",
-    "scale_checks",
-    "sweep_checks",
-    "throughput_checks",
+    "rewrite",
+    "table_cells",
     "zbs_usage",
 ]

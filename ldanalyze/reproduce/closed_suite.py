@@ -1,4 +1,4 @@
-"""Paper 000's suite run closed loop (§II): each TFRC scenario once per LDA inside ns-2's TFRC
+"""Paper 000's suite run closed loop (§I, §IV): each TFRC scenario once per LDA inside ns-2's TFRC
 receiver (``ldanalyze.closedloop``: the patched ns-2 and its decision log), scored over the TFRC
 flows, beside the open-loop replay over the unaware run; and the open-loop throughput models
 measured against what each closed-loop run delivered."""
@@ -24,7 +24,7 @@ SPREAD = 0.05  # LDAs' measured throughputs this far apart (share of the bottlen
 
 def closed_loop(suite: Suite, out: pathlib.Path, folder: pathlib.Path, workers: int, ns: str) -> dict:
     """The suite's TFRC scenarios run once per LDA with every TFRC receiver steered by it (paper
-    000 §II, ``ldanalyze.closedloop``); the open-loop numbers are those of the unaware run, which
+    000 §I, §IV, ``ldanalyze.closedloop``); the open-loop numbers are those of the unaware run, which
     is ns-2's own TFRC. Writes ``closed_loop.csv`` (one row per scenario, LDA and loop: M_c, M_w,
     accuracy, throughput, congestion, fairness over the TFRC flows) and ``model_vs_truth.csv``
     (:func:`model_vs_truth`); returns the frames, the paths written, the runs and how many were

@@ -31,11 +31,10 @@ def _tfrc_extras(suite: Suite) -> list[str]:
     ]
 
 
-def readme(
-    suite: Suite, name: str, results, checks: pd.DataFrame, seconds: float, simulated: tuple[float, int], workers: int
-) -> str:
-    """The README: the suite, how its numbers were made, then per traffic its tables, figures and
-    the paper's statements (``checks``) with whether each holds."""
+def readme(suite: Suite, name: str, results, checks: pd.DataFrame, made: str, headline: str) -> str:
+    """The README: its headline (``headline``: Tables II and III cell by cell against the paper's),
+    the suite, how its numbers were ``made``, then per traffic its tables, figures and the
+    registry's statements (``checks``, :func:`..statements.judge`) with whether each holds."""
     sections = []
     for traffic in suite.traffics:
         mine = checks[checks["traffic"] == traffic]
@@ -54,12 +53,13 @@ def readme(
             f"![ZBS scheme usage](figure_13_zbs{suffix}.png)",
             "",
             *(_tfrc_extras(suite) if traffic == "tfrc" else []),
-            f"The paper's statements on these numbers: {holds} of {len(mine)} hold, {untestable} cannot be tested.",
+            f"The paper's statements (the registry, `ldanalyze/reproduce/paper000_statements.toml`, each word's "
+            f"test defined there) on these numbers: {holds} of {len(mine)} hold, {untestable} cannot be tested.",
             "",
-            "| statement | where | holds | numbers |",
-            "|---|---|---|---|",
+            "| id | statement | where | paper | holds | numbers |",
+            "|---|---|---|---|---|---|",
             *[
-                f"| {r.claim} | {r.paper} | {'**no**' if r.holds == 'no' else r.holds} | {r.evidence} |"
+                f"| {r.id} | {r.statement} | {r.where} | {r.paper} | {_verdict(r.holds)} | {r.evidence} |"
                 for r in mine.itertuples()
             ],
             "",
@@ -68,12 +68,12 @@ def readme(
         [
             "# Paper 000, reproduced by `ldanalyze reproduce paper000`",
             "",
+            headline,
+            "",
             f"Suite `{name}`: topologies {', '.join(suite.topologies)}; {', '.join(map(str, suite.flows))} flows of "
             f"{', '.join(TRAFFIC_NAMES[t] for t in suite.traffics)}; wireless loss "
             f"{', '.join(f'{m} {r:g}' for m, r in suite.losses)}; seeds {', '.join(map(str, suite.seeds))}; "
-            f"{suite.duration} s after a {suite.warmup} s warm-up. {len(results['trace'].unique())} traces from ns-2.35 "
-            f"and `ldanalyze/data/paper000.tcl` (§V), {simulated[1]} of them simulated in this run ({simulated[0]:.0f} s), "
-            f"the others taken from the cache; everything, {seconds:.0f} s on {workers} worker(s).",
+            f"{suite.duration} s after a {suite.warmup} s warm-up. {made}",
             "",
             "Scores: every LDA replayed causally over each trace with the default replay semantics "
             "(`docs/ldas.md`); M_c, M_w and accuracy pooled per trace, then averaged over seeds. Throughput: TFRC "
@@ -93,17 +93,25 @@ def readme(
     )
 
 
+def _verdict(holds: str) -> str:
+    return "**no**" if holds == "no" else holds
+
+
 def closed_section(loop: dict) -> str:
     """The README's closed-loop section: its tables and figures, the in-simulator decisions against
     the replay, the statements open and closed loop, and the throughput models' errors."""
     checks = loop["checks"]
-    counts = {side: f"{int((checks[f'holds_{side}'] == 'yes').sum())} of {len(checks)}" for side in ("open", "closed")}
+    counts = {
+        side: f"{int((checks[f'holds_{side}'] == 'yes').sum())} hold, {int((checks[f'holds_{side}'] == 'no').sum())} "
+        f"do not, {int((checks[f'holds_{side}'] == 'untestable').sum())} cannot be tested"
+        for side in ("open", "closed")
+    }
     return "\n".join(
         [
             "## Closed loop: each LDA inside ns-2's TFRC receiver",
             "",
             f"Every TFRC scenario above was run again once per LDA ({loop['runs']} runs), with every TFRC receiver "
-            "steered by that LDA (paper 000 §II: a loss it calls wireless stays out of the loss event rate; the "
+            "steered by that LDA (paper 000 §I and §IV: a loss it calls wireless stays out of the loss event rate; the "
             "patched ns-2 of `ldanalyze/data/ns2`). Scores and throughput are over the TFRC flows only; throughput "
             "is measured (what crossed the bottleneck) as a share of each flow's fair share of the bottleneck. The "
             "open-loop numbers beside them are every LDA replayed over the unaware run, which is ns-2's own TFRC.",
@@ -117,13 +125,14 @@ def closed_section(loop: dict) -> str:
             f"The in-simulator decisions against the offline replay of each run's trace (every LDA the receiver "
             f"runs): {loop['crosscheck'][0]:,} of {loop['crosscheck'][1]:,} alike.",
             "",
-            f"The paper's statements: {counts['open']} hold open loop, {counts['closed']} closed loop.",
+            f"The paper's {len(checks)} statements (the registry, each judged both ways; open: the TFRC suite above): "
+            f"open loop {counts['open']}; closed loop {counts['closed']}.",
             "",
-            "| statement | where | holds open | holds closed | open | closed | why |",
-            "|---|---|---|---|---|---|---|",
+            "| id | statement | where | paper | open | closed | numbers open | numbers closed | why |",
+            "|---|---|---|---|---|---|---|---|---|",
             *[
-                f"| {r.claim} | {r.paper} | {r.holds_open} | {r.holds_closed} | {r.evidence_open} | {r.evidence_closed} "
-                f"| {r.why} |"
+                f"| {r.id} | {r.statement} | {r.where} | {r.paper} | {_verdict(r.holds_open)} | "
+                f"{_verdict(r.holds_closed)} | {r.evidence_open} | {r.evidence_closed} | {r.why} |"
                 for r in checks.itertuples()
             ],
             "",

@@ -9,8 +9,11 @@ import itertools
 import pandas as pd
 
 LDAS = ("unaware", "omniscient", "biaz", "mbiaz", "spike", "zigzag", "zbs")
-BASE = ("biaz", "mbiaz", "spike", "zigzag")  # the base schemes ZBS picks among (§VI-D)
+BASE = ("biaz", "mbiaz", "spike", "zigzag")  # the base schemes ZBS picks among (§VII-A)
 HIGH = ("uniform", 0.078)
+# paper 000 Tables II and III (§VI-A: high wireless loss, 7.8 %, Jakes-model fading): set cell by
+# cell against the suite's uniform loss (the Bernoulli model §V-B says matched it) and its bursty one
+CELL_LOSSES = (HIGH, ("bursty", 0.078))
 # constant-rate UDP at 110 % of each flow's bottleneck share: its timing does not depend on the
 # losses being judged (no feedback), and its queue stays busy, as a closed-loop sender's would
 CBR_SHARE = 1.1

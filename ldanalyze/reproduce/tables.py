@@ -8,31 +8,10 @@ import numpy as np
 import pandas as pd
 
 from ..formatting import number
+from . import registry
 from .closed_suite import MODEL_NAMES, SPREAD, model_errors
-from .suite import LDAS, TRAFFIC_NAMES, mean_over_seeds
+from .suite import HIGH, LDAS, TRAFFIC_NAMES, mean_over_seeds
 
-# paper 000 Tables II (WLH) and III (WB): one flow, high loss, in %; "unaware" is the paper's TFRC
-PAPER_TABLES: dict[str, dict[str, dict[str, float]]] = {
-    "wlh": {
-        "thput": dict(unaware=84, omniscient=99, biaz=99, mbiaz=99, spike=99, zigzag=98),
-        "cong.": dict(unaware=0.2, omniscient=2.3, biaz=2.3, mbiaz=2.3, spike=0.4, zigzag=0.3),
-        "M_c": dict(unaware=0, omniscient=0, biaz=0, mbiaz=0, spike=0, zigzag=0),
-        "M_w": dict(unaware=100, omniscient=0, biaz=6.3, mbiaz=6.6, spike=58, zigzag=66),
-    },
-    "wb": {
-        "thput": dict(unaware=37, omniscient=99, biaz=97, mbiaz=91, spike=99, zigzag=53),
-        "cong.": dict(unaware=0.0, omniscient=0.4, biaz=0.4, mbiaz=0.4, spike=0.0, zigzag=0.0),
-        "M_c": dict(unaware=0, omniscient=0, biaz=0, mbiaz=0, spike=0, zigzag=0),
-        "M_w": dict(unaware=100, omniscient=0, biaz=2.4, mbiaz=7.0, spike=29, zigzag=60),
-    },
-}
-# Table VI of paper 000 (§IX-B): 128 flows in WLH, in %
-PAPER_TABLE_VI = {
-    "thput": (99, 99, 99, 99, 99, 99),
-    "cong.": (5.3, 8.5, 3.3, 1.9, 0.7, 4.2),
-    "M_c": (0, 32, 4.4, 29, 11, 14),
-    "M_w": (0, 17, 23, 64, 68, 25),
-}
 TABLE_VI_LDAS = ("omniscient", "biaz", "mbiaz", "spike", "zigzag", "zbs")
 
 
@@ -73,7 +52,8 @@ def table_vi(scaled: pd.DataFrame, flows: int) -> str:
         column = "congestion_rate" if metric == "cong." else metric
         cells = [stats.loc[lda, column] * 100 if lda in stats.index else np.nan for lda in TABLE_VI_LDAS]
         lines.append(f"| {metric} | " + " | ".join(number(c, 1) for c in cells) + " |")
-        lines.append(f"| {metric} (paper) | " + " | ".join(f"{v:g}" for v in PAPER_TABLE_VI[metric]) + " |")
+        paper = registry.paper_table("vi")[metric]
+        lines.append(f"| {metric} (paper) | " + " | ".join(f"{paper[lda]:g}" for lda in TABLE_VI_LDAS) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -87,7 +67,7 @@ def closed_table(opened: pd.DataFrame, closed: pd.DataFrame, topology: str) -> s
     }
     lines = [
         f"Table {name}: 1 TFRC flow, high uniform wireless loss (7.8 %), mean over seeds, in %. closed: each "
-        "LDA steers its own TFRC receiver inside ns-2 (paper 000 §II), throughput measured as a share of the "
+        "LDA steers its own TFRC receiver inside ns-2 (paper 000 §I, §IV), throughput measured as a share of the "
         "bottleneck; open: every LDA replayed over the unaware run's trace, throughput modeled (a share of the "
         "packet-pair capacity, as `score` shows it) and congestion that of the unaware run; paper: Table "
         f"{name.split(',')[0]} (its TFRC column under unaware).",
@@ -95,7 +75,7 @@ def closed_table(opened: pd.DataFrame, closed: pd.DataFrame, topology: str) -> s
         "| | " + " | ".join(LDAS) + " |",
         "|---|" + "---:|" * len(LDAS),
     ]
-    paper = PAPER_TABLES[topology]
+    paper = registry.paper_table(topology)
     for metric, label in (("thput", "thput"), ("congestion_rate", "cong."), ("M_c", "M_c"), ("M_w", "M_w")):
         for loop, stats in loops.items():
             cells = [stats.loc[lda, (metric, "mean")] * 100 if lda in stats.index else np.nan for lda in LDAS]
@@ -135,4 +115,86 @@ def model_error_table(both: pd.DataFrame) -> str:
         "|---|---:|" + "---:|" * len(MODEL_NAMES),
     ]
     lines += [f"| {t} | {n} | " + " | ".join(f"{v:.1f}" for v in row) + " |" for (t, n), row in per.iterrows()]
+    return "\n".join(lines) + "\n"
+
+
+# the rows of paper 000 Tables II and III and the results' column each is read from
+CELL_ROWS = {"thput": "thput", "cong.": "congestion_rate", "M_c": "M_c", "M_w": "M_w"}
+CELL_TABLES = {"wlh": "II", "wb": "III"}
+WITHIN = 5.0  # points: a cell "within" the paper's
+
+
+def table_cells(loops: dict[str, pd.DataFrame], loss: tuple[str, float] = HIGH) -> pd.DataFrame:
+    """Paper 000 Tables II and III cell by cell (one TFRC flow, §VI-A's high wireless loss 7.8 %
+    by default): per table, row and column, the paper's value (``registry``), whether it is a
+    priori (TCP, TFRC and omniscient's M_c and M_w, §IV) and, per loop of ``loops`` (name: one row
+    per trace and LDA), the reproduction's mean over seeds and its gap to the paper, in points.
+    The TCP column has no reproduction (the suite runs no TCP sender beside the LDAs')."""
+    means = {
+        (name, topology): mean_over_seeds(frame, topology, loss).xs(1, level="flows")
+        for name, frame in loops.items()
+        for topology in CELL_TABLES
+    }
+    rows = []
+    for topology, table in CELL_TABLES.items():
+        for metric, columns in registry.paper_table(topology).items():
+            for column, paper in columns.items():
+                row = {"table": table, "row": metric, "column": column, "paper": float(paper)}
+                row["a_priori"] = registry.a_priori(metric, column)
+                for name in loops:
+                    stats = means[(name, topology)]
+                    ours = stats.loc[column, (CELL_ROWS[metric], "mean")] * 100 if column in stats.index else np.nan
+                    row[name], row[f"gap_{name}"] = ours, ours - paper
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def cell_summary(cells: pd.DataFrame, loop: str) -> dict:
+    """How many of the paper's measured cells (not a priori, with a reproduction) ``loop`` puts
+    within ``WITHIN`` points of the paper's; those whose value is undefined here (M_c with no
+    congestion loss) count, as not within. The gaps, largest first."""
+    counted = cells[~cells["a_priori"] & (cells["column"] != "tcp")]
+    gaps = counted[f"gap_{loop}"]
+    within = int((gaps.abs() <= WITHIN).sum())
+    order = counted[gaps.notna()].assign(size=gaps.abs()).sort_values("size", ascending=False, kind="stable")
+    return {"within": within, "cells": len(counted), "undefined": counted[gaps.isna()], "largest": order}
+
+
+def _gap(r, loop: str) -> str:
+    return f"Table {r.table} {r.row} {r.column} {getattr(r, loop):.1f} against {r.paper:g} ({getattr(r, f'gap_{loop}'):+.1f})"
+
+
+def cells_headline(cells: pd.DataFrame, loops: tuple[str, ...], shown: int = 3) -> str:
+    """The README's headline: per loop, how many of the paper's measured cells of Tables II and
+    III are within 5 points, and the largest gaps named, their numbers as they are."""
+    parts = []
+    for loop in loops:
+        s = cell_summary(cells, loop)
+        largest = "; ".join(_gap(r, loop) for r in s["largest"].head(shown).itertuples())
+        undefined = s["undefined"]
+        where = ", ".join(f"Table {r.table} {r.row} {r.column}" for r in undefined.itertuples())
+        parts.append(
+            f"{loop} loop: **{s['within']} of {s['cells']} cells within {WITHIN:g} points**"
+            + (f" ({len(undefined)} undefined here, counted as not within: {where})" if len(undefined) else "")
+            + f"; largest gaps: {largest}"
+        )
+    return "\n".join(f"- {p}" for p in parts)
+
+
+def cells_table(cells: pd.DataFrame, loops: tuple[str, ...], loss: tuple[str, float] = HIGH) -> str:
+    """Tables II and III cell by cell in markdown: the paper's value, each loop's and its gap in
+    points (two decimals: no gap rounded away), and why a cell is not counted."""
+    lines = [
+        f"Paper 000 Tables II (wireless last hop) and III (wireless backbone) cell by cell: one TFRC flow, "
+        f"{loss[0]} wireless loss {loss[1] * 100:g} % (§VI-A's high loss), mean over seeds, in %; gap = ours − paper, "
+        f"in points. Counted: the cells the paper measured that the suite reproduces; not counted: TCP, TFRC and "
+        f"omniscient's M_c and M_w (a priori, §IV) and the TCP column (no TCP sender in the suite).",
+        "",
+        "| table | row | column | paper | " + " | ".join(f"{loop} | gap {loop}" for loop in loops) + " | counted |",
+        "|---|---|---|---:|" + "---:|---:|" * len(loops) + "---|",
+    ]
+    for r in cells.itertuples():
+        counted = "a priori" if r.a_priori else "no TCP run" if r.column == "tcp" else "yes"
+        values = " | ".join(f"{number(getattr(r, loop), 1)} | {number(getattr(r, f'gap_{loop}'), 2)}" for loop in loops)
+        lines.append(f"| {r.table} | {r.row} | {r.column} | {r.paper:g} | {values} | {counted} |")
     return "\n".join(lines) + "\n"
