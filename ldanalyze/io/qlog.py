@@ -1,0 +1,631 @@
+"""QUIC qlogs read into the sender's view: one row per packet an endpoint sent, its fate by the
+ACK frames and loss declarations the same endpoint logged.
+
+Formats, told apart by content (gzip too): the JSON of draft-marx-qlog-main-schema-00/01/02
+(``qlog_version`` "draft-0x", traces with ``event_fields`` and events as arrays, names and
+numbers sometimes strings, upper case in draft-00), the JSON of qlog 0.3/0.4 (events as
+objects, ``name`` "transport:packet_sent"), the JSON-SEQ of qlog 0.3+ (RFC 7464 records, each
+after a record separator 0x1E, possibly pretty-printed across lines; ``.sqlog``), the NDJSON of
+draft-02 (quic-go 2020: a record per line), and the IETF drafts' names
+(draft-ietf-quic-qlog-quic-events: ``quic:packet_sent``, ``quic:packet_lost``,
+``quic:recovery_metrics_updated``; ``file_schema`` instead of ``qlog_version``).
+
+The rules (RFC 9000 §12.3, RFC 9002 §5-6):
+
+* Rows: the vantage endpoint's ``packet_sent`` events of the application data packet number
+  space (0-RTT and 1-RTT share it, RFC 9000 §12.3); Initial and Handshake packets, in spaces of
+  their own and a handful per connection, are counted in ``meta`` and left out, so ``seq`` is
+  the packet number, unique in the flow, and ``tx`` is 0 (QUIC never sends a number twice).
+  A packet whose type is not logged (quic-trace's conversions) is taken as application data.
+* Flow: ``quic <ODCID> server>client`` (or ``client>server``, by the trace's vantage point; a
+  network vantage reads as its ``flow`` endpoint), one flow per trace.
+* ``t_send``: seconds; since the epoch where the qlog anchors its times there (``reference_time``,
+  ``time_format``; aioquic logs epoch milliseconds), else from the trace's own origin
+  (``meta['time']`` says which). pcap2qlog's ``reference_time`` in seconds in a trace of
+  milliseconds (a value between 1e8 and 1e11) is read as seconds.
+* Fate: acknowledged by an ACK frame of a received 1-RTT packet -> ``delivered`` (``t_ack``: the
+  first ACK that covered it); declared lost (``packet_lost``: ``t_detect``, ``loss_trigger``
+  from its trigger: reordering_threshold -> reordering, time_threshold -> time, pto_expired ->
+  pto, else other) and never acknowledged -> ``lost``; declared lost and acknowledged afterwards
+  -> ``delivered``, ``spurious`` "acked"; neither -> ``unobserved``.
+* ``in_flight``: the bytes in flight as last logged (``metrics_updated``) before the packet was
+  sent; -1 before any. ``chunk``: a new chunk after an idle gap longer than the probe timeout of
+  the time (RFC 9002 §6.2.1: smoothed_rtt + max(4 rttvar, 1 ms) + max_ack_delay, from the logged
+  metrics, the initial 333 ms RTT before any).
+* ``Trace.acks``: one row per ACK frame received in a 1-RTT packet: ``ack`` the lowest packet
+  number sent and not yet acknowledged, ``largest`` its largest acknowledged, ``newly`` the
+  bytes of the packets it acknowledged first; ``rtt`` the latest_rtt sample of RFC 9002 §5.1
+  (ACK time minus the send time of the largest acknowledged, when that packet is newly
+  acknowledged; not corrected by ack_delay), ``rtt_source`` "qlog"; ``in_flight`` and ``cwnd``
+  as the endpoint logged them while processing that packet (-1: it logged none).
+
+JSON is parsed with orjson (README, dependencies): several times the standard library's speed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import gzip
+import math
+import os
+import re
+import zlib
+from typing import Any
+
+import numpy as np
+import orjson
+import pandas as pd
+from numba import njit
+
+from ..errors import TraceError
+from ..packets import ACK_COLUMNS, DELIVERED, FATE_DTYPE, LOST, UNOBSERVED, Trace, empty_rtt, make_packet_table
+from .text import gzip_damage, open_binary
+
+RS = b"\x1e"
+KNOWN_VERSIONS = ("draft-00", "draft-01", "draft-02", "draft-03", "0.3", "0.4")
+_VERSION = re.compile(r"^(draft-0[0-3](-wip)?|0\.[34](\.\d+)?)$", re.IGNORECASE)
+_FILE_SCHEMA = re.compile(r"^urn:ietf:params:qlog:file:(sequential|contained)$")
+
+SENT, RECEIVED, LOST_EVENT, METRICS = 1, 2, 3, 4
+_NAMES = {
+    "packet_sent": SENT,
+    "packet_received": RECEIVED,
+    "packet_lost": LOST_EVENT,
+    "metrics_updated": METRICS,
+    "metric_update": METRICS,  # draft-00/01
+    "recovery_metrics_updated": METRICS,  # draft-ietf-quic-qlog-quic-events
+}
+# event name -> kind, as the formats spell them: "category:event" objects, (category, event) arrays
+KIND_BY_NAME = {
+    f"{category}:{event}": kind
+    for event, kind in _NAMES.items()
+    for category in ("transport", "recovery", "quic")
+}
+KIND_BY_PAIR = {
+    (case(category), case(event)): kind
+    for event, kind in _NAMES.items()
+    for category in ("transport", "recovery")
+    for case in (str.lower, str.upper)
+}
+NOT_APPLICATION = {"initial", "handshake", "retry", "version_negotiation", "stateless_reset"}
+ACK_FRAMES = {"ack", "ACK", "ack_ecn"}
+TRIGGERS = {"reordering_threshold": "reordering", "time_threshold": "time", "pto_expired": "pto"}
+INITIAL_RTT_MS = 333.0  # RFC 9002 §6.2.2
+DEFAULT_MAX_ACK_DELAY_MS = 25.0  # RFC 9000 §18.2
+
+
+def read_qlog(path: str | os.PathLike) -> Trace:
+    """Read a qlog (any of the formats above, plain or gzip) into a sender's-view Trace: every
+    trace of the file is a flow, the packets its endpoint sent."""
+    raw = _read_bytes(path)
+    header, traces, shape = _documents(path, raw)
+    version = str(header.get("qlog_version") or header.get("file_schema"))
+    flows = []
+    total = 0
+    for index, trace in enumerate(traces):
+        collected = _collect(path, trace, index)
+        uid0 = total
+        total += collected.events
+        if collected.sent_t:
+            flows.append(_flow_tables(collected, uid0))
+        else:
+            flows.append((None, None, collected.summary()))
+    if not any(f[0] is not None for f in flows):
+        names = sorted({n for f in flows for n in f[2]["names"]})
+        raise TraceError(
+            path,
+            f"a qlog ({shape}, version {version}) without a packet_sent event of application data "
+            f"in its {len(traces)} trace(s): nothing was sent to read ({total} events; "
+            f"names: {', '.join(names[:12]) or 'none'})",
+        )
+    packets = pd.concat([f[0] for f in flows if f[0] is not None], ignore_index=True)
+    acks = pd.concat([f[1] for f in flows if f[1] is not None], ignore_index=True)
+    table = make_packet_table(**{c: packets[c].to_numpy() for c in packets.columns})
+    for c in ("loss_trigger", "spurious", "reason"):
+        table[c] = table[c].astype("category")
+    acks["flow"] = acks["flow"].astype("category")
+    acks["rtt_source"] = acks["rtt_source"].astype("category")
+    sampled = acks[np.isfinite(acks["rtt"].to_numpy())]
+    rtt = (
+        pd.DataFrame(
+            {
+                "flow": sampled["flow"].astype(str).to_numpy(object),
+                "t": sampled["t"].to_numpy(),
+                "seq": sampled["largest"].to_numpy(),
+                "rtt": sampled["rtt"].to_numpy(),
+            }
+        )
+        if len(sampled)
+        else empty_rtt()
+    )
+    meta = {
+        "view": "sender",
+        "qlog_version": version,
+        "qlog_format": shape,
+        "events": total,
+        "time": "epoch" if all(f[2]["epoch"] for f in flows) else "relative",
+        "traces": [f[2] for f in flows],
+    }
+    return Trace(packets=table, rtt=rtt, path=os.fspath(path), format="qlog", meta=meta, acks=acks)
+
+
+def _read_bytes(path) -> bytes:
+    with open_binary(path) as f:
+        try:
+            return f.read()
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise gzip_damage(path, exc) from None
+
+
+def _documents(path, raw: bytes) -> tuple[dict, list[dict], str]:
+    """The file's header and its traces (each a dict with its events), and its shape."""
+    body = raw.lstrip(b" \t\r\n\xef\xbb\xbf")
+    if body.startswith(RS):
+        records = _seq_records(path, raw, RS)
+        shape = "JSON-SEQ"
+    else:
+        try:
+            doc = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            first = body.split(b"\n", 1)[0]
+            if _is_json_object(first) and len(first) < len(body):  # a record per line: NDJSON
+                records = _seq_records(path, raw, b"\n")
+                shape = "NDJSON"
+            else:
+                raise _json_error(path, raw, len(raw) - len(body) + exc.pos, exc) from None
+        else:
+            _check_header(path, doc)
+            traces = doc.get("traces")
+            if traces is None and isinstance(doc.get("trace"), dict):
+                traces = [doc["trace"]]
+            if not isinstance(traces, list) or not all(isinstance(t, dict) for t in traces):
+                raise TraceError(path, "a qlog whose 'traces' is not a list of traces", offset=0)
+            return doc, traces, "JSON"
+    header = records[0]
+    _check_header(path, header)
+    trace = dict(header.get("trace") or {})
+    trace["events"] = records[1:]
+    return header, [trace], shape
+
+
+def _is_json_object(text: bytes) -> bool:
+    try:
+        return isinstance(orjson.loads(text), dict)
+    except orjson.JSONDecodeError:
+        return False
+
+
+def _seq_records(path, raw: bytes, separator: bytes) -> list[Any]:
+    """The records of a JSON text sequence (RFC 7464; ``separator`` 0x1E) or of NDJSON (a newline),
+    parsed as one JSON array; where that fails, record by record, to name the bad one."""
+    first = raw.index(separator) if separator == RS else 0
+    try:
+        return orjson.loads(b"[" + raw[first + len(separator) :].replace(separator, b",").rstrip(b" \t\r\n,") + b"]")
+    except orjson.JSONDecodeError:
+        pass
+    records = []
+    start = first
+    number = 0
+    while start < len(raw):
+        end = raw.find(separator, start + len(separator))
+        end = len(raw) if end < 0 else end
+        text = raw[start + (len(separator) if separator == RS or start else 0) : end]
+        if text.strip():
+            number += 1
+            try:
+                records.append(orjson.loads(text))
+            except orjson.JSONDecodeError as exc:
+                last = end == len(raw) or not raw[end:].strip(separator + b" \t\r\n")
+                hint = (
+                    ": the file ends inside it (the writer stopped mid-record?); the records before it read"
+                    " if the file is cut at this byte"
+                    if last
+                    else ""
+                )
+                raise TraceError(
+                    path,
+                    f"{'JSON-SEQ' if separator == RS else 'NDJSON'} record {number} (starting at byte "
+                    f"{start:,} of the{' decompressed' if raw is not None and _gz(path) else ''} text) "
+                    f"is not valid JSON ({exc.msg} at its character {exc.pos}){hint}",
+                    offset=start,
+                    text=text[:200].decode("utf-8", "replace"),
+                ) from None
+        start = end
+    if not records:
+        raise TraceError(path, "a JSON text sequence without a record", offset=0)
+    return records
+
+
+def _gz(path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
+def _json_error(path, raw: bytes, pos: int, exc: orjson.JSONDecodeError) -> TraceError:
+    line = raw.count(b"\n", 0, pos) + 1
+    start = raw.rfind(b"\n", 0, pos) + 1
+    text = raw[start : raw.find(b"\n", pos) if raw.find(b"\n", pos) >= 0 else len(raw)]
+    cut = " (the file ends inside a JSON value: cut short?)" if pos >= len(raw.rstrip()) else ""
+    return TraceError(
+        path,
+        f"not valid JSON: {exc.msg} at column {pos - start + 1}{cut}",
+        line=line,
+        text=text[:200].decode("utf-8", "replace"),
+    )
+
+
+def _check_header(path, header: Any) -> None:
+    if not isinstance(header, dict) or not (
+        "qlog_version" in header or "file_schema" in header or "qlog_format" in header
+    ):
+        keys = ", ".join(list(header)[:8]) if isinstance(header, dict) else type(header).__name__
+        raise TraceError(
+            path, f"JSON, but not a qlog: no qlog_version or file_schema at its top (it has: {keys})", offset=0
+        )
+    version = header.get("qlog_version")
+    schema = header.get("file_schema")
+    if version is None and isinstance(schema, str) and _FILE_SCHEMA.match(schema):
+        return
+    if not isinstance(version, str) or not _VERSION.match(version):
+        raise TraceError(
+            path,
+            f"a qlog of schema version {version if version is not None else schema!r}, which this reader does not "
+            f"know (it reads {', '.join(KNOWN_VERSIONS)}, and the IETF drafts' file_schema "
+            "urn:ietf:params:qlog:file:sequential or :contained)",
+            offset=0,
+        )
+
+
+class _Collected:
+    """What one trace's events say, in event order (plain lists, converted once at the end)."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.sent_t: list = []
+        self.sent_pn: list = []
+        self.sent_size: list = []
+        self.sent_uid: list = []
+        self.sent_bif: list = []
+        self.sent_pto: list = []
+        self.lost_t: list = []
+        self.lost_pn: list = []
+        self.lost_trigger: list = []
+        self.ack_t: list = []
+        self.ack_bif: list = []
+        self.ack_cwnd: list = []
+        self.range_lo: list = []
+        self.range_hi: list = []
+        self.range_frame: list = []
+        self.other_spaces = 0
+        self.untyped = 0
+        self.events = 0
+        self.skipped = 0
+        self.names: set = set()
+        self.vantage = "unknown"
+        self.odcid = ""
+        self.epoch = False
+        self.scale = 1e-3  # event time units to seconds
+        self.origin = 0.0  # seconds added to every time
+        self.delta = False
+
+    def summary(self) -> dict:
+        return {
+            "flow": None,
+            "vantage": self.vantage,
+            "odcid": self.odcid,
+            "events": self.events,
+            "packets_sent": len(self.sent_t),
+            "other_spaces_sent": self.other_spaces,
+            "untyped_packets": self.untyped,
+            "events_unreadable": self.skipped,
+            "declared_lost": len(self.lost_t),
+            "ack_frames": len(self.ack_t),
+            "epoch": self.epoch,
+            "names": sorted(n if isinstance(n, str) else ":".join(map(str, n)) for n in self.names),
+        }
+
+
+def _collect(path, trace: dict, index: int) -> _Collected:
+    """One trace's events into lists: its packets sent, ACK ranges, losses and metrics."""
+    c = _Collected(index)
+    _trace_context(path, trace, c)
+    events = trace.get("events") or []
+    fields = trace.get("event_fields")
+    if fields:
+        names = [str(f).lower() for f in fields]
+        time_at = next((names.index(n) for n in ("relative_time", "time", "delta_time") if n in names), None)
+        if time_at is None or "category" not in names or "data" not in names:
+            raise TraceError(path, f"trace {index}: event_fields {fields} name no time, category or data")
+        c.delta = names[time_at] == "delta_time"
+        cat_at, data_at = names.index("category"), names.index("data")
+        event_at = names.index("event_type") if "event_type" in names else names.index("event")
+        trigger_at = names.index("trigger") if "trigger" in names else None
+        width = max(time_at, cat_at, event_at, data_at) + 1
+        rows = (
+            (ev[time_at], KIND_BY_PAIR.get(key := (ev[cat_at], ev[event_at])), ev[data_at], ev, key)
+            if type(ev) is list and len(ev) >= width
+            else (None, None, None, ev, None)
+            for ev in events
+        )
+        _walk(c, rows, trigger_at)
+    else:
+        rows = (
+            (ev.get("time"), KIND_BY_NAME.get(ev.get("name")), ev.get("data"), ev, ev.get("name"))
+            if type(ev) is dict
+            else (None, None, None, ev, None)
+            for ev in events
+        )
+        _walk(c, rows, None)
+    return c
+
+
+def _walk(c: _Collected, rows, trigger_at: int | None) -> None:
+    """The event loop: the hot path, kept to a dictionary look-up for an event of no interest."""
+    bif = cwnd = -1
+    one_ms = 1e-3 / c.scale  # the trace's time unit
+    srtt, rttvar = INITIAL_RTT_MS * one_ms, INITIAL_RTT_MS * one_ms / 2
+    max_ack_delay = DEFAULT_MAX_ACK_DELAY_MS * one_ms
+    open_acks = 0  # ACK rows of the packet being processed: the metrics logged next are theirs
+    names = c.names
+    clock = 0.0
+    n = 0
+    for when, kind, data, ev, name in rows:
+        n += 1
+        if name is None:
+            c.skipped += 1
+            continue
+        if kind is None:
+            if name not in names:
+                names.add(name)
+            continue
+        try:
+            t = float(when)
+            if c.delta:
+                clock += t
+                t = clock
+            if kind == METRICS:
+                value = data.get("bytes_in_flight")
+                if value is not None:
+                    bif = int(value)
+                value = data.get("cwnd", data.get("congestion_window"))
+                if value is not None:
+                    cwnd = int(value)
+                value = data.get("smoothed_rtt")
+                if value is not None:
+                    srtt = float(value)
+                value = data.get("rtt_variance")
+                if value is not None:
+                    rttvar = float(value)
+                for i in range(open_acks, len(c.ack_t)):
+                    c.ack_bif[i] = bif
+                    c.ack_cwnd[i] = cwnd
+                continue
+            header = data.get("header") or data
+            ptype = header.get("packet_type") or data.get("packet_type") or data.get("type")
+            if ptype is not None and ptype.lower() in NOT_APPLICATION:
+                if kind == SENT:
+                    c.other_spaces += 1
+                    if not c.odcid and ptype.lower() == "initial" and c.vantage == "client":
+                        c.odcid = str(header.get("dcid") or "")
+                elif kind == RECEIVED and not c.odcid and ptype.lower() == "initial" and c.vantage == "server":
+                    c.odcid = str(header.get("dcid") or "")
+                continue
+            if kind == SENT:
+                if ptype is None:
+                    c.untyped += 1
+                raw = data.get("raw")
+                size = (raw.get("length") if raw else None) or header.get("packet_size") or data.get("packet_size")
+                c.sent_t.append(t)
+                c.sent_pn.append(int(header["packet_number"]))
+                c.sent_size.append(int(size or 0))
+                c.sent_uid.append(n - 1)
+                c.sent_bif.append(bif)
+                c.sent_pto.append(srtt + max(4 * rttvar, one_ms) + max_ack_delay)
+                open_acks = len(c.ack_t)
+            elif kind == RECEIVED:
+                open_acks = len(c.ack_t)
+                for frame in data.get("frames") or ():
+                    if frame.get("frame_type") in ACK_FRAMES:
+                        f = len(c.ack_t)
+                        c.ack_t.append(t)
+                        c.ack_bif.append(-1)
+                        c.ack_cwnd.append(-1)
+                        for r in frame.get("acked_ranges") or ():
+                            c.range_lo.append(int(r[0]))
+                            c.range_hi.append(int(r[-1]))
+                            c.range_frame.append(f)
+            else:  # LOST_EVENT
+                pn = data.get("packet_number", header.get("packet_number"))
+                trigger = data.get("trigger") or (ev[trigger_at] if trigger_at is not None and len(ev) > trigger_at else None)
+                c.lost_t.append(t)
+                c.lost_pn.append(int(pn))
+                c.lost_trigger.append(TRIGGERS.get(trigger, "other"))
+        except (AttributeError, KeyError, TypeError, ValueError, IndexError):
+            c.skipped += 1
+    c.events = n
+
+
+def _trace_context(path, trace: dict, c: _Collected) -> None:
+    """Vantage, ODCID and the clock of a trace: units, origin, whether it is the epoch's."""
+    vantage = trace.get("vantage_point") or {}
+    kind = str(vantage.get("type") or "unknown").lower()
+    c.vantage = str(vantage.get("flow") or "unknown").lower() if kind == "network" else kind
+    common = trace.get("common_fields") or {}
+    configuration = trace.get("configuration") or {}
+    c.odcid = str(common.get("ODCID") or common.get("odcid") or common.get("group_id") or "")
+    units = str(configuration.get("time_units") or common.get("time_units") or "ms").lower()
+    c.scale = 1e-6 if units == "us" else 1e-3
+    c.delta = str(common.get("time_format") or "").lower() == "delta"
+    reference = common.get("reference_time", trace.get("reference_time"))
+    offset = _number(configuration.get("time_offset")) or 0.0
+    if isinstance(reference, dict):  # draft-ietf-quic-qlog-main-schema: clock_type, epoch
+        epoch = reference.get("epoch", "1970-01-01T00:00:00.000Z")
+        try:
+            start = datetime.datetime.fromisoformat(str(epoch).replace("Z", "+00:00")).timestamp()
+        except ValueError:  # "unknown": a monotonic clock of its own
+            start = None
+        c.origin = (start or 0.0) + offset * c.scale
+        c.epoch = start is not None
+        return
+    ref = _number(reference)
+    if ref is None or ref == 0:
+        c.origin = offset * c.scale
+        c.epoch = False
+        return
+    if c.scale == 1e-3 and 1e8 < ref < 1e11:  # pcap2qlog: seconds in a trace of milliseconds
+        c.origin = ref + offset * c.scale
+    else:
+        c.origin = (ref + offset) * c.scale
+    c.epoch = True
+
+
+def _number(value) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _flow_tables(c: _Collected, uid0: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """One trace's packets and ACK rows, fates decided (module docstring)."""
+    scale = c.scale
+    t_send = np.asarray(c.sent_t, np.float64) * scale + c.origin
+    pn = np.asarray(c.sent_pn, np.int64)
+    size = np.asarray(c.sent_size, np.int64)
+    if not c.epoch and not c.delta and len(t_send) and t_send.min() > 1e8:  # epoch times without a reference
+        c.epoch = True
+    if c.vantage in ("server", "client"):
+        peer = "client" if c.vantage == "server" else "server"
+        flow = f"quic {c.odcid or f'trace{c.index}'} {c.vantage}>{peer}"
+    else:
+        flow = f"quic {c.odcid or f'trace{c.index}'} {c.vantage}"
+    order = np.argsort(pn, kind="stable")
+    sorted_pn = pn[order]
+    # ACK ranges as half-open intervals of the sorted packets they cover
+    lo = np.asarray(c.range_lo, np.int64)
+    hi = np.asarray(c.range_hi, np.int64)
+    lo, hi = np.minimum(lo, hi), np.maximum(lo, hi)
+    frame_of_range = np.asarray(c.range_frame, np.int64)
+    first = np.searchsorted(sorted_pn, lo, "left")
+    stop = np.searchsorted(sorted_pn, hi, "right")
+    n_frames = len(c.ack_t)
+    acked_by_sorted, newly, lowest = ack_coverage(first, stop, frame_of_range, n_frames, size[order])
+    acked_by = np.empty_like(acked_by_sorted)
+    acked_by[order] = acked_by_sorted
+    ack_t = np.asarray(c.ack_t, np.float64) * scale + c.origin
+    t_ack = np.where(acked_by >= 0, ack_t[np.maximum(acked_by, 0)] if n_frames else np.nan, np.nan)
+    # losses: the first declaration of each packet number sent
+    t_detect = np.full(len(pn), np.nan)
+    trigger = np.full(len(pn), "", dtype=object)
+    if c.lost_pn:
+        lost_pn = np.asarray(c.lost_pn, np.int64)
+        lost_t = np.asarray(c.lost_t, np.float64) * scale + c.origin
+        at = np.minimum(np.searchsorted(sorted_pn, lost_pn), len(sorted_pn) - 1)
+        known = sorted_pn[at] == lost_pn
+        rows = order[at[known]][::-1]  # reversed: the first declaration is written last
+        t_detect[rows] = lost_t[known][::-1]
+        trigger[rows] = np.asarray(c.lost_trigger, dtype=object)[known][::-1]
+    acked = acked_by >= 0
+    declared = np.isfinite(t_detect)
+    spurious_rows = acked & declared & (t_detect <= t_ack)
+    fate = np.where(acked, DELIVERED, np.where(declared, LOST, UNOBSERVED))
+    reason = np.where(
+        spurious_rows,
+        "acked after declared lost",
+        np.where(acked, "acked", np.where(declared, "declared lost", "not acknowledged")),
+    ).astype(object)
+    gaps = np.diff(t_send, prepend=t_send[0] if len(t_send) else 0.0)
+    chunk = np.cumsum(gaps > np.asarray(c.sent_pto, np.float64) * scale)
+    packets = pd.DataFrame(
+        {
+            "flow": np.full(len(pn), flow, dtype=object),
+            "seq": pn,
+            "tx": np.zeros(len(pn), np.int64),
+            "uid": np.asarray(c.sent_uid, np.int64) + uid0,
+            "size": size,
+            "t_send": t_send,
+            "t_recv": np.full(len(pn), np.nan),
+            "fate": pd.Categorical(fate, dtype=FATE_DTYPE),
+            "reason": reason,
+            "t_ack": t_ack,
+            "t_detect": t_detect,
+            "loss_trigger": trigger,
+            "spurious": np.where(spurious_rows, "acked", "").astype(object),
+            "chunk": chunk.astype(np.int64),
+            "in_flight": np.asarray(c.sent_bif, np.int64),
+        }
+    )
+    # the ACK stream
+    largest = np.full(n_frames, -1, np.int64)
+    if len(hi):
+        np.maximum.at(largest, frame_of_range, hi)
+    rtt = np.full(n_frames, np.nan)
+    at = np.minimum(np.searchsorted(sorted_pn, largest), max(len(sorted_pn) - 1, 0))
+    hit = (sorted_pn[at] == largest) & (acked_by_sorted[at] == np.arange(n_frames))
+    rtt[hit] = ack_t[hit] - t_send[order[at[hit]]]
+    ack_pn = np.append(sorted_pn, sorted_pn[-1] + 1)[lowest]
+    acks = pd.DataFrame(
+        {
+            "flow": np.full(n_frames, flow, dtype=object),
+            "t": ack_t,
+            "ack": ack_pn,
+            "largest": largest,
+            "newly": newly,
+            "dupack": np.zeros(n_frames, bool),
+            "dsack": np.zeros(n_frames, bool),
+            "rtt": rtt,
+            "rtt_source": np.where(hit, "qlog", "").astype(object),
+            "delivery_rate": np.full(n_frames, np.nan),
+            "in_flight": np.asarray(c.ack_bif, np.int64),
+            "rwnd": np.full(n_frames, -1, np.int64),
+            "cwnd": np.asarray(c.ack_cwnd, np.int64),
+        }
+    )
+    acks = acks.astype({k: v for k, v in ACK_COLUMNS.items() if k not in ("flow", "rtt_source")})
+    summary = c.summary()
+    summary.update(
+        flow=flow,
+        epoch=c.epoch,
+        delivered=int(acked.sum()),
+        lost=int((declared & ~acked).sum()),
+        spurious=int(spurious_rows.sum()),
+        unobserved=int((~acked & ~declared).sum()),
+    )
+    return packets, acks, summary
+
+
+@njit(cache=True)
+def ack_coverage(first, stop, frame_of_range, n_frames, size):  # pragma: no cover - numba
+    """Which ACK frame first acknowledged each packet (-1: none), the bytes each frame newly
+    acknowledged, and after each frame the index of the lowest packet not yet acknowledged.
+
+    Packets are indexed in packet number order; range ``r`` of frame ``frame_of_range[r]`` covers
+    the packets ``first[r]`` to ``stop[r] - 1``; frames in the order they were received. Each
+    packet is visited once: ``skip`` points past runs already acknowledged (a union-find with
+    path halving), so the ranges repeated by every ACK frame cost nothing.
+    tests/naive/qlog.py has the plain twin.
+    """
+    n = size.shape[0]
+    acked_by = np.full(n, -1, np.int64)
+    newly = np.zeros(n_frames, np.int64)
+    lowest = np.zeros(n_frames, np.int64)
+    skip = np.arange(n + 1)
+    low = 0
+    r = 0
+    for f in range(n_frames):
+        while r < frame_of_range.shape[0] and frame_of_range[r] == f:
+            i = first[r]
+            while True:
+                while skip[i] != i:  # the first packet at or after i not yet acknowledged
+                    skip[i] = skip[skip[i]]
+                    i = skip[i]
+                if i >= stop[r]:
+                    break
+                acked_by[i] = f
+                newly[f] += size[i]
+                skip[i] = i + 1
+            r += 1
+        while low < n and acked_by[low] >= 0:
+            low += 1
+        lowest[f] = low
+    return acked_by, newly, lowest
