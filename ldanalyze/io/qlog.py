@@ -111,7 +111,7 @@ def read_qlog(path: str | os.PathLike) -> Trace:
         else:
             flows.append((None, None, collected.summary()))
     if not any(f[0] is not None for f in flows):
-        names = sorted({n for f in flows for n in f[2]["names"]})
+        names = sorted({_event_name(ev, trace) for trace in traces for ev in trace.get("events") or ()} - {None})
         raise TraceError(
             path,
             f"a qlog ({shape}, version {version}) without a packet_sent event of application data "
@@ -147,6 +147,17 @@ def read_qlog(path: str | os.PathLike) -> Trace:
         "traces": [f[2] for f in flows],
     }
     return Trace(packets=table, rtt=rtt, path=os.fspath(path), format="qlog", meta=meta, acks=acks)
+
+
+def _event_name(ev, trace: dict) -> str | None:
+    """An event's "category:event" (the error path's account of what a trace holds)."""
+    if isinstance(ev, dict):
+        return str(ev.get("name"))
+    fields = [str(f).lower() for f in trace.get("event_fields") or ()]
+    if isinstance(ev, list) and "category" in fields and len(ev) == len(fields):
+        event_at = fields.index("event_type") if "event_type" in fields else fields.index("event")
+        return f"{ev[fields.index('category')]}:{ev[event_at]}".lower()
+    return None
 
 
 def _read_bytes(path) -> bytes:
@@ -300,7 +311,6 @@ class _Collected:
         self.untyped = 0
         self.events = 0
         self.skipped = 0
-        self.names: set = set()
         self.vantage = "unknown"
         self.odcid = ""
         self.epoch = False
@@ -321,7 +331,6 @@ class _Collected:
             "declared_lost": len(self.lost_t),
             "ack_frames": len(self.ack_t),
             "epoch": self.epoch,
-            "names": sorted(n if isinstance(n, str) else ":".join(map(str, n)) for n in self.names),
         }
 
 
@@ -366,7 +375,6 @@ def _walk(c: _Collected, rows, trigger_at: int | None) -> None:
     srtt, rttvar = INITIAL_RTT_MS * one_ms, INITIAL_RTT_MS * one_ms / 2
     max_ack_delay = DEFAULT_MAX_ACK_DELAY_MS * one_ms
     open_acks = 0  # ACK rows of the packet being processed: the metrics logged next are theirs
-    names = c.names
     clock = 0.0
     n = 0
     for when, kind, data, ev, name in rows:
@@ -375,8 +383,6 @@ def _walk(c: _Collected, rows, trigger_at: int | None) -> None:
             c.skipped += 1
             continue
         if kind is None:
-            if name not in names:
-                names.add(name)
             continue
         try:
             t = float(when)
