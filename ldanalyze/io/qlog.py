@@ -39,7 +39,8 @@ The rules (RFC 9000 §12.3, RFC 9002 §5-6):
   acknowledged; not corrected by ack_delay), ``rtt_source`` "qlog"; ``in_flight`` and ``cwnd``
   as the endpoint logged them while processing that packet (-1: it logged none).
 
-JSON is parsed with orjson (README, dependencies): several times the standard library's speed.
+JSON is parsed with msgspec (README, dependencies): typed, so that an event's data is decoded only when
+its name is one of the four read; the rest is scanned, never turned into Python objects.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ import zlib
 from typing import Any
 
 import numpy as np
-import orjson
+import msgspec
 import pandas as pd
 from numba import njit
 
@@ -99,7 +100,7 @@ def read_qlog(path: str | os.PathLike) -> Trace:
     trace of the file is a flow, the packets its endpoint sent."""
     raw = _read_bytes(path)
     header, traces, shape = _documents(path, raw)
-    version = str(header.get("qlog_version") or header.get("file_schema"))
+    version = str(header.qlog_version or header.file_schema)
     flows = []
     total = 0
     for index, trace in enumerate(traces):
@@ -111,7 +112,7 @@ def read_qlog(path: str | os.PathLike) -> Trace:
         else:
             flows.append((None, None, collected.summary()))
     if not any(f[0] is not None for f in flows):
-        names = sorted({_event_name(ev, trace) for trace in traces for ev in trace.get("events") or ()} - {None})
+        names = sorted({_event_name(ev, trace) for trace in traces for ev in trace.events} - {None})
         raise TraceError(
             path,
             f"a qlog ({shape}, version {version}) without a packet_sent event of application data "
@@ -149,11 +150,11 @@ def read_qlog(path: str | os.PathLike) -> Trace:
     return Trace(packets=table, rtt=rtt, path=os.fspath(path), format="qlog", meta=meta, acks=acks)
 
 
-def _event_name(ev, trace: dict) -> str | None:
+def _event_name(ev, trace: _QTrace) -> str | None:
     """An event's "category:event" (the error path's account of what a trace holds)."""
-    if isinstance(ev, dict):
-        return str(ev.get("name"))
-    fields = [str(f).lower() for f in trace.get("event_fields") or ()]
+    if isinstance(ev, _Event):
+        return str(ev.name)
+    fields = [str(f).lower() for f in trace.event_fields or ()]
     if isinstance(ev, list) and "category" in fields and len(ev) == len(fields):
         event_at = fields.index("event_type") if "event_type" in fields else fields.index("event")
         return f"{ev[fields.index('category')]}:{ev[event_at]}".lower()
@@ -168,83 +169,152 @@ def _read_bytes(path) -> bytes:
             raise gzip_damage(path, exc) from None
 
 
-def _documents(path, raw: bytes) -> tuple[dict, list[dict], str]:
-    """The file's header and its traces (each a dict with its events), and its shape."""
+class _Event(msgspec.Struct):
+    """An event object; its data stays undecoded bytes until its name says it is wanted (most
+    events are not: decoding only theirs is what makes the reader fast)."""
+
+    time: Any = None
+    name: Any = None
+    data: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class _QTrace(msgspec.Struct):
+    """A trace: its events (objects, or the arrays of draft-00/01/02) and what says how to read them."""
+
+    events: list[_Event | list[Any]] = []
+    vantage_point: Any = None
+    common_fields: Any = None
+    configuration: Any = None
+    event_fields: Any = None
+
+
+class _Document(msgspec.Struct):
+    """A qlog's top: its version and its traces (JSON), or its one trace (a JSON-SEQ header)."""
+
+    qlog_version: Any = None
+    qlog_format: Any = None
+    file_schema: Any = None
+    traces: list[_QTrace] | None = None
+    trace: _QTrace | None = None
+
+
+_DOCUMENT = msgspec.json.Decoder(_Document)
+_EVENTS = msgspec.json.Decoder(list[_Event])
+_EVENT = msgspec.json.Decoder(_Event)
+_ANY = msgspec.json.Decoder()
+
+
+def _documents(path, raw: bytes) -> tuple[_Document, list[_QTrace], str]:
+    """The file's header and its traces, and its shape (JSON, JSON-SEQ, NDJSON)."""
     body = raw.lstrip(b" \t\r\n\xef\xbb\xbf")
     if body.startswith(RS):
-        records = _seq_records(path, raw, RS)
+        header, events = _sequence(path, raw, RS)
         shape = "JSON-SEQ"
     else:
         try:
-            doc = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
+            doc = _DOCUMENT.decode(body)
+        except msgspec.ValidationError as exc:
+            _check_header(path, _ANY.decode(body), b"")
+            raise TraceError(path, f"a qlog of an unexpected shape: {exc}", offset=0) from None
+        except msgspec.DecodeError as exc:
             first = body.split(b"\n", 1)[0]
-            if _is_json_object(first) and len(first) < len(body):  # a record per line: NDJSON
-                records = _seq_records(path, raw, b"\n")
+            if len(first) < len(body.rstrip()) and _is_json_object(first):  # a record per line: NDJSON
+                header, events = _sequence(path, raw, b"\n")
                 shape = "NDJSON"
             else:
-                raise _json_error(path, raw, len(raw) - len(body) + exc.pos, exc) from None
+                raise _json_error(path, raw, len(raw) - len(body) + _error_at(exc, len(body)), exc) from None
         else:
-            _check_header(path, doc)
-            traces = doc.get("traces")
-            if traces is None and isinstance(doc.get("trace"), dict):
-                traces = [doc["trace"]]
-            if not isinstance(traces, list) or not all(isinstance(t, dict) for t in traces):
-                raise TraceError(path, "a qlog whose 'traces' is not a list of traces", offset=0)
-            return doc, traces, "JSON"
-    header = records[0]
-    _check_header(path, header)
-    trace = dict(header.get("trace") or {})
-    trace["events"] = records[1:]
+            _check_header(path, doc, body)
+            if doc.traces is None and doc.trace is None:
+                raise TraceError(path, "a qlog without traces", offset=0)
+            return doc, doc.traces if doc.traces is not None else [doc.trace], "JSON"  # type: ignore[list-item]
+    _check_header(path, header, b"")
+    trace = msgspec.structs.replace(header.trace or _QTrace(), events=events)
     return header, [trace], shape
 
 
 def _is_json_object(text: bytes) -> bool:
     try:
-        return isinstance(orjson.loads(text), dict)
-    except orjson.JSONDecodeError:
+        return isinstance(_ANY.decode(text), dict)
+    except msgspec.DecodeError:
         return False
 
 
-def _seq_records(path, raw: bytes, separator: bytes) -> list[Any]:
-    """The records of a JSON text sequence (RFC 7464; ``separator`` 0x1E) or of NDJSON (a newline),
-    parsed as one JSON array; where that fails, record by record, to name the bad one."""
+def _error_at(exc: msgspec.DecodeError, end: int) -> int:
+    """Where msgspec says the JSON went wrong: its "(byte N)", or the end of a text cut short."""
+    found = re.search(r"\(byte (\d+)\)", str(exc))
+    return int(found.group(1)) if found else end
+
+
+def _sequence(path, raw: bytes, separator: bytes) -> tuple[_Document, list]:
+    """The header and the events of a JSON text sequence (RFC 7464; ``separator`` 0x1E) or of
+    NDJSON (a newline): the events parsed as one JSON array; where that fails, record by record,
+    to name the bad one."""
     first = raw.index(separator) if separator == RS else 0
+    second = raw.find(separator, first + 1)
+    while second >= 0 and not raw[first:second].strip(b" \t\r\n\x1e"):  # blank records before the header
+        first, second = second, raw.find(separator, second + 1)
     try:
-        return orjson.loads(b"[" + raw[first + len(separator) :].replace(separator, b",").rstrip(b" \t\r\n,") + b"]")
-    except orjson.JSONDecodeError:
-        pass
-    records = []
-    start = first
-    number = 0
-    while start < len(raw):
-        end = raw.find(separator, start + len(separator))
-        end = len(raw) if end < 0 else end
-        text = raw[start + (len(separator) if separator == RS or start else 0) : end]
-        if text.strip():
-            number += 1
-            try:
-                records.append(orjson.loads(text))
-            except orjson.JSONDecodeError as exc:
-                last = end == len(raw) or not raw[end:].strip(separator + b" \t\r\n")
-                hint = (
-                    ": the file ends inside it (the writer stopped mid-record?); the records before it read"
-                    " if the file is cut at this byte"
-                    if last
-                    else ""
-                )
-                raise TraceError(
-                    path,
-                    f"{'JSON-SEQ' if separator == RS else 'NDJSON'} record {number} (starting at byte "
-                    f"{start:,} of the{' decompressed' if raw is not None and _gz(path) else ''} text) "
-                    f"is not valid JSON ({exc.msg} at its character {exc.pos}){hint}",
-                    offset=start,
-                    text=text[:200].decode("utf-8", "replace"),
-                ) from None
-        start = end
+        header = _DOCUMENT.decode(raw[first:second if second >= 0 else len(raw)].strip(b" \t\r\n\x1e"))
+    except msgspec.DecodeError:
+        header = None
+    if header is not None and second >= 0:
+        _check_header(path, header, raw[first:second].strip(b" \t\r\n\x1e"))
+        try:
+            return header, _EVENTS.decode(b"[" + raw[second + 1 :].replace(separator, b",").rstrip(b" \t\r\n,") + b"]")
+        except msgspec.DecodeError:  # a ValidationError too: a record that is no event object
+            pass
+    records = _records(raw, separator)
     if not records:
         raise TraceError(path, "a JSON text sequence without a record", offset=0)
-    return records
+    events = []
+    for number, (start, text) in enumerate(records, 1):
+        try:
+            record = _DOCUMENT.decode(text) if number == 1 else _EVENT.decode(text)
+        except msgspec.DecodeError as exc:
+            if number == 1:
+                _check_header(path, _any_or_none(text), b"")
+            last = number == len(records)
+            hint = (
+                ": the file ends inside it (the writer stopped mid-record?); the records before it read"
+                " if the file is cut at this byte"
+                if last
+                else ""
+            )
+            kind = "JSON-SEQ" if separator == RS else "NDJSON"
+            where = " of the decompressed text" if _gz(path) else ""
+            raise TraceError(
+                path,
+                f"{kind} record {number} (starting at byte {start:,}{where}) is not a JSON object ({exc}){hint}",
+                offset=start,
+                text=text[:200].decode("utf-8", "replace"),
+            ) from None
+        if number > 1:
+            events.append(record)
+        else:
+            header = record
+    return header, events  # type: ignore[return-value]
+
+
+def _any_or_none(text: bytes) -> Any:
+    try:
+        return _ANY.decode(text)
+    except msgspec.DecodeError:
+        return None
+
+
+def _records(raw: bytes, separator: bytes) -> list[tuple[int, bytes]]:
+    """The non-blank records of a sequence, each with the offset of its separator (NDJSON: of its line)."""
+    out = []
+    start = raw.index(separator) if separator == RS else 0
+    while start < len(raw):
+        end = raw.find(separator, start + 1)
+        end = len(raw) if end < 0 else end
+        text = raw[start:end].strip(b" \t\r\n\x1e")
+        if text:
+            out.append((start, text))
+        start = end
+    return out
 
 
 def _gz(path) -> bool:
@@ -252,29 +322,36 @@ def _gz(path) -> bool:
         return f.read(2) == b"\x1f\x8b"
 
 
-def _json_error(path, raw: bytes, pos: int, exc: orjson.JSONDecodeError) -> TraceError:
+def _json_error(path, raw: bytes, pos: int, exc: Exception) -> TraceError:
     line = raw.count(b"\n", 0, pos) + 1
     start = raw.rfind(b"\n", 0, pos) + 1
-    text = raw[start : raw.find(b"\n", pos) if raw.find(b"\n", pos) >= 0 else len(raw)]
+    stop = raw.find(b"\n", pos)
+    text = raw[start : stop if stop >= 0 else len(raw)]
     cut = " (the file ends inside a JSON value: cut short?)" if pos >= len(raw.rstrip()) else ""
     return TraceError(
         path,
-        f"not valid JSON: {exc.msg} at column {pos - start + 1}{cut}",
+        f"not valid JSON: {exc} at column {pos - start + 1}{cut}",
         line=line,
         text=text[:200].decode("utf-8", "replace"),
     )
 
 
-def _check_header(path, header: Any) -> None:
-    if not isinstance(header, dict) or not (
-        "qlog_version" in header or "file_schema" in header or "qlog_format" in header
-    ):
+def _check_header(path, header: Any, text: bytes) -> None:
+    """A qlog's version is one this reader knows; else a TraceError saying what the file is
+    (``text``: the header's JSON, read again to name its keys when it is no qlog's)."""
+    if isinstance(header, _Document) and header.qlog_version is header.file_schema is header.qlog_format is None:
+        header = _any_or_none(text)
+    if isinstance(header, _Document):
+        version, schema, named = header.qlog_version, header.file_schema, header.qlog_format
+    elif isinstance(header, dict):
+        version, schema, named = header.get("qlog_version"), header.get("file_schema"), header.get("qlog_format")
+    else:
+        version = schema = named = None
+    if version is None and schema is None and named is None:
         keys = ", ".join(list(header)[:8]) if isinstance(header, dict) else type(header).__name__
         raise TraceError(
             path, f"JSON, but not a qlog: no qlog_version or file_schema at its top (it has: {keys})", offset=0
         )
-    version = header.get("qlog_version")
-    schema = header.get("file_schema")
     if version is None and isinstance(schema, str) and _FILE_SCHEMA.match(schema):
         return
     if not isinstance(version, str) or not _VERSION.match(version):
@@ -295,15 +372,15 @@ class _Collected:
         self.sent_t: list = []
         self.sent_pn: list = []
         self.sent_size: list = []
-        self.sent_uid: list = []
-        self.sent_bif: list = []
-        self.sent_pto: list = []
+        self.sent_n: list = []  # the event index of each packet sent
         self.lost_t: list = []
         self.lost_pn: list = []
         self.lost_trigger: list = []
         self.ack_t: list = []
-        self.ack_bif: list = []
-        self.ack_cwnd: list = []
+        self.ack_n: list = []
+        self.packet_n: list = []  # event indices of every packet sent or received, any space
+        self.metrics_n: list = []
+        self.metrics: list = []  # the data of each metrics_updated, undecoded (objects) or not (arrays)
         self.range_lo: list = []
         self.range_hi: list = []
         self.range_frame: list = []
@@ -334,12 +411,13 @@ class _Collected:
         }
 
 
-def _collect(path, trace: dict, index: int) -> _Collected:
+def _collect(path, trace: _QTrace, index: int) -> _Collected:
     """One trace's events into lists: its packets sent, ACK ranges, losses and metrics."""
     c = _Collected(index)
     _trace_context(path, trace, c)
-    events = trace.get("events") or []
-    fields = trace.get("event_fields")
+    events = trace.events
+    fields = trace.event_fields
+    layout = None
     if fields:
         names = [str(f).lower() for f in fields]
         time_at = next((names.index(n) for n in ("relative_time", "time", "delta_time") if n in names), None)
@@ -348,121 +426,152 @@ def _collect(path, trace: dict, index: int) -> _Collected:
         c.delta = names[time_at] == "delta_time"
         cat_at, data_at = names.index("category"), names.index("data")
         event_at = names.index("event_type") if "event_type" in names else names.index("event")
-        trigger_at = names.index("trigger") if "trigger" in names else None
-        width = max(time_at, cat_at, event_at, data_at) + 1
-        rows = (
-            (ev[time_at], KIND_BY_PAIR.get(key := (ev[cat_at], ev[event_at])), ev[data_at], ev, key)
-            if type(ev) is list and len(ev) >= width
-            else (None, None, None, ev, None)
-            for ev in events
-        )
-        _walk(c, rows, trigger_at)
-    else:
-        rows = (
-            (ev.get("time"), KIND_BY_NAME.get(ev.get("name")), ev.get("data"), ev, ev.get("name"))
-            if type(ev) is dict
-            else (None, None, None, ev, None)
-            for ev in events
-        )
-        _walk(c, rows, None)
+        trigger_at = names.index("trigger") if "trigger" in names else len(names)
+        layout = (time_at, cat_at, event_at, data_at, trigger_at, max(time_at, cat_at, event_at, data_at) + 1)
+    clock = _delta_clock(events, layout) if c.delta else None
+    _walk(c, events, layout, clock)
     return c
 
 
-def _walk(c: _Collected, rows, trigger_at: int | None) -> None:
-    """The event loop: the hot path, kept to a dictionary look-up for an event of no interest."""
-    bif = cwnd = -1
-    one_ms = 1e-3 / c.scale  # the trace's time unit
-    srtt, rttvar = INITIAL_RTT_MS * one_ms, INITIAL_RTT_MS * one_ms / 2
-    max_ack_delay = DEFAULT_MAX_ACK_DELAY_MS * one_ms
-    open_acks = 0  # ACK rows of the packet being processed: the metrics logged next are theirs
-    clock = 0.0
-    n = 0
-    for when, kind, data, ev, name in rows:
-        n += 1
-        if name is None:
-            c.skipped += 1
-            continue
-        if kind is None:
+def _delta_clock(events: list, layout) -> list[float]:
+    """Each event's time where times are deltas (time_format "delta"): the running sum over all
+    events (one whose time does not read adds nothing)."""
+    clock, total = [], 0.0
+    for ev in events:
+        when = ev.time if layout is None else (ev[layout[0]] if type(ev) is list and len(ev) > layout[0] else 0)
+        total += _number(when) or 0.0
+        clock.append(total)
+    return clock
+
+
+def _walk(c: _Collected, events: list, layout: tuple | None, clock: list | None) -> None:
+    """The event loop, the hot path: an event of no interest costs a dictionary look-up; the
+    metrics are only gathered here (carried forward in ``_metrics_at``)."""
+    decode = _ANY.decode
+    by_name, by_pair = KIND_BY_NAME, KIND_BY_PAIR
+    if layout is not None:
+        time_at, cat_at, event_at, data_at, trigger_at, width = layout
+    metrics_n, metrics = c.metrics_n.append, c.metrics.append
+    packet_n = c.packet_n.append
+    sent_t, sent_pn, sent_size, sent_n = c.sent_t.append, c.sent_pn.append, c.sent_size.append, c.sent_n.append
+    range_lo, range_hi, range_frame = c.range_lo.append, c.range_hi.append, c.range_frame.append
+    n = -1
+    for n, ev in enumerate(events):
+        if layout is None:
+            if type(ev) is not _Event:
+                c.skipped += 1
+                continue
+            kind = by_name.get(ev.name)
+            if kind is None:
+                continue
+            when, data, trigger = ev.time, ev.data, None
+        else:
+            if type(ev) is not list or len(ev) < width:
+                c.skipped += 1
+                continue
+            kind = by_pair.get((ev[cat_at], ev[event_at]))
+            if kind is None:
+                continue
+            when, data = ev[time_at], ev[data_at]
+            trigger = ev[trigger_at] if len(ev) > trigger_at else None
+        if kind == METRICS:  # decoded all at once (_metrics_state)
+            metrics_n(n)
+            metrics(data)
             continue
         try:
-            t = float(when)
-            if c.delta:
-                clock += t
-                t = clock
-            if kind == METRICS:
-                value = data.get("bytes_in_flight")
-                if value is not None:
-                    bif = int(value)
-                value = data.get("cwnd", data.get("congestion_window"))
-                if value is not None:
-                    cwnd = int(value)
-                value = data.get("smoothed_rtt")
-                if value is not None:
-                    srtt = float(value)
-                value = data.get("rtt_variance")
-                if value is not None:
-                    rttvar = float(value)
-                for i in range(open_acks, len(c.ack_t)):
-                    c.ack_bif[i] = bif
-                    c.ack_cwnd[i] = cwnd
-                continue
-            header = data.get("header") or data
-            ptype = header.get("packet_type") or data.get("packet_type") or data.get("type")
+            if type(data) is msgspec.Raw:
+                data = decode(data)
+            t = float(when) if clock is None else clock[n]
+            get = data.get
+            header = get("header") or data
+            ptype = header.get("packet_type") or get("packet_type") or get("type")
+            if kind != LOST_EVENT:
+                packet_n(n)
             if ptype is not None and ptype.lower() in NOT_APPLICATION:
                 if kind == SENT:
                     c.other_spaces += 1
-                    if not c.odcid and ptype.lower() == "initial" and c.vantage == "client":
-                        c.odcid = str(header.get("dcid") or "")
-                elif kind == RECEIVED and not c.odcid and ptype.lower() == "initial" and c.vantage == "server":
+                if not c.odcid and ptype.lower() == "initial" and (kind, c.vantage) in _FIRST_INITIAL:
                     c.odcid = str(header.get("dcid") or "")
                 continue
             if kind == SENT:
                 if ptype is None:
                     c.untyped += 1
-                raw = data.get("raw")
-                size = (raw.get("length") if raw else None) or header.get("packet_size") or data.get("packet_size")
-                c.sent_t.append(t)
-                c.sent_pn.append(int(header["packet_number"]))
-                c.sent_size.append(int(size or 0))
-                c.sent_uid.append(n - 1)
-                c.sent_bif.append(bif)
-                c.sent_pto.append(srtt + max(4 * rttvar, one_ms) + max_ack_delay)
-                open_acks = len(c.ack_t)
+                raw = get("raw")
+                size = (raw.get("length") if raw else None) or header.get("packet_size") or get("packet_size")
+                pn = int(header["packet_number"])
+                sent_t(t)
+                sent_pn(pn)
+                sent_size(int(size or 0))
+                sent_n(n)
             elif kind == RECEIVED:
-                open_acks = len(c.ack_t)
-                for frame in data.get("frames") or ():
+                for frame in get("frames") or ():
                     if frame.get("frame_type") in ACK_FRAMES:
                         f = len(c.ack_t)
                         c.ack_t.append(t)
-                        c.ack_bif.append(-1)
-                        c.ack_cwnd.append(-1)
+                        c.ack_n.append(n)
                         for r in frame.get("acked_ranges") or ():
-                            c.range_lo.append(int(r[0]))
-                            c.range_hi.append(int(r[-1]))
-                            c.range_frame.append(f)
+                            range_lo(int(r[0]))
+                            range_hi(int(r[-1]))
+                            range_frame(f)
             else:  # LOST_EVENT
-                pn = data.get("packet_number", header.get("packet_number"))
-                trigger = data.get("trigger") or (ev[trigger_at] if trigger_at is not None and len(ev) > trigger_at else None)
+                pn = int(get("packet_number", header.get("packet_number")))
                 c.lost_t.append(t)
-                c.lost_pn.append(int(pn))
-                c.lost_trigger.append(TRIGGERS.get(trigger, "other"))
-        except (AttributeError, KeyError, TypeError, ValueError, IndexError):
+                c.lost_pn.append(pn)
+                c.lost_trigger.append(TRIGGERS.get(get("trigger") or trigger, "other"))
+        except (AttributeError, KeyError, TypeError, ValueError, IndexError, msgspec.DecodeError):
             c.skipped += 1
-    c.events = n
+    c.events = n + 1
 
 
-def _trace_context(path, trace: dict, c: _Collected) -> None:
+# who logs the client's first Initial, whose destination connection ID is the ODCID
+_FIRST_INITIAL = {(SENT, "client"), (RECEIVED, "server")}
+
+
+def _metrics_state(c: _Collected) -> pd.DataFrame:
+    """The metrics after each metrics event (bytes_in_flight, cwnd, smoothed_rtt, rtt_variance;
+    each carried forward on its own, NaN before any): their data decoded in one call."""
+    items = c.metrics
+    if items and type(items[0]) is msgspec.Raw:
+        try:
+            items = _ANY.decode(b"[" + b",".join(items) + b"]")
+        except msgspec.DecodeError:
+            items = [_any_or_none(bytes(item)) for item in items]
+    rows = [
+        (d.get("bytes_in_flight"), d.get("cwnd", d.get("congestion_window")), d.get("smoothed_rtt"), d.get("rtt_variance"))
+        if type(d) is dict
+        else (None, None, None, None)
+        for d in items
+    ]
+    columns = ["bif", "cwnd", "srtt", "rttvar"]
+    return pd.DataFrame(rows, columns=columns, dtype=object).apply(pd.to_numeric, errors="coerce").ffill()
+
+
+def _metrics_at(c: _Collected, state: pd.DataFrame, at_n: np.ndarray, after_n: np.ndarray | None = None) -> pd.DataFrame:
+    """The metrics as last logged before each event index ``at_n`` (``state``: _metrics_state's).
+    With ``after_n``: only a metrics event logged after ``after_n`` counts (else NaN): the metrics
+    of the packet being processed, not those before it."""
+    logged = np.asarray(c.metrics_n, np.int64)
+    last = np.searchsorted(logged, at_n) - 1
+    valid = last >= 0
+    if after_n is not None and len(logged):
+        valid &= logged[np.maximum(last, 0)] > after_n
+    values = state.to_numpy(np.float64) if len(state) else np.full((1, 4), np.nan)
+    out = np.where(valid[:, None], values[np.maximum(last, 0)], np.nan)
+    return pd.DataFrame(out, columns=state.columns)
+
+
+def _trace_context(path, trace: _QTrace, c: _Collected) -> None:
     """Vantage, ODCID and the clock of a trace: units, origin, whether it is the epoch's."""
-    vantage = trace.get("vantage_point") or {}
+    vantage = _mapping(trace.vantage_point)
     kind = str(vantage.get("type") or "unknown").lower()
     c.vantage = str(vantage.get("flow") or "unknown").lower() if kind == "network" else kind
-    common = trace.get("common_fields") or {}
-    configuration = trace.get("configuration") or {}
+    common = _mapping(trace.common_fields)
+    configuration = _mapping(trace.configuration)
     c.odcid = str(common.get("ODCID") or common.get("odcid") or common.get("group_id") or "")
     units = str(configuration.get("time_units") or common.get("time_units") or "ms").lower()
     c.scale = 1e-6 if units == "us" else 1e-3
     c.delta = str(common.get("time_format") or "").lower() == "delta"
-    reference = common.get("reference_time", trace.get("reference_time"))
+    reference = common.get("reference_time")
     offset = _number(configuration.get("time_offset")) or 0.0
     if isinstance(reference, dict):  # draft-ietf-quic-qlog-main-schema: clock_type, epoch
         epoch = reference.get("epoch", "1970-01-01T00:00:00.000Z")
@@ -483,6 +592,10 @@ def _trace_context(path, trace: dict, c: _Collected) -> None:
     else:
         c.origin = (ref + offset) * c.scale
     c.epoch = True
+
+
+def _mapping(value) -> dict:
+    return value if isinstance(value, dict) else {}
 
 
 def _number(value) -> float | None:
@@ -540,14 +653,21 @@ def _flow_tables(c: _Collected, uid0: int) -> tuple[pd.DataFrame, pd.DataFrame, 
         "acked after declared lost",
         np.where(acked, "acked", np.where(declared, "declared lost", "not acknowledged")),
     ).astype(object)
+    sent_n = np.asarray(c.sent_n, np.int64)
+    state = _metrics_state(c)
+    before = _metrics_at(c, state, sent_n)
+    one_ms = 1e-3 / scale  # the trace's time unit
+    srtt = before["srtt"].fillna(INITIAL_RTT_MS * one_ms).to_numpy()
+    rttvar = before["rttvar"].fillna(INITIAL_RTT_MS * one_ms / 2).to_numpy()
+    pto = (srtt + np.maximum(4 * rttvar, one_ms) + DEFAULT_MAX_ACK_DELAY_MS * one_ms) * scale
     gaps = np.diff(t_send, prepend=t_send[0] if len(t_send) else 0.0)
-    chunk = np.cumsum(gaps > np.asarray(c.sent_pto, np.float64) * scale)
+    chunk = np.cumsum(gaps > pto)
     packets = pd.DataFrame(
         {
             "flow": np.full(len(pn), flow, dtype=object),
             "seq": pn,
             "tx": np.zeros(len(pn), np.int64),
-            "uid": np.asarray(c.sent_uid, np.int64) + uid0,
+            "uid": sent_n + uid0,
             "size": size,
             "t_send": t_send,
             "t_recv": np.full(len(pn), np.nan),
@@ -558,10 +678,14 @@ def _flow_tables(c: _Collected, uid0: int) -> tuple[pd.DataFrame, pd.DataFrame, 
             "loss_trigger": trigger,
             "spurious": np.where(spurious_rows, "acked", "").astype(object),
             "chunk": chunk.astype(np.int64),
-            "in_flight": np.asarray(c.sent_bif, np.int64),
+            "in_flight": before["bif"].fillna(-1).to_numpy(np.int64),
         }
     )
-    # the ACK stream
+    # the ACK stream; in flight and cwnd as logged while its packet was processed (until the next packet event)
+    ack_n = np.asarray(c.ack_n, np.int64)
+    packet_n = np.asarray(c.packet_n, np.int64)
+    following = np.append(packet_n, np.iinfo(np.int64).max)[np.searchsorted(packet_n, ack_n, "right")]
+    after = _metrics_at(c, state, following, ack_n)
     largest = np.full(n_frames, -1, np.int64)
     if len(hi):
         np.maximum.at(largest, frame_of_range, hi)
@@ -582,9 +706,9 @@ def _flow_tables(c: _Collected, uid0: int) -> tuple[pd.DataFrame, pd.DataFrame, 
             "rtt": rtt,
             "rtt_source": np.where(hit, "qlog", "").astype(object),
             "delivery_rate": np.full(n_frames, np.nan),
-            "in_flight": np.asarray(c.ack_bif, np.int64),
+            "in_flight": after["bif"].fillna(-1).to_numpy(np.int64),
             "rwnd": np.full(n_frames, -1, np.int64),
-            "cwnd": np.asarray(c.ack_cwnd, np.int64),
+            "cwnd": after["cwnd"].fillna(-1).to_numpy(np.int64),
         }
     )
     acks = acks.astype({k: v for k, v in ACK_COLUMNS.items() if k not in ("flow", "rtt_source")})
