@@ -61,7 +61,11 @@ def build(n_events: int) -> tuple[dict, bytes, bytes]:
     top = 1 + max(e["data"]["header"]["packet_number"] for e in events if e["name"] == "transport:packet_sent")
     copies = [shifted(e, k * span, k * top) for k in range(max(1, n_events // len(events))) for e in events]
     big = {**doc, "traces": [{**trace, "events": copies}]}
-    header = {"qlog_version": "0.3", "qlog_format": "JSON-SEQ", "trace": {k: v for k, v in trace.items() if k != "events"}}
+    header = {
+        "qlog_version": "0.3",
+        "qlog_format": "JSON-SEQ",
+        "trace": {k: v for k, v in trace.items() if k != "events"},
+    }
     seq = b"".join(b"\x1e" + msgspec.json.encode(r) + b"\n" for r in [header, *copies])
     return big, msgspec.json.encode(big), seq
 
@@ -104,9 +108,13 @@ def main() -> None:
             floor = best(lambda: msgspec.json.decode(path.read_bytes()) if label == "JSON" else None, args.repeat)
             print(f"{label}: {n:,} events, {len(raw) / 1e6:.0f} MB")
             print(f"  ldanalyze  {ours:6.2f} s  {n / ours / 1e6:5.2f} M events/s")
-            print(f"  json       {plain:6.2f} s  {n / plain / 1e6:5.2f} M events/s   ldanalyze is {plain / ours:.1f}x faster")
+            print(
+                f"  json       {plain:6.2f} s  {n / plain / 1e6:5.2f} M events/s   ldanalyze is {plain / ours:.1f}x faster"
+            )
             if label == "JSON":
-                print(f"  msgspec    {floor:6.2f} s  {n / floor / 1e6:5.2f} M events/s   (parse only) ldanalyze at {floor / ours:.2f}x of it")
+                print(
+                    f"  msgspec    {floor:6.2f} s  {n / floor / 1e6:5.2f} M events/s   (parse only) ldanalyze at {floor / ours:.2f}x of it"
+                )
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def self_signed(folder: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
     """A certificate for localhost and its key, as PEM files in ``folder``."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -176,7 +176,9 @@ def main(argv=None) -> None:
         print(write(doc, args.out / name, args.gzip))
         if args.seq:
             print(write(doc, args.out / name.replace(".qlog", ".sqlog"), args.gzip, seq=True))
-    print(f"received {counts['received']:,} bytes; the client dropped {counts['dropped']} datagrams, delayed {counts['delayed']}")
+    print(
+        f"received {counts['received']:,} bytes; the client dropped {counts['dropped']} datagrams, delayed {counts['delayed']}"
+    )
 
 
 if __name__ == "__main__":

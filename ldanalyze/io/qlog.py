@@ -47,14 +47,13 @@ from __future__ import annotations
 
 import datetime
 import gzip
-import math
 import os
 import re
 import zlib
 from typing import Any
 
-import numpy as np
 import msgspec
+import numpy as np
 import pandas as pd
 from numba import njit
 
@@ -78,9 +77,7 @@ _NAMES = {
 }
 # event name -> kind, as the formats spell them: "category:event" objects, (category, event) arrays
 KIND_BY_NAME = {
-    f"{category}:{event}": kind
-    for event, kind in _NAMES.items()
-    for category in ("transport", "recovery", "quic")
+    f"{category}:{event}": kind for event, kind in _NAMES.items() for category in ("transport", "recovery", "quic")
 }
 KIND_BY_PAIR = {
     (case(category), case(event)): kind
@@ -99,20 +96,23 @@ def read_qlog(path: str | os.PathLike) -> Trace:
     """Read a qlog (any of the formats above, plain or gzip) into a sender's-view Trace: every
     trace of the file is a flow, the packets its endpoint sent."""
     raw = _read_bytes(path)
-    header, traces, shape = _documents(path, raw)
+    try:
+        header, traces, shape = _documents(path, raw)
+        flows = []
+        total = 0
+        for index, trace in enumerate(traces):
+            collected = _collect(path, trace, index)
+            uid0 = total
+            total += collected.events
+            if collected.sent_t:
+                flows.append(_flow_tables(collected, uid0))
+            else:
+                flows.append((None, None, collected.summary()))
+    except UnicodeDecodeError:
+        raise _not_utf8(path, raw) from None
     version = str(header.qlog_version or header.file_schema)
-    flows = []
-    total = 0
-    for index, trace in enumerate(traces):
-        collected = _collect(path, trace, index)
-        uid0 = total
-        total += collected.events
-        if collected.sent_t:
-            flows.append(_flow_tables(collected, uid0))
-        else:
-            flows.append((None, None, collected.summary()))
     if not any(f[0] is not None for f in flows):
-        names = sorted({_event_name(ev, trace) for trace in traces for ev in trace.events} - {None})
+        names = sorted({name for trace in traces for ev in trace.events if (name := _event_name(ev, trace))})
         raise TraceError(
             path,
             f"a qlog ({shape}, version {version}) without a packet_sent event of application data "
@@ -148,6 +148,17 @@ def read_qlog(path: str | os.PathLike) -> Trace:
         "traces": [f[2] for f in flows],
     }
     return Trace(packets=table, rtt=rtt, path=os.fspath(path), format="qlog", meta=meta, acks=acks)
+
+
+def _not_utf8(path, raw: bytes) -> TraceError:
+    """JSON is UTF-8 text (RFC 8259 §8.1): where this file is not."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return TraceError(
+            path, f"not UTF-8 text (byte 0x{raw[exc.start]:02x}): not a qlog, or a damaged one", offset=exc.start
+        )
+    return TraceError(path, "not UTF-8 text: not a qlog, or a damaged one")
 
 
 def _event_name(ev, trace: _QTrace) -> str | None:
@@ -213,8 +224,12 @@ def _documents(path, raw: bytes) -> tuple[_Document, list[_QTrace], str]:
     else:
         try:
             doc = _DOCUMENT.decode(body)
-        except msgspec.ValidationError as exc:
-            _check_header(path, _ANY.decode(body), b"")
+        except msgspec.ValidationError as exc:  # read as far as a value of a wrong type: the rest is unread
+            try:
+                whole = _ANY.decode(body)
+            except msgspec.DecodeError as damage:
+                raise _json_error(path, raw, len(raw) - len(body) + _error_at(damage, len(body)), damage) from None
+            _check_header(path, whole, b"")
             raise TraceError(path, f"a qlog of an unexpected shape: {exc}", offset=0) from None
         except msgspec.DecodeError as exc:
             first = body.split(b"\n", 1)[0]
@@ -255,7 +270,7 @@ def _sequence(path, raw: bytes, separator: bytes) -> tuple[_Document, list]:
     while second >= 0 and not raw[first:second].strip(b" \t\r\n\x1e"):  # blank records before the header
         first, second = second, raw.find(separator, second + 1)
     try:
-        header = _DOCUMENT.decode(raw[first:second if second >= 0 else len(raw)].strip(b" \t\r\n\x1e"))
+        header = _DOCUMENT.decode(raw[first : second if second >= 0 else len(raw)].strip(b" \t\r\n\x1e"))
     except msgspec.DecodeError:
         header = None
     if header is not None and second >= 0:
@@ -268,6 +283,7 @@ def _sequence(path, raw: bytes, separator: bytes) -> tuple[_Document, list]:
     if not records:
         raise TraceError(path, "a JSON text sequence without a record", offset=0)
     events = []
+    record: Any
     for number, (start, text) in enumerate(records, 1):
         try:
             record = _DOCUMENT.decode(text) if number == 1 else _EVENT.decode(text)
@@ -499,9 +515,12 @@ def _walk(c: _Collected, events: list, layout: tuple | None, clock: list | None)
                 raw = get("raw")
                 size = (raw.get("length") if raw else None) or header.get("packet_size") or get("packet_size")
                 pn = int(header["packet_number"])
+                size = int(size or 0)
+                if pn >> 62 or size >> 62:  # a packet number is below 2^62 (RFC 9000 §17.1); negative ones neither
+                    raise ValueError(pn)
                 sent_t(t)
                 sent_pn(pn)
-                sent_size(int(size or 0))
+                sent_size(size)
                 sent_n(n)
             elif kind == RECEIVED:
                 for frame in get("frames") or ():
@@ -510,14 +529,19 @@ def _walk(c: _Collected, events: list, layout: tuple | None, clock: list | None)
                         c.ack_t.append(t)
                         c.ack_n.append(n)
                         for r in frame.get("acked_ranges") or ():
-                            range_lo(int(r[0]))
-                            range_hi(int(r[-1]))
+                            lo, hi = int(r[0]), int(r[-1])
+                            if lo >> 62 or hi >> 62:
+                                continue
+                            range_lo(lo)
+                            range_hi(hi)
                             range_frame(f)
             else:  # LOST_EVENT
                 pn = int(get("packet_number", header.get("packet_number")))
+                if pn >> 62:
+                    raise ValueError(pn)
                 c.lost_t.append(t)
                 c.lost_pn.append(pn)
-                c.lost_trigger.append(TRIGGERS.get(get("trigger") or trigger, "other"))
+                c.lost_trigger.append(TRIGGERS.get(str(get("trigger") or trigger), "other"))
         except (AttributeError, KeyError, TypeError, ValueError, IndexError, msgspec.DecodeError):
             c.skipped += 1
     c.events = n + 1
@@ -537,7 +561,12 @@ def _metrics_state(c: _Collected) -> pd.DataFrame:
         except msgspec.DecodeError:
             items = [_any_or_none(bytes(item)) for item in items]
     rows = [
-        (d.get("bytes_in_flight"), d.get("cwnd", d.get("congestion_window")), d.get("smoothed_rtt"), d.get("rtt_variance"))
+        (
+            d.get("bytes_in_flight"),
+            d.get("cwnd", d.get("congestion_window")),
+            d.get("smoothed_rtt"),
+            d.get("rtt_variance"),
+        )
         if type(d) is dict
         else (None, None, None, None)
         for d in items
@@ -546,7 +575,9 @@ def _metrics_state(c: _Collected) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns, dtype=object).apply(pd.to_numeric, errors="coerce").ffill()
 
 
-def _metrics_at(c: _Collected, state: pd.DataFrame, at_n: np.ndarray, after_n: np.ndarray | None = None) -> pd.DataFrame:
+def _metrics_at(
+    c: _Collected, state: pd.DataFrame, at_n: np.ndarray, after_n: np.ndarray | None = None
+) -> pd.DataFrame:
     """The metrics as last logged before each event index ``at_n`` (``state``: _metrics_state's).
     With ``after_n``: only a metrics event logged after ``after_n`` counts (else NaN): the metrics
     of the packet being processed, not those before it."""

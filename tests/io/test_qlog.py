@@ -174,12 +174,16 @@ def event(t, name, data):
 
 
 def sent(t, pn, size=1200, ptype="1RTT"):
-    return event(t, "transport:packet_sent", {"header": {"packet_type": ptype, "packet_number": pn}, "raw": {"length": size}})
+    return event(
+        t, "transport:packet_sent", {"header": {"packet_type": ptype, "packet_number": pn}, "raw": {"length": size}}
+    )
 
 
 def ack(t, *ranges, ptype="1RTT"):
     frames = [{"frame_type": "ack", "ack_delay": 0.5, "acked_ranges": [list(r) for r in ranges]}]
-    return event(t, "transport:packet_received", {"header": {"packet_type": ptype, "packet_number": 0}, "frames": frames})
+    return event(
+        t, "transport:packet_received", {"header": {"packet_type": ptype, "packet_number": 0}, "frames": frames}
+    )
 
 
 def lost(t, pn, trigger=None, name="recovery:packet_lost"):
@@ -193,7 +197,9 @@ def qlog(tmp_path, events, *, vantage="server", name="x.qlog", **common):
     doc = {
         "qlog_version": "0.3",
         "qlog_format": "JSON",
-        "traces": [{"vantage_point": {"type": vantage}, "common_fields": {"ODCID": "abcd", **common}, "events": events}],
+        "traces": [
+            {"vantage_point": {"type": vantage}, "common_fields": {"ODCID": "abcd", **common}, "events": events}
+        ],
     }
     path = tmp_path / name
     path.write_text(json.dumps(doc))
@@ -221,13 +227,7 @@ def test_fates_spurious_and_unobserved(tmp_path):
     )
     p = rows(read_trace(path))
     assert p["fate"].tolist() == ["delivered", "lost", "delivered", "delivered", "unobserved"]
-    assert p["reason"].tolist() == [
-        "acked",
-        "declared lost",
-        "acked after declared lost",
-        "acked",
-        "not acknowledged",
-    ]
+    assert p["reason"].tolist() == ["acked", "declared lost", "acked after declared lost", "acked", "not acknowledged"]
     assert p["spurious"].tolist() == ["", "", "acked", "", ""]
     assert p["loss_trigger"].tolist() == ["", "time", "reordering", "", ""]
     np.testing.assert_allclose(p["t_ack"], [0.06, np.nan, 0.06, 0.06, np.nan])
@@ -335,9 +335,21 @@ def test_draft01_arrays_with_strings_and_microseconds(tmp_path):
         "configuration": {"time_units": "us"},
         "event_fields": ["relative_time", "CATEGORY", "EVENT_TYPE", "TRIGGER", "DATA"],
         "events": [
-            ["0", "TRANSPORT", "PACKET_SENT", "DEFAULT", {"packet_type": "1RTT", "header": {"packet_number": "7", "packet_size": 1350}}],
+            [
+                "0",
+                "TRANSPORT",
+                "PACKET_SENT",
+                "DEFAULT",
+                {"packet_type": "1RTT", "header": {"packet_number": "7", "packet_size": 1350}},
+            ],
             ["10", "RECOVERY", "PACKET_LOST", "pto_expired", {"packet_number": "7"}],
-            ["20", "TRANSPORT", "PACKET_RECEIVED", "DEFAULT", {"frames": [{"frame_type": "ACK", "acked_ranges": [["7"]]}]}],
+            [
+                "20",
+                "TRANSPORT",
+                "PACKET_RECEIVED",
+                "DEFAULT",
+                {"frames": [{"frame_type": "ACK", "acked_ranges": [["7"]]}]},
+            ],
             [],
         ],
     }
@@ -361,7 +373,11 @@ def seq_file(tmp_path, header, events, *, pretty=False, separator=b"\x1e", name=
     return path
 
 
-HEADER_03 = {"qlog_version": "0.3", "qlog_format": "JSON-SEQ", "trace": {"vantage_point": {"type": "client"}, "common_fields": {"ODCID": "ee"}}}
+HEADER_03 = {
+    "qlog_version": "0.3",
+    "qlog_format": "JSON-SEQ",
+    "trace": {"vantage_point": {"type": "client"}, "common_fields": {"ODCID": "ee"}},
+}
 HEADER_IETF = {
     "file_schema": "urn:ietf:params:qlog:file:sequential",
     "serialization_format": "application/qlog+json-seq",
@@ -421,7 +437,11 @@ def test_a_truncated_json_seq_record(tmp_path):
     start = raw.rfind(b"\x1e")
     expect(path, "JSON-SEQ record 4", f"byte {start:,}", "the file ends inside it", offset=start)
     path.write_bytes(raw.replace(b'"time": 1,', b'"time": 1'))  # the second event record broken
-    expect(path, "JSON-SEQ record 3", offset=raw.find(b'"time": 1,') - raw[: raw.find(b'"time": 1,')][::-1].find(b"\x1e") - 1)
+    expect(
+        path,
+        "JSON-SEQ record 3",
+        offset=raw.find(b'"time": 1,') - raw[: raw.find(b'"time": 1,')][::-1].find(b"\x1e") - 1,
+    )
 
 
 def test_a_truncated_json_document(tmp_path):
@@ -486,8 +506,19 @@ def test_the_generator_writes_qlogs_with_losses(tmp_path):
     """traces/qlog_generate.py: a short download over loopback with drops and delays (a few
     seconds); both endpoints' qlogs read, the server's with declared losses."""
     subprocess.run(
-        [sys.executable, str(ROOT / "traces" / "qlog_generate.py"), "--out", str(tmp_path), "--size", "200000",
-         "--drop", "0.05", "--delay", "0.05", "--seq"],
+        [
+            sys.executable,
+            str(ROOT / "traces" / "qlog_generate.py"),
+            "--out",
+            str(tmp_path),
+            "--size",
+            "200000",
+            "--drop",
+            "0.05",
+            "--delay",
+            "0.05",
+            "--seq",
+        ],
         check=True,
         capture_output=True,
     )
