@@ -50,6 +50,7 @@ import gzip
 import os
 import re
 import zlib
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -57,8 +58,18 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from ..errors import TraceError
-from ..packets import ACK_COLUMNS, DELIVERED, FATE_DTYPE, LOST, UNOBSERVED, Trace, empty_rtt, make_packet_table
+from ..errors import TraceError, UsageError
+from ..packets import (
+    ACK_COLUMNS,
+    DELIVERED,
+    FATE_DTYPE,
+    LOST,
+    UNOBSERVED,
+    Trace,
+    empty_rtt,
+    make_packet_table,
+    named_flows,
+)
 from .text import gzip_damage, open_binary
 
 RS = b"\x1e"
@@ -92,26 +103,27 @@ INITIAL_RTT_MS = 333.0  # RFC 9002 §6.2.2
 DEFAULT_MAX_ACK_DELAY_MS = 25.0  # RFC 9000 §18.2
 
 
-def read_qlog(path: str | os.PathLike) -> Trace:
+def read_qlog(path: str | os.PathLike, *, flows: Iterable[str] | str | None = None) -> Trace:
     """Read a qlog (any of the formats above, plain or gzip) into a sender's-view Trace: every
-    trace of the file is a flow, the packets its endpoint sent."""
+    trace of the file is a flow, the packets its endpoint sent; ``flows`` keeps those named
+    (None or "all": every one)."""
     raw = _read_bytes(path)
     try:
         header, traces, shape = _documents(path, raw)
-        flows = []
+        read = []
         total = 0
         for index, trace in enumerate(traces):
             collected = _collect(path, trace, index)
             uid0 = total
             total += collected.events
             if collected.sent_t:
-                flows.append(_flow_tables(collected, uid0))
+                read.append(_flow_tables(collected, uid0))
             else:
-                flows.append((None, None, collected.summary()))
+                read.append((None, None, collected.summary()))
     except UnicodeDecodeError:
         raise _not_utf8(path, raw) from None
     version = str(header.qlog_version or header.file_schema)
-    if not any(f[0] is not None for f in flows):
+    if not any(f[0] is not None for f in read):
         names = sorted({name for trace in traces for ev in trace.events if (name := _event_name(ev, trace))})
         raise TraceError(
             path,
@@ -119,8 +131,15 @@ def read_qlog(path: str | os.PathLike) -> Trace:
             f"in its {len(traces)} trace(s): nothing was sent to read ({total} events; "
             f"names: {', '.join(names[:12]) or 'none'})",
         )
-    packets = pd.concat([f[0] for f in flows if f[0] is not None], ignore_index=True)
-    acks = pd.concat([f[1] for f in flows if f[1] is not None], ignore_index=True)
+    wanted = named_flows(flows)
+    found = [f[2]["flow"] for f in read if f[0] is not None]
+    if wanted is not None and not wanted <= set(found):
+        raise UsageError(
+            f"{os.fspath(path)} has no flow {sorted(wanted - set(found))[0]!r}; its flows: {', '.join(found)}"
+        )
+    kept = [f for f in read if f[0] is not None and (wanted is None or f[2]["flow"] in wanted)]
+    packets = pd.concat([f[0] for f in kept], ignore_index=True)
+    acks = pd.concat([f[1] for f in kept], ignore_index=True)
     table = make_packet_table(**{c: packets[c].to_numpy() for c in packets.columns})
     for c in ("loss_trigger", "spurious", "reason"):
         table[c] = table[c].astype("category")
@@ -144,8 +163,8 @@ def read_qlog(path: str | os.PathLike) -> Trace:
         "qlog_version": version,
         "qlog_format": shape,
         "events": total,
-        "time": "epoch" if all(f[2]["epoch"] for f in flows) else "relative",
-        "traces": [f[2] for f in flows],
+        "time": "epoch" if all(f[2]["epoch"] for f in read) else "relative",
+        "traces": [f[2] for f in read],
     }
     return Trace(packets=table, rtt=rtt, path=os.fspath(path), format="qlog", meta=meta, acks=acks)
 

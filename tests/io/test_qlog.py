@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ldanalyze import TraceError, read_trace
+from ldanalyze.errors import UsageError
 from ldanalyze.io.detect import QLOG, detect_format
 from ldanalyze.io.qlog import ack_coverage
 from ldanalyze.packets import SENDER_COLUMNS, validate_packets
@@ -162,8 +163,14 @@ def test_rtt_samples_match_the_latest_rtt_aioquic_logged():
 
 
 def test_both_endpoints_in_one_file_are_two_flows():
-    trace = read_trace(DATA / "qvis_doublevantage_100ms.qlog.gz")
+    path = DATA / "qvis_doublevantage_100ms.qlog.gz"
+    trace = read_trace(path)
     assert trace.flows == ["quic b0bf29d0abe27b8b client>server", "quic b0bf29d0abe27b8b server>client"]
+    server = read_trace(path, flows=["quic b0bf29d0abe27b8b server>client"])
+    assert server.flows == ["quic b0bf29d0abe27b8b server>client"]
+    assert server.acks["flow"].astype(str).unique().tolist() == server.flows
+    with pytest.raises(UsageError, match="has no flow 'quic x'.*its flows: quic b0bf29d0abe27b8b client>server"):
+        read_trace(path, flows="quic x")
 
 
 # ---------------------------------------------------------------- hand-made qlogs, one rule each
