@@ -103,25 +103,32 @@ INITIAL_RTT_MS = 333.0  # RFC 9002 §6.2.2
 DEFAULT_MAX_ACK_DELAY_MS = 25.0  # RFC 9000 §18.2
 
 
-def read_qlog(path: str | os.PathLike, *, flows: Iterable[str] | str | None = None) -> Trace:
+def read_qlog(
+    path: str | os.PathLike, *, flows: Iterable[str] | str | None = None, peer: str | os.PathLike | None = None
+) -> Trace:
     """Read a qlog (any of the formats above, plain or gzip) into a sender's-view Trace: every
     trace of the file is a flow, the packets its endpoint sent; ``flows`` keeps those named
-    (None or "all": every one)."""
-    raw = _read_bytes(path)
+    (None or "all": every one).
+
+    A chain, as two captures make one: where the other endpoint's trace of the same connection
+    (same ODCID, the other vantage) is in the file or in the qlog ``peer``, its
+    ``packet_received`` of each packet number gives ``t_recv`` (its first receipt, on the
+    receiver's clock). A packet received is delivered: one declared lost and never acknowledged
+    that arrived is spurious by ``received`` (its ACK was lost, or came after the end)."""
     try:
-        header, traces, shape = _documents(path, raw)
+        header, traces, shape, collected = _read_traces(path)
+        peers = collected + (_read_traces(peer)[3] if peer is not None else [])
         read = []
         total = 0
-        for index, trace in enumerate(traces):
-            collected = _collect(path, trace, index)
+        for c in collected:
             uid0 = total
-            total += collected.events
-            if collected.sent_t:
-                read.append(_flow_tables(collected, uid0))
+            total += c.events
+            if c.sent_t:
+                read.append(_flow_tables(c, uid0, _peer_of(c, peers)))
             else:
-                read.append((None, None, collected.summary()))
-    except UnicodeDecodeError:
-        raise _not_utf8(path, raw) from None
+                read.append((None, None, c.summary()))
+    except _NotUtf8 as bad:
+        raise _not_utf8(bad.path, bad.raw) from None
     version = str(header.qlog_version or header.file_schema)
     if not any(f[0] is not None for f in read):
         names = sorted({name for trace in traces for ev in trace.events if (name := _event_name(ev, trace))})
@@ -140,9 +147,9 @@ def read_qlog(path: str | os.PathLike, *, flows: Iterable[str] | str | None = No
     kept = [f for f in read if f[0] is not None and (wanted is None or f[2]["flow"] in wanted)]
     packets = pd.concat([f[0] for f in kept], ignore_index=True)
     acks = pd.concat([f[1] for f in kept], ignore_index=True)
-    table = make_packet_table(**{c: packets[c].to_numpy() for c in packets.columns})
-    for c in ("loss_trigger", "spurious", "reason"):
-        table[c] = table[c].astype("category")
+    table = make_packet_table(**{column: packets[column].to_numpy() for column in packets.columns})
+    for column in ("loss_trigger", "spurious", "reason"):
+        table[column] = table[column].astype("category")
     acks["flow"] = acks["flow"].astype("category")
     acks["rtt_source"] = acks["rtt_source"].astype("category")
     sampled = acks[np.isfinite(acks["rtt"].to_numpy())]
@@ -167,6 +174,27 @@ def read_qlog(path: str | os.PathLike, *, flows: Iterable[str] | str | None = No
         "traces": [f[2] for f in read],
     }
     return Trace(packets=table, rtt=rtt, path=os.fspath(path), format="qlog", meta=meta, acks=acks)
+
+
+class _NotUtf8(Exception):
+    def __init__(self, path, raw: bytes) -> None:
+        self.path, self.raw = path, raw
+
+
+def _read_traces(path) -> tuple[_Document, list[_QTrace], str, list[_Collected]]:
+    """A qlog file's header, traces, shape, and what each trace's events say."""
+    raw = _read_bytes(path)
+    try:
+        header, traces, shape = _documents(path, raw)
+        return header, traces, shape, [_collect(path, trace, index) for index, trace in enumerate(traces)]
+    except UnicodeDecodeError:
+        raise _NotUtf8(path, raw) from None
+
+
+def _peer_of(c: _Collected, candidates: list[_Collected]) -> _Collected | None:
+    """The other endpoint's trace of ``c``'s connection: same ODCID, the opposite vantage."""
+    other = {"server": "client", "client": "server"}.get(c.vantage)
+    return next((p for p in candidates if c.odcid and p.odcid == c.odcid and p.vantage == other), None)
 
 
 def _not_utf8(path, raw: bytes) -> TraceError:
@@ -413,6 +441,8 @@ class _Collected:
         self.lost_trigger: list = []
         self.ack_t: list = []
         self.ack_n: list = []
+        self.recv_t: list = []  # 1-RTT packets received (a chain: the peer's packets' arrivals)
+        self.recv_pn: list = []
         self.packet_n: list = []  # event indices of every packet sent or received, any space
         self.metrics_n: list = []
         self.metrics: list = []  # the data of each metrics_updated, undecoded (objects) or not (arrays)
@@ -554,6 +584,10 @@ def _walk(c: _Collected, events: list, layout: tuple | None, clock: list | None)
                             range_lo(lo)
                             range_hi(hi)
                             range_frame(f)
+                received = header.get("packet_number")
+                if received is not None:
+                    c.recv_t.append(t)
+                    c.recv_pn.append(int(received))
             else:  # LOST_EVENT
                 pn = int(get("packet_number", header.get("packet_number")))
                 if pn >> 62:
@@ -655,8 +689,9 @@ def _number(value) -> float | None:
         return None
 
 
-def _flow_tables(c: _Collected, uid0: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """One trace's packets and ACK rows, fates decided (module docstring)."""
+def _flow_tables(c: _Collected, uid0: int, peer: _Collected | None) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """One trace's packets and ACK rows, fates decided (module docstring; ``peer``: the other
+    endpoint's trace, whose receipts give ``t_recv``)."""
     scale = c.scale
     t_send = np.asarray(c.sent_t, np.float64) * scale + c.origin
     pn = np.asarray(c.sent_pn, np.int64)
@@ -664,8 +699,8 @@ def _flow_tables(c: _Collected, uid0: int) -> tuple[pd.DataFrame, pd.DataFrame, 
     if not c.epoch and not c.delta and len(t_send) and t_send.min() > 1e8:  # epoch times without a reference
         c.epoch = True
     if c.vantage in ("server", "client"):
-        peer = "client" if c.vantage == "server" else "server"
-        flow = f"quic {c.odcid or f'trace{c.index}'} {c.vantage}>{peer}"
+        other = "client" if c.vantage == "server" else "server"
+        flow = f"quic {c.odcid or f'trace{c.index}'} {c.vantage}>{other}"
     else:
         flow = f"quic {c.odcid or f'trace{c.index}'} {c.vantage}"
     order = np.argsort(pn, kind="stable")
@@ -696,13 +731,16 @@ def _flow_tables(c: _Collected, uid0: int) -> tuple[pd.DataFrame, pd.DataFrame, 
         trigger[rows] = np.asarray(c.lost_trigger, dtype=object)[known][::-1]
     acked = acked_by >= 0
     declared = np.isfinite(t_detect)
+    t_recv = _receipts(peer, pn)
+    received = np.isfinite(t_recv) & ~acked
     spurious_rows = acked & declared & (t_detect <= t_ack)
-    fate = np.where(acked, DELIVERED, np.where(declared, LOST, UNOBSERVED))
-    reason = np.where(
-        spurious_rows,
-        "acked after declared lost",
-        np.where(acked, "acked", np.where(declared, "declared lost", "not acknowledged")),
+    fate = np.where(acked | received, DELIVERED, np.where(declared, LOST, UNOBSERVED))
+    reason = np.select(
+        [spurious_rows, acked, received, declared],
+        ["acked after declared lost", "acked", "received, not acknowledged", "declared lost"],
+        "not acknowledged",
     ).astype(object)
+    spurious = np.select([spurious_rows, received & declared], ["acked", "received"], "").astype(object)
     sent_n = np.asarray(c.sent_n, np.int64)
     state = _metrics_state(c)
     before = _metrics_at(c, state, sent_n)
@@ -720,13 +758,13 @@ def _flow_tables(c: _Collected, uid0: int) -> tuple[pd.DataFrame, pd.DataFrame, 
             "uid": sent_n + uid0,
             "size": size,
             "t_send": t_send,
-            "t_recv": np.full(len(pn), np.nan),
+            "t_recv": t_recv,
             "fate": pd.Categorical(fate, dtype=FATE_DTYPE),
             "reason": reason,
             "t_ack": t_ack,
             "t_detect": t_detect,
             "loss_trigger": trigger,
-            "spurious": np.where(spurious_rows, "acked", "").astype(object),
+            "spurious": spurious,
             "chunk": chunk.astype(np.int64),
             "in_flight": before["bif"].fillna(-1).to_numpy(np.int64),
         }
@@ -766,12 +804,31 @@ def _flow_tables(c: _Collected, uid0: int) -> tuple[pd.DataFrame, pd.DataFrame, 
     summary.update(
         flow=flow,
         epoch=c.epoch,
-        delivered=int(acked.sum()),
-        lost=int((declared & ~acked).sum()),
-        spurious=int(spurious_rows.sum()),
-        unobserved=int((~acked & ~declared).sum()),
+        delivered=int((acked | received).sum()),
+        lost=int((declared & ~acked & ~received).sum()),
+        spurious=int((spurious != "").sum()),
+        unobserved=int((~acked & ~declared & ~received).sum()),
+        peer=peer.vantage if peer is not None else None,
     )
     return packets, acks, summary
+
+
+def _receipts(peer: _Collected | None, pn: np.ndarray) -> np.ndarray:
+    """Each packet number's first receipt in the peer's trace, in seconds on its clock (NaN: none)."""
+    t_recv = np.full(len(pn), np.nan)
+    if peer is None or not peer.recv_pn:
+        return t_recv
+    got = np.asarray(peer.recv_pn, np.int64)
+    when = np.asarray(peer.recv_t, np.float64) * peer.scale + peer.origin
+    order = np.lexsort((when, got))
+    got, when = got[order], when[order]
+    first = np.ones(len(got), bool)
+    first[1:] = got[1:] != got[:-1]
+    got, when = got[first], when[first]
+    at = np.minimum(np.searchsorted(got, pn), len(got) - 1)
+    hit = got[at] == pn
+    t_recv[hit] = when[at[hit]]
+    return t_recv
 
 
 @njit(cache=True)
