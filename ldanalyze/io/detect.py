@@ -62,7 +62,7 @@ def detect_format(path: str | os.PathLike) -> str:
     if capture is not None:
         return capture
     if json_text(_head(path)):
-        return QLOG  # io/qlog.py tells a qlog from other JSON, and says what a JSON file lacks
+        return QLOG  # io/qlog tells a qlog from other JSON, and says what a JSON file lacks
     lines = first_lines(path)
     if not lines:
         raise TraceError(path, "the trace is empty")

@@ -1,4 +1,4 @@
-"""QUIC qlogs into the sender's view (ldanalyze/io/qlog.py).
+"""QUIC qlogs into the sender's view (ldanalyze/io/qlog/).
 
 Real qlogs (tests/data/qlog/SOURCES.md) against a plain count of their events, read here with
 the standard library's ``json``; hand-made qlogs pinning each rule; the ACK coverage kernel
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from ldanalyze import TraceError, read_trace
 from ldanalyze.errors import UsageError
 from ldanalyze.io.detect import QLOG, detect_format
-from ldanalyze.io.qlog import ack_coverage
+from ldanalyze.io.qlog.fates import ack_coverage
 from ldanalyze.packets import SENDER_COLUMNS, validate_packets
 
 from ..naive import qlog as naive

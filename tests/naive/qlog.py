@@ -1,4 +1,4 @@
-"""Plain twin of ldanalyze/io/qlog.py's ACK coverage: every range of every ACK frame walked
+"""Plain twin of ldanalyze/io/qlog/fates.py's ACK coverage: every range of every ACK frame walked
 packet by packet."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from . import twin_of
 
 
-@twin_of("ldanalyze.io.qlog.ack_coverage")
+@twin_of("ldanalyze.io.qlog.fates.ack_coverage")
 def ack_coverage(first, stop, frame_of_range, n_frames, size):
     """``acked_by`` (the first frame acknowledging each packet, -1 none), ``newly`` (bytes each
     frame acknowledged first) and ``lowest`` (after each frame, the lowest packet index not yet
