@@ -32,7 +32,8 @@ gives them too, one frame per arrival. The timeline carries them to its arrivals
 
 A **sender's view** (``trace.meta["view"] == "sender"``: a capture at the sender, a qlog, the
 source node of an ns-2 TCP trace) has one row per transmission the sender made, ``t_send`` on
-its clock and ``t_recv`` NaN (the receiver is not seen). ``delivered`` there means acknowledged
+its clock and ``t_recv`` NaN (the receiver is not seen; where the receiver's own log is joined
+as a chain, a qlog's peer, its receipt on the receiver's clock, delivered rows only). ``delivered`` there means acknowledged
 (or shown delivered by a spurious retransmission's evidence), ``lost`` a transmission the sender
 had to repeat (or declared lost) and that was not delivered, ``unobserved`` one neither
 acknowledged nor repeated by the end. It adds ``SENDER_COLUMNS``: ``t_ack`` (float64, the first
@@ -41,7 +42,8 @@ ACK that covered the transmission's bytes, cumulatively or by SACK; NaN: none), 
 never declared lost), ``loss_trigger`` (category, how the sender detected it: ``dupack``,
 ``sack``, ``rto``, ``tlp``, ``other``; QUIC's ``reordering``, ``time``, ``pto``; "" when never
 declared lost), ``spurious`` (category, the evidence that a declared loss was not one: ``dsack``,
-``eifel``, ``timing``, ``acked``; "" when none), ``chunk`` (int64, the flow cut at idle periods
+``eifel``, ``timing``, ``acked``; ``received``: the receiver's own log, joined as a chain,
+shows it arrived; "" when none), ``chunk`` (int64, the flow cut at idle periods
 longer than an RTO, Flach et al.'s chunks), ``in_flight`` (int64, bytes in flight when it was
 sent; -1 unknown). Its ACK stream is ``Trace.acks`` (``ACK_COLUMNS``, one row per
 acknowledgement).
@@ -99,7 +101,7 @@ SENDER_COLUMNS = {
 }
 # how a sender detected a loss (TCP; QUIC's triggers), and the evidence that it was none
 LOSS_TRIGGERS = ("dupack", "sack", "rto", "tlp", "other", "reordering", "time", "pto")
-SPURIOUS_EVIDENCE = ("dsack", "eifel", "timing", "acked")
+SPURIOUS_EVIDENCE = ("dsack", "eifel", "timing", "acked", "received")
 # the sender's ACK stream (``Trace.acks``), one row per acknowledgement the sender received:
 # ``t`` its arrival (sender's clock), ``ack`` the segment index (TCP) or packet number (QUIC)
 # below which all is acknowledged, ``largest`` the highest segment index/packet number it
@@ -369,8 +371,8 @@ def validate_packets(packets: pd.DataFrame) -> None:
         raise ValueError("PacketTable has rows without a fate")
     delivered = (packets["fate"] == DELIVERED).to_numpy()
     t_recv = packets["t_recv"].to_numpy()
-    if "t_ack" in packets.columns:  # a sender's view: nothing is received here
-        bad = np.flatnonzero(np.isfinite(t_recv))
+    if "t_ack" in packets.columns:  # a sender's view: a receive time only where the receiver's log is joined
+        bad = np.flatnonzero(np.isfinite(t_recv) & ~delivered)
     else:
         bad = np.flatnonzero(delivered != np.isfinite(t_recv))
     if bad.size:

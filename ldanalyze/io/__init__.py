@@ -15,15 +15,17 @@ from ..errors import UsageError
 from ..packets import Trace
 from .capture.fields import Field, FieldSpec
 from .capture.pcap import decode_capture, list_flows, read_capture
-from .detect import FORMATS, NS2_WIRED, NS2_WIRELESS, PCAP, PCAPNG, detect_format
+from .detect import FORMATS, NS2_WIRED, NS2_WIRELESS, PCAP, PCAPNG, QLOG, detect_format
 from .ns2.wired import read_ns2_wired
 from .ns2.wireless import read_ns2_wireless
+from .qlog import read_qlog
 
 READERS: dict[str, Callable[..., Trace]] = {
     NS2_WIRED: read_ns2_wired,
     **dict.fromkeys(NS2_WIRELESS, read_ns2_wireless),
     PCAP: read_capture,
     PCAPNG: read_capture,
+    QLOG: read_qlog,
 }
 
 
@@ -45,6 +47,7 @@ __all__ = [
     "detect_format",
     "FORMATS",
     "read_capture",
+    "read_qlog",
     "decode_capture",
     "list_flows",
     "Field",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import os
+import zlib
 
 from ..errors import TraceError
 from .capture.source import PCAP, PCAPNG, capture_format
@@ -13,7 +15,8 @@ NS2_WIRELESS_OLD = "ns2-wireless-old"
 NS2_WIRELESS_NEW = "ns2-wireless-new"
 NS2_WIRELESS_TAGGED = "ns2-wireless-tagged"
 NS2_WIRELESS = (NS2_WIRELESS_OLD, NS2_WIRELESS_NEW, NS2_WIRELESS_TAGGED)
-FORMATS = (NS2_WIRED, *NS2_WIRELESS, PCAP, PCAPNG)
+QLOG = "qlog"
+FORMATS = (NS2_WIRED, *NS2_WIRELESS, PCAP, PCAPNG, QLOG)
 
 _WIRED_EVENTS = {"+", "-", "r", "d"}
 _WIRELESS_EVENTS = {"s", "r", "f", "D", "d"}
@@ -36,12 +39,30 @@ def line_format(line: str) -> str | None:
     return None
 
 
+def json_text(line: str) -> bool:
+    """A JSON document, JSON text sequence (RFC 7464: a record separator 0x1E first) or NDJSON:
+    the first non-blank character opens an object (no trace line of ns-2 does)."""
+    return line.lstrip("\ufeff\x1e \t").startswith("{")
+
+
+def _head(path: str | os.PathLike) -> str:
+    """The first bytes of the (decompressed) file; "" where they do not decompress (first_lines
+    then says why)."""
+    with open_binary(path) as f:
+        try:
+            return f.read(256).decode("utf-8", "replace")
+        except (EOFError, zlib.error, gzip.BadGzipFile):
+            return ""
+
+
 def detect_format(path: str | os.PathLike) -> str:
     """A capture by its magic number, else sniff the first lines; raise a TraceError when no
     known format fits."""
     capture = capture_format(path)
     if capture is not None:
         return capture
+    if json_text(_head(path)):
+        return QLOG  # io/qlog tells a qlog from other JSON, and says what a JSON file lacks
     lines = first_lines(path)
     if not lines:
         raise TraceError(path, "the trace is empty")
