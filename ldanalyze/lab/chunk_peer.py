@@ -71,9 +71,7 @@ def fetch(host: str, port: int, length: int, count: int, gap: float) -> dict:
             chunks.append({"chunk": k, "asked": asked, "done": time.time(), "bytes": got})
         return {
             "local_port": conn.getsockname()[1],
-            "congestion_control": conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16)
-            .rstrip(b"\0")
-            .decode(),
+            "congestion_control": conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode(),
             "chunks": chunks,
         }
 

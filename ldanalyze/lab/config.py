@@ -4,6 +4,7 @@ can build, what a run is asked (``LabConfig``) and what it gives back (``LabRun`
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -46,7 +47,7 @@ POLICER_PACKET_BYTES = 1500  # the IP length of a full TCP segment (MSS 1448, ti
 # fetches; cross traffic (LabConfig.cross) goes from r1 to the receiver, to CROSS_PORT.
 CHUNK_PEER = "chunk_peer.py"
 CROSS_PORT_OFFSET = 1  # the cross traffic's iperf3 server listens on port + 1
-CROSS_SOURCE_IP = "10.231.2.1"  # r1's address toward r2: cross traffic skips r1's random drops
+CROSS_SOURCE_IP = "10.231.2.1"  # r1's address toward r2, the cross traffic's source (past r1's drops)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,6 +156,21 @@ class LabConfig:
     # UDP only); the underlay captures take ``snaplen`` plus the tunnel's header, so that they
     # hold the same inner bytes as a plain capture would
     tunnel: str | None = None
+
+    def policer_bucket(self) -> tuple[int, int]:
+        """The nft-policer's rate in packets a minute and its bucket in packets (``LIMITERS``):
+        ``tbf_rate`` and ``tbf_burst_bytes`` in packets of POLICER_PACKET_BYTES, rounded, the
+        bucket one packet at least."""
+        per_minute = round(bits_per_second(self.tbf_rate) * 60 / (8 * POLICER_PACKET_BYTES))
+        return per_minute, max(1, round(self.tbf_burst_bytes / POLICER_PACKET_BYTES))
+
+
+def bits_per_second(rate: str) -> int:
+    """A tc rate (``1800kbit``, ``2mbit``, ``500000bit``) in bits per second."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(k|m|g)?bit", rate.lower())
+    if match is None:
+        raise ValueError(f"rate {rate!r}: give bits per second as tc writes them, e.g. 1800kbit")
+    return int(float(match.group(1)) * {None: 1, "k": 1e3, "m": 1e6, "g": 1e9}[match.group(2)])
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,8 +9,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 from .captures import mark_capture, start_capture, stop_capture
-from .config import CAPTURE_POINTS, OVERLAY_POINTS, RTP_SENDER_PORT, LabConfig, LabRun
-from .namespaces import Lab, bits_per_second
+from .config import CAPTURE_POINTS, OVERLAY_POINTS, RTP_SENDER_PORT, LabConfig, LabRun, bits_per_second
+from .namespaces import Lab
 from .traffic import send_chunks, send_iperf3, send_rtp_audio, send_rtp_video, send_webrtc
 
 DRAIN_S = 1.0  # after the traffic: the tbf queue (10 kB) empties at any of the lab's rates

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import secrets
 import signal
 import subprocess
@@ -15,19 +14,19 @@ from pathlib import Path
 
 from .commands import run
 from .config import (
+    CROSS_PORT_OFFSET,
     HOSTS,
     LIMITERS,
-    CROSS_PORT_OFFSET,
     LINKS,
     OVERLAY,
     OVERLAY_SUBNET,
     OVERLAY_SUBNET6,
-    POLICER_PACKET_BYTES,
     RECEIVER_IP,
     SENDER_IP,
     TUNNELS,
     LabConfig,
     Tunnel,
+    bits_per_second,
 )
 
 
@@ -274,8 +273,7 @@ class Lab:
         that it is exact to 1/60 of a packet a second); one named bucket that the data flow's
         rule and the cross traffic's share, each rule counting its own drops."""
         c = self.config
-        per_minute = round(bits_per_second(c.tbf_rate) * 60 / (8 * POLICER_PACKET_BYTES))
-        burst = max(1, round(c.tbf_burst_bytes / POLICER_PACKET_BYTES))
+        per_minute, burst = c.policer_bucket()
         cross = (
             f'ip daddr {RECEIVER_IP} {self.cross_match()} limit name "bucket" counter drop comment "cross"'
             if c.cross is not None
@@ -362,14 +360,6 @@ class Lab:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(int(pid), signal.SIGKILL)
             subprocess.run(["ip", "netns", "delete", ns], check=False, capture_output=True)
-
-
-def bits_per_second(rate: str) -> int:
-    """A tc rate (``1800kbit``, ``2mbit``, ``500000bit``) in bits per second."""
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)(k|m|g)?bit", rate.lower())
-    if match is None:
-        raise ValueError(f"rate {rate!r}: give bits per second as tc writes them, e.g. 1800kbit")
-    return int(float(match.group(1)) * {None: 1, "k": 1e3, "m": 1e6, "g": 1e9}[match.group(2)])
 
 
 def _nft_drops(command: list[str], comment: str | None = None) -> int:

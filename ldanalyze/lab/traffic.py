@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from .commands import START_TIMEOUT_S, STEP_TIMEOUT_S, finish, run
-from .config import CHUNK_PEER, CROSS_PORT_OFFSET, RECEIVER_IP, RTP_SENDER_PORT, SENDER_IP
-from .namespaces import Lab, bits_per_second
+from .config import CHUNK_PEER, CROSS_PORT_OFFSET, RECEIVER_IP, RTP_SENDER_PORT, SENDER_IP, bits_per_second
+from .namespaces import Lab
 
 
 @contextlib.contextmanager
