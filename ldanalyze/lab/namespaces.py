@@ -241,7 +241,7 @@ class Lab:
                         type filter hook forward priority 0; policy accept;
                         ip daddr {RECEIVER_IP} {self.media()} \
                             limit rate over {bits_per_second(c.tbf_rate) // 8} bytes/second \
-                            burst {c.tbf_burst_bytes} bytes counter drop
+                            burst {c.tbf_burst_bytes} bytes counter drop comment "data"
                     }}
                 }}
             """
