@@ -29,6 +29,10 @@ from .config import (
     bits_per_second,
 )
 
+# The longest IPv4 TCP segment without payload: 20 + 60 bytes of headers (TCP's options at most:
+# timestamps and SACK blocks). A longer one carries data.
+PURE_ACK_MAX = 80
+
 
 class Lab:
     """The namespaces and processes of one run, and the steps that build, use and remove them."""
@@ -210,8 +214,8 @@ class Lab:
             if c.traffic == "rtp-video"  # media, FEC and RTX (RTCP: next port)
             else f"tcp dport {c.port} ip length > {c.length}"
             if c.traffic == "iperf3-tcp"  # data segments
-            else f"tcp sport {c.port} ip length > 60"
-            if c.traffic == "chunks"  # the server's data segments (not its ACKs of the requests)
+            else f"tcp sport {c.port} ip length > {PURE_ACK_MAX}"
+            if c.traffic == "chunks"  # the server's data segments, not its ACKs (D-SACKs of a request sent twice)
             else f"udp dport {c.port} udp length {c.length + 8}"
         )
 
@@ -219,7 +223,9 @@ class Lab:
         """The nftables match of the cross traffic's data packets (not iperf3's small ones)."""
         c = self.config
         port = c.port + CROSS_PORT_OFFSET
-        return f"tcp dport {port} ip length > 60" if c.cross == "tcp" else f"udp dport {port} udp length > 100"
+        return (
+            f"tcp dport {port} ip length > {PURE_ACK_MAX}" if c.cross == "tcp" else f"udp dport {port} udp length > 100"
+        )
 
     def add_bottleneck(self) -> None:
         c = self.config

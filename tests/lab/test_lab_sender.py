@@ -21,7 +21,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ldanalyze.errors import TraceError
 from ldanalyze.io.capture.chain_truth import TRUTH_COLUMNS, _retransmissions, chain_truth
+from ldanalyze.io.capture.pcap import CaptureWarning
 from ldanalyze.lab import LabConfig, lab_unavailable, run_lab
 
 from ..conftest import IN_CI, ROOT, needs_binary, require_binary
@@ -142,6 +144,23 @@ def test_the_bundled_runs_truth_against_tshark(run):
     # tshark calls a repeat within its RTT guess out of order, not a retransmission: both are ours
     again = count("sender.pcap", " && (tcp.analysis.retransmission || tcp.analysis.out_of_order)")
     assert truth["retransmission"].sum() == again
+
+
+def test_a_capture_of_other_packets_is_refused_and_a_gap_in_a_middle_one_warned_of(tmp_path):
+    policed, shaped = BUNDLED / "policer-0.5M-b64k-r0", BUNDLED / "shaper-0.5M-qsmall-r0"
+    with pytest.raises(TraceError, match="none of the 405 data segments 10.231.1.1 sent"):
+        chain_truth([policed / "sender.pcap", shaped / "r1.pcap", policed / "receiver.pcap"])
+    # r1's capture with its first 40 records cut: the sender's first data segments are missing there
+    with open(policed / "r1.pcap", "rb") as f:
+        records = list(dpkt.pcap.Reader(f))
+    with open(tmp_path / "r1.pcap", "wb") as f:
+        writer = dpkt.pcap.Writer(f, snaplen=98)
+        for ts, frame in records[40:]:
+            writer.writepkt(frame, ts)
+    cut = sum(index < 40 for index, _, _ in sender_data(policed / "r1.pcap", "10.231.1.1"))
+    with pytest.warns(CaptureWarning, match=rf"r1.pcap: {cut} data segment\(s\) seen further on are not in it"):
+        truth = chain_truth([policed / "sender.pcap", tmp_path / "r1.pcap", policed / "receiver.pcap"])
+    assert (truth["truth"] == "delivered").sum() == 273
 
 
 def test_a_retransmission_is_spurious_when_delivered_rows_carried_all_its_bytes_before():

@@ -15,6 +15,10 @@ TCP sequence number, payload length, IPv4 identification and payload hash
 bytes) are equal; records equal in all of these are matched in capture order. Linux gives each
 transmission, a retransmission too, a new IP ID, so the key is unique in practice.
 
+A later capture that holds none of the sender's data records is refused (not a capture of the
+same packets); one that lacks records a capture further on holds (it dropped them, or was not
+running) is warned of, and those records take their verdict from the furthest capture.
+
 Spurious by truth: a retransmission (a record some of whose bytes an earlier record of its flow
 carried) is spurious when every one of its bytes had been carried by earlier records that were
 delivered: the receiver had them all, whatever the sender knew.
@@ -28,14 +32,15 @@ from __future__ import annotations
 
 import bisect
 import os
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from ...errors import UsageError
+from ...errors import TraceError, UsageError
 from ...packets import DELIVERED, unwrap_sequence
-from .pcap import Capture, decode_capture
+from .pcap import Capture, CaptureWarning, decode_capture
 from .record import IPPROTO_TCP, S_DECODED
 from .vantage import Vantage, parse_vantage
 
@@ -77,10 +82,26 @@ def chain_truth(chain: Sequence[Vantage | str | os.PathLike], *, sender: str | N
     sent = first[first["src"] == sender].reset_index(drop=True)
     if sent.empty:
         raise UsageError(f"{vantages[0].path}: {sender} sent no TCP segment with payload")
-    furthest = np.zeros(len(sent), np.int64)
+    seen = np.zeros((len(sent), len(vantages)), bool)
+    seen[:, 0] = True
     for k, capture in enumerate(captures[1:], start=1):
-        seen = _matched(sent, _data_records(capture))
-        furthest[seen] = k  # the chain's order: a later capture holding it is further on
+        seen[_matched(sent, _data_records(capture)), k] = True
+        if not seen[:, k].any():
+            raise TraceError(
+                capture.path,
+                f"none of the {len(sent)} data segments {sender} sent in {vantages[0].path} appear in it: "
+                "is it a capture of the same packets?",
+            )
+    furthest = seen.shape[1] - 1 - np.argmax(seen[:, ::-1], axis=1)
+    for k in range(1, len(vantages) - 1):
+        missed = int((~seen[:, k] & (furthest > k)).sum())
+        if missed:
+            warnings.warn(
+                f"{vantages[k].path}: {missed} data segment(s) seen further on are not in it (dropped by the "
+                "capture, or it was not running); their verdict is the furthest capture's",
+                CaptureWarning,
+                stacklevel=2,
+            )
     causes = np.array([DELIVERED if k == len(vantages) - 1 else vantages[k + 1].cause for k in range(len(vantages))])
     paths = np.array([os.path.basename(v.path) for v in vantages])
     truth = sent.assign(truth=causes[furthest], furthest=paths[furthest])
