@@ -189,6 +189,8 @@ class LabRun:
     ``capture_drops`` is what each tcpdump reported as "dropped by kernel".
     ``iperf3`` is the client's ``-J`` report; its ``end.sum`` holds the server's loss count (the
     chunked download's: the client's report, ``chunk_peer.py``).
+    ``cross``: the cross traffic's kind (``LabConfig.cross``: None, "tcp" or "udp"; from r1's
+    address 10.231.2.1 to the receiver's port + 1, so it is in every capture but the sender's).
     ``cross_drops``: what r2's policer dropped of the cross traffic (its own counter; None
     without cross traffic, or under tbf, whose one counter counts both flows' drops in
     ``bottleneck_drops``).
@@ -210,6 +212,7 @@ class LabRun:
     port: int
     limiter: str = "tbf"
     tunnel: str | None = None
+    cross: str | None = None
     cross_drops: int | None = None
     overlay: Mapping[str, Path] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     underlay: tuple[str, str] = (SENDER_IP, RECEIVER_IP)

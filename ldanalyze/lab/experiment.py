@@ -83,6 +83,7 @@ def _measure(lab: Lab) -> LabRun:
         receiver_ip=lab.receiver_ip,
         port=report["local_port"] if c.traffic == "chunks" else c.port,
         tunnel=c.tunnel,
+        cross=c.cross,
         cross_drops=lab.cross_drops(),
         overlay=MappingProxyType({name: captures[name] for name in overlay}),
     )
