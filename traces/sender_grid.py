@@ -228,20 +228,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def summary(reports: dict[str, dict]) -> None:
-    """Per kind of cell: runs, chunks, lossy chunks, losses by cause, spurious retransmissions,
-    runs whose truth disagrees with the kernel's counters."""
+    """Per kind of cell and cross traffic, then per kind: runs, chunks, lossy chunks, losses by
+    cause, spurious retransmissions, runs whose truth disagrees with the kernel's counters."""
     rows: dict[str, dict[str, int]] = {}
     for r in reports.values():
-        row = rows.setdefault(r["kind"], {"runs": 0, "chunks": 0, "lossy_chunks": 0, "spurious": 0, "disagree": 0})
-        row["runs"] += 1
-        row["chunks"] += len(r["chunks"])
-        row["lossy_chunks"] += r["lossy_chunks"]
-        row["spurious"] += r["spurious"]
-        row["disagree"] += not r["agree"]
-        for cause, n in r["truth"].items():
-            row[cause] = row.get(cause, 0) + n
-    for kind, row in sorted(rows.items()):
-        print(kind, row)
+        for key in (f"{r['kind']} cross={r['config']['cross']}", f"{r['kind']} (all)"):
+            row = rows.setdefault(key, {"runs": 0, "chunks": 0, "lossy_chunks": 0, "spurious": 0, "disagree": 0})
+            row["runs"] += 1
+            row["chunks"] += len(r["chunks"])
+            row["lossy_chunks"] += r["lossy_chunks"]
+            row["spurious"] += r["spurious"]
+            row["disagree"] += not r["agree"]
+            for cause, n in r["truth"].items():
+                row[cause] = row.get(cause, 0) + n
+    for key, row in sorted(rows.items()):
+        print(key, row)
 
 
 if __name__ == "__main__":
