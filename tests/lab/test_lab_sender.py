@@ -139,6 +139,26 @@ def test_the_bundled_runs_truth_against_tshark(run):
     assert truth["retransmission"].sum() == again
 
 
+def test_the_packet_policers_bucket_is_its_burst():
+    """The bundled policed run (``limit rate over 2500/minute burst 43 packets``): the policer's
+    first drop comes once the full bucket and the tokens since the chunk's first segment are
+    spent, to the packet (nftables' byte limit would have let a second of its rate more through:
+    ``ldanalyze.lab.config.LIMITERS``)."""
+    folder = BUNDLED / "policer-0.5M-b64k-r0"
+    truth = chain_truth(
+        [
+            folder / "sender.pcap",
+            f"{folder / 'r1.pcap'}:wireless",
+            f"{folder / 'r2.pcap'}:policing",
+            folder / "receiver.pcap",
+        ]
+    )
+    first = truth.loc[truth["truth"] == "policing", "t_send"].iloc[0]
+    passed = ((truth["t_send"] < first) & (truth["truth"] == "delivered")).sum()
+    tokens = 43 + 2500 / 60 * (first - truth["t_send"].iloc[0])
+    assert tokens - 1 < passed <= tokens
+
+
 def test_a_capture_of_other_packets_is_refused_and_a_gap_in_a_middle_one_warned_of(tmp_path):
     policed, shaped = BUNDLED / "policer-0.5M-b64k-r0", BUNDLED / "shaper-0.5M-qsmall-r0"
     with pytest.raises(TraceError, match="none of the 410 data segments 10.231.1.1 sent"):
