@@ -10,7 +10,14 @@ veth pairs, sends one iperf3 UDP flow from sender to receiver, and captures it a
   slower than the flow, with a short queue, so it drops by tail drop and counts what it drops
   (``"tbf"``: a shaper, its drops congestion); or a token-bucket **policer** that drops what
   exceeds its rate without queueing, on what arrives from r1: an nftables ``limit rate over ...
-  drop`` in r2's forward chain (``"nft-limit"``), counting what it drops (cause ``policing``).
+  drop`` in r2's forward chain (``"nft-limit"``, or ``"nft-policer"`` counting packets, whose
+  bucket is exactly its burst: see ``config.LIMITERS``), counting what it drops (cause
+  ``policing``); or nothing (``"none"``).
+
+Besides iperf3 and media, ``traffic="chunks"`` is a chunked TCP download (``chunk_peer.py``: a
+server in the sender, TCP cubic, chunks with idle gaps), optionally with cross traffic from r1
+through r2 (``cross``); ``io.capture.chain_truth`` reads from the captures where each data
+segment the sender sent vanished, and ``traces/sender_grid.py`` runs the grid of issue #44.
 
 The result holds the four pcap files and the kernel's own counts of both kinds of loss, so a
 test can check what the analyzer says against ground truth: packets(sender) - packets(r1) is
@@ -36,7 +43,7 @@ traffic, GStreamer (``gst-launch-1.0``) or aiortc. Nothing in the package import
 ``config`` holds the lab's shape and the run's parameters and results, ``probes`` what the host
 allows, ``namespaces`` builds and removes the network, ``traffic`` and ``captures`` run the
 senders and tcpdump in it, ``experiment`` one run (``run_lab``); ``webrtc_peer.py`` is the
-script each WebRTC peer runs.
+script each WebRTC peer runs, ``chunk_peer.py`` the chunked download's server and client.
 """
 
 from .config import LIMITERS, TUNNEL_KEY, TUNNELS, LabConfig, LabRun, Tunnel

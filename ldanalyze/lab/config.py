@@ -4,6 +4,7 @@ can build, what a run is asked (``LabConfig``) and what it gives back (``LabRun`
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -34,7 +35,21 @@ OVERLAY_POINTS = {"sender-overlay": ("sender", OVERLAY, "out"), "receiver-overla
 RTP_SENDER_PORT = 5006  # the GStreamer sender's source port (RTCP from the next one)
 # r2's rate limiter: a shaper, or a policer. (tc's police action would be a second policer; the
 # kernels this lab runs on lack act_police and every classifier but basic ones, so it is not here.)
-LIMITERS = ("tbf", "nft-limit")
+# "nft-limit" counts bytes; its bucket holds one second of its rate more than its burst (the
+# kernel's nft_limit_init: tokens_max = unit * (rate + burst) / rate, the unit a second at least;
+# measured: 500 kbit/s with an 8000-byte burst passed 100.7 kB in the first 0.5 s of a 10 Mbit/s
+# flood, 62.5 kB + 8 kB + 31 kB). "nft-policer" counts packets of POLICER_PACKET_BYTES, whose
+# bucket is exactly its burst (measured: the first drop of a chunk came after the bucket and the
+# tokens since, to the packet, for buckets of 5 to 341 packets at 1.5-10 Mbit/s): the lab's data
+# segments are all of that size but a chunk's last.
+# "none": no limiter, r1's random drops alone.
+LIMITERS = ("tbf", "nft-limit", "nft-policer", "none")
+POLICER_PACKET_BYTES = 1500  # the IP length of a full TCP segment (MSS 1448, timestamps on)
+# The chunked download (traffic "chunks", chunk_peer.py): the sender serves, the receiver
+# fetches; cross traffic (LabConfig.cross) goes from r1 to the receiver, to CROSS_PORT.
+CHUNK_PEER = "chunk_peer.py"
+CROSS_PORT_OFFSET = 1  # the cross traffic's iperf3 server listens on port + 1
+CROSS_SOURCE_IP = "10.231.2.1"  # r1's address toward r2, the cross traffic's source (past r1's drops)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,19 +132,47 @@ class LabConfig:
     # drops at random only the RTP packets toward the receiver (version 2, not an RTCP type), or
     # "rtp-video": a GStreamer rtpbin sender of VP8 (frames over several packets) with ULPFEC
     # and RFC 4588 retransmission on the receiver's NACKs (see send_rtp_video), or "iperf3-tcp":
-    # one iperf3 TCP transfer (``rate`` caps it); r1 then drops data segments at random
+    # one iperf3 TCP transfer (``rate`` caps it); r1 then drops data segments at random, or
+    # "chunks": a TCP server in the sender (chunk_peer.py, TCP cubic) sends ``chunk_count``
+    # chunks of ``chunk_bytes`` to a client in the receiver, which asks for each ``chunk_gap_s``
+    # after the last has arrived; r1 and r2 then act on the server's data segments
     traffic: str = "iperf3"
+    chunk_bytes: int = 2_000_000
+    chunk_count: int = 3
+    chunk_gap_s: float = 0.75
+    # cross traffic through r2 while the chunks flow: None, "tcp" (a greedy iperf3 TCP cubic
+    # flow) or "udp" (iperf3 UDP at ``cross_rate``, 1400-byte datagrams), from r1 to the
+    # receiver's port + 1; a policer's bucket is shared with it (nft-policer only)
+    cross: str | None = None
+    cross_rate: str = "1M"
     # the sender's and the receiver's captures take both directions (a two-sided capture: the
     # acknowledgements travelling back too), not only the forward one
     both_ways: bool = False
     # r2's rate limiter: "tbf" (a shaper: tbf_rate, tbf_burst_bytes, tbf_limit_bytes), or
     # "nft-limit", a policer at tbf_rate with a bucket of tbf_burst_bytes that queues nothing
-    # (nftables limit in r2's forward chain, on the data flow only: the control connection passes)
+    # (nftables limit in r2's forward chain, on the data flow only: the control connection passes;
+    # its bucket is a second of its rate larger: see LIMITERS), or "nft-policer", the same counting
+    # packets (tbf_rate and tbf_burst_bytes in packets of POLICER_PACKET_BYTES), or "none"
     limiter: str = "tbf"
     # a kind of TUNNELS: the traffic between the sender and the receiver travels in it (iperf3
     # UDP only); the underlay captures take ``snaplen`` plus the tunnel's header, so that they
     # hold the same inner bytes as a plain capture would
     tunnel: str | None = None
+
+    def policer_bucket(self) -> tuple[int, int]:
+        """The nft-policer's rate in packets a minute and its bucket in packets (``LIMITERS``):
+        ``tbf_rate`` and ``tbf_burst_bytes`` in packets of POLICER_PACKET_BYTES, rounded, the
+        bucket one packet at least."""
+        per_minute = round(bits_per_second(self.tbf_rate) * 60 / (8 * POLICER_PACKET_BYTES))
+        return per_minute, max(1, round(self.tbf_burst_bytes / POLICER_PACKET_BYTES))
+
+
+def bits_per_second(rate: str) -> int:
+    """A tc rate (``1800kbit``, ``2mbit``, ``500000bit``) in bits per second."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(k|m|g)?bit", rate.lower())
+    if match is None:
+        raise ValueError(f"rate {rate!r}: give bits per second as tc writes them, e.g. 1800kbit")
+    return int(float(match.group(1)) * {None: 1, "k": 1e3, "m": 1e6, "g": 1e9}[match.group(2)])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,7 +189,13 @@ class LabRun:
     packet it dropped (so it would include a control-connection segment if one was dropped), or
     the nftables limit rule's, which sees the data flow only.
     ``capture_drops`` is what each tcpdump reported as "dropped by kernel".
-    ``iperf3`` is the client's ``-J`` report; its ``end.sum`` holds the server's loss count.
+    ``iperf3`` is the client's ``-J`` report; its ``end.sum`` holds the server's loss count (the
+    chunked download's: the client's report, ``chunk_peer.py``).
+    ``cross``: the cross traffic's kind (``LabConfig.cross``: None, "tcp" or "udp"; from r1's
+    address 10.231.2.1 to the receiver's port + 1, so it is in every capture but the sender's).
+    ``cross_drops``: what r2's policer dropped of the cross traffic (its own counter; None
+    without cross traffic, or under tbf, whose one counter counts both flows' drops in
+    ``bottleneck_drops``).
 
     With a ``tunnel``, ``captures`` hold its outer packets and ``overlay`` maps "sender-overlay"
     and "receiver-overlay" to the captures on the tunnel's two ends (the inner packets, sender's
@@ -165,13 +214,16 @@ class LabRun:
     port: int
     limiter: str = "tbf"
     tunnel: str | None = None
+    cross: str | None = None
+    cross_drops: int | None = None
     overlay: Mapping[str, Path] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     underlay: tuple[str, str] = (SENDER_IP, RECEIVER_IP)
 
     @property
     def bottleneck_cause(self) -> str:
-        """The cause of r2's drops: a shaper's queue (congestion) or a policer's."""
-        return "congestion" if self.limiter == "tbf" else "policing"
+        """The cause of r2's drops: a shaper's queue (congestion) or a policer's (none drops
+        without a limiter: called congestion)."""
+        return "policing" if self.limiter.startswith("nft-") else "congestion"
 
     def chain(self) -> list[Vantage]:
         """The captures as a vantage chain: r1's drops are the wireless segment's, r2's limiter's

@@ -9,9 +9,9 @@ from pathlib import Path
 from types import MappingProxyType
 
 from .captures import mark_capture, start_capture, stop_capture
-from .config import CAPTURE_POINTS, OVERLAY_POINTS, RTP_SENDER_PORT, LabConfig, LabRun
+from .config import CAPTURE_POINTS, OVERLAY_POINTS, RTP_SENDER_PORT, LabConfig, LabRun, bits_per_second
 from .namespaces import Lab
-from .traffic import send_iperf3, send_rtp_audio, send_rtp_video, send_webrtc
+from .traffic import send_chunks, send_iperf3, send_rtp_audio, send_rtp_video, send_webrtc
 
 DRAIN_S = 1.0  # after the traffic: the tbf queue (10 kB) empties at any of the lab's rates
 
@@ -30,6 +30,14 @@ def run_lab(workdir: Path, config: LabConfig | None = None) -> LabRun:
         return _measure(lab)
     finally:
         lab.teardown()
+
+
+def drain_s(c: LabConfig) -> float:
+    """How long the bottleneck's queue takes to empty: DRAIN_S, or more for a tbf queue that
+    cross traffic may have left full and that takes longer at its rate."""
+    if c.cross is None or c.limiter != "tbf":
+        return DRAIN_S
+    return max(DRAIN_S, c.tbf_limit_bytes * 8 / bits_per_second(c.tbf_rate) + 0.5)
 
 
 def _measure(lab: Lab) -> LabRun:
@@ -55,10 +63,12 @@ def _measure(lab: Lab) -> LabRun:
         report, sender_port = send_rtp_video(lab, steps), RTP_SENDER_PORT
     elif c.traffic == "webrtc":
         report, sender_port = send_webrtc(lab, steps), 0  # ICE picks the ports
+    elif c.traffic == "chunks":
+        report, sender_port = send_chunks(lab, steps), c.port
     else:
         report = send_iperf3(lab, steps)
         sender_port = report["start"]["connected"][0]["local_port"]
-    time.sleep(DRAIN_S)  # the bottleneck's queue empties
+    time.sleep(drain_s(c))  # the bottleneck's queue empties
     mark_capture(lab, "end")
     capture_drops = {name: stop_capture(proc) for name, proc in tcpdumps.items()}
     return LabRun(
@@ -71,7 +81,9 @@ def _measure(lab: Lab) -> LabRun:
         sender_ip=lab.sender_ip,
         sender_port=sender_port,
         receiver_ip=lab.receiver_ip,
-        port=c.port,
+        port=report["local_port"] if c.traffic == "chunks" else c.port,
         tunnel=c.tunnel,
+        cross=c.cross,
+        cross_drops=lab.cross_drops(),
         overlay=MappingProxyType({name: captures[name] for name in overlay}),
     )

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import secrets
 import signal
 import subprocess
@@ -15,6 +14,7 @@ from pathlib import Path
 
 from .commands import run
 from .config import (
+    CROSS_PORT_OFFSET,
     HOSTS,
     LIMITERS,
     LINKS,
@@ -26,7 +26,12 @@ from .config import (
     TUNNELS,
     LabConfig,
     Tunnel,
+    bits_per_second,
 )
+
+# The longest IPv4 TCP segment without payload: 20 + 60 bytes of headers (TCP's options at most:
+# timestamps and SACK blocks). A longer one carries data.
+PURE_ACK_MAX = 80
 
 
 class Lab:
@@ -59,6 +64,7 @@ class Lab:
     # -- build -------------------------------------------------------------------------------
     def build(self) -> None:
         self.check_tunnel()
+        self.check_chunks()
         for host in HOSTS:
             self.created.append(self.ns[host])  # first: an interrupt may come before `ip` returns
             run(["ip", "netns", "add", self.ns[host]])
@@ -132,6 +138,13 @@ class Lab:
         if inner > self.tunnel.mtu:
             raise ValueError(f"{inner}-byte datagrams do not fit the {c.tunnel} tunnel's MTU ({self.tunnel.mtu})")
 
+    def check_chunks(self) -> None:
+        c = self.config
+        if c.cross is not None and (c.traffic != "chunks" or c.cross not in ("tcp", "udp")):
+            raise ValueError(f"cross traffic {c.cross!r}: 'tcp' or 'udp', beside traffic='chunks'")
+        if c.traffic == "chunks" and (c.chunk_bytes <= 0 or c.chunk_bytes % 8):
+            raise ValueError(f"chunk_bytes {c.chunk_bytes}: a positive multiple of 8")
+
     def add_tunnel(self, t: Tunnel) -> None:
         """The tunnel's device ``ovl`` at the sender and at the receiver, between their underlay
         addresses, with the inner addresses, an MTU that no outer packet exceeds 1500 bytes with
@@ -201,7 +214,17 @@ class Lab:
             if c.traffic == "rtp-video"  # media, FEC and RTX (RTCP: next port)
             else f"tcp dport {c.port} ip length > {c.length}"
             if c.traffic == "iperf3-tcp"  # data segments
+            else f"tcp sport {c.port} ip length > {PURE_ACK_MAX}"
+            if c.traffic == "chunks"  # the server's data segments, not its ACKs (D-SACKs of a request sent twice)
             else f"udp dport {c.port} udp length {c.length + 8}"
+        )
+
+    def cross_match(self) -> str:
+        """The nftables match of the cross traffic's data packets (not iperf3's small ones)."""
+        c = self.config
+        port = c.port + CROSS_PORT_OFFSET
+        return (
+            f"tcp dport {port} ip length > {PURE_ACK_MAX}" if c.cross == "tcp" else f"udp dport {port} udp length > 100"
         )
 
     def add_bottleneck(self) -> None:
@@ -210,14 +233,21 @@ class Lab:
             raise ValueError(f"limiter {c.limiter!r}: one of {', '.join(LIMITERS)}")
         if c.limiter != "tbf" and c.tbf_steps:
             raise ValueError("tbf_steps step a shaper's rate: give them with limiter='tbf'")
+        if c.cross is not None and c.limiter == "nft-limit":
+            raise ValueError("cross traffic shares a policer's bucket with limiter='nft-policer', not 'nft-limit'")
+        if c.limiter == "none":
+            return
+        if c.limiter == "nft-policer":
+            self.add_policer()
+            return
         if c.limiter == "nft-limit":
             ruleset = f"""
                 table ip ldlab {{
                     chain policer {{
                         type filter hook forward priority 0; policy accept;
                         ip daddr {RECEIVER_IP} {self.media()} \
-                            limit rate over {_bits_per_second(c.tbf_rate) // 8} bytes/second \
-                            burst {c.tbf_burst_bytes} bytes counter drop
+                            limit rate over {bits_per_second(c.tbf_rate) // 8} bytes/second \
+                            burst {c.tbf_burst_bytes} bytes counter drop comment "data"
                     }}
                 }}
             """
@@ -242,6 +272,30 @@ class Lab:
                 str(c.tbf_limit_bytes),
             ]
         )
+
+    def add_policer(self) -> None:
+        """A token bucket counting packets (``LIMITERS``), at ``tbf_rate`` with a bucket of
+        ``tbf_burst_bytes``, both in packets of POLICER_PACKET_BYTES (the rate per minute, so
+        that it is exact to 1/60 of a packet a second); one named bucket that the data flow's
+        rule and the cross traffic's share, each rule counting its own drops."""
+        c = self.config
+        per_minute, burst = c.policer_bucket()
+        cross = (
+            f'ip daddr {RECEIVER_IP} {self.cross_match()} limit name "bucket" counter drop comment "cross"'
+            if c.cross is not None
+            else ""
+        )
+        ruleset = f"""
+            table ip ldlab {{
+                limit bucket {{ rate over {per_minute}/minute burst {burst} packets }}
+                chain policer {{
+                    type filter hook forward priority 0; policy accept;
+                    ip daddr {RECEIVER_IP} {self.media()} limit name "bucket" counter drop comment "data"
+                    {cross}
+                }}
+            }}
+        """
+        run(self.exec("r2", "nft", "-f", "-"), input=ruleset)
 
     def set_bottleneck_rate(self, rate: str) -> None:
         c = self.config
@@ -277,11 +331,20 @@ class Lab:
 
     def bottleneck_drops(self) -> int:
         limiter = self.config.limiter
-        if limiter == "nft-limit":
-            return _nft_drops(self.exec("r2", "nft", "-j", "list", "table", "ip", "ldlab"))
+        if limiter == "none":
+            return 0
+        if limiter.startswith("nft-"):
+            return _nft_drops(self.exec("r2", "nft", "-j", "list", "table", "ip", "ldlab"), "data")
         qdiscs = json.loads(run(["tc", "-n", self.ns["r2"], "-s", "-j", "qdisc", "show", "dev", "to-receiver"]))
         (tbf,) = [q for q in qdiscs if q["kind"] == "tbf"]
         return tbf["drops"]
+
+    def cross_drops(self) -> int | None:
+        """The policer's drops of the cross traffic (None: no cross traffic, or a limiter
+        that does not count them apart)."""
+        if self.config.cross is None or self.config.limiter != "nft-policer":
+            return None
+        return _nft_drops(self.exec("r2", "nft", "-j", "list", "table", "ip", "ldlab"), "cross")
 
     # -- teardown ----------------------------------------------------------------------------
     def teardown(self) -> None:
@@ -305,21 +368,14 @@ class Lab:
             subprocess.run(["ip", "netns", "delete", ns], check=False, capture_output=True)
 
 
-def _bits_per_second(rate: str) -> int:
-    """A tc rate (``1800kbit``, ``2mbit``, ``500000bit``) in bits per second."""
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)(k|m|g)?bit", rate.lower())
-    if match is None:
-        raise ValueError(f"rate {rate!r}: give bits per second as tc writes them, e.g. 1800kbit")
-    return int(float(match.group(1)) * {None: 1, "k": 1e3, "m": 1e6, "g": 1e9}[match.group(2)])
-
-
-def _nft_drops(command: list[str]) -> int:
-    """The packets the counters of a namespace's ldlab table counted (its drop rules')."""
+def _nft_drops(command: list[str], comment: str | None = None) -> int:
+    """The packets the counters of a namespace's ldlab table counted (its drop rules'; only the
+    rules with ``comment``, when given)."""
     listing = json.loads(run(command))
     return sum(
         expr["counter"]["packets"]
         for item in listing["nftables"]
-        if "rule" in item
+        if "rule" in item and (comment is None or item["rule"].get("comment") == comment)
         for expr in item["rule"]["expr"]
         if "counter" in expr
     )

@@ -1,19 +1,21 @@
 """The traffic of a run, from the sender's namespace to the receiver's: iperf3 (UDP or TCP),
-GStreamer's RTP audio and video, or a pair of aiortc WebRTC peers (``webrtc_peer.py``). Each
-sender starts the bottleneck's rate steps as it starts, cancels them when it ends, and returns
-its report."""
+GStreamer's RTP audio and video, a pair of aiortc WebRTC peers (``webrtc_peer.py``), or a
+chunked TCP download (``chunk_peer.py``) with cross traffic from r1 beside it. Each sender
+starts the bottleneck's rate steps as it starts, cancels them when it ends, and returns its
+report."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from .commands import START_TIMEOUT_S, STEP_TIMEOUT_S, finish, run
-from .config import RECEIVER_IP, RTP_SENDER_PORT, SENDER_IP
+from .config import CHUNK_PEER, CROSS_PORT_OFFSET, RECEIVER_IP, RTP_SENDER_PORT, SENDER_IP, bits_per_second
 from .namespaces import Lab
 
 
@@ -35,7 +37,7 @@ def send_iperf3(lab: Lab, steps) -> dict:
     ``length`` bytes, or one TCP transfer, at ``rate``; returns the client's ``-J`` report."""
     c = lab.config
     server = lab.spawn("receiver", "iperf3", "-s", "-1", "-J", "-p", str(c.port))
-    wait_listening(lab, server)
+    wait_listening(lab, server, c.port)
     with stepping(steps):
         udp = ["-u", "-l", str(c.length)] if c.traffic == "iperf3" else []
         client = run(
@@ -63,6 +65,53 @@ def send_iperf3(lab: Lab, steps) -> dict:
     if "error" in report:
         raise RuntimeError(f"iperf3 client: {report['error']}")
     return report
+
+
+def send_chunks(lab: Lab, steps) -> dict:
+    """The chunked download (``chunk_peer.py``): the server in the sender, the client in the
+    receiver; returns the client's report, with the cross traffic's iperf3 report (``cross``)
+    when there is some. The peers and the cross traffic set TCP cubic per socket (root may: a
+    namespace may not make it its default when the host's allowed list lacks it). The client is
+    given ten times the chunks' time at the limiter's rate, and more: a policer with a bucket of
+    a few packets leaves TCP a small share of its rate (measured: 3 Mbit/s, 8 kB, cross traffic
+    at 30 %: more than 50 s for three chunks of 2 s each)."""
+    c = lab.config
+    peer = str(Path(__file__).parent / CHUNK_PEER)
+    lab.spawn("sender", sys.executable, peer, "serve", str(c.port))
+    cross = start_cross(lab) if c.cross is not None else None
+    bits = c.chunk_count * c.chunk_bytes * 8
+    seconds = c.chunk_count * c.chunk_gap_s + (10 * bits / bits_per_second(c.tbf_rate) if c.limiter != "none" else 10)
+    with stepping(steps):
+        fetch = [peer, "fetch", lab.sender_ip, str(c.port), str(c.chunk_bytes), str(c.chunk_count), str(c.chunk_gap_s)]
+        report = json.loads(run(lab.exec("receiver", sys.executable, *fetch), timeout=seconds + 30))
+    if cross is not None:
+        report["cross"] = stop_cross(cross)
+    return report
+
+
+def start_cross(lab: Lab) -> subprocess.Popen:
+    """The cross traffic: an iperf3 client in r1 (TCP cubic, or UDP at ``cross_rate``) against a
+    one-test server in the receiver, running until ``stop_cross``."""
+    c = lab.config
+    port = c.port + CROSS_PORT_OFFSET
+    server = lab.spawn("receiver", "iperf3", "-s", "-1", "-p", str(port))
+    wait_listening(lab, server, port)
+    kind = ["-u", "-b", c.cross_rate, "-l", "1400"] if c.cross == "udp" else ["-C", "cubic"]
+    return lab.spawn("r1", "iperf3", "-c", lab.receiver_ip, "-p", str(port), *kind, "-t", "3600", "-J")
+
+
+def stop_cross(client: subprocess.Popen) -> dict:
+    """Stop the cross traffic's client as Ctrl-C would; its ``-J`` report, or why there is none."""
+    client.send_signal(signal.SIGINT)
+    try:
+        out, err = client.communicate(timeout=STEP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        client.kill()
+        return {"error": "the cross traffic's iperf3 client did not stop on SIGINT"}
+    try:
+        return json.loads(out)
+    except json.JSONDecodeError:
+        return {"error": f"no report from the cross traffic's iperf3 client: {err.decode().strip()}"}
 
 
 def send_rtp_audio(lab: Lab, steps) -> dict:
@@ -189,10 +238,11 @@ def send_webrtc(lab: Lab, steps) -> dict:
     return {"webrtc": True}
 
 
-def wait_listening(lab: Lab, server: subprocess.Popen) -> None:
-    """Wait until the iperf3 server's control socket listens (``-J`` prints nothing until then)."""
+def wait_listening(lab: Lab, server: subprocess.Popen, port: int) -> None:
+    """Wait until the iperf3 server's control socket listens on ``port`` (``-J`` prints nothing
+    until then)."""
     deadline = time.monotonic() + START_TIMEOUT_S
-    while not run(lab.exec("receiver", "ss", "-H", "-l", "-t", "-n", f"sport = :{lab.config.port}")):
+    while not run(lab.exec("receiver", "ss", "-H", "-l", "-t", "-n", f"sport = :{port}")):
         if server.poll() is not None:
             raise RuntimeError(f"iperf3 server exited: {server.communicate()[0].decode().strip()}")
         if time.monotonic() > deadline:
