@@ -78,8 +78,9 @@ def run(folder: Path) -> None:
         print(name, facts, flush=True)
 
 
-def sender_view(pcap: Path, sender_port: int, port: int) -> pd.DataFrame:
-    """The sender's view of the run's connection, read plainly from the decoded records."""
+def sender_view(pcap: Path, sender_port: int, port: int, chunks: pd.Series | None = None) -> pd.DataFrame:
+    """The sender's view of the run's connection, read plainly from the decoded records; its
+    chunks ``chunks`` (by the records' byte offsets in the file), else pieces of ``CHUNK_BYTES``."""
     from ldanalyze.io.capture.pcap import decode_capture
 
     c = decode_capture(pcap)
@@ -97,6 +98,7 @@ def sender_view(pcap: Path, sender_port: int, port: int) -> pd.DataFrame:
     new = ~pd.Series(start).duplicated(keep="first").to_numpy()
     new_bytes = np.cumsum(np.where(new, seg["payload_len"], 0)) - np.where(new, seg["payload_len"], 0)
     first_of = pd.Series(new_bytes).groupby(start).transform("min").to_numpy()
+    chunk = first_of // CHUNK_BYTES if chunks is None else chunks.loc[seg["offset"].astype(np.int64)].to_numpy()
     return make_packet_table(
         flow=np.full(len(seg), "data", dtype=object),
         seq=start,
@@ -105,7 +107,7 @@ def sender_view(pcap: Path, sender_port: int, port: int) -> pd.DataFrame:
         t_recv=np.full(len(seg), np.nan),
         fate=fate,
         t_ack=t_ack,
-        chunk=first_of // CHUNK_BYTES,
+        chunk=chunk,
     )
 
 
@@ -159,23 +161,44 @@ def first_acks(pcap: Path, sender_port: int, port: int, isn: int, t_send, start,
     return t_ack
 
 
-def table(folder: Path) -> pd.DataFrame:
-    """Per run and chunk, each variant's verdict; then per cause, the lossy chunks called policed."""
+CAUSES = {"policer": "policing", "shaper": "congestion", "random": "wireless"}  # the grid's kinds
+
+
+def table(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per run and chunk, each variant's verdict; then per cause, the lossy chunks called
+    policed. A run of the lab grid (``kind`` in its run.json) has its chunks and its lossy
+    chunks from truth.csv; one of ``run`` here, pieces of ``CHUNK_BYTES`` that the sender lost
+    some of."""
     rows = []
     for facts_file in sorted(folder.glob("*/run.json")):
         facts = json.loads(facts_file.read_text())
-        packets = sender_view(facts_file.parent / "sender.pcap", facts["sender_port"], facts["port"])
+        chunks = lossy = None
+        if "kind" in facts:  # traces/sender_grid.py's
+            cause = CAUSES[facts["kind"]]
+            ends = facts["flow"].split("/")[0].split(">")
+            sender_port, port = int(ends[0].rpartition(":")[2]), int(ends[1].rpartition(":")[2])
+            truth = pd.read_csv(facts_file.parent / "truth.csv")
+            chunks = truth.set_index("offset")["chunk"]
+            lossy = set(truth.loc[truth["truth"] != "delivered", "chunk"])
+        else:
+            cause, sender_port, port = facts["cause"], facts["sender_port"], facts["port"]
+        packets = sender_view(facts_file.parent / "sender.pcap", sender_port, port, chunks)
         for variant, detector in VARIANTS.items():
             v = flach_verdicts(packets, detector)
-            v["run"], v["cause"], v["variant"] = facts_file.parent.name, facts["cause"], variant
+            v["lossy"] = v["losses"] > 0 if lossy is None else v["chunk"].isin(lossy)
+            v["run"], v["cause"], v["variant"] = facts_file.parent.name, cause, variant
             rows.append(v)
-    chunks = pd.concat(rows, ignore_index=True)
-    lossy = chunks[chunks["losses"] > 0]
-    return chunks, lossy.groupby(["variant", "cause"]).agg(
-        lossy_chunks=("verdict", "size"),
-        called_policed=("verdict", lambda v: int((v == "policed").sum())),
-        share=("verdict", lambda v: float((v == "policed").mean())),
+    chunks_table = pd.concat(rows, ignore_index=True)
+    summary = (
+        chunks_table[chunks_table["lossy"]]
+        .groupby(["variant", "cause"])
+        .agg(
+            lossy_chunks=("verdict", "size"),
+            called_policed=("verdict", lambda v: int((v == "policed").sum())),
+            share=("verdict", lambda v: float((v == "policed").mean())),
+        )
     )
+    return chunks_table, summary
 
 
 if __name__ == "__main__":

@@ -90,6 +90,10 @@ class Flach(Parameterized):
     inflation: float = 1.3
     min_inflated_rtt: float = 0.020
     inflated_share: float = 0.2
+    loss_segments: float = 0.0
+    pass_segments: float = 0.0
+    over_min: bool = False
+    queue_segments: float = 0.0
 
     def __post_init__(self) -> None:
         check_positive(
@@ -110,8 +114,12 @@ class Flach(Parameterized):
             if not (isinstance(value, (int, np.integer)) and value >= 0):
                 raise UsageError(f"{self.name}: {key} must be a whole number ≥ 0, not {value!r}")
             object.__setattr__(self, key, int(value))
-        if not self.min_inflated_rtt >= 0:
-            raise UsageError(f"{self.name}: min_inflated_rtt must be ≥ 0 seconds, not {self.min_inflated_rtt!r}")
+        if not isinstance(self.over_min, (bool, np.bool_)):
+            raise UsageError(f"{self.name}: over_min must be true or false, not {self.over_min!r}")
+        for key in ("min_inflated_rtt", "loss_segments", "pass_segments", "queue_segments"):
+            value = getattr(self, key)
+            if not (isinstance(value, (int, float)) and value >= 0):
+                raise UsageError(f"{self.name}: {key} must be a number ≥ 0, not {value!r}")
 
     def thresholds(self) -> tuple:
         """The kernel's threshold arguments, in its order."""
@@ -127,6 +135,10 @@ class Flach(Parameterized):
             float(self.inflation),
             float(self.min_inflated_rtt),
             float(self.inflated_share),
+            float(self.loss_segments),
+            float(self.pass_segments),
+            bool(self.over_min),
+            float(self.queue_segments),
         )
 
 
@@ -141,7 +153,8 @@ def _percentile(ordered, n, q):
 
 @njit(cache=True)
 def flach_chunks(bounds, t_send, size, offset, lost, resent, settled, ack_delay, cutoff, min_samples, min_slices,
-                 late_bytes, loss_rtts, pass_rtts, loss_out, pass_out, inflation, min_inflated, inflated_share):  # fmt: skip
+                 late_bytes, loss_rtts, pass_rtts, loss_out, pass_out, inflation, min_inflated, inflated_share,
+                 loss_segments, pass_segments, over_min, queue_segments):  # fmt: skip
     """Per chunk (rows ``bounds[c]`` to ``bounds[c + 1]``, in send order): the rule's code (0:
     policed), the token rate (bit/s; NaN unless policed) and the burst (bytes; -1 unless
     policed). Per row: ``offset`` (bytes of new data sent in the chunk before its data),
@@ -172,8 +185,10 @@ def flach_chunks(bounds, t_send, size, offset, lost, resent, settled, ack_delay,
             if not lost[i]:
                 passed += size[i]
         rate = passed / elapsed if elapsed > 0 else 0.0  # bytes per second
-        loss_zero = loss_rtts * median_rtt * rate
-        pass_zero = pass_rtts * median_rtt * rate
+        segment = np.median(size[a:b])
+        loss_zero = max(loss_rtts * median_rtt * rate, loss_segments * segment)
+        pass_zero = max(pass_rtts * median_rtt * rate, pass_segments * segment)
+        queue_wait = queue_segments * segment / rate if rate > 0 else np.inf
         if offset[first] - rate * (t_send[first] - t_send[a]) < -pass_zero:
             code[c] = 3
             continue
@@ -207,13 +222,13 @@ def flach_chunks(bounds, t_send, size, offset, lost, resent, settled, ack_delay,
             if lost[i]:
                 on_loss[n_loss] = tokens
                 n_loss += 1
-                if (
-                    n_rtt > 1
-                    and previous >= _percentile(ordered, n_rtt, 50.0)
-                    and previous > inflation * _percentile(ordered, n_rtt, 10.0)
-                    and previous >= min_inflated
-                ):
-                    inflated += 1
+                if n_rtt > 1 and previous >= min_inflated:
+                    if over_min:  # above the lowest so far, by a queue of ``queue_segments``
+                        high = previous > inflation * ordered[0] and previous >= ordered[0] + queue_wait
+                    else:
+                        high = previous >= _percentile(ordered, n_rtt, 50.0)
+                        high = high and previous > inflation * _percentile(ordered, n_rtt, 10.0)
+                    inflated += high
                 if i == first:
                     slices = 1
                 elif t_send[i] > slice_end:

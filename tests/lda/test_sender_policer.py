@@ -38,8 +38,11 @@ def _same(fast: list[tuple], plain: list[tuple]) -> None:
     jitter=st.floats(0.0, 0.05),
     cutoff=st.integers(0, 3),
     min_samples=st.integers(0, 20),
+    segments=st.floats(0, 4),
+    over_min=st.booleans(),
 )
-def test_the_kernel_against_its_plain_twin(kinds, seed, n, offered, bucket, jitter, cutoff, min_samples):
+def test_the_kernel_against_its_plain_twin(kinds, seed, n, offered, bucket, jitter, cutoff, min_samples, segments,
+                                           over_min):  # fmt: skip
     """Several chunks of two flows, each of a mechanism, with and without the thresholds' defaults."""
     chunks = [
         sender_chunk(kind, n=n, seed=seed + i, offered=offered, bucket=bucket, jitter=jitter, p=0.05,
@@ -47,7 +50,17 @@ def test_the_kernel_against_its_plain_twin(kinds, seed, n, offered, bucket, jitt
         for i, kind in enumerate(kinds)
     ]
     packets = make_packet_table(**{c: pd.concat([p[c] for p in chunks], ignore_index=True) for c in chunks[0].columns})
-    for detector in (Flach(), Flach(cutoff=cutoff, min_samples=min_samples, min_loss_slices=1, min_inflated_rtt=0.0)):
+    tuned = Flach(
+        cutoff=cutoff,
+        min_samples=min_samples,
+        min_loss_slices=1,
+        min_inflated_rtt=0.0,
+        loss_segments=segments,
+        pass_segments=segments / 2,
+        over_min=over_min,
+        queue_segments=segments,
+    )
+    for detector in (Flach(), tuned):
         _same(_rows(flach_verdicts(packets, detector)), naive.flach_chunks(packets, detector))
 
 

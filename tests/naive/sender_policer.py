@@ -73,7 +73,10 @@ def _chunk(rows, d, last_tx, first_tx, settled):
     median_rtt = float(np.median(samples))
     elapsed = t[last] - t[first]
     rate = sum(size[i] for i in range(first, last) if not lost[i]) / elapsed if elapsed > 0 else 0.0
-    if offset_of[key[first]] - rate * (t[first] - t[0]) < -d.pass_rtts * median_rtt * rate:
+    segment = float(np.median(size))
+    loss_zero = max(d.loss_rtts * median_rtt * rate, d.loss_segments * segment)
+    pass_zero = max(d.pass_rtts * median_rtt * rate, d.pass_segments * segment)
+    if offset_of[key[first]] - rate * (t[first] - t[0]) < -pass_zero:
         return 3, np.nan, -1
     burst = int(sum(size[: loss_rows[0]]))
     rtts: list[float] = []
@@ -92,13 +95,12 @@ def _chunk(rows, d, last_tx, first_tx, settled):
         tokens = rate * (t[i] - t[first]) - used
         if lost[i]:
             on_loss.append(tokens)
-            if (
-                len(rtts) > 1
-                and rtts[-2] >= percentile(rtts, 50)
-                and rtts[-2] > d.inflation * percentile(rtts, 10)
-                and rtts[-2] >= d.min_inflated_rtt
-            ):
-                inflated += 1
+            if len(rtts) > 1 and rtts[-2] >= d.min_inflated_rtt:
+                if d.over_min:
+                    wait = d.queue_segments * segment / rate if rate > 0 else np.inf
+                    inflated += rtts[-2] > d.inflation * min(rtts) and rtts[-2] >= min(rtts) + wait
+                else:
+                    inflated += rtts[-2] >= percentile(rtts, 50) and rtts[-2] > d.inflation * percentile(rtts, 10)
             if i == first:
                 slices = 1
             elif t[i] > slice_end:
@@ -112,9 +114,9 @@ def _chunk(rows, d, last_tx, first_tx, settled):
     middle = float(np.median(on_loss))
     if np.mean(on_loss) >= np.mean(on_pass) or middle >= np.median(on_pass):
         return 4, np.nan, -1
-    if sum(abs(x - middle) > d.loss_rtts * median_rtt * rate for x in on_loss) > d.loss_out_of_range * len(on_loss):
+    if sum(abs(x - middle) > loss_zero for x in on_loss) > d.loss_out_of_range * len(on_loss):
         return 5, np.nan, -1
-    if sum(x - middle < -d.pass_rtts * median_rtt * rate for x in on_pass) > d.pass_out_of_range * len(on_pass):
+    if sum(x - middle < -pass_zero for x in on_pass) > d.pass_out_of_range * len(on_pass):
         return 6, np.nan, -1
     if inflated > d.inflated_share * len(on_loss):
         return 7, np.nan, -1
