@@ -46,6 +46,7 @@ defined (their code compares with NaN and never rules out): here it is code 8, `
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -55,6 +56,9 @@ from .. import packets as pk
 from ..errors import UsageError
 from ..specs import Parameterized, check_fraction, check_positive
 from ..tiering import call
+from .base import LDA, Features, Verdict
+from .policer import POLICING_CODE
+from .rtt import AdaptiveRtt
 
 # their result codes (policing_detector.py), and the verdict each gives
 RULES = (
@@ -94,6 +98,7 @@ class Flach(Parameterized):
     pass_segments: float = 0.0
     over_min: bool = False
     queue_segments: float = 0.0
+    capped: bool = False
 
     def __post_init__(self) -> None:
         check_positive(
@@ -114,8 +119,9 @@ class Flach(Parameterized):
             if not (isinstance(value, (int, np.integer)) and value >= 0):
                 raise UsageError(f"{self.name}: {key} must be a whole number ≥ 0, not {value!r}")
             object.__setattr__(self, key, int(value))
-        if not isinstance(self.over_min, (bool, np.bool_)):
-            raise UsageError(f"{self.name}: over_min must be true or false, not {self.over_min!r}")
+        for key in ("over_min", "capped"):
+            if not isinstance(getattr(self, key), (bool, np.bool_)):
+                raise UsageError(f"{self.name}: {key} must be true or false, not {getattr(self, key)!r}")
         for key in ("min_inflated_rtt", "loss_segments", "pass_segments", "queue_segments"):
             value = getattr(self, key)
             if not (isinstance(value, (int, float)) and value >= 0):
@@ -139,6 +145,7 @@ class Flach(Parameterized):
             float(self.pass_segments),
             bool(self.over_min),
             float(self.queue_segments),
+            bool(self.capped),
         )
 
 
@@ -154,7 +161,7 @@ def _percentile(ordered, n, q):
 @njit(cache=True)
 def flach_chunks(bounds, t_send, size, offset, lost, resent, settled, ack_delay, cutoff, min_samples, min_slices,
                  late_bytes, loss_rtts, pass_rtts, loss_out, pass_out, inflation, min_inflated, inflated_share,
-                 loss_segments, pass_segments, over_min, queue_segments):  # fmt: skip
+                 loss_segments, pass_segments, over_min, queue_segments, capped):  # fmt: skip
     """Per chunk (rows ``bounds[c]`` to ``bounds[c + 1]``, in send order): the rule's code (0:
     policed), the token rate (bit/s; NaN unless policed) and the burst (bytes; -1 unless
     policed). Per row: ``offset`` (bytes of new data sent in the chunk before its data),
@@ -205,6 +212,9 @@ def flach_chunks(bounds, t_send, size, offset, lost, resent, settled, ack_delay,
         inflated = slices = 0
         slice_end = t_send[first] + median_rtt
         used = 0.0
+        # the bucket's depth: the burst less what the rate added while it was sent (capped)
+        depth = max(burst - rate * (t_send[losses[0]] - t_send[a]), segment) if capped else np.inf
+        level, last_t = 0.0, t_send[first]  # the capped bucket, empty at the first loss
         for i in range(a, b):
             if resent[i] and settled[i] > ignore_until:
                 ignore_until = settled[i]
@@ -218,7 +228,11 @@ def flach_chunks(bounds, t_send, size, offset, lost, resent, settled, ack_delay,
                 previous, latest = latest, ack_delay[i]
             if i < first:
                 continue
-            tokens = rate * (t_send[i] - t_send[first]) - used
+            if capped:
+                level, last_t = min(depth, level + rate * (t_send[i] - last_t)), t_send[i]
+                tokens = level
+            else:
+                tokens = rate * (t_send[i] - t_send[first]) - used
             if lost[i]:
                 on_loss[n_loss] = tokens
                 n_loss += 1
@@ -238,6 +252,7 @@ def flach_chunks(bounds, t_send, size, offset, lost, resent, settled, ack_delay,
                 on_pass[n_pass] = tokens
                 n_pass += 1
                 used += size[i]
+                level -= size[i]
         if slices < min_slices or n_loss < min_samples or n_pass < min_samples:
             code[c] = 1
             continue
@@ -342,3 +357,51 @@ def flach_verdicts(packets: pd.DataFrame, detector: Flach | None = None) -> pd.D
         },
         columns=list(CHUNK_COLUMNS),
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class SenderPolicer(LDA, Flach):
+    """The detector as an LDA on the sender's view: every loss of a chunk it calls policed is
+    decided congestion with scheme ``policing`` (as ``policer.Policer``'s three-way view), the
+    others by Lim's adaptive RTT (paper 003 §3.1), a scheme defined on the sender's RTT.
+
+    Its verdict is the chunk's, taken over the whole chunk (Flach et al. judge a chunk once it
+    is over): a loss's decision may rest on transmissions after it. ``flach_pd`` is the detector
+    as written; ``flach_pd_lab`` the variant the lab grid supports (docs/ldas.md, "At the
+    sender")."""
+
+    name = "flach_pd"
+    view: ClassVar[str] = "sender"
+    in_all: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        Flach.__post_init__(self)
+
+    def chunk_policed(self, f: Features) -> np.ndarray:
+        """Per gap, whether its first lost transmission's chunk is called policed."""
+        gaps, packets = f.timeline.gaps, f.timeline.packets
+        verdicts = flach_verdicts(packets, self)
+        policed = verdicts.loc[verdicts["verdict"] == POLICED, ["flow", "chunk"]]
+        lost = packets[packets["fate"].isin(pk.LOSS_FATES)]
+        first = lost.drop_duplicates(["flow", "seq"])[["flow", "seq", "chunk"]].astype({"flow": str})
+        keyed = gaps[["flow", "first_seq"]].astype({"flow": str}).rename(columns={"first_seq": "seq"})
+        chunk = keyed.merge(first, on=["flow", "seq"], how="left")
+        marked = chunk.merge(policed.assign(policed=True), on=["flow", "chunk"], how="left")["policed"]
+        return marked.fillna(False).to_numpy(bool)
+
+    def decide(self, f: Features) -> Verdict:
+        policed = self.chunk_policed(f)
+        others = f.verdict(AdaptiveRtt()).wireless
+        return Verdict(wireless=others & ~policed, scheme=np.where(policed, POLICING_CODE, -1).astype(np.int8))
+
+
+@dataclasses.dataclass(frozen=True)
+class SenderPolicerLab(SenderPolicer):
+    """``flach_pd`` with the changes the lab grid supports (docs/ldas.md, "At the sender")."""
+
+    name = "flach_pd_lab"
+    min_inflated_rtt: float = 0.0
+    loss_segments: float = 2.0
+    pass_segments: float = 1.0
+    over_min: bool = True
+    queue_segments: float = 1.0

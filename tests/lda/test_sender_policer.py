@@ -40,9 +40,10 @@ def _same(fast: list[tuple], plain: list[tuple]) -> None:
     min_samples=st.integers(0, 20),
     segments=st.floats(0, 4),
     over_min=st.booleans(),
+    capped=st.booleans(),
 )
 def test_the_kernel_against_its_plain_twin(kinds, seed, n, offered, bucket, jitter, cutoff, min_samples, segments,
-                                           over_min):  # fmt: skip
+                                           over_min, capped):  # fmt: skip
     """Several chunks of two flows, each of a mechanism, with and without the thresholds' defaults."""
     chunks = [
         sender_chunk(kind, n=n, seed=seed + i, offered=offered, bucket=bucket, jitter=jitter, p=0.05,
@@ -59,6 +60,7 @@ def test_the_kernel_against_its_plain_twin(kinds, seed, n, offered, bucket, jitt
         pass_segments=segments / 2,
         over_min=over_min,
         queue_segments=segments,
+        capped=capped,
     )
     for detector in (Flach(), tuned):
         _same(_rows(flach_verdicts(packets, detector)), naive.flach_chunks(packets, detector))
@@ -220,3 +222,22 @@ def test_bad_parameters_are_refused(params, message):
 def test_a_receivers_table_is_refused():
     with pytest.raises(UsageError, match="sender's PacketTable"):
         flach_verdicts(pd.DataFrame({"flow": [], "seq": []}))
+
+
+def test_the_lda_marks_the_losses_of_policed_chunks():
+    """Per gap of a sender's timeline (its flow and first lost segment), whether that segment's
+    chunk is called policed: chunk 0 of flow a is a policer's, chunk 1 a shaper's."""
+    from types import SimpleNamespace
+
+    from ldanalyze.lda.sender_policer import SenderPolicer, SenderPolicerLab
+
+    policed = sender_chunk("policing", n=600, flow="a", chunk=0)
+    shaped = sender_chunk("congestion", n=600, flow="a", chunk=1, start=100.0)
+    shaped["seq"] += 10_000
+    packets = make_packet_table(**{c: pd.concat([policed[c], shaped[c]], ignore_index=True) for c in policed.columns})
+    lost = packets[packets["fate"] != "delivered"].drop_duplicates("seq")
+    gaps = pd.DataFrame({"flow": lost["flow"].astype(str).to_numpy(), "first_seq": lost["seq"].to_numpy()})
+    f = SimpleNamespace(timeline=SimpleNamespace(gaps=gaps, packets=packets))
+    assert SenderPolicer().chunk_policed(f).tolist() == (lost["chunk"] == 0).tolist()
+    assert SenderPolicer.view == SenderPolicerLab.view == "sender"
+    assert SenderPolicerLab().over_min and not SenderPolicer().over_min

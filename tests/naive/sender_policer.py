@@ -85,6 +85,8 @@ def _chunk(rows, d, last_tx, first_tx, settled):
     inflated = slices = 0
     slice_end = t[first] + median_rtt
     used = 0.0
+    depth = max(burst - rate * (t[loss_rows[0]] - t[0]), segment) if d.capped else np.inf
+    level, last_t = 0.0, t[first]
     for i in range(len(rows)):
         if resent[i] and settled.get(key[i], -np.inf) > ignore_until:
             ignore_until = settled[key[i]]
@@ -92,7 +94,11 @@ def _chunk(rows, d, last_tx, first_tx, settled):
             rtts.append(delay[i])
         if i < first:
             continue
-        tokens = rate * (t[i] - t[first]) - used
+        if d.capped:  # a bucket of the estimated depth, empty at the first loss
+            level, last_t = min(depth, level + rate * (t[i] - last_t)), t[i]
+            tokens = level
+        else:
+            tokens = rate * (t[i] - t[first]) - used
         if lost[i]:
             on_loss.append(tokens)
             if len(rtts) > 1 and rtts[-2] >= d.min_inflated_rtt:
@@ -109,6 +115,7 @@ def _chunk(rows, d, last_tx, first_tx, settled):
         else:
             on_pass.append(tokens)
             used += size[i]
+            level -= size[i]
     if slices < d.min_loss_slices or len(on_loss) < d.min_samples or len(on_pass) < d.min_samples:
         return 1, np.nan, -1
     middle = float(np.median(on_loss))
