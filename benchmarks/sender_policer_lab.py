@@ -31,12 +31,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ldanalyze.lda.sender_policer import Flach, flach_verdicts
+from ldanalyze.lda.sender_policer import Flach, SenderPolicerLab, flach_verdicts
 from ldanalyze.packets import make_packet_table
 
 CHUNK_BYTES = 2_000_000
 RATES = ("500kbit", "1500kbit", "3mbit", "10mbit")
-VARIANTS = {"flach": Flach(), "flach-cutoff2": Flach(cutoff=2)}
+# as written (their two runs: cutoff 0 and 2), and the lab variant (flach_pd_lab's thresholds)
+VARIANTS = {
+    "flach_pd": Flach(),
+    "flach_pd cutoff=2": Flach(cutoff=2),
+    "flach_pd_lab": Flach(**SenderPolicerLab().params()),
+}
 
 
 def grid() -> dict[str, dict]:
@@ -208,5 +213,9 @@ if __name__ == "__main__":
     else:
         chunks, summary = table(where)
         pd.set_option("display.width", 200)
-        print(chunks[["run", "chunk", "variant", "verdict", "rule", "rate_bps", "burst_bytes", "losses", "transmissions"]].to_string())
+        print(
+            chunks[
+                ["run", "chunk", "variant", "verdict", "rule", "rate_bps", "burst_bytes", "losses", "transmissions"]
+            ].to_string()
+        )
         print(summary.to_string())

@@ -41,6 +41,15 @@ median RTT is over all of the chunk's samples. Their percentiles are numpy's (li
 bytes on the wire (theirs: TCP payload bytes), so the rate is the one a policer counting IP
 packets enforces. Where a chunk has no RTT sample at all, the tolerances in tokens are not
 defined (their code compares with NaN and never rules out): here it is code 8, ``no rtt``.
+
+The variant's knobs (all off by default; ``SenderPolicerLab`` sets those the lab grid supports,
+docs/ldas.md "At the sender"): ``loss_segments`` and ``pass_segments`` floor the two token
+tolerances at that many segments (the chunk's median transmission size), for paths whose RTT is
+too short for an RTT's worth of tokens to cover a segment; ``over_min`` calls an RTT sample
+inflated when it is above ``inflation`` times the lowest sample so far and at least that lowest
+plus ``queue_segments`` segments' time at the token rate (a standing queue inflates every sample,
+so their percentile test finds none inflated); ``capped`` caps the replayed bucket at the
+estimated depth (the burst less the tokens made while it was sent).
 """
 
 from __future__ import annotations
@@ -342,7 +351,9 @@ def flach_verdicts(packets: pd.DataFrame, detector: Flach | None = None) -> pd.D
         *detector.thresholds(),
         us_per_item=5.0,
     )
-    verdict = np.where(code == 0, POLICED, np.where(code == 1, TOO_LITTLE_LOSS, np.where(code == 8, NO_RTT, NOT_POLICED)))
+    verdict = np.where(
+        code == 0, POLICED, np.where(code == 1, TOO_LITTLE_LOSS, np.where(code == 8, NO_RTT, NOT_POLICED))
+    )
     return pd.DataFrame(
         {
             "flow": pd.Series(r["flow"], dtype=object).astype(str),
@@ -401,7 +412,8 @@ class SenderPolicerLab(SenderPolicer):
 
     name = "flach_pd_lab"
     min_inflated_rtt: float = 0.0
-    loss_segments: float = 2.0
-    pass_segments: float = 1.0
+    inflated_share: float = 0.1
+    loss_segments: float = 4.0
+    pass_segments: float = 2.0
     over_min: bool = True
     queue_segments: float = 1.0

@@ -46,8 +46,18 @@ def test_the_kernel_against_its_plain_twin(kinds, seed, n, offered, bucket, jitt
                                            over_min, capped):  # fmt: skip
     """Several chunks of two flows, each of a mechanism, with and without the thresholds' defaults."""
     chunks = [
-        sender_chunk(kind, n=n, seed=seed + i, offered=offered, bucket=bucket, jitter=jitter, p=0.05,
-                     flow=f"f{i % 2}", chunk=i, start=100.0 * i)  # fmt: skip
+        sender_chunk(
+            kind,
+            n=n,
+            seed=seed + i,
+            offered=offered,
+            bucket=bucket,
+            jitter=jitter,
+            p=0.05,
+            flow=f"f{i % 2}",
+            chunk=i,
+            start=100.0 * i,
+        )  # fmt: skip
         for i, kind in enumerate(kinds)
     ]
     packets = make_packet_table(**{c: pd.concat([p[c] for p in chunks], ignore_index=True) for c in chunks[0].columns})

@@ -20,7 +20,9 @@ def percentile(values, q: float) -> float:
 def flach_chunks(packets: pd.DataFrame, d) -> list[tuple]:
     """Per (flow, chunk) in order: (flow, chunk, code, rate bit/s or NaN, burst or -1)."""
     rows = packets.assign(flow=packets["flow"].astype(str), chunk=packets.get("chunk", 0))
-    rows = rows.assign(code=pk.flow_codes(packets["flow"])).sort_values(["code", "chunk", "t_send", "uid"], kind="stable")
+    rows = rows.assign(code=pk.flow_codes(packets["flow"])).sort_values(
+        ["code", "chunk", "t_send", "uid"], kind="stable"
+    )
     records = rows.to_dict("records")
     last_tx: dict = {}
     first_tx: dict = {}
