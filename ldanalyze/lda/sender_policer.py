@@ -328,12 +328,17 @@ def chunk_rows(packets: pd.DataFrame) -> dict[str, np.ndarray]:
     }
 
 
-def flach_verdicts(packets: pd.DataFrame, detector: Flach | None = None) -> pd.DataFrame:
-    """One row per (flow, chunk) of a sender's PacketTable (``CHUNK_COLUMNS``): the verdict
-    (``policed``, ``not policed``, ``too little loss``, ``no rtt``), the rule that ruled
-    policing out (``RULES``; "" when policed) and its code (theirs), the token rate (bit/s) and
-    burst (bytes) when policed (NaN and -1 otherwise), the losses and transmissions."""
+def flach_verdicts(packets: pd.DataFrame | pk.Trace, detector: Flach | None = None) -> pd.DataFrame:
+    """One row per (flow, chunk) of a sender's PacketTable, or of a sender's-view Trace
+    (``CHUNK_COLUMNS``): the verdict (``policed``, ``not policed``, ``too little loss``, ``no
+    rtt``), the rule that ruled policing out (``RULES``; "" when policed) and its code (theirs),
+    the token rate (bit/s) and burst (bytes) when policed (NaN and -1 otherwise), the losses and
+    transmissions."""
     detector = detector or Flach()
+    if isinstance(packets, pk.Trace):
+        if packets.view != "sender":
+            raise UsageError(f"{packets.path}: the policer detector reads a sender's view, not a {packets.view}'s")
+        packets = packets.packets
     missing = {"fate", "t_send", "size", "seq", "tx", "uid", "flow"} - set(packets.columns)
     if missing:
         raise UsageError(f"the policer detector needs a sender's PacketTable; it lacks {sorted(missing)}")

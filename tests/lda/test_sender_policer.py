@@ -251,3 +251,14 @@ def test_the_lda_marks_the_losses_of_policed_chunks():
     assert SenderPolicer().chunk_policed(f).tolist() == (lost["chunk"] == 0).tolist()
     assert SenderPolicer.view == SenderPolicerLab.view == "sender"
     assert SenderPolicerLab().over_min and not SenderPolicer().over_min
+
+
+def test_a_senders_trace_is_read_and_a_receivers_refused():
+    from ldanalyze.packets import Trace, empty_rtt
+
+    packets = sender_chunk("policing")
+    sender = Trace(packets=packets, rtt=empty_rtt(), path="s.pcap", format="pcap", meta={"view": "sender"})
+    assert flach_verdicts(sender).equals(flach_verdicts(packets))
+    receiver = Trace(packets=packets, rtt=empty_rtt(), path="r.pcap", format="pcap")
+    with pytest.raises(UsageError, match="r.pcap: the policer detector reads a sender's view, not a receiver's"):
+        flach_verdicts(receiver)
