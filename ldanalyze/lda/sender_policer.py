@@ -49,7 +49,11 @@ too short for an RTT's worth of tokens to cover a segment; ``over_min`` calls an
 inflated when it is above ``inflation`` times the lowest sample so far and at least that lowest
 plus ``queue_segments`` segments' time at the token rate (a standing queue inflates every sample,
 so their percentile test finds none inflated); ``capped`` caps the replayed bucket at the
-estimated depth (the burst less the tokens made while it was sent).
+estimated depth (the burst less the tokens made while it was sent); ``refit`` refits the token
+rate to the time the bucket was not full: the goodput over the time between the first and the
+last loss less the part of each pause in sending beyond what fills a bucket of the estimated
+depth at the rate, until the rate settles (a sender in a retransmission timeout sends nothing
+while the bucket fills and overflows: the goodput alone falls far below the token rate).
 """
 
 from __future__ import annotations
@@ -83,6 +87,7 @@ RULES = (
 )
 POLICED, NOT_POLICED, TOO_LITTLE_LOSS, NO_RTT = "policed", "not policed", "too little loss", "no rtt"
 VERDICTS = (POLICED, NOT_POLICED, TOO_LITTLE_LOSS, NO_RTT)
+REFITS = 100  # at most, refitting the token rate (``refit``); it settles within a few dozen
 CHUNK_COLUMNS = ("flow", "chunk", "verdict", "rule", "code", "rate_bps", "burst_bytes", "losses", "transmissions")
 
 
@@ -108,6 +113,7 @@ class Flach(Parameterized):
     over_min: bool = False
     queue_segments: float = 0.0
     capped: bool = False
+    refit: bool = False
 
     def __post_init__(self) -> None:
         check_positive(
@@ -128,7 +134,7 @@ class Flach(Parameterized):
             if not (isinstance(value, (int, np.integer)) and value >= 0):
                 raise UsageError(f"{self.name}: {key} must be a whole number ≥ 0, not {value!r}")
             object.__setattr__(self, key, int(value))
-        for key in ("over_min", "capped"):
+        for key in ("over_min", "capped", "refit"):
             if not isinstance(getattr(self, key), (bool, np.bool_)):
                 raise UsageError(f"{self.name}: {key} must be true or false, not {getattr(self, key)!r}")
         for key in ("min_inflated_rtt", "loss_segments", "pass_segments", "queue_segments"):
@@ -155,6 +161,7 @@ class Flach(Parameterized):
             bool(self.over_min),
             float(self.queue_segments),
             bool(self.capped),
+            bool(self.refit),
         )
 
 
@@ -170,7 +177,7 @@ def _percentile(ordered, n, q):
 @njit(cache=True)
 def flach_chunks(bounds, t_send, size, offset, lost, resent, settled, ack_delay, cutoff, min_samples, min_slices,
                  late_bytes, loss_rtts, pass_rtts, loss_out, pass_out, inflation, min_inflated, inflated_share,
-                 loss_segments, pass_segments, over_min, queue_segments, capped):  # fmt: skip
+                 loss_segments, pass_segments, over_min, queue_segments, capped, refit):  # fmt: skip
     """Per chunk (rows ``bounds[c]`` to ``bounds[c + 1]``, in send order): the rule's code (0:
     policed), the token rate (bit/s; NaN unless policed) and the burst (bytes; -1 unless
     policed). Per row: ``offset`` (bytes of new data sent in the chunk before its data),
@@ -202,15 +209,25 @@ def flach_chunks(bounds, t_send, size, offset, lost, resent, settled, ack_delay,
                 passed += size[i]
         rate = passed / elapsed if elapsed > 0 else 0.0  # bytes per second
         segment = np.median(size[a:b])
+        burst = 0
+        for i in range(a, losses[0]):
+            burst += size[i]
+        for _ in range(REFITS if refit and rate > 0 else 0):  # leave out the time a full bucket wasted
+            depth = max(burst - rate * (t_send[losses[0]] - t_send[a]), segment)
+            wasted = 0.0
+            for i in range(first, last):
+                wasted += max(t_send[i + 1] - t_send[i] - depth / rate, 0.0)
+            refitted = passed / (elapsed - wasted)
+            steady = abs(refitted - rate) <= 1e-9 * rate
+            rate = refitted
+            if steady:
+                break
         loss_zero = max(loss_rtts * median_rtt * rate, loss_segments * segment)
         pass_zero = max(pass_rtts * median_rtt * rate, pass_segments * segment)
         queue_wait = queue_segments * segment / rate if rate > 0 else np.inf
         if offset[first] - rate * (t_send[first] - t_send[a]) < -pass_zero:
             code[c] = 3
             continue
-        burst = 0
-        for i in range(a, losses[0]):
-            burst += size[i]
         on_loss = np.empty(b - a)
         on_pass = np.empty(b - a)
         n_loss = n_pass = 0
@@ -422,3 +439,5 @@ class SenderPolicerLab(SenderPolicer):
     pass_segments: float = 2.0
     over_min: bool = True
     queue_segments: float = 1.0
+    capped: bool = True
+    refit: bool = True

@@ -41,10 +41,13 @@ def _same(fast: list[tuple], plain: list[tuple]) -> None:
     segments=st.floats(0, 4),
     over_min=st.booleans(),
     capped=st.booleans(),
+    refit=st.booleans(),
+    pause=st.floats(0.0, 1.0),
 )
 def test_the_kernel_against_its_plain_twin(kinds, seed, n, offered, bucket, jitter, cutoff, min_samples, segments,
-                                           over_min, capped):  # fmt: skip
-    """Several chunks of two flows, each of a mechanism, with and without the thresholds' defaults."""
+                                           over_min, capped, refit, pause):  # fmt: skip
+    """Several chunks of two flows, each of a mechanism, with and without the thresholds' defaults;
+    the sender pauses ``pause`` seconds in mid-chunk (a timeout: what ``refit`` leaves out)."""
     chunks = [
         sender_chunk(
             kind,
@@ -60,6 +63,9 @@ def test_the_kernel_against_its_plain_twin(kinds, seed, n, offered, bucket, jitt
         )  # fmt: skip
         for i, kind in enumerate(kinds)
     ]
+    for p in chunks:
+        later = (p["t_send"] > p["t_send"].median()).to_numpy()
+        p.loc[later, ["t_send", "t_ack"]] += pause
     packets = make_packet_table(**{c: pd.concat([p[c] for p in chunks], ignore_index=True) for c in chunks[0].columns})
     tuned = Flach(
         cutoff=cutoff,
@@ -71,6 +77,7 @@ def test_the_kernel_against_its_plain_twin(kinds, seed, n, offered, bucket, jitt
         over_min=over_min,
         queue_segments=segments,
         capped=capped,
+        refit=refit,
     )
     for detector in (Flach(), tuned):
         _same(_rows(flach_verdicts(packets, detector)), naive.flach_chunks(packets, detector))
@@ -262,3 +269,26 @@ def test_a_senders_trace_is_read_and_a_receivers_refused():
     receiver = Trace(packets=packets, rtt=empty_rtt(), path="r.pcap", format="pcap")
     with pytest.raises(UsageError, match="r.pcap: the policer detector reads a sender's view, not a receiver's"):
         flach_verdicts(receiver)
+
+
+def test_the_lab_variants_knobs():
+    """A 1 ms RTT leaves Flach et al.'s tolerances at 160 bytes of tokens: 5 ms of jitter in the
+    sending times spreads the losses' tokens over 400 and rules the policer out, unless the
+    tolerance is floored at a segment. A 1 s pause in mid-chunk (a timeout: the policer's bucket
+    fills up and overflows) halves the goodput: the policer is found again only with the rate
+    refitted to the time the bucket was not full and the bucket capped at its depth."""
+    rng = np.random.default_rng(0)
+    lost = np.zeros(110, bool)
+    lost[10::5] = True
+    jittered = _chunk(np.arange(110) * 0.01 + rng.uniform(0, 0.005, 110), lost, rtt=0.001)
+    assert _verdict(jittered) == ("not policed", "loss fill out of range")
+    assert _verdict(jittered, loss_segments=1) == ("policed", "")
+    before = sender_chunk("policing", n=400)
+    after = sender_chunk("policing", n=400, seed=2, start=before["t_send"].max() + 1.0)
+    after["seq"] += 400
+    paused = make_packet_table(**{c: pd.concat([before[c], after[c]], ignore_index=True) for c in before.columns})
+    for knobs in ({}, {"refit": True}, {"capped": True}):
+        assert _verdict(paused, **knobs) == ("not policed", "loss fill out of range")
+    v = flach_verdicts(paused, Flach(capped=True, refit=True)).iloc[0]
+    assert (v["verdict"], v["burst_bytes"]) == ("policed", 69_000)
+    assert v["rate_bps"] == pytest.approx(1.6e6, rel=0.01)

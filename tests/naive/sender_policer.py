@@ -74,13 +74,16 @@ def _chunk(rows, d, last_tx, first_tx, settled):
         return 8, np.nan, -1
     median_rtt = float(np.median(samples))
     elapsed = t[last] - t[first]
-    rate = sum(size[i] for i in range(first, last) if not lost[i]) / elapsed if elapsed > 0 else 0.0
+    passed = sum(size[i] for i in range(first, last) if not lost[i])
+    rate = passed / elapsed if elapsed > 0 else 0.0
     segment = float(np.median(size))
+    burst = int(sum(size[: loss_rows[0]]))
+    if d.refit and rate > 0:
+        rate = _refitted(rate, t, first, last, burst, t[loss_rows[0]] - t[0], segment, passed, elapsed)
     loss_zero = max(d.loss_rtts * median_rtt * rate, d.loss_segments * segment)
     pass_zero = max(d.pass_rtts * median_rtt * rate, d.pass_segments * segment)
     if offset_of[key[first]] - rate * (t[first] - t[0]) < -pass_zero:
         return 3, np.nan, -1
-    burst = int(sum(size[: loss_rows[0]]))
     rtts: list[float] = []
     ignore_until = -np.inf
     on_loss, on_pass = [], []
@@ -130,3 +133,16 @@ def _chunk(rows, d, last_tx, first_tx, settled):
     if inflated > d.inflated_share * len(on_loss):
         return 7, np.nan, -1
     return 0, rate * 8, burst
+
+
+def _refitted(rate, t, first, last, burst, before_loss, segment, passed, elapsed):
+    """The token rate over the time a bucket of the estimated depth was not full, refitted."""
+    for _ in range(100):
+        depth = max(burst - rate * before_loss, segment)
+        wasted = sum(max(t[i + 1] - t[i] - depth / rate, 0.0) for i in range(first, last))
+        refitted = passed / (elapsed - wasted)
+        settled = abs(refitted - rate) <= 1e-9 * rate
+        rate = refitted
+        if settled:
+            break
+    return rate
