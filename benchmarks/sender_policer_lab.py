@@ -194,16 +194,31 @@ def table(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
             v["run"], v["cause"], v["variant"] = facts_file.parent.name, cause, variant
             rows.append(v)
     chunks_table = pd.concat(rows, ignore_index=True)
+    chunks_table["cross"] = chunks_table["run"].str.extract(r"-(tcp|udp)-r\d+$")[0].fillna("none")
     summary = (
         chunks_table[chunks_table["lossy"]]
-        .groupby(["variant", "cause"])
+        .groupby(["cause", "cross", "variant"])
         .agg(
             lossy_chunks=("verdict", "size"),
             called_policed=("verdict", lambda v: int((v == "policed").sum())),
-            share=("verdict", lambda v: float((v == "policed").mean())),
         )
+        .reset_index()
     )
     return chunks_table, summary
+
+
+def markdown(summary: pd.DataFrame) -> str:
+    """The summary as docs/ldas.md shows it: per cause and cross traffic, chunks called policed
+    out of the lossy ones, per variant."""
+    wide = summary.pivot_table(index=["cause", "cross"], columns="variant", values="called_policed", sort=False)
+    counts = summary.groupby(["cause", "cross"], sort=False)["lossy_chunks"].first()
+    lines = ["| losses by | cross traffic | lossy chunks | " + " | ".join(wide.columns) + " |"]
+    lines.append("|---|---|---:|" + "---:|" * len(wide.columns))
+    for (cause, cross), row in wide.iterrows():
+        n = counts[(cause, cross)]
+        cells = [f"{int(v)} ({v / n:.0%})" for v in row]
+        lines.append(f"| {cause} | {cross} | {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
@@ -213,9 +228,6 @@ if __name__ == "__main__":
     else:
         chunks, summary = table(where)
         pd.set_option("display.width", 200)
-        print(
-            chunks[
-                ["run", "chunk", "variant", "verdict", "rule", "rate_bps", "burst_bytes", "losses", "transmissions"]
-            ].to_string()
-        )
-        print(summary.to_string())
+        columns = ["run", "chunk", "variant", "verdict", "rule", "rate_bps", "burst_bytes", "losses", "transmissions"]
+        print(chunks[columns].to_string())
+        print(markdown(summary))
