@@ -198,10 +198,7 @@ def table(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     summary = (
         chunks_table[chunks_table["lossy"]]
         .groupby(["cause", "cross", "variant"])
-        .agg(
-            lossy_chunks=("verdict", "size"),
-            called_policed=("verdict", lambda v: int((v == "policed").sum())),
-        )
+        .agg(lossy_chunks=("verdict", "size"), called_policed=("verdict", lambda v: int((v == "policed").sum())))
         .reset_index()
     )
     return chunks_table, summary
