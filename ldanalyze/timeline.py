@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from .errors import UsageError
 from .formatting import timeline_html
 from .packets import (
     AIR_COLUMNS,
@@ -69,6 +70,7 @@ from .packets import (
     sorting_order,
     unwrap_sequence,
 )
+from .sender_timeline import SAMPLE_COLUMNS, ack_samples, detections, sample_rtt, spurious_losses
 from .tiering import call, pick
 
 KIND_IN_ORDER, KIND_LATE, KIND_DUPLICATE = "in_order", "late", "duplicate"
@@ -105,6 +107,11 @@ class Timeline:
         value = pending.pop(name)(name)
         setattr(self, name, value)
         return value
+
+    @property
+    def view(self) -> str:
+        """``receiver`` (arrivals and gaps) or ``sender`` (ACK samples and loss detections)."""
+        return self.meta.get("view", "receiver")
 
     @property
     def clock_common(self) -> bool:
@@ -173,13 +180,16 @@ class Timeline:
         return pd.DataFrame(out)
 
     def per_packet(self) -> pd.DataFrame:
-        """Every data packet (sent order) with its timeline columns and fate: the export.
+        """Every data packet (sent order) with its timeline columns and fate: the export (at the
+        sender, no packet has arrival columns: the arrivals are ACKs).
         ``owd`` is missing (NaN, with a warning) unless the send and receive times are on one
         clock (:attr:`clock_common`): across two clocks with no common origin it is the distance
         between the origins, not a delay. ``rott``, the delay above the flow's least, is there
         either way."""
         cols = ["uid", "owd", "rott", "iat", "jitter", "jitter_rfc3550", "kind"]
-        out = self.packets.merge(self.arrivals[cols], on="uid", how="left")
+        # a sender's arrivals are ACKs (their uids: rows of the ACK stream), none a packet's
+        arrived = self.arrivals[cols].iloc[: 0 if self.view == "sender" else None]
+        out = self.packets.merge(arrived, on="uid", how="left")
         if not self.clock_common and out["owd"].notna().any():
             clocks = {"separate": "separate clocks", "skew-removed": "separate clocks (skew removed)"}
             warnings.warn(
@@ -238,8 +248,12 @@ def build_timeline(source: Trace | pd.DataFrame, *, seq_modulus: int | None = No
     """Build the per-flow timeline of a trace (or a bare PacketTable).
 
     A Trace also lends its RTT samples and metadata (``meta['clock']``: ``"common"`` when both
-    ends share a clock, as in ns-2); a bare PacketTable has neither.
+    ends share a clock, as in ns-2); a bare PacketTable has neither. A sender's view
+    (``trace.view == "sender"``) gives the sender's timeline (``sender_timeline``): its ACK
+    samples as arrivals, its loss detections as gaps.
     """
+    if isinstance(source, Trace) and source.view != "receiver":
+        return _sender_timeline(source, seq_modulus)
     packets = source.packets if isinstance(source, Trace) else source
     rtt = source.rtt if isinstance(source, Trace) else empty_rtt()
     meta = {**source.meta, "path": source.path} if isinstance(source, Trace) else {}
@@ -257,6 +271,35 @@ def build_timeline(source: Trace | pd.DataFrame, *, seq_modulus: int | None = No
     losses = _losses(packets, gaps)
     gaps["n_lost"] = losses[losses["gap"] >= 0].groupby("gap").size().reindex(gaps["gap"], fill_value=0).to_numpy()
     return Timeline(arrivals=arrivals, gaps=gaps, losses=losses, packets=packets, rtt=rtt, meta=meta)
+
+
+def _sender_timeline(trace: Trace, seq_modulus: int | None) -> Timeline:
+    """The sender's view as a Timeline (``sender_timeline``'s docstring; ``docs/ldas.md``, "The
+    sender's view"): the arrival columns of the ACK samples, computed as a receiver's are."""
+    if trace.view != "sender":
+        raise UsageError(
+            f"{trace.path}: a trace whose flows were read in different views ({trace.view!r}) has no "
+            "timeline yet; read the sender's and the receiver's flows apart (--flows)"
+        )
+    if seq_modulus is not None:
+        raise UsageError(
+            f"{trace.path}: a sender's view numbers segments and packets without wrapping: no sequence modulus"
+        )
+    samples = ack_samples(trace)
+    arrivals, _ = _arrivals(samples)
+    at = np.searchsorted(samples["uid"].to_numpy(), arrivals["uid"].to_numpy())  # uids: the ACKs' rows, rising
+    for name in SAMPLE_COLUMNS:
+        arrivals[name] = samples[name].to_numpy()[at]
+    gaps, losses = detections(arrivals, trace.packets)
+    meta = {**trace.meta, "path": trace.path, "view": "sender", "spurious_losses": spurious_losses(trace.packets)}
+    return Timeline(
+        arrivals=arrivals,
+        gaps=gaps,
+        losses=losses,
+        packets=trace.packets.reset_index(drop=True),
+        rtt=sample_rtt(arrivals),
+        meta=meta,
+    )
 
 
 def _arrivals(packets: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
