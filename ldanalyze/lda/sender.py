@@ -62,13 +62,16 @@ class WroLdaPlusRtt(WroLdaPlus):
     variant_of = WroLdaPlus.name
 
 
-def backlog(f: Features) -> np.ndarray:
-    """Per ACK sample, N = W·(RTT − BaseRTT)/RTT (module docstring): W its ``window``, BaseRTT the
-    least RTT of its flow so far; NaN where the window is unknown."""
-    lo, _ = f.delay_range()
-    window = f.timeline.arrivals["window"].to_numpy(np.float64)
+def backlog(window: np.ndarray, rtt: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """N = W·(RTT − BaseRTT)/RTT (module docstring); NaN where the window is unknown."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return window * (f.d - lo) / f.d
+        return window * (rtt - base) / rtt
+
+
+def sample_backlog(f: Features) -> np.ndarray:
+    """Per ACK sample, its N: its window and RTT, BaseRTT the least RTT of its flow so far."""
+    lo, _ = f.delay_range()
+    return backlog(f.timeline.arrivals["window"].to_numpy(np.float64), f.d, lo)
 
 
 class BacklogLDA(LDA):
@@ -97,12 +100,12 @@ class VenoSender(BacklogLDA):
     def decide(self, f: Features) -> Verdict:
         lo, _ = f.delay_range()
         window = f.at_state(f.timeline.arrivals["window"].to_numpy(np.float64))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            n = window * (f.gdelay - f.at_state(lo)) / f.gdelay
-        return Verdict(f.decided & (n < self.beta))
+        return Verdict(f.decided & (backlog(window, f.gdelay, f.at_state(lo)) < self.beta))
 
     def state(self, f: Features) -> pd.DataFrame:
-        return pd.DataFrame({"d": f.d, "window": f.timeline.arrivals["window"].to_numpy(np.float64), "N": backlog(f)})
+        return pd.DataFrame(
+            {"d": f.d, "window": f.timeline.arrivals["window"].to_numpy(np.float64), "N": sample_backlog(f)}
+        )
 
 
 @njit(cache=True)
@@ -140,10 +143,10 @@ class Vegas(BacklogLDA):
 
     def predicted(self, f: Features) -> np.ndarray:
         """Per ACK sample, 1 where congestion is predicted."""
-        return call(band_state, backlog(f), f.start, self.alpha, self.beta)
+        return call(band_state, sample_backlog(f), f.start, self.alpha, self.beta)
 
     def decide(self, f: Features) -> Verdict:
         return Verdict(f.decided & (f.at_state(self.predicted(f), 1) == 0))
 
     def state(self, f: Features) -> pd.DataFrame:
-        return pd.DataFrame({"d": f.d, "diff": backlog(f), "congestion": self.predicted(f).astype(bool)})
+        return pd.DataFrame({"d": f.d, "diff": sample_backlog(f), "congestion": self.predicted(f).astype(bool)})
