@@ -74,6 +74,7 @@ from .sender_timeline import SAMPLE_COLUMNS, ack_samples, detections, sample_rtt
 from .tiering import call, pick
 
 KIND_IN_ORDER, KIND_LATE, KIND_DUPLICATE = "in_order", "late", "duplicate"
+RECEIVER, SENDER = "receiver", "sender"  # a timeline's views (``Timeline.view``; "mixed": each flow its own)
 ARRIVAL_KIND = pd.CategoricalDtype([KIND_IN_ORDER, KIND_LATE, KIND_DUPLICATE])
 
 
@@ -110,8 +111,16 @@ class Timeline:
 
     @property
     def view(self) -> str:
-        """``receiver`` (arrivals and gaps) or ``sender`` (ACK samples and loss detections)."""
-        return self.meta.get("view", "receiver")
+        """``receiver`` (arrivals and gaps), ``sender`` (ACK samples and loss detections), or
+        ``mixed`` (each flow in its own: ``flow_views``)."""
+        return self.meta.get("view", RECEIVER)
+
+    @property
+    def flow_views(self) -> dict[str, str]:
+        """Each flow's view (``receiver`` or ``sender``)."""
+        if self.view == "mixed":
+            return dict(self.meta["flow_views"])
+        return dict.fromkeys(self.flows, self.view)
 
     @property
     def clock_common(self) -> bool:
@@ -250,8 +259,12 @@ def build_timeline(source: Trace | pd.DataFrame, *, seq_modulus: int | None = No
     A Trace also lends its RTT samples and metadata (``meta['clock']``: ``"common"`` when both
     ends share a clock, as in ns-2); a bare PacketTable has neither. A sender's view
     (``trace.view == "sender"``) gives the sender's timeline (``sender_timeline``): its ACK
-    samples as arrivals, its loss detections as gaps.
+    samples as arrivals, its loss detections as gaps. A trace whose flows were read in different
+    views (``"mixed"``, each flow's in ``meta["flows"][flow]["view"]``) gives each flow's in its
+    own view, joined (``meta["flow_views"]``).
     """
+    if isinstance(source, Trace) and source.view == "mixed":
+        return _mixed_timeline(source, seq_modulus)
     if isinstance(source, Trace) and source.view != "receiver":
         return _sender_timeline(source, seq_modulus)
     packets = source.packets if isinstance(source, Trace) else source
@@ -277,10 +290,7 @@ def _sender_timeline(trace: Trace, seq_modulus: int | None) -> Timeline:
     """The sender's view as a Timeline (``sender_timeline``'s docstring; ``docs/ldas.md``, "The
     sender's view"): the arrival columns of the ACK samples, computed as a receiver's are."""
     if trace.view != "sender":
-        raise UsageError(
-            f"{trace.path}: a trace whose flows were read in different views ({trace.view!r}) has no "
-            "timeline yet; read the sender's and the receiver's flows apart (--flows)"
-        )
+        raise UsageError(f"{trace.path}: a trace in an unknown view {trace.view!r} (receiver, sender or mixed)")
     if seq_modulus is not None:
         raise UsageError(
             f"{trace.path}: a sender's view numbers segments and packets without wrapping: no sequence modulus"
@@ -300,6 +310,79 @@ def _sender_timeline(trace: Trace, seq_modulus: int | None) -> Timeline:
         rtt=sample_rtt(arrivals),
         meta=meta,
     )
+
+
+def flow_views(trace: Trace) -> dict[str, str]:
+    """Each flow's view in a mixed trace (``meta["flows"][flow]["view"]``; receiver if not said)."""
+    said = trace.meta.get("flows") or {}
+    views = {flow: str((said.get(flow) or {}).get("view", RECEIVER)) for flow in trace.flows}
+    unknown = sorted({view for view in views.values() if view not in (RECEIVER, SENDER)})
+    if unknown:
+        raise UsageError(
+            f"{trace.path}: flow view(s) {', '.join(unknown)}: a flow is read as its receiver's or sender's"
+        )
+    return views
+
+
+def _mixed_timeline(trace: Trace, seq_modulus: int | None) -> Timeline:
+    """Each flow's timeline in its own view, joined as one: arrivals by flow (each flow's
+    as its view gives them), gaps in arrival order, losses by flow and send time; the arrival and
+    gap indices renumbered to match."""
+    views = flow_views(trace)
+    parts = []
+    for view in (RECEIVER, SENDER):
+        mine = [flow for flow, its in views.items() if its == view]
+        if mine:
+            tables = {name: _rows_of(getattr(trace, name), mine) for name in ("packets", "rtt", "acks")}
+            part = dataclasses.replace(trace, **tables, meta={**trace.meta, "view": view})
+            parts.append(build_timeline(part, seq_modulus=seq_modulus if view == RECEIVER else None))
+    arrivals = pd.concat([part.arrivals for part in parts], ignore_index=True)
+    order = np.argsort(flow_codes(arrivals["flow"]), kind="stable")  # each part by flow and time already
+    position = np.empty(order.size, np.int64)
+    position[order] = np.arange(order.size)
+    gaps, losses = [], []
+    arrival_base = gap_base = 0
+    for part in parts:
+        at = {
+            name: _renumbered(part.gaps[name].to_numpy(), position, arrival_base)
+            for name in ("arrival", "prev_arrival")
+        }
+        gaps.append(part.gaps.assign(**at, gap=part.gaps["gap"] + gap_base))
+        gap = part.losses["gap"].to_numpy()
+        losses.append(part.losses.assign(gap=np.where(gap >= 0, gap + gap_base, -1)))
+        arrival_base += len(part.arrivals)
+        gap_base += len(part.gaps)
+    gaps_joined = pd.concat(gaps, ignore_index=True)
+    by_arrival = np.argsort(gaps_joined["arrival"].to_numpy(), kind="stable")
+    new_gap = np.empty(by_arrival.size, np.int64)
+    new_gap[by_arrival] = np.arange(by_arrival.size)
+    gaps_joined = gaps_joined.take(by_arrival).reset_index(drop=True).assign(gap=np.arange(by_arrival.size))
+    losses_joined = pd.concat(losses, ignore_index=True)
+    losses_joined["gap"] = _renumbered(losses_joined["gap"].to_numpy(), new_gap, 0)
+    loss_order = np.lexsort(
+        (losses_joined["uid"].to_numpy(), losses_joined["t_send"].to_numpy(), flow_codes(losses_joined["flow"]))
+    )
+    meta = {**trace.meta, "path": trace.path, "view": "mixed", "flow_views": views}
+    meta["spurious_losses"] = spurious_losses(trace.packets)
+    return Timeline(
+        arrivals=arrivals.take(order).reset_index(drop=True),
+        gaps=gaps_joined,
+        losses=losses_joined.take(loss_order).reset_index(drop=True),
+        packets=trace.packets.reset_index(drop=True),
+        rtt=pd.concat([part.rtt for part in parts], ignore_index=True),
+        meta=meta,
+    )
+
+
+def _rows_of(table: pd.DataFrame, flows: list[str]) -> pd.DataFrame:
+    """The rows of ``table`` whose flow is one of ``flows``."""
+    return table[table["flow"].astype(str).isin(flows).to_numpy()].reset_index(drop=True)
+
+
+def _renumbered(index: np.ndarray, position: np.ndarray, base: int) -> np.ndarray:
+    """Row numbers of a part (-1: none) as ``position`` renumbers the joined rows, the part's
+    first at ``base``."""
+    return np.where(index >= 0, position[np.maximum(index, 0) + base], -1)
 
 
 def _arrivals(packets: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:

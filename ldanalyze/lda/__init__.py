@@ -108,7 +108,7 @@ def runnable_ldas(
     optional = optional_specs(ldas) if optional is None else optional
     runnable = []
     for lda in chosen:
-        if timeline.view not in lda.views and lda.spec in optional:
+        if not set(timeline.flow_views.values()) & set(lda.views) and lda.spec in optional:
             continue  # "all" is the LDAs defined on the timeline's view: not left out, not there
         try:
             check_view(lda, timeline)
@@ -126,17 +126,29 @@ def runnable_ldas(
 
 
 def check_view(lda: LDA, timeline: Timeline) -> None:
-    """Raise UsageError unless ``lda`` is defined on the timeline's view (``LDA.views``), naming
-    the form of it that is (``spike`` on a sender's view: ``spike@rtt``)."""
-    view = timeline.view
-    if view in lda.views:
+    """Raise UsageError unless ``lda`` is defined on the timeline's view (``LDA.views``; of a
+    mixed timeline, on some flow's), naming the form of it that is (``spike`` on a sender's
+    view: ``spike@rtt``)."""
+    views = set(timeline.flow_views.values())
+    if views & set(lda.views) or not views:
         return
+    view = timeline.view if timeline.view != "mixed" else " and ".join(sorted(views))
     family = {lda.name, lda.variant_of} - {""}
-    others = [name for name, cls in REGISTRY.items() if view in cls.views and {name, cls.variant_of} & family]
+    others = [name for name, cls in REGISTRY.items() if views & set(cls.views) and {name, cls.variant_of} & family]
     hint = f"; on a {view}'s view use {' or '.join(others)}" if others else ""
     raise UsageError(
         f"{lda.spec} is defined on the {' and '.join(lda.views)}'s view, and this timeline is a {view}'s{hint}"
     )
+
+
+def decided_losses(lda: LDA, timeline: Timeline) -> np.ndarray:
+    """The losses ``lda`` decides: those of the flows read in a view it is defined on (on a
+    mixed timeline, some flows' are not; elsewhere, every one)."""
+    flow_views = timeline.flow_views
+    mine = [flow for flow, view in flow_views.items() if view in lda.views]
+    if len(mine) == len(flow_views):
+        return np.ones(len(timeline.losses), bool)
+    return label_positions(timeline.losses["flow"], mine) >= 0
 
 
 def optional_specs(ldas) -> set[str]:
@@ -156,7 +168,7 @@ def classify(timeline: Timeline, ldas="all", *, semantics: Replay | None = None)
     the LDA was not confident enough to call it), ``t_decide`` (when it was decided: the
     receive time of the deciding arrival, at a sender the detection time if later), ``scheme`` (ZBS: the base scheme that decided; "" for the others; categorical) and
     ``confidence`` (the probability the LDA gave its call, 0.5-1: the learned LDA; NaN for the
-    others). The table is built once from codes: a batch re-run classifies a trace in a
+    others). On a mixed timeline an LDA has rows for the flows in its views only. The table is built once from codes: a batch re-run classifies a trace in a
     few milliseconds, and per-LDA pandas blocks would dominate that.
     """
     semantics = semantics or Replay()
@@ -186,21 +198,29 @@ def classify(timeline: Timeline, ldas="all", *, semantics: Replay | None = None)
     scheme[scheme < 0] = len(SCHEMES)
     flows = timeline.flows
     flow = label_positions(losses["flow"], flows)
-    every = np.tile(np.arange(n), k)
+    # each LDA's rows: the losses of the flows in its views (on a mixed timeline, not all)
+    keep = np.array([decided_losses(lda, timeline) for lda in chosen], bool).reshape(k, n)
+    whole = bool(keep.all())
+
+    def rows(values: np.ndarray) -> np.ndarray:
+        """Per-loss (or per LDA and loss, or per LDA as a column) values, one per row."""
+        full = np.broadcast_to(values, (k, n))
+        return full.ravel() if whole else full[keep]
+
     return pd.DataFrame(
         {
             "lda": pd.Categorical.from_codes(
-                np.repeat(np.arange(k), n), dtype=labels_dtype(lda.spec for lda in chosen)
+                rows(np.arange(k)[:, None]), dtype=labels_dtype(lda.spec for lda in chosen)
             ),
-            "flow": pd.Categorical.from_codes(np.tile(flow, k), dtype=labels_dtype(flows)),
-            **{name: np.tile(losses[name].to_numpy(), k) for name in ("seq", "tx", "uid")},
-            "gap": np.tile(gap, k),
-            "n": np.tile(losses["n"].to_numpy(), k),
-            "cause": pd.Categorical(losses["cause"]).take(every),
-            "decision": pd.Categorical.from_codes(decision.ravel(), dtype=DECISION_DTYPE),
-            "t_decide": np.tile(np.maximum(take(f.t, at, np.nan), take(t_detect, gap, np.nan)), k),
-            "scheme": pd.Categorical.from_codes(scheme.ravel(), dtype=SCHEME_DTYPE),
-            "confidence": confidence.ravel(),
+            "flow": pd.Categorical.from_codes(rows(flow), dtype=labels_dtype(flows)),
+            **{name: rows(losses[name].to_numpy()) for name in ("seq", "tx", "uid")},
+            "gap": rows(gap),
+            "n": rows(losses["n"].to_numpy()),
+            "cause": pd.Categorical(losses["cause"]).take(rows(np.arange(n))),
+            "decision": pd.Categorical.from_codes(rows(decision), dtype=DECISION_DTYPE),
+            "t_decide": rows(np.maximum(take(f.t, at, np.nan), take(t_detect, gap, np.nan))),
+            "scheme": pd.Categorical.from_codes(rows(scheme), dtype=SCHEME_DTYPE),
+            "confidence": rows(confidence),
         }
     )
 

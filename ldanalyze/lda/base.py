@@ -24,11 +24,10 @@ from numba import njit
 from ..errors import UsageError
 from ..specs import Parameterized
 from ..tiering import call
-from ..timeline import Timeline
+from ..timeline import RECEIVER, SENDER, Timeline
 from .kernels import ewma_mean_dev, running_min_max
 
 GAP_DELAYS = ("revealing", "previous")
-RECEIVER, SENDER = "receiver", "sender"
 VIEWS = (RECEIVER, SENDER)  # a timeline's view (``Timeline.view``) and what an LDA declares
 
 

@@ -7,6 +7,7 @@ sender's views hold the timeline and the kernels to the plain twin (``naive_lda.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -189,13 +190,67 @@ def test_every_lda_declares_views_and_a_variant_names_its_original():
     }
 
 
-def test_a_mixed_trace_and_a_modulus_are_refused():
-    mixed = hand_trace()
-    mixed.meta["view"] = "mixed"
-    with pytest.raises(UsageError, match="different views"):
-        la.build_timeline(mixed)
+def test_a_modulus_and_an_unknown_view_are_refused():
     with pytest.raises(UsageError, match="without wrapping"):
         la.build_timeline(hand_trace(), seq_modulus=65536)
+    odd = hand_trace()
+    odd.meta["view"] = "satellite"
+    with pytest.raises(UsageError, match="unknown view 'satellite'"):
+        la.build_timeline(odd)
+    odd.meta.update(view="mixed", flows={"f": {"view": "satellite"}})
+    with pytest.raises(UsageError, match="flow view.s. satellite"):
+        la.build_timeline(odd)
+
+
+def mixed_trace():
+    """The kit's sample with flow a read at its sender and flow b at its receiver, in one trace."""
+    table = sample_packets()
+    sender = sender_trace(table)
+    packets = sender.packets.copy()
+    b = (packets["flow"] == "b").to_numpy()
+    packets.loc[b, "t_recv"] = table.loc[(table["flow"] == "b").to_numpy(), "t_recv"].to_numpy()
+    meta = {"view": "mixed", "flows": {"a": {"view": "sender"}, "b": {"view": "receiver"}}, "clock": "common"}
+    acks = sender.acks[(sender.acks["flow"] == "a").to_numpy()].reset_index(drop=True)
+    return Trace(packets=packets, rtt=empty_rtt(), path="mixed", format="kit", meta=meta, acks=acks), table
+
+
+def test_a_mixed_trace_reads_each_flow_in_its_view():
+    mixed, table = mixed_trace()
+    tl = la.build_timeline(mixed)
+    assert tl.view == "mixed" and tl.flow_views == {"a": "sender", "b": "receiver"}
+    alone = {
+        "a": la.build_timeline(sender_trace(table[(table["flow"] == "a").to_numpy()].reset_index(drop=True))),
+        "b": la.build_timeline(table[(table["flow"] == "b").to_numpy()].reset_index(drop=True)),
+    }
+    for flow, part in alone.items():  # the same arrivals, gaps and losses as the flow read alone
+        a = tl.arrivals[(tl.arrivals["flow"] == flow).to_numpy()]
+        assert np.array_equal(a["t_recv"], part.arrivals["t_recv"]) and np.array_equal(a["owd"], part.arrivals["owd"])
+        g = tl.gaps[(tl.gaps["flow"] == flow).to_numpy()]
+        assert np.array_equal(
+            tl.arrivals["uid"].to_numpy()[g["arrival"]], part.arrivals["uid"].to_numpy()[part.gaps["arrival"]]
+        )
+        assert g["n"].tolist() == part.gaps["n"].tolist()
+        losses = tl.losses[(tl.losses["flow"] == flow).to_numpy()]
+        assert losses["uid"].tolist() == part.losses["uid"].tolist()
+        assert (losses["gap"] >= 0).tolist() == (part.losses["gap"] >= 0).tolist()
+    assert (np.diff(tl.gaps["arrival"]) > 0).all() and tl.gaps["gap"].tolist() == list(range(len(tl.gaps)))
+    decisions = classify(tl, "all")
+    by_flow = decisions.groupby("lda", observed=True)["flow"].agg(lambda f: set(f.astype(str)))
+    assert by_flow["spike@rtt"] == {"a"} and by_flow["spike"] == {"b"} and by_flow["unaware"] == {"a", "b"}
+    for flow, part in alone.items():  # each flow decided as alone, by the LDAs of its view
+        mine = decisions[(decisions["flow"] == flow).to_numpy()]
+        own = classify(part, sorted(set(mine["lda"].astype(str)))) if flow == "a" else classify(part, ["spike", "zbs"])
+        both = mine.merge(own, on=["lda", "uid"])
+        assert len(both) == len(own) and (both["decision_x"].astype(str) == both["decision_y"].astype(str)).all()
+    with pytest.raises(UsageError, match="biaz is defined on the receiver's view"):
+        classify(
+            la.build_timeline(
+                dataclasses.replace(
+                    mixed, meta={**mixed.meta, "flows": {"a": {"view": "sender"}, "b": {"view": "sender"}}}
+                )
+            ),
+            "biaz",
+        )
 
 
 # -- the timeline and the kernels against the twin ---------------------------------------------
