@@ -334,8 +334,8 @@ def _mixed_timeline(trace: Trace, seq_modulus: int | None) -> Timeline:
         mine = [flow for flow, its in views.items() if its == view]
         if mine:
             tables = {name: _rows_of(getattr(trace, name), mine) for name in ("packets", "rtt", "acks")}
-            part = dataclasses.replace(trace, **tables, meta={**trace.meta, "view": view})
-            parts.append(build_timeline(part, seq_modulus=seq_modulus if view == RECEIVER else None))
+            subset = dataclasses.replace(trace, **tables, meta={**trace.meta, "view": view})
+            parts.append(build_timeline(subset, seq_modulus=seq_modulus if view == RECEIVER else None))
     arrivals = pd.concat([part.arrivals for part in parts], ignore_index=True)
     order = np.argsort(flow_codes(arrivals["flow"]), kind="stable")  # each part by flow and time already
     position = np.empty(order.size, np.int64)
