@@ -197,7 +197,10 @@ class Timeline:
         either way."""
         cols = ["uid", "owd", "rott", "iat", "jitter", "jitter_rfc3550", "kind"]
         # a sender's arrivals are ACKs (their uids: rows of the ACK stream), none a packet's
-        arrived = self.arrivals[cols].iloc[: 0 if self.view == "sender" else None]
+        arrived = self.arrivals[cols]
+        if self.view != RECEIVER:
+            receivers = [flow for flow, view in self.flow_views.items() if view == RECEIVER]
+            arrived = arrived[label_positions(self.arrivals["flow"], receivers) >= 0]
         out = self.packets.merge(arrived, on="uid", how="left")
         if not self.clock_common and out["owd"].notna().any():
             clocks = {"separate": "separate clocks", "skew-removed": "separate clocks (skew removed)"}

@@ -108,7 +108,7 @@ def runnable_ldas(
     optional = optional_specs(ldas) if optional is None else optional
     runnable = []
     for lda in chosen:
-        if not set(timeline.flow_views.values()) & set(lda.views) and lda.spec in optional:
+        if not views_of(timeline) & set(lda.views) and lda.spec in optional:
             continue  # "all" is the LDAs defined on the timeline's view: not left out, not there
         try:
             check_view(lda, timeline)
@@ -129,7 +129,7 @@ def check_view(lda: LDA, timeline: Timeline) -> None:
     """Raise UsageError unless ``lda`` is defined on the timeline's view (``LDA.views``; of a
     mixed timeline, on some flow's), naming the form of it that is (``spike`` on a sender's
     view: ``spike@rtt``)."""
-    views = set(timeline.flow_views.values())
+    views = views_of(timeline)
     if views & set(lda.views) or not views:
         return
     view = timeline.view if timeline.view != "mixed" else " and ".join(sorted(views))
@@ -141,13 +141,17 @@ def check_view(lda: LDA, timeline: Timeline) -> None:
     )
 
 
+def views_of(timeline: Timeline) -> set[str]:
+    """The views the timeline's flows were read in (a mixed one's: each flow's)."""
+    return set(timeline.flow_views.values()) if timeline.view == "mixed" else {timeline.view}
+
+
 def decided_losses(lda: LDA, timeline: Timeline) -> np.ndarray:
     """The losses ``lda`` decides: those of the flows read in a view it is defined on (on a
     mixed timeline, some flows' are not; elsewhere, every one)."""
-    flow_views = timeline.flow_views
-    mine = [flow for flow, view in flow_views.items() if view in lda.views]
-    if len(mine) == len(flow_views):
+    if timeline.view != "mixed":
         return np.ones(len(timeline.losses), bool)
+    mine = [flow for flow, view in timeline.flow_views.items() if view in lda.views]
     return label_positions(timeline.losses["flow"], mine) >= 0
 
 
