@@ -186,15 +186,17 @@ def detections(arrivals: pd.DataFrame, packets: pd.DataFrame) -> tuple[pd.DataFr
 
 def _last_sample_at(a_code: np.ndarray, a_t: np.ndarray, code: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Per loss (flow ``code``, detection time ``t``, NaN never), the row of the last arrival of
-    its flow at or before ``t`` (arrivals by flow, then time), or -1."""
-    out = np.full(code.size, -1, np.int64)
-    bounds = np.searchsorted(a_code, np.arange(int(max(a_code.max(initial=-1), code.max(initial=-1))) + 2))
-    for c in np.unique(code):
-        mine = np.flatnonzero((code == c) & np.isfinite(t))
-        lo, hi = bounds[c], bounds[c + 1]
-        k = np.searchsorted(a_t[lo:hi], t[mine], side="right") - 1
-        out[mine] = np.where(k >= 0, lo + k, -1)
-    return out
+    its flow at or before ``t`` (arrivals by flow, then time), or -1: one sort of arrivals and
+    detections together, an arrival before a detection at the same time."""
+    n = a_code.size
+    keys = (np.concatenate([np.arange(n), np.full(code.size, n)]), np.concatenate([a_t, t]))
+    order = np.lexsort((*keys, np.concatenate([a_code, code])))
+    last = np.maximum.accumulate(np.where(order < n, order, -1)) if order.size else order
+    out = np.empty(code.size, np.int64)
+    query = order >= n
+    out[order[query] - n] = last[query]
+    same_flow = (out >= 0) & (a_code[np.maximum(out, 0)] == code) if n else np.zeros(code.size, bool)
+    return np.where(same_flow & np.isfinite(t), out, -1)
 
 
 def spurious_losses(packets: pd.DataFrame) -> dict[str, int]:
