@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import UsageError
-from .packets import DELIVERED, FATE_DTYPE, LOSS_FATES, Trace, flow_codes
+from .packets import DELIVERED, FATE_DTYPE, LOSS_FATES, Trace, flow_codes, label_positions
 
 # the sender's columns an arrival (an ACK sample) carries besides a receiver's: the ACK's
 # in_flight, cwnd (bytes, -1 unknown) and delivery_rate, and ``window`` (segments: the
@@ -53,11 +53,11 @@ def ack_samples(trace: Trace) -> pd.DataFrame:
     if missing:
         raise UsageError(f"{trace.path}: the sender's ACK stream lacks column(s) {', '.join(missing)}")
     flow_dtype = packets["flow"].dtype
-    flow = pd.Categorical(acks["flow"].astype(str), dtype=flow_dtype)
+    flow = label_positions(acks["flow"], flow_dtype.categories.astype(str))  # by categories, not row by row
     rtt = acks["rtt"].to_numpy(np.float64)
-    rows = np.flatnonzero(np.isfinite(rtt) & (flow.codes >= 0))  # an ACK of no flow sent here: none
+    rows = np.flatnonzero(np.isfinite(rtt) & (flow >= 0))  # an ACK of no flow sent here: none
     t = acks["t"].to_numpy(np.float64)[rows]
-    codes = flow.codes[rows].astype(np.int64)
+    codes = flow[rows].astype(np.int64)
     segment = _segment_sizes(packets)[codes] if rows.size else np.zeros(0)
     cwnd = acks["cwnd"].to_numpy(np.int64)[rows]
     in_flight = acks["in_flight"].to_numpy(np.int64)[rows]
@@ -165,14 +165,18 @@ def detections(arrivals: pd.DataFrame, packets: pd.DataFrame) -> tuple[pd.DataFr
     def gap_column(values: np.ndarray, none) -> np.ndarray:
         return np.where(detected, values[of_gap], none) if values.size else np.full(rows.size, none)
 
-    trigger = packets["loss_trigger"] if "loss_trigger" in packets.columns else pd.Series([""] * len(packets))
+    trigger = (
+        packets["loss_trigger"].take(rows).astype(str).to_numpy(object)
+        if "loss_trigger" in packets.columns
+        else np.full(rows.size, "", dtype=object)
+    )
     losses = pd.DataFrame(
         {
             "flow": pd.Categorical.from_codes(code, dtype=packets["flow"].dtype),
             **{name: packets[name].to_numpy()[rows] for name in ("seq", "tx", "uid", "t_send", "t_drop")},
             "cause": np.asarray(fate.cat.categories.astype(str), dtype=object)[fate.cat.codes.to_numpy()[rows]],
             "reason": packets["reason"].take(rows).to_numpy(),
-            "loss_trigger": np.asarray(trigger.astype(str), dtype=object)[rows],
+            "loss_trigger": trigger,
             "gap": gap_of,
             "n": gap_column(n, 0),
             "t_prev_recv": gap_column(gaps["t_prev_recv"].to_numpy(), np.nan),
@@ -203,6 +207,9 @@ def spurious_losses(packets: pd.DataFrame) -> dict[str, int]:
     """Per flow, the declared losses that were not (delivered, with evidence in ``spurious``)."""
     if "spurious" not in packets.columns:
         return {}
-    spurious = (packets["fate"] == DELIVERED).to_numpy() & (packets["spurious"].astype(str) != "").to_numpy()
-    counts = pd.Series(spurious).groupby(packets["flow"].astype(str).to_numpy()).sum()
-    return {str(flow): int(count) for flow, count in counts.items() if count}
+    evidence = packets["spurious"].astype("category")  # a no-op for a reader's table
+    said = np.append(evidence.cat.categories.astype(str) != "", False)[evidence.cat.codes.to_numpy()]
+    spurious = said & (packets["fate"] == DELIVERED).to_numpy()
+    flows = packets["flow"].cat.categories
+    counts = np.bincount(flow_codes(packets["flow"])[spurious], minlength=len(flows))
+    return {str(flow): int(count) for flow, count in zip(flows, counts) if count}
