@@ -253,6 +253,14 @@ class LDA(Parameterized):
     needs_radio_evidence: ClassVar[bool] = False
     may_abstain: ClassVar[bool] = False
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass that declares one view the 0.5.0 way (``view = "sender"``) declares it in
+        ``views``."""
+        super().__init_subclass__(**kwargs)
+        view = cls.__dict__.get("view")
+        if isinstance(view, str):
+            cls.views = (view,)
+
     def prepare(self, timeline: Timeline) -> None:
         """Check that the timeline carries what this LDA needs; raise UsageError if not."""
 

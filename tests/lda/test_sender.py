@@ -178,6 +178,15 @@ def parse_ldas_names():
     return [lda.name for lda in parse_ldas("all")]
 
 
+def test_a_single_view_declared_the_old_way_is_read():
+    @dataclasses.dataclass(frozen=True)
+    class Mine(la.lda.LDA):
+        name = "mine"
+        view = "sender"
+
+    assert Mine.views == ("sender",)
+
+
 def test_every_lda_declares_views_and_a_variant_names_its_original():
     for name, cls in REGISTRY.items():
         assert cls.views and set(cls.views) <= {"receiver", "sender"}, name
