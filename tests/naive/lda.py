@@ -742,8 +742,11 @@ def sender_lda_decisions(name, params, packets, acks, *, update_first=True, gap_
         )
         rule = None  # omniscient: the truth decides
         if name == "adaptive_rtt":
+            # at a sender the arrivals are the RTT samples: "auto" is "rtt" (a flow without any
+            # has no gap to decide)
             samples = [(a["t_recv"], x) for a, x in zip(flow.arrivals, flow.d)]
-            rule = lda_adaptive_rtt(flow, **options, rtt=samples, clock_common=False, update_first=update_first)
+            mode = {**options, "delay": "rtt"} if options["delay"] == "auto" else options
+            rule = lda_adaptive_rtt(flow, **mode, rtt=samples, clock_common=False, update_first=update_first)
         elif name != "omniscient":
             rule = SENDER_LDAS[name](flow, **options)
         for p in mine:
