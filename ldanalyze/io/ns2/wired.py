@@ -283,7 +283,7 @@ def read_ns2_wired(
     if not threads.may_spread():  # a pool's worker: its siblings keep the other cores busy
         for block, offset in blocks:
             reader.add_table(reader.parse(block, offset), offset)
-        return select_flows(*reader.finish(flow_by), flows)
+        return _tcp_at_its_source(select_flows(*reader.finish(flow_by), flows), view)
     # parse block k+1 on a worker thread while block k is folded in (pyarrow releases the
     # GIL); at most two blocks are in memory at once
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -297,7 +297,22 @@ def read_ns2_wired(
             previous = (parsing, offset)
         if previous is not None:
             reader.add_table(previous[0].result(), previous[1])
-    return select_flows(*reader.finish(flow_by), flows)
+    return _tcp_at_its_source(select_flows(*reader.finish(flow_by), flows), view)
+
+
+def _tcp_at_its_source(trace: Trace, view: str) -> Trace:
+    """``trace``; read at the sources (``view="sender"``), only if its flows are TCP's: another
+    transport's feedback (TFRC's reports) is no cumulative ACK, and CBR has none."""
+    if view == "sender":
+        types = trace.meta["flow_types"]
+        other = [flow for flow in trace.flows if set(types.get(flow, ())) - {"tcp"}]
+        if other:
+            shown = ", ".join(f"{flow} ({'/'.join(types[flow])})" for flow in other[:5])
+            raise UsageError(
+                f"{trace.path}: view='sender' reads TCP flows at their source; not TCP: {shown} "
+                "(pick the TCP flows with flows=...)"
+            )
+    return trace
 
 
 class _WiredReader:

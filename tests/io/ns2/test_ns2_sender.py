@@ -81,6 +81,13 @@ def test_hand_the_source_node_view(write_trace):
         read_ns2_wired(write_trace(hand_lines()), view="both")
 
 
+def test_only_tcp_is_read_at_its_source():
+    with pytest.raises(UsageError, match="reads TCP flows at their source; not TCP: 1 .tcpFriend"):
+        la.read_trace(TRACES / "wlh_tfrc_1flow_high.tr.gz", view="sender")
+    mix = la.read_trace(TRACES / "wlh_mix_4flow_high.tr.gz", view="sender", flows=["4"])  # its TCP flow
+    assert mix.flows == ["4"] and mix.view == "sender"
+
+
 def plain_count(path):
     """Of the bundled TCP trace (one TCP flow, fid 1, source node 2): data packets enqueued at
     their source, their distinct seqnos, drops of data packets, and ACKs received at the source."""
