@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from .errors import UsageError
 from .formatting import timeline_html
 from .packets import (
     AIR_COLUMNS,
@@ -69,9 +70,11 @@ from .packets import (
     sorting_order,
     unwrap_sequence,
 )
+from .sender_timeline import SAMPLE_COLUMNS, ack_samples, detections, sample_rtt, spurious_losses
 from .tiering import call, pick
 
 KIND_IN_ORDER, KIND_LATE, KIND_DUPLICATE = "in_order", "late", "duplicate"
+RECEIVER, SENDER = "receiver", "sender"  # a timeline's views (``Timeline.view``; "mixed": each flow its own)
 ARRIVAL_KIND = pd.CategoricalDtype([KIND_IN_ORDER, KIND_LATE, KIND_DUPLICATE])
 
 
@@ -105,6 +108,19 @@ class Timeline:
         value = pending.pop(name)(name)
         setattr(self, name, value)
         return value
+
+    @property
+    def view(self) -> str:
+        """``receiver`` (arrivals and gaps), ``sender`` (ACK samples and loss detections), or
+        ``mixed`` (each flow in its own: ``flow_views``)."""
+        return self.meta.get("view", RECEIVER)
+
+    @property
+    def flow_views(self) -> dict[str, str]:
+        """Each flow's view (``receiver`` or ``sender``)."""
+        if self.view == "mixed":
+            return dict(self.meta["flow_views"])
+        return dict.fromkeys(self.flows, self.view)
 
     @property
     def clock_common(self) -> bool:
@@ -173,13 +189,19 @@ class Timeline:
         return pd.DataFrame(out)
 
     def per_packet(self) -> pd.DataFrame:
-        """Every data packet (sent order) with its timeline columns and fate: the export.
+        """Every data packet (sent order) with its timeline columns and fate: the export (at the
+        sender, no packet has arrival columns: the arrivals are ACKs).
         ``owd`` is missing (NaN, with a warning) unless the send and receive times are on one
         clock (:attr:`clock_common`): across two clocks with no common origin it is the distance
         between the origins, not a delay. ``rott``, the delay above the flow's least, is there
         either way."""
         cols = ["uid", "owd", "rott", "iat", "jitter", "jitter_rfc3550", "kind"]
-        out = self.packets.merge(self.arrivals[cols], on="uid", how="left")
+        # a sender's arrivals are ACKs (their uids: rows of the ACK stream), none a packet's
+        arrived = self.arrivals[cols]
+        if self.view != RECEIVER:
+            receivers = [flow for flow, view in self.flow_views.items() if view == RECEIVER]
+            arrived = arrived[label_positions(self.arrivals["flow"], receivers) >= 0]
+        out = self.packets.merge(arrived, on="uid", how="left")
         if not self.clock_common and out["owd"].notna().any():
             clocks = {"separate": "separate clocks", "skew-removed": "separate clocks (skew removed)"}
             warnings.warn(
@@ -238,8 +260,16 @@ def build_timeline(source: Trace | pd.DataFrame, *, seq_modulus: int | None = No
     """Build the per-flow timeline of a trace (or a bare PacketTable).
 
     A Trace also lends its RTT samples and metadata (``meta['clock']``: ``"common"`` when both
-    ends share a clock, as in ns-2); a bare PacketTable has neither.
+    ends share a clock, as in ns-2); a bare PacketTable has neither. A sender's view
+    (``trace.view == "sender"``) gives the sender's timeline (``sender_timeline``): its ACK
+    samples as arrivals, its loss detections as gaps. A trace whose flows were read in different
+    views (``"mixed"``, each flow's in ``meta["flows"][flow]["view"]``) gives each flow's in its
+    own view, joined (``meta["flow_views"]``).
     """
+    if isinstance(source, Trace) and source.view == "mixed":
+        return _mixed_timeline(source, seq_modulus)
+    if isinstance(source, Trace) and source.view != "receiver":
+        return _sender_timeline(source, seq_modulus)
     packets = source.packets if isinstance(source, Trace) else source
     rtt = source.rtt if isinstance(source, Trace) else empty_rtt()
     meta = {**source.meta, "path": source.path} if isinstance(source, Trace) else {}
@@ -257,6 +287,105 @@ def build_timeline(source: Trace | pd.DataFrame, *, seq_modulus: int | None = No
     losses = _losses(packets, gaps)
     gaps["n_lost"] = losses[losses["gap"] >= 0].groupby("gap").size().reindex(gaps["gap"], fill_value=0).to_numpy()
     return Timeline(arrivals=arrivals, gaps=gaps, losses=losses, packets=packets, rtt=rtt, meta=meta)
+
+
+def _sender_timeline(trace: Trace, seq_modulus: int | None) -> Timeline:
+    """The sender's view as a Timeline (``sender_timeline``'s docstring; ``docs/ldas.md``, "The
+    sender's view"): the arrival columns of the ACK samples, computed as a receiver's are."""
+    if trace.view != "sender":
+        raise UsageError(f"{trace.path}: a trace in an unknown view {trace.view!r} (receiver, sender or mixed)")
+    if seq_modulus is not None:
+        raise UsageError(
+            f"{trace.path}: a sender's view numbers segments and packets without wrapping: no sequence modulus"
+        )
+    samples = ack_samples(trace)
+    arrivals, _ = _arrivals(samples)
+    at = np.searchsorted(samples["uid"].to_numpy(), arrivals["uid"].to_numpy())  # uids: the ACKs' rows, rising
+    for name in SAMPLE_COLUMNS:
+        arrivals[name] = samples[name].to_numpy()[at]
+    gaps, losses = detections(arrivals, trace.packets)
+    meta = {**trace.meta, "path": trace.path, "view": "sender", "spurious_losses": spurious_losses(trace.packets)}
+    return Timeline(
+        arrivals=arrivals,
+        gaps=gaps,
+        losses=losses,
+        packets=trace.packets.reset_index(drop=True),
+        rtt=sample_rtt(arrivals),
+        meta=meta,
+    )
+
+
+def flow_views(trace: Trace) -> dict[str, str]:
+    """Each flow's view in a mixed trace (``meta["flows"][flow]["view"]``; receiver if not said)."""
+    said = trace.meta.get("flows") or {}
+    views = {flow: str((said.get(flow) or {}).get("view", RECEIVER)) for flow in trace.flows}
+    unknown = sorted({view for view in views.values() if view not in (RECEIVER, SENDER)})
+    if unknown:
+        raise UsageError(
+            f"{trace.path}: flow view(s) {', '.join(unknown)}: a flow is read as its receiver's or sender's"
+        )
+    return views
+
+
+def _mixed_timeline(trace: Trace, seq_modulus: int | None) -> Timeline:
+    """Each flow's timeline in its own view, joined as one: arrivals by flow (each flow's
+    as its view gives them), gaps in arrival order, losses by flow and send time; the arrival and
+    gap indices renumbered to match."""
+    views = flow_views(trace)
+    parts = []
+    for view in (RECEIVER, SENDER):
+        mine = [flow for flow, its in views.items() if its == view]
+        if mine:
+            tables = {name: _rows_of(getattr(trace, name), mine) for name in ("packets", "rtt", "acks")}
+            subset = dataclasses.replace(trace, **tables, meta={**trace.meta, "view": view})
+            parts.append(build_timeline(subset, seq_modulus=seq_modulus if view == RECEIVER else None))
+    arrivals = pd.concat([part.arrivals for part in parts], ignore_index=True)
+    order = np.argsort(flow_codes(arrivals["flow"]), kind="stable")  # each part by flow and time already
+    position = np.empty(order.size, np.int64)
+    position[order] = np.arange(order.size)
+    gaps, losses = [], []
+    arrival_base = gap_base = 0
+    for part in parts:
+        at = {
+            name: _renumbered(part.gaps[name].to_numpy(), position, arrival_base)
+            for name in ("arrival", "prev_arrival")
+        }
+        gaps.append(part.gaps.assign(**at, gap=part.gaps["gap"] + gap_base))
+        gap = part.losses["gap"].to_numpy()
+        losses.append(part.losses.assign(gap=np.where(gap >= 0, gap + gap_base, -1)))
+        arrival_base += len(part.arrivals)
+        gap_base += len(part.gaps)
+    gaps_joined = pd.concat(gaps, ignore_index=True)
+    by_arrival = np.argsort(gaps_joined["arrival"].to_numpy(), kind="stable")
+    new_gap = np.empty(by_arrival.size, np.int64)
+    new_gap[by_arrival] = np.arange(by_arrival.size)
+    gaps_joined = gaps_joined.take(by_arrival).reset_index(drop=True).assign(gap=np.arange(by_arrival.size))
+    losses_joined = pd.concat(losses, ignore_index=True)
+    losses_joined["gap"] = _renumbered(losses_joined["gap"].to_numpy(), new_gap, 0)
+    loss_order = np.lexsort(
+        (losses_joined["uid"].to_numpy(), losses_joined["t_send"].to_numpy(), flow_codes(losses_joined["flow"]))
+    )
+    meta = {**trace.meta, "path": trace.path, "view": "mixed", "flow_views": views}
+    meta["spurious_losses"] = spurious_losses(trace.packets)
+    return Timeline(
+        arrivals=arrivals.take(order).reset_index(drop=True),
+        gaps=gaps_joined,
+        losses=losses_joined.take(loss_order).reset_index(drop=True),
+        packets=trace.packets.reset_index(drop=True),
+        rtt=pd.concat([part.rtt for part in parts], ignore_index=True),
+        meta=meta,
+    )
+
+
+def _rows_of(table: pd.DataFrame, flows: list[str]) -> pd.DataFrame:
+    """The rows of ``table`` whose flow is one of ``flows``."""
+    return table[table["flow"].astype(str).isin(flows).to_numpy()].reset_index(drop=True)
+
+
+def _renumbered(index: np.ndarray, position: np.ndarray, base: int) -> np.ndarray:
+    """Row numbers of a part (-1: none) as ``position`` renumbers the joined rows, the part's
+    first at ``base``."""
+    return np.where(index >= 0, position[np.maximum(index, 0) + base], -1)
 
 
 def _arrivals(packets: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:

@@ -219,5 +219,5 @@ def test_the_lda_table_names_every_lda_the_commands_take():
 
     readme = (ROOT / "README.md").read_text()
     table = readme.split("## The LDAs", 1)[1].split("\n\n", 2)[1]
-    named = [name for line in table.splitlines()[2:] for name in re.findall(r"`(\w+)`", line.split("|")[1])]
+    named = [name for line in table.splitlines()[2:] for name in re.findall(r"`([\w@]+)`", line.split("|")[1])]
     assert sorted(named) == sorted(REGISTRY)

@@ -19,7 +19,7 @@ from ..packets import label_positions, labels_dtype
 from ..specs import asks_for_all, build, parse_specs
 from ..timeline import Timeline
 from .backlog import Veno
-from .base import LDA, Features, Replay, Verdict, take
+from .base import LDA, VIEWS, Features, Replay, Verdict, take
 from .baselines import Omniscient, Unaware
 from .interarrival import Biaz, MBiaz, WinLdaPlus
 from .learned import Learned
@@ -27,6 +27,7 @@ from .policer import POLICING, Policer
 from .radio import MacSeq
 from .rott import Spike, WroLdaPlus, ZigZag
 from .rtt import AdaptiveRtt
+from .sender import SpikeRtt, Vegas, VenoSender, WroLdaPlusRtt, ZigZagRtt
 from .xrtp import Xrtp
 from .zbs import SCHEMES as ZBS_SCHEMES
 from .zbs import Zbs
@@ -49,6 +50,11 @@ REGISTRY: dict[str, type[LDA]] = {
         Learned,
         Policer,
         MacSeq,
+        SpikeRtt,
+        ZigZagRtt,
+        WroLdaPlusRtt,
+        VenoSender,
+        Vegas,
     )
 }
 # undetected: no arrival revealed the loss; abstained: revealed, but the LDA (the learned one,
@@ -72,6 +78,8 @@ __all__ = [
     "lda_state",
     "optional_specs",
     "runnable_ldas",
+    "check_view",
+    "VIEWS",
 ]
 
 
@@ -92,14 +100,18 @@ def runnable_ldas(
     """The LDAs asked for, each checked against the timeline. Asked for by name, one that cannot
     run here is an error; brought in by ``"all"`` (alone or in a list: ``all,biaz:upper=1.4``)
     it is left out with a warning (``adaptive_rtt`` needs absolute delays, which a capture on
-    two clocks without feedback does not give). ``optional``: the specs that may be left out,
+    two clocks without feedback does not give). An LDA not defined on the timeline's view
+    (``LDA.views``) is refused when named, and not part of ``"all"`` there. ``optional``: the specs that may be left out,
     when ``ldas`` is a part of what was asked for (default: ``optional_specs(ldas)``);
     ``left_out``: where given, each one left out is recorded there (spec: why), not warned of."""
     chosen = parse_ldas(ldas)
     optional = optional_specs(ldas) if optional is None else optional
     runnable = []
     for lda in chosen:
+        if not views_of(timeline) & set(lda.views) and lda.spec in optional:
+            continue  # "all" is the LDAs defined on the timeline's view: not left out, not there
         try:
+            check_view(lda, timeline)
             lda.prepare(timeline)
         except UsageError as exc:
             if lda.spec not in optional:
@@ -111,6 +123,36 @@ def runnable_ldas(
             continue
         runnable.append(lda)
     return runnable
+
+
+def check_view(lda: LDA, timeline: Timeline) -> None:
+    """Raise UsageError unless ``lda`` is defined on the timeline's view (``LDA.views``; of a
+    mixed timeline, on some flow's), naming the form of it that is (``spike`` on a sender's
+    view: ``spike@rtt``)."""
+    views = views_of(timeline)
+    if views & set(lda.views) or not views:
+        return
+    view = timeline.view if timeline.view != "mixed" else " and ".join(sorted(views))
+    family = {lda.name, lda.variant_of} - {""}
+    others = [name for name, cls in REGISTRY.items() if views & set(cls.views) and {name, cls.variant_of} & family]
+    hint = f"; on a {view}'s view use {' or '.join(others)}" if others else ""
+    raise UsageError(
+        f"{lda.spec} is defined on the {' and '.join(lda.views)}'s view, and this timeline is a {view}'s{hint}"
+    )
+
+
+def views_of(timeline: Timeline) -> set[str]:
+    """The views the timeline's flows were read in (a mixed one's: each flow's)."""
+    return set(timeline.flow_views.values()) if timeline.view == "mixed" else {timeline.view}
+
+
+def decided_losses(lda: LDA, timeline: Timeline) -> np.ndarray:
+    """The losses ``lda`` decides: those of the flows read in a view it is defined on (on a
+    mixed timeline, some flows' are not; elsewhere, every one)."""
+    if timeline.view != "mixed":
+        return np.ones(len(timeline.losses), bool)
+    mine = [flow for flow, view in timeline.flow_views.items() if view in lda.views]
+    return label_positions(timeline.losses["flow"], mine) >= 0
 
 
 def optional_specs(ldas) -> set[str]:
@@ -127,10 +169,10 @@ def classify(timeline: Timeline, ldas="all", *, semantics: Replay | None = None)
     ``timeline.flows``), ``seq, tx, uid`` of the loss, ``gap`` and ``n`` (the burst it belongs
     to, −1 / 0 when no arrival revealed it), ``cause`` (the truth: congestion, wireless or lost
     = unknown; categorical), ``decision`` (congestion, wireless, undetected, or abstained where
-    the LDA was not confident enough to call it), ``t_decide`` (receive time of the deciding
-    arrival), ``scheme`` (ZBS: the base scheme that decided; "" for the others; categorical) and
+    the LDA was not confident enough to call it), ``t_decide`` (when it was decided: the
+    receive time of the deciding arrival, at a sender the detection time if later), ``scheme`` (ZBS: the base scheme that decided; "" for the others; categorical) and
     ``confidence`` (the probability the LDA gave its call, 0.5-1: the learned LDA; NaN for the
-    others). The table is built once from codes: a batch re-run classifies a trace in a
+    others). On a mixed timeline an LDA has rows for the flows in its views only. The table is built once from codes: a batch re-run classifies a trace in a
     few milliseconds, and per-LDA pandas blocks would dominate that.
     """
     semantics = semantics or Replay()
@@ -140,6 +182,9 @@ def classify(timeline: Timeline, ldas="all", *, semantics: Replay | None = None)
     gap = losses["gap"].to_numpy(np.int64)
     at = take(f.at, gap, -1)
     detected = at >= 0
+    # decided at the deciding arrival, and not before the loss was detected: a sender decides
+    # when it acts on the loss, after the ACK sample whose state it decides with
+    t_detect = timeline.gaps["t_detect"].to_numpy(np.float64)
     n, k = len(losses), len(chosen)
     decision = np.empty((k, n), np.int8)
     scheme = np.full((k, n), len(SCHEMES), np.int8)  # the code of ""
@@ -157,21 +202,29 @@ def classify(timeline: Timeline, ldas="all", *, semantics: Replay | None = None)
     scheme[scheme < 0] = len(SCHEMES)
     flows = timeline.flows
     flow = label_positions(losses["flow"], flows)
-    every = np.tile(np.arange(n), k)
+    # each LDA's rows: the losses of the flows in its views (on a mixed timeline, not all)
+    keep = np.array([decided_losses(lda, timeline) for lda in chosen], bool).reshape(k, n)
+    whole = bool(keep.all())
+
+    def rows(values: np.ndarray) -> np.ndarray:
+        """Per-loss (or per LDA and loss, or per LDA as a column) values, one per row."""
+        full = np.broadcast_to(values, (k, n))
+        return full.ravel() if whole else full[keep]
+
     return pd.DataFrame(
         {
             "lda": pd.Categorical.from_codes(
-                np.repeat(np.arange(k), n), dtype=labels_dtype(lda.spec for lda in chosen)
+                rows(np.arange(k)[:, None]), dtype=labels_dtype(lda.spec for lda in chosen)
             ),
-            "flow": pd.Categorical.from_codes(np.tile(flow, k), dtype=labels_dtype(flows)),
-            **{name: np.tile(losses[name].to_numpy(), k) for name in ("seq", "tx", "uid")},
-            "gap": np.tile(gap, k),
-            "n": np.tile(losses["n"].to_numpy(), k),
-            "cause": pd.Categorical(losses["cause"]).take(every),
-            "decision": pd.Categorical.from_codes(decision.ravel(), dtype=DECISION_DTYPE),
-            "t_decide": np.tile(take(f.t, at, np.nan), k),
-            "scheme": pd.Categorical.from_codes(scheme.ravel(), dtype=SCHEME_DTYPE),
-            "confidence": confidence.ravel(),
+            "flow": pd.Categorical.from_codes(rows(flow), dtype=labels_dtype(flows)),
+            **{name: rows(losses[name].to_numpy()) for name in ("seq", "tx", "uid")},
+            "gap": rows(gap),
+            "n": rows(losses["n"].to_numpy()),
+            "cause": pd.Categorical(losses["cause"]).take(rows(np.arange(n))),
+            "decision": pd.Categorical.from_codes(rows(decision), dtype=DECISION_DTYPE),
+            "t_decide": rows(np.maximum(take(f.t, at, np.nan), take(t_detect, gap, np.nan))),
+            "scheme": pd.Categorical.from_codes(rows(scheme), dtype=SCHEME_DTYPE),
+            "confidence": rows(confidence),
         }
     )
 
@@ -181,6 +234,7 @@ def lda_state(timeline: Timeline, lda: LDA | str, *, semantics: Replay | None = 
     """The LDA's internal state after every arrival (Spike state, ZigZag mean/dev, ZBS scheme,
     ...), next to the arrival's flow, seq and receive time: for plots."""
     lda = parse_ldas(lda if not isinstance(lda, LDA) else [lda])[0]
+    check_view(lda, timeline)
     lda.prepare(timeline)
     f = Features.of(timeline, semantics or Replay())
     base = timeline.arrivals[["flow", "seq", "t_recv"]].reset_index(drop=True)

@@ -24,10 +24,11 @@ from numba import njit
 from ..errors import UsageError
 from ..specs import Parameterized
 from ..tiering import call
-from ..timeline import Timeline
+from ..timeline import RECEIVER, SENDER, Timeline
 from .kernels import ewma_mean_dev, running_min_max
 
 GAP_DELAYS = ("revealing", "previous")
+VIEWS = (RECEIVER, SENDER)  # a timeline's view (``Timeline.view``) and what an LDA declares
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,18 +237,29 @@ class LDA(Parameterized):
 
     What it reads and may do, declared as class attributes (a subclass sets those that differ),
     so that the conformance kit (``ldanalyze.testing``) holds it to the rules that fit, by what
-    it declares and not by its name: ``view``, the view of a flow it reads (every LDA here: the
-    receiver's arrivals and gaps); ``reads_truth``, it reads each loss's true cause (omniscient:
+    it declares and not by its name: ``views``, the views of a flow it is defined on (``VIEWS``:
+    the receiver's arrivals and gaps, the sender's ACK samples and loss detections; ``classify``
+    refuses it on another, ``all`` leaves it out there) and ``variant_of``, the LDA it is the
+    other view's form of (``spike@rtt``: ``spike``; the refusal names it); ``reads_truth``, it reads each loss's true cause (omniscient:
     it may then decide per lost packet, not per gap); ``needs_radio_evidence``, it cannot run
     without ``packets.AIR_COLUMNS`` (a monitor-mode capture: macseq); ``may_abstain``, it may
     make no call on a detected loss (``Verdict.abstained``: the learned LDA).
     """
 
     name: ClassVar[str]
-    view: ClassVar[str] = "receiver"
+    views: ClassVar[tuple[str, ...]] = (RECEIVER,)
+    variant_of: ClassVar[str] = ""
     reads_truth: ClassVar[bool] = False
     needs_radio_evidence: ClassVar[bool] = False
     may_abstain: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass that declares one view the 0.5.0 way (``view = "sender"``) declares it in
+        ``views``."""
+        super().__init_subclass__(**kwargs)
+        view = cls.__dict__.get("view")
+        if isinstance(view, str):
+            cls.views = (view,)
 
     def prepare(self, timeline: Timeline) -> None:
         """Check that the timeline carries what this LDA needs; raise UsageError if not."""

@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 
 from ..packets import WIRELESS
-from .base import LDA, Features, Verdict
+from .base import LDA, VIEWS, Features, Verdict
 
 
 @dataclasses.dataclass(frozen=True)
@@ -16,6 +16,7 @@ class Unaware(LDA):
     """Every loss is congestion (paper 000 §III, "unaware TFRC"): M_c = 0, M_w = 100 %."""
 
     name = "unaware"
+    views = VIEWS
 
     def decide(self, f: Features) -> Verdict:
         return Verdict(np.zeros(f.n.shape[0], bool))
@@ -27,6 +28,7 @@ class Omniscient(LDA):
     unknown cause is taken as congestion. It decides per packet, not per gap."""
 
     name = "omniscient"
+    views = VIEWS
     reads_truth = True
 
     def decide(self, f: Features) -> Verdict:

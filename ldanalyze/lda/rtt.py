@@ -19,7 +19,7 @@ from ..errors import UsageError
 from ..packets import label_positions
 from ..specs import check_positive
 from ..tiering import call
-from .base import LDA, Features, Verdict, take
+from .base import LDA, VIEWS, Features, Verdict, take
 from .kernels import ewma_mean_dev, running_min_max
 
 DELAY_MODES = ("auto", "rtt", "owd", "propagation")
@@ -37,6 +37,7 @@ class AdaptiveRtt(LDA):
     """
 
     name = "adaptive_rtt"
+    views = VIEWS  # defined on the sender's RTT (paper 003 §3.1); at a receiver, on its feedback's
     k: float = 2.0
     delay: str = "auto"
     propagation_delay: float | None = None

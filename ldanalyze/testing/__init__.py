@@ -20,7 +20,7 @@ from .checks import (
     check_radio_evidence_as_declared,
 )
 from .kit import ConformanceError, check_lda, lda_checks, parametrize_with_checks
-from .timelines import radio_evidence, sample_packets, sample_timeline
+from .timelines import radio_evidence, sample_packets, sample_timeline, sender_trace
 
 __all__ = [
     "check_lda",
@@ -39,4 +39,5 @@ __all__ = [
     "sample_packets",
     "sample_timeline",
     "radio_evidence",
+    "sender_trace",
 ]

@@ -1,9 +1,9 @@
 """The rules of the conformance kit, one public ``check_*`` function each (as scikit-learn's
 ``estimator_checks``): each takes an LDA, replays it over the small timelines it needs
 (``timelines``, in the view the LDA declares), and raises an AssertionError saying what broke.
-Each is the replay contract of ``docs/ldas.md`` (the section it cites) made testable; those that
-depend on what an LDA declares (``LDA.reads_truth``, ``needs_radio_evidence``, ``may_abstain``)
-read the declaration, never the name.
+Each is the replay contract of ``docs/ldas.md`` (the section it cites) made testable, in each view
+the LDA declares (``LDA.views``); those that depend on what an LDA declares (``LDA.reads_truth``,
+``needs_radio_evidence``, ``may_abstain``) read the declaration, never the name.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pandas as pd
 from ..errors import UsageError
 from ..lda import LDA, REGISTRY, Replay, classify, lda_state, parse_ldas
 from ..packets import DELIVERED, WIRELESS, make_packet_table
-from .timelines import sample_packets, view
+from .timelines import sample_packets, view, view_ends
 
 REPLAYS = (Replay(), Replay(update_first=False, gap_delay="previous"), Replay(detection=3))
 
@@ -26,26 +26,33 @@ def check_deterministic(lda: LDA) -> None:
     """A second replay over a second, equal timeline gives the same decisions, to the last
     column: a replay is a pure function of the timeline ("How the LDAs are replayed"), which
     the offline/closed-loop agreement and the batch cache rely on."""
-    first = classify(view(lda, sample_packets()), [lda])
-    second = classify(view(lda, sample_packets()), [lda])
-    pd.testing.assert_frame_equal(first, second, obj="a second run's decisions")
+    for name in lda.views:
+        first = classify(view(lda, sample_packets(), as_=name), [lda])
+        second = classify(view(lda, sample_packets(), as_=name), [lda])
+        pd.testing.assert_frame_equal(first, second, obj=f"a second run's decisions ({name}'s view)")
 
 
 def check_one_decision_per_lost_packet(lda: LDA) -> None:
     """One decision per lost packet, in the timeline's order of losses; ``undetected`` exactly
     where no arrival revealed the loss, and otherwise congestion or wireless, or ``abstained``
     if the LDA declares it may abstain ("What an LDA sees"): scoring counts each loss once."""
-    tl = view(lda, sample_packets())
-    decisions = classify(tl, [lda])
-    assert len(decisions) == len(tl.losses), f"{len(decisions)} decisions for {len(tl.losses)} lost packets"
-    assert decisions["uid"].tolist() == tl.losses["uid"].tolist(), "the decisions are not the losses, in order"
-    undetected = (decisions["decision"] == "undetected").to_numpy()
-    assert (undetected == ~tl.losses["detected"].to_numpy(bool)).all(), "undetected where a loss was detected"
-    allowed = ["congestion", "wireless", *(["abstained"] if lda.may_abstain else [])]
-    decided = decisions.loc[~undetected, "decision"].astype(str)
-    assert decided.isin(allowed).all(), f"decisions {sorted(set(decided))}" + (
-        "" if lda.may_abstain else " (it does not declare may_abstain)"
-    )
+    for name in lda.views:
+        tl = view(lda, sample_packets(), as_=name)
+        decisions = classify(tl, [lda])
+        where = f" ({name}'s view)"
+        assert len(decisions) == len(tl.losses), f"{len(decisions)} decisions for {len(tl.losses)} lost packets{where}"
+        assert decisions["uid"].tolist() == tl.losses["uid"].tolist(), (
+            f"the decisions are not the losses, in order{where}"
+        )
+        undetected = (decisions["decision"] == "undetected").to_numpy()
+        assert (undetected == ~tl.losses["detected"].to_numpy(bool)).all(), (
+            f"undetected where a loss was detected{where}"
+        )
+        allowed = ["congestion", "wireless", *(["abstained"] if lda.may_abstain else [])]
+        decided = decisions.loc[~undetected, "decision"].astype(str)
+        assert decided.isin(allowed).all(), f"decisions {sorted(set(decided))}{where}" + (
+            "" if lda.may_abstain else " (it does not declare may_abstain)"
+        )
 
 
 def check_no_loss_no_decision(lda: LDA) -> None:
@@ -60,10 +67,13 @@ def check_no_loss_no_decision(lda: LDA) -> None:
         fate=[DELIVERED] * 40,
         size=[500] * 40,
     )
-    tl = view(lda, clean)
-    assert classify(tl, [lda]).empty, "decisions on a flow that lost nothing"
-    assert len(lda_state(tl, lda)) == 40, "the state has not one row per arrival"
-    assert classify(view(lda, clean.iloc[:0]), [lda]).empty, "decisions on an empty trace"
+    for name in lda.views:
+        tl = view(lda, clean, as_=name)
+        assert classify(tl, [lda]).empty, f"decisions on a flow that lost nothing ({name}'s view)"
+        assert len(lda_state(tl, lda)) == 40, f"the state has not one row per arrival ({name}'s view)"
+        assert classify(view(lda, clean.iloc[:0], as_=name), [lda]).empty, (
+            f"decisions on an empty trace ({name}'s view)"
+        )
 
 
 def check_nothing_arrives_nothing_decided(lda: LDA) -> None:
@@ -77,8 +87,9 @@ def check_nothing_arrives_nothing_decided(lda: LDA) -> None:
         fate=[WIRELESS] * 5,
         size=[500] * 5,
     )
-    decisions = classify(view(lda, lost), [lda])["decision"].astype(str).tolist()
-    assert decisions == ["undetected"] * 5, f"decisions {decisions} where nothing arrived"
+    for name in lda.views:
+        decisions = classify(view(lda, lost, as_=name), [lda])["decision"].astype(str).tolist()
+        assert decisions == ["undetected"] * 5, f"decisions {decisions} where nothing arrived ({name}'s view)"
 
 
 def check_causal(lda: LDA) -> None:
@@ -87,31 +98,35 @@ def check_causal(lda: LDA) -> None:
     then" ("How the LDAs are replayed"), as a receiver (and the simulator's own LDA) must."""
     packets = sample_packets()
     span = float(packets["t_send"].max())
-    whole = view(lda, packets)
-    for semantics in REPLAYS:
-        full = classify(whole, [lda], semantics=semantics)
-        for share in (0.2, 0.55, 0.9):
-            keep = packets["t_send"] <= share * span
-            later = packets.loc[~keep, "t_recv"].min()
-            view_ends = later if later == later else np.inf  # the views agree until a later packet arrives
-            part = classify(view(lda, packets[keep].reset_index(drop=True)), [lda], semantics=semantics)
-            early = full[full["t_decide"] < view_ends].merge(part, on=["uid"], how="left", suffixes=("", "_part"))
-            changed = early["decision"].astype(str) != early["decision_part"].astype(str)
-            assert not changed.any(), (
-                f"{int(changed.sum())} decision(s) made before {view_ends:.3f} s change when "
-                f"later packets are added ({semantics})"
-            )
+    for name in lda.views:
+        whole = view(lda, packets, as_=name)
+        for semantics in REPLAYS:
+            full = classify(whole, [lda], semantics=semantics)
+            for share in (0.2, 0.55, 0.9):
+                keep = packets["t_send"] <= share * span
+                ends = view_ends(name, packets, keep)  # the views agree until then
+                part = classify(view(lda, packets[keep].reset_index(drop=True), as_=name), [lda], semantics=semantics)
+                early = full[full["t_decide"] < ends].merge(part, on=["uid"], how="left", suffixes=("", "_part"))
+                changed = early["decision"].astype(str) != early["decision_part"].astype(str)
+                assert not changed.any(), (
+                    f"{int(changed.sum())} decision(s) made before {ends:.3f} s change when "
+                    f"later packets are added ({semantics}, {name}'s view)"
+                )
 
 
 def check_one_decision_per_gap(lda: LDA) -> None:
     """Every lost packet of a gap gets the gap's decision ("What an LDA sees"): a receiver sees
     a hole, not its packets one by one. Not for an LDA that reads the truth (it knows each
     packet's cause, and may decide per packet): ``lda_checks`` leaves it out for those."""
-    decisions = classify(view(lda, sample_packets()), [lda])
-    gaps = decisions[decisions["gap"] >= 0].groupby(["flow", "gap"], observed=True)["decision"]
-    assert (gaps.size() > 1).any(), "the sample has no gap of more than one loss"  # else the rule holds vacuously
-    split = gaps.nunique()
-    assert (split <= 1).all(), f"{int((split > 1).sum())} gap(s) whose losses got different decisions"
+    for name in lda.views:
+        decisions = classify(view(lda, sample_packets(), as_=name), [lda])
+        gaps = decisions[decisions["gap"] >= 0].groupby(["flow", "gap"], observed=True)["decision"]
+        # else the rule holds vacuously
+        assert (gaps.size() > 1).any(), f"the sample has no gap of more than one loss ({name}'s view)"
+        split = gaps.nunique()
+        assert (split <= 1).all(), (
+            f"{int((split > 1).sum())} gap(s) whose losses got different decisions ({name}'s view)"
+        )
 
 
 def check_blind_to_the_truth(lda: LDA) -> None:
@@ -119,12 +134,14 @@ def check_blind_to_the_truth(lda: LDA) -> None:
     why a packet went missing ("How the LDAs are replayed"), so only an LDA that declares it
     reads the truth may (``lda_checks`` leaves this rule out for those)."""
     packets = sample_packets()
-    told = classify(view(lda, packets), [lda])["decision"]
-    blind = classify(view(lda, packets, truth=False), [lda])["decision"]
-    differ = int((told.astype(str) != blind.astype(str)).sum())
-    assert differ == 0, (
-        f"{differ} decision(s) change when the losses' causes are hidden (it does not declare reads_truth)"
-    )
+    for name in lda.views:
+        told = classify(view(lda, packets, as_=name), [lda])["decision"]
+        blind = classify(view(lda, packets, truth=False, as_=name), [lda])["decision"]
+        differ = int((told.astype(str) != blind.astype(str)).sum())
+        assert differ == 0, (
+            f"{differ} decision(s) change when the losses' causes are hidden ({name}'s view; "
+            "it does not declare reads_truth)"
+        )
 
 
 def check_radio_evidence_as_declared(lda: LDA) -> None:
@@ -132,7 +149,7 @@ def check_radio_evidence_as_declared(lda: LDA) -> None:
     macseq in "The algorithms"), an LDA that declares it needs it refuses the timeline with a
     UsageError saying so, and any other LDA decides every loss: most traces have no such
     evidence, and an LDA that needs it must say so, not fail deep inside."""
-    tl = view(lda, sample_packets(), radio=False)
+    tl = view(lda, sample_packets(), radio=False)  # its first view: a sender's has no radio evidence
     try:
         decisions = classify(tl, [lda])
     except UsageError as refused:

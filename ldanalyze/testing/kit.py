@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..lda import LDA
+from ..lda import LDA, VIEWS
 from . import checks
 
 Check = Callable[[LDA], None]
@@ -30,6 +30,8 @@ def lda_checks(lda: LDA) -> list[Check]:
     blindness to the truth for an LDA that reads the truth."""
     if not isinstance(lda, LDA):
         raise TypeError(f"the conformance kit takes an LDA instance, not {type(lda).__name__}")
+    if not lda.views or not set(lda.views) <= set(VIEWS):
+        raise TypeError(f"{lda.spec} declares the views {lda.views!r}; the kit builds the {' and the '.join(VIEWS)}'s")
     not_for_the_truth = [] if lda.reads_truth else [checks.check_one_decision_per_gap, checks.check_blind_to_the_truth]
     return [
         checks.check_deterministic,

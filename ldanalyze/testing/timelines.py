@@ -3,6 +3,8 @@ in episodes, dropping packets when full (congestion, at high delay), and a radio
 packets at random (wireless, at any delay). Clocks are common, and every arrival carries an RTT
 sample and the radio's evidence of a receiver's monitor-mode capture (``packets.AIR_COLUMNS``),
 so an LDA that needs any of them finds it; ``view`` can leave the evidence or the truth out.
+The same table seen by its sender (``sender_trace``) is the sender's view an LDA defined there is
+checked in.
 """
 
 from __future__ import annotations
@@ -14,7 +16,19 @@ import pandas as pd
 
 from ..errors import UsageError
 from ..lda import LDA
-from ..packets import AIR_COLUMNS, CONGESTION, DELIVERED, LOST, WIRELESS, make_packet_table
+from ..lda.base import SENDER
+from ..packets import (
+    ACK_COLUMNS,
+    AIR_COLUMNS,
+    CONGESTION,
+    DELIVERED,
+    LOST,
+    SENDER_COLUMNS,
+    WIRELESS,
+    Trace,
+    empty_acks,
+    make_packet_table,
+)
 from ..timeline import Timeline, build_timeline
 
 
@@ -74,12 +88,102 @@ def sample_timeline(seed: int = 0, packets: int = 1500) -> Timeline:
     return _receiver_view(sample_packets(seed, packets))
 
 
-def view(lda: LDA, table: pd.DataFrame, *, radio: bool = True, truth: bool = True) -> Timeline:
-    """The view of ``table`` that ``lda`` declares it reads (``LDA.view``), the one the kit
-    checks it in: a receiver's (``_receiver_view``), the only view the kit builds so far."""
-    if lda.view != "receiver":
-        raise UsageError(f"{lda.spec} reads the {lda.view}'s view; the conformance kit builds a receiver's only")
+def view(lda: LDA, table: pd.DataFrame, *, radio: bool = True, truth: bool = True, as_: str | None = None) -> Timeline:
+    """The view ``as_`` (default: the first ``lda`` declares, ``LDA.views``) of ``table``, in which
+    the kit checks it: a receiver's (``_receiver_view``) or its sender's (``sender_trace``).
+    ``radio``: with the radio's evidence (a receiver's only); ``truth``: with the losses' causes."""
+    name = as_ or lda.views[0]
+    if name not in lda.views:
+        raise UsageError(f"{lda.spec} is not defined on the {name}'s view (it declares {', '.join(lda.views)})")
+    if name == SENDER:
+        return build_timeline(sender_trace(table if truth else _hidden(table)))
     return _receiver_view(table, radio=radio, truth=truth)
+
+
+def view_ends(name: str, table: pd.DataFrame, keep: pd.Series) -> float:
+    """The time up to which the ``name`` view of ``table[keep]`` (its packets sent up to some
+    time) is that of the whole ``table``: a receiver's until a packet left out arrives, a
+    sender's until it sends one (its bytes in flight change then)."""
+    column = "t_send" if name == SENDER else "t_recv"
+    first = table.loc[~keep, column].min()
+    return first if first == first else np.inf
+
+
+def _hidden(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with every loss's cause unknown (``lost``)."""
+    return table.assign(fate=table["fate"].where(table["fate"] == DELIVERED, LOST))
+
+
+def sender_trace(table: pd.DataFrame, *, ack_delay: float = 0.02, rto: float = 0.5, dupthresh: int = 3) -> Trace:
+    """A PacketTable on common clocks (``sample_packets``) as its sender saw it (``packets``, "A
+    sender's view"): each delivered transmission acknowledged ``ack_delay`` after it arrived, by
+    an ACK with an RTT sample (as timestamps give one per ACK) that acknowledges it selectively;
+    each lost one declared lost once ``dupthresh`` transmissions sent after it were acknowledged
+    (RFC 6675's IsLost), or ``rto`` seconds after it was sent if that comes first; the bytes in
+    flight after each ACK. Nothing is sent again: the losses' detections are what the LDAs read."""
+    packets, acks = [], []
+    for flow, rows in table.groupby("flow", observed=True, sort=False):
+        rows = rows.sort_values(["t_send", "uid"], kind="stable")
+        sent, size = rows["t_send"].to_numpy(np.float64), rows["size"].to_numpy(np.int64)
+        delivered = (rows["fate"] == DELIVERED).to_numpy()
+        t_ack = np.where(delivered, rows["t_recv"].to_numpy(np.float64) + ack_delay, np.nan)
+        t_detect = np.full(len(rows), np.nan)
+        for i in np.flatnonzero(~delivered):
+            later = np.sort(t_ack[i + 1 :][delivered[i + 1 :]])
+            t_detect[i] = min(later[dupthresh - 1] if later.size >= dupthresh else np.inf, sent[i] + rto)
+        trigger = np.where(delivered, "", np.where(t_detect < sent + rto, "dupack", "rto"))
+        packets.append(
+            rows.assign(
+                t_recv=np.nan, t_ack=t_ack, t_detect=t_detect, loss_trigger=trigger, spurious="", chunk=0, in_flight=-1
+            )
+        )
+        by_ack = np.flatnonzero(delivered)[np.argsort(t_ack[delivered], kind="stable")]
+        t = t_ack[by_ack]
+
+        def bytes_by(times: np.ndarray) -> np.ndarray:
+            """Per ACK, the bytes of the transmissions whose ``times`` (NaN: never) came at or before it."""
+            times = np.nan_to_num(times, nan=np.inf)
+            order = np.argsort(times, kind="stable")
+            total = np.concatenate([[0], np.cumsum(size[order])])
+            return total[np.searchsorted(times[order], t, side="right")]
+
+        in_flight = bytes_by(sent) - bytes_by(t_ack) - bytes_by(t_detect)
+        seq = rows["seq"].to_numpy(np.int64)[by_ack]
+        acked: set[int] = set()
+        cumulative, lowest = [], int(rows["seq"].min())
+        for number in seq:
+            acked.add(int(number))
+            while lowest in acked:
+                lowest += 1
+            cumulative.append(lowest)
+        ack = np.array(cumulative, np.int64)
+        acks.append(
+            pd.DataFrame(
+                {
+                    "flow": str(flow),
+                    "t": t,
+                    "ack": ack,
+                    "largest": np.maximum.accumulate(seq) if seq.size else seq,
+                    "newly": size[by_ack],
+                    "dupack": np.diff(ack, prepend=-1) == 0,
+                    "dsack": False,
+                    "rtt": t - sent[by_ack],
+                    "rtt_source": "tsecr",
+                    "delivery_rate": np.nan,
+                    "in_flight": in_flight,
+                    "rwnd": -1,
+                    "cwnd": -1,
+                }
+            )
+        )
+    stream = pd.concat([empty_acks(), *acks], ignore_index=True) if acks else empty_acks()
+    stream = stream.astype({name: dtype for name, dtype in ACK_COLUMNS.items()})
+    sent_rows = pd.concat(packets, ignore_index=True) if packets else table.assign(t_recv=np.nan)
+    columns = {name: sent_rows[name].to_numpy() for name in ("flow", "seq", "uid", "size", "t_send", "t_recv", "fate")}
+    senders = {name: sent_rows[name].to_numpy() for name in SENDER_COLUMNS if name in sent_rows.columns}
+    shown = make_packet_table(**columns, **senders)
+    rtt = stream.loc[:, ["flow", "t", "largest", "rtt"]].rename(columns={"largest": "seq"})
+    return Trace(packets=shown, rtt=rtt, path="<conformance kit>", format="kit", meta={"view": SENDER}, acks=stream)
 
 
 def _receiver_view(table: pd.DataFrame, *, radio: bool = True, truth: bool = True) -> Timeline:
@@ -88,7 +192,7 @@ def _receiver_view(table: pd.DataFrame, *, radio: bool = True, truth: bool = Tru
     ``truth``: with the losses' true causes (else every loss's cause is unknown, ``lost``)."""
     delivered = table["fate"] == DELIVERED
     shown = table.assign(**radio_evidence(table)) if radio else table
-    tl = build_timeline(shown if truth else shown.assign(fate=shown["fate"].where(delivered, LOST)))
+    tl = build_timeline(shown if truth else _hidden(shown))
     got = table[delivered]
     rtt = pd.DataFrame(
         {

@@ -144,7 +144,15 @@ def test_the_ldas_declare_what_they_read_and_may_do():
         "macseq": ["needs_radio_evidence"],
         "learned": ["may_abstain"],
     }
-    assert {cls.view for cls in REGISTRY.values()} == {"receiver"}
+    both = {name for name, cls in REGISTRY.items() if set(cls.views) == {"receiver", "sender"}}
+    assert both == {"unaware", "omniscient", "adaptive_rtt"}
+    assert {name for name, cls in REGISTRY.items() if cls.views == ("sender",)} == {
+        "spike@rtt",
+        "zigzag@rtt",
+        "wro_ldaplus@rtt",
+        "veno_sender",
+        "vegas",
+    }
 
 
 def test_one_test_per_lda_and_rule_and_the_rules_follow_the_declarations():
@@ -302,9 +310,9 @@ def test_the_kit_takes_an_lda_instance_in_a_view_it_builds():
         parametrize_with_checks(["spike"])
 
     @dataclasses.dataclass(frozen=True)
-    class Sender(LDA):
-        name = "sender"
-        view = "sender"
+    class Elsewhere(LDA):
+        name = "elsewhere"
+        views = ("satellite",)
 
-    with pytest.raises(ConformanceError, match="builds a receiver's only"):
-        check_lda(Sender())
+    with pytest.raises(TypeError, match="the kit builds the receiver and the sender's"):
+        check_lda(Elsewhere())

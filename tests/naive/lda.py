@@ -65,16 +65,7 @@ def flow_view(packets, first_seq, *, detection, gap_delay, update_first):
     """Arrivals (by t_recv, then uid), their per-arrival quantities, and the gaps with their
     decision arrival and state index, following the table of docs/ldas.md "What an LDA sees"."""
     arrivals = sorted((p for p in packets if p["fate"] == "delivered"), key=lambda p: (p["t_recv"], p["uid"]))
-    d, jitter, spacing = [], [], []
-    for j, p in enumerate(arrivals):
-        d.append(p["t_recv"] - p["t_send"])
-        if j == 0:
-            jitter.append(math.nan)
-            spacing.append(math.nan)
-            continue
-        q = arrivals[j - 1]
-        jitter.append((p["t_recv"] - q["t_recv"]) - (p["t_send"] - q["t_send"]))
-        spacing.append(p["t_recv"] - q["t_recv"] if p["seq"] == q["seq"] + 1 else math.nan)
+    d, jitter, spacing = per_arrival(arrivals)
     gaps, hi, prev = [], first_seq - 1, None
     for r, p in enumerate(arrivals):
         if p["seq"] <= hi:
@@ -106,6 +97,22 @@ def flow_view(packets, first_seq, *, detection, gap_delay, update_first):
             )
         hi, prev = p["seq"], r
     return Flow(arrivals=arrivals, d=d, jitter=jitter, spacing=spacing, gaps=gaps)
+
+
+def per_arrival(arrivals):
+    """Each arrival's one-way delay, jitter (paper 001 eq. 7; NaN at the first) and spacing
+    sample (the receive spacing when it follows its sequence predecessor, else NaN)."""
+    d, jitter, spacing = [], [], []
+    for j, p in enumerate(arrivals):
+        d.append(p["t_recv"] - p["t_send"])
+        if j == 0:
+            jitter.append(math.nan)
+            spacing.append(math.nan)
+            continue
+        q = arrivals[j - 1]
+        jitter.append((p["t_recv"] - q["t_recv"]) - (p["t_send"] - q["t_send"]))
+        spacing.append(p["t_recv"] - q["t_recv"] if p["seq"] == q["seq"] + 1 else math.nan)
+    return d, jitter, spacing
 
 
 def running_min(values):
@@ -406,6 +413,7 @@ def lda_decisions(
         flow = flow_view(
             mine, min(p["seq"] for p in mine), detection=detection, gap_delay=gap_delay, update_first=update_first
         )
+        rule = None  # omniscient: the truth decides
         if name == "adaptive_rtt":
             samples = [(t, x) for f, t, x in rtt if f == label]
             rule = lda_adaptive_rtt(flow, **options, rtt=samples, clock_common=clock_common, update_first=update_first)
@@ -417,15 +425,18 @@ def lda_decisions(
                 continue
             k = bisect.bisect_right(firsts, p["seq"]) - 1  # the last gap starting at or below seq
             gap = flow.gaps[k] if k >= 0 and p["seq"] <= flow.gaps[k].last else None
-            if gap is None or gap.a is None:
-                out[p["uid"]] = "undetected"
-            elif name == "omniscient":
-                out[p["uid"]] = "wireless" if p["fate"] == "wireless" else "congestion"
-            elif gap.s < 0:
-                out[p["uid"]] = "congestion"
-            else:
-                out[p["uid"]] = rule(gap)
+            out[p["uid"]] = decided(name, p, gap, rule)
     return out
+
+
+def decided(name, p, gap, rule):
+    """The decision on lost packet ``p`` of ``gap`` (None: no gap holds it): undetected without a
+    decision arrival; omniscient: its cause; congestion with no state yet; else ``rule``'s."""
+    if gap is None or gap.a is None:
+        return "undetected"
+    if name == "omniscient":
+        return "wireless" if p["fate"] == "wireless" else "congestion"
+    return "congestion" if gap.s < 0 else rule(gap)
 
 
 def _ratio(a, b):
@@ -589,4 +600,157 @@ def policed_gaps(tl, lda, semantics=None) -> list[bool]:
         regular = steps.mean() > 0 and steps.std() / steps.mean() <= lda.regularity
         regular = regular and steps[-1] >= lda.in_step * np.median(steps)  # no sooner than the usual step
         out[g] = bool(pinned and quiet and (regular or offered >= lda.burst * plateau))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The sender's view (docs/ldas.md "The sender's view"): ACK samples for arrivals, the sender's
+# loss detections for gaps, and the LDAs defined on it.
+# ---------------------------------------------------------------------------------------------
+
+SENDER_LOSS_CAUSES = (*LOSS_CAUSES, "policing")
+SENDER_DEFAULTS = {
+    "unaware": {},
+    "omniscient": {},
+    "spike@rtt": LDA_DEFAULTS["spike"],
+    "zigzag@rtt": LDA_DEFAULTS["zigzag"],
+    "wro_ldaplus@rtt": LDA_DEFAULTS["wro_ldaplus"],
+    "adaptive_rtt": LDA_DEFAULTS["adaptive_rtt"],
+    "veno_sender": {"beta": 3.0},
+    "vegas": {"alpha": 1.0, "beta": 3.0},
+}
+
+
+def sender_flow_view(packets, acks, segment, *, detection, gap_delay, update_first):
+    """One flow's sender's view: its ACKs with an RTT sample (in ACK order) as arrivals, with
+    t_recv the ACK's time, t_send = t − rtt, seq its ``largest`` and ``window`` (segments: the
+    logged cwnd, else in_flight + newly, over ``segment`` bytes); and per lost transmission with
+    a detection time, the gap of the losses detected at that moment, decided at the last arrival
+    at or before it. Returns the Flow and {uid: Gap or None (undetected)}."""
+    arrivals = []
+    for ack in sorted(acks, key=lambda a: a["t"]):  # stable: ties in the stream's order
+        if math.isnan(ack["rtt"]):
+            continue
+        if ack["cwnd"] >= 0:
+            window = ack["cwnd"] / segment
+        elif ack["in_flight"] >= 0:
+            window = (ack["in_flight"] + ack["newly"]) / segment
+        else:
+            window = math.nan
+        arrivals.append({"t_recv": ack["t"], "t_send": ack["t"] - ack["rtt"], "seq": ack["largest"], "window": window})
+    d, jitter, spacing = per_arrival(arrivals)
+    moments: dict[float, list] = {}
+    for p in packets:
+        if p["fate"] in SENDER_LOSS_CAUSES and not math.isnan(p["t_detect"]):
+            moments.setdefault(p["t_detect"], []).append(p)
+    by_uid, gaps = {}, []
+    for t_detect in sorted(moments):
+        lost = moments[t_detect]
+        before = [j for j, a in enumerate(arrivals) if a["t_recv"] <= t_detect]
+        if not before:
+            continue
+        r = before[-1]
+        prev = r - 1 if r > 0 else None
+        a, count = None, 0
+        for j in range(r, len(arrivals)):  # the detection-th ACK sample at or above seq_r
+            if arrivals[j]["seq"] >= arrivals[r]["seq"]:
+                count += 1
+                if count == detection:
+                    a = j
+                    break
+        at = r if gap_delay == "revealing" else prev
+        gap = Gap(
+            first=min(p["seq"] for p in lost),
+            last=max(p["seq"] for p in lost),
+            n=len(lost),
+            r=r,
+            prev=prev,
+            T=math.nan if prev is None else arrivals[r]["t_recv"] - arrivals[prev]["t_recv"],
+            at=at,
+            delay=math.nan if at is None else d[at],
+            a=a,
+            s=None if a is None else (a if update_first else a - 1),
+        )
+        gaps.append(gap)
+        for p in lost:
+            by_uid[p["uid"]] = gap
+    flow = Flow(arrivals=arrivals, d=d, jitter=jitter, spacing=spacing, gaps=gaps)
+    return flow, by_uid
+
+
+def sender_backlog(flow):
+    """Per ACK sample, N = W·(RTT − BaseRTT)/RTT with BaseRTT the least RTT so far."""
+    lowest = running_min(flow.d)
+    return [a["window"] * (x - lo) / x for a, x, lo in zip(flow.arrivals, flow.d, lowest)]
+
+
+def lda_veno_sender(flow, beta):
+    """Veno's eq. (1) at the sender: N from the window at the state's ACK sample and the gap's
+    RTT; wireless iff N < beta (an unknown N: congestion)."""
+    lowest = running_min(flow.d)
+
+    def rule(g):
+        n = flow.arrivals[g.s]["window"] * (g.delay - lowest[g.s]) / g.delay
+        return "wireless" if n < beta else "congestion"
+
+    return rule
+
+
+def lda_vegas(flow, alpha, beta):
+    """Biaz and Vaidya's Vegas predictor: congestion predicted once Diff > beta, not once Diff <
+    alpha, else as before; a loss is wireless where none is predicted."""
+    predicted, state = [], False
+    for diff in sender_backlog(flow):
+        if diff > beta:
+            state = True
+        elif diff < alpha:
+            state = False
+        predicted.append(state)
+    return lambda g: "congestion" if predicted[g.s] else "wireless"
+
+
+SENDER_LDAS = {
+    "unaware": lda_unaware,
+    "spike@rtt": lda_spike,
+    "zigzag@rtt": lda_zigzag,
+    "wro_ldaplus@rtt": lda_wro_ldaplus,
+    "veno_sender": lda_veno_sender,
+    "vegas": lda_vegas,
+}
+
+
+@twin_of("ldanalyze.lda.sender.band_state", "ldanalyze.sender_timeline.detections")
+def sender_lda_decisions(name, params, packets, acks, *, update_first=True, gap_delay="revealing", detection=1):
+    """{uid: congestion | wireless | undetected} for every lost transmission of a sender's view
+    (``packets``: dicts with flow, seq, uid, size, fate, t_detect; ``acks``: dicts of the ACK
+    stream in its order), replaying each flow as docs/ldas.md "The sender's view" says."""
+    unknown = set(params) - set(SENDER_DEFAULTS[name])
+    if unknown:
+        raise TypeError(f"{name}: unknown parameters {sorted(unknown)}")
+    options = {**SENDER_DEFAULTS[name], **params}
+    out = {}
+    for label in dict.fromkeys(p["flow"] for p in packets):
+        mine = [p for p in packets if p["flow"] == label]
+        segment = statistics.median(p["size"] for p in mine)
+        flow, gap_of = sender_flow_view(
+            mine,
+            [a for a in acks if a["flow"] == label],
+            segment,
+            detection=detection,
+            gap_delay=gap_delay,
+            update_first=update_first,
+        )
+        rule = None  # omniscient: the truth decides
+        if name == "adaptive_rtt":
+            # at a sender the arrivals are the RTT samples: "auto" is "rtt" (a flow without any
+            # has no gap to decide)
+            samples = [(a["t_recv"], x) for a, x in zip(flow.arrivals, flow.d)]
+            mode = {**options, "delay": "rtt"} if options["delay"] == "auto" else options
+            rule = lda_adaptive_rtt(flow, **mode, rtt=samples, clock_common=False, update_first=update_first)
+        elif name != "omniscient":
+            rule = SENDER_LDAS[name](flow, **options)
+        for p in mine:
+            if p["fate"] not in SENDER_LOSS_CAUSES:
+                continue
+            out[p["uid"]] = decided(name, p, gap_of.get(p["uid"]), rule)
     return out

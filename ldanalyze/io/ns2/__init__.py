@@ -72,4 +72,5 @@ def select_flows(trace: Trace, flow_types: dict[str, set[str]], flows=None) -> T
     packets = trace.packets[kept].reset_index(drop=True)
     packets["flow"] = packets["flow"].cat.remove_unused_categories()
     rtt = trace.rtt[label_positions(trace.rtt["flow"], keep) >= 0].reset_index(drop=True)
-    return dataclasses.replace(trace, packets=packets, rtt=rtt, meta=meta)
+    acks = trace.acks[label_positions(trace.acks["flow"], keep) >= 0].reset_index(drop=True)
+    return dataclasses.replace(trace, packets=packets, rtt=rtt, acks=acks, meta=meta)

@@ -65,10 +65,12 @@ from ...tiering import call, preload
 from ..detect import NS2_WIRELESS, line_format
 from ..text import iter_blocks, locate_row
 from . import LAST_TIME_S, TIME_RANGE, select_flows, types_per_flow
+from .sender import sender_view
 
 DATA_TYPES = ("tcpFriend", "cbr", "udp", "tcp", "exp", "pareto", "rtp", "Traffic", "data")
 FEEDBACK_TYPES = ("tcpFriendCtl", "ack", "rtcp")
 FLOW_BY = ("auto", "fid", "addr")
+VIEWS = ("receiver", "sender")
 
 COLUMN_NAMES = ["ev", "time", "frm", "to", "ptype", "size", "flags", "fid", "src", "dst", "seq", "uid"]
 _DICT = pa.dictionary(pa.int32(), pa.string())
@@ -255,6 +257,7 @@ def read_ns2_wired(
     error_events: Iterable[str] = ("e",),
     flows: Iterable[str] | str | None = None,
     block_bytes: int = BLOCK_BYTES,
+    view: str = "receiver",
 ) -> Trace:
     """Read an ns-2 wired trace into a :class:`~ldanalyze.packets.Trace`.
 
@@ -263,20 +266,24 @@ def read_ns2_wired(
     ``fid``, ``addr`` (source and destination address) or ``auto`` (fid unless one fid
     carries several address pairs). ``error_events`` are extra event letters that a script
     writes for error-model drops. ``flows`` picks the flows read (:func:`select_flows`: by
-    default those under study, not background traffic). Memory grows with the number of packets, not of lines:
+    default those under study, not background traffic). ``view``: ``receiver`` (the flows as
+    their receivers saw them, with the truth) or ``sender`` (as their TCP sources saw them, with
+    the truth: ``ns2.sender``). Memory grows with the number of packets, not of lines:
     the file is parsed ``block_bytes`` at a time.
     """
     if flow_by not in FLOW_BY:
         raise UsageError(f"flow_by must be one of {FLOW_BY}, not {flow_by!r}")
+    if view not in VIEWS:
+        raise UsageError(f"view must be one of {', '.join(VIEWS)}, not {view!r}")
     data_types, feedback_types = set(data_types), set(feedback_types)
     letters = dict(_EVENT_LETTERS)
     letters.update({e: EV_ERROR for e in error_events})
-    reader = _WiredReader(path, data_types, feedback_types, letters)
+    reader = _WiredReader(path, data_types, feedback_types, letters, view)
     blocks = iter_blocks(path, block_bytes)
     if not threads.may_spread():  # a pool's worker: its siblings keep the other cores busy
         for block, offset in blocks:
             reader.add_table(reader.parse(block, offset), offset)
-        return select_flows(*reader.finish(flow_by), flows)
+        return _tcp_at_its_source(select_flows(*reader.finish(flow_by), flows), view)
     # parse block k+1 on a worker thread while block k is folded in (pyarrow releases the
     # GIL); at most two blocks are in memory at once
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -290,12 +297,28 @@ def read_ns2_wired(
             previous = (parsing, offset)
         if previous is not None:
             reader.add_table(previous[0].result(), previous[1])
-    return select_flows(*reader.finish(flow_by), flows)
+    return _tcp_at_its_source(select_flows(*reader.finish(flow_by), flows), view)
+
+
+def _tcp_at_its_source(trace: Trace, view: str) -> Trace:
+    """``trace``; read at the sources (``view="sender"``), only if its flows are TCP's: another
+    transport's feedback (TFRC's reports) is no cumulative ACK, and CBR has none."""
+    if view == "sender":
+        types = trace.meta["flow_types"]
+        other = [flow for flow in trace.flows if set(types.get(flow, ())) - {"tcp"}]
+        if other:
+            shown = ", ".join(f"{flow} ({'/'.join(types[flow])})" for flow in other[:5])
+            raise UsageError(
+                f"{trace.path}: view='sender' reads TCP flows at their source; not TCP: {shown} "
+                "(pick the TCP flows with flows=...)"
+            )
+    return trace
 
 
 class _WiredReader:
-    def __init__(self, path, data_types, feedback_types, letters) -> None:
+    def __init__(self, path, data_types, feedback_types, letters, view) -> None:
         self.path = os.fspath(path)
+        self.view = view
         self.data_types = data_types
         self.feedback_types = feedback_types
         self.letters = letters
@@ -520,7 +543,8 @@ class _WiredReader:
             reason=reason[sent],
         )
         packets = mark_vanished(packets)
-        rtt = self._rtt_samples(packets, pairs)
+        feedback = self._feedback(pairs)
+        rtt = rtt_from_feedback(packets, feedback) if len(feedback) else empty_rtt()
         meta = {
             "lines": self.lines,
             "data_types": sorted(t for t in self.type_counts if t in self.data_types),
@@ -534,7 +558,8 @@ class _WiredReader:
             "clock": "common",
             "no_send": int((~sent).sum()),
         }
-        return Trace(packets=packets, rtt=rtt, path=self.path, format="ns2-wired", meta=meta), flow_types
+        trace = Trace(packets=packets, rtt=rtt, path=self.path, format="ns2-wired", meta=meta)
+        return (sender_view(trace, feedback) if self.view == "sender" else trace), flow_types
 
     def _flows(self, fid, src, dst, flow_by: str) -> tuple[pd.Categorical, dict[int, str]]:
         """Flow label per packet, and the flow of each (src, dst) address pair (keyed by
@@ -564,20 +589,18 @@ class _WiredReader:
             pairs.setdefault(a * n_addr + b, label)
         return pd.Categorical.from_codes(flow_ids[inverse], categories=flow_labels), pairs
 
-    def _rtt_samples(self, packets: pd.DataFrame, pairs: dict[int, str]) -> pd.DataFrame:
-        """RTT samples from feedback (see :func:`rtt_from_feedback`), each feedback packet given
-        the flow of the address pair it answers, looked up once per distinct pair."""
+    def _feedback(self, pairs: dict[int, str]) -> pd.DataFrame:
+        """The feedback packets that reached their destination (flow, t, seq), each given the
+        flow of the address pair it answers, looked up once per distinct pair."""
         if not self.feedback:
-            return empty_rtt()
+            return pd.DataFrame({"flow": pd.Series([], dtype=object), "t": [], "seq": pd.Series([], dtype=np.int64)})
         fb = {k: np.concatenate([f[k] for f in self.feedback]) for k in self.feedback[0]}
         # feedback runs from the data receiver back to the data sender
         answered = fb["dst"].astype(np.int64) * len(self.addresses.values) + fb["src"]
         keys, inverse = np.unique(answered, return_inverse=True)
         flow = np.array([pairs.get(int(k)) for k in keys], dtype=object)[inverse]
         known = pd.notna(flow)  # a pair no data flow took: not feedback of ours
-        return rtt_from_feedback(
-            packets, pd.DataFrame({"flow": flow[known], "t": fb["t"][known], "seq": fb["seq"][known]})
-        )
+        return pd.DataFrame({"flow": flow[known], "t": fb["t"][known], "seq": fb["seq"][known]})
 
 
 def _block_lines(path: str, offset: int, block: bytes):
