@@ -28,6 +28,7 @@ from .radio import MacSeq
 from .rott import Spike, WroLdaPlus, ZigZag
 from .rtt import AdaptiveRtt
 from .sender import SpikeRtt, Vegas, VenoSender, WroLdaPlusRtt, ZigZagRtt
+from .sender_policer import SenderPolicer, SenderPolicerLab
 from .xrtp import Xrtp
 from .zbs import SCHEMES as ZBS_SCHEMES
 from .zbs import Zbs
@@ -55,6 +56,8 @@ REGISTRY: dict[str, type[LDA]] = {
         WroLdaPlusRtt,
         VenoSender,
         Vegas,
+        SenderPolicer,
+        SenderPolicerLab,
     )
 }
 # undetected: no arrival revealed the loss; abstained: revealed, but the LDA (the learned one,

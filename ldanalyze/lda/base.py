@@ -243,7 +243,10 @@ class LDA(Parameterized):
     other view's form of (``spike@rtt``: ``spike``; the refusal names it); ``reads_truth``, it reads each loss's true cause (omniscient:
     it may then decide per lost packet, not per gap); ``needs_radio_evidence``, it cannot run
     without ``packets.AIR_COLUMNS`` (a monitor-mode capture: macseq); ``may_abstain``, it may
-    make no call on a detected loss (``Verdict.abstained``: the learned LDA).
+    make no call on a detected loss (``Verdict.abstained``: the learned LDA); ``hindsight``, it
+    decides a loss with what came after it (a verdict per chunk, Flach et al.'s policer detector):
+    not what the endpoint could have known then, so the kit does not hold it to causality and
+    its decisions carry that caveat.
     """
 
     name: ClassVar[str]
@@ -252,6 +255,7 @@ class LDA(Parameterized):
     reads_truth: ClassVar[bool] = False
     needs_radio_evidence: ClassVar[bool] = False
     may_abstain: ClassVar[bool] = False
+    hindsight: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A subclass that declares one view the 0.5.0 way (``view = "sender"``) declares it in

@@ -406,6 +406,7 @@ class SenderPolicer(LDA, Flach):
     name = "flach_pd"
     view: ClassVar[str] = "sender"
     in_all: ClassVar[bool] = False
+    hindsight: ClassVar[bool] = True  # a chunk's verdict reads the whole chunk, as Flach et al.'s
 
     def __post_init__(self) -> None:
         Flach.__post_init__(self)

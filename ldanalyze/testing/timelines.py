@@ -178,7 +178,10 @@ def sender_trace(table: pd.DataFrame, *, ack_delay: float = 0.02, rto: float = 0
         )
     stream = pd.concat([empty_acks(), *acks], ignore_index=True) if acks else empty_acks()
     stream = stream.astype({name: dtype for name, dtype in ACK_COLUMNS.items()})
-    sent_rows = pd.concat(packets, ignore_index=True) if packets else table.assign(t_recv=np.nan)
+    nothing_sent = {"t_recv": np.nan, "t_ack": np.nan, "t_detect": np.nan, "loss_trigger": "", "spurious": ""}
+    sent_rows = (
+        pd.concat(packets, ignore_index=True) if packets else table.assign(**nothing_sent, chunk=0, in_flight=-1)
+    )
     columns = {name: sent_rows[name].to_numpy() for name in ("flow", "seq", "uid", "size", "t_send", "t_recv", "fate")}
     senders = {name: sent_rows[name].to_numpy() for name in SENDER_COLUMNS if name in sent_rows.columns}
     shown = make_packet_table(**columns, **senders)

@@ -316,3 +316,11 @@ def test_the_kit_takes_an_lda_instance_in_a_view_it_builds():
 
     with pytest.raises(TypeError, match="the kit builds the receiver and the sender's"):
         check_lda(Elsewhere())
+
+
+def test_an_lda_deciding_with_hindsight_is_not_held_to_causality_and_says_so():
+    from ldanalyze.lda.sender_policer import SenderPolicer
+
+    names = [rule.__name__ for rule in lda_checks(SenderPolicer())]
+    assert SenderPolicer.hindsight and "check_causal" not in names and "check_deterministic" in names
+    assert all(not cls.hindsight for name, cls in la.lda.REGISTRY.items() if not name.startswith("flach_pd"))
