@@ -93,3 +93,12 @@ def test_the_senders_figure_draws_each_panel(tmp_path):
     assert "lost (lost), resent on dupack" in labels and "declared lost, spurious" in labels
     assert rate.get_legend_handles_labels()[1] == ["delivery rate", "token rate (policed chunk)"]
     fig.savefig(tmp_path / "sender.png")
+
+
+def test_score_and_classify_say_when_an_lda_decides_with_hindsight():
+    from ldanalyze.report.text import hindsight_note
+
+    decisions = pd.DataFrame({"lda": ["flach_pd_lab", "vegas", "flach_pd:min_losses=10"]})
+    note = hindsight_note(decisions)
+    assert note.count("decides with hindsight") == 2 and "vegas" not in note
+    assert hindsight_note(pd.DataFrame({"lda": ["spike"]})) == ""

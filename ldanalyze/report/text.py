@@ -13,6 +13,7 @@ import pandas as pd
 from .. import formatting
 from ..consensus import consensus, kappa_matrix, majority_line
 from ..control import OPEN_LOOP_NOTE
+from ..lda import REGISTRY
 from ..lda.zbs import Zbs
 from ..output import json_default, table_records
 from .inspect_text import unreadable_reasons
@@ -45,7 +46,19 @@ def score_text(scores: pd.DataFrame, form: str, decisions: pd.DataFrame, flows_r
         return markdown_table(scores)
     if scores.empty:
         return f"nothing to score: no flow lost a packet ({flows_read} flow(s) read; `inspect` shows them)\n"
-    return text_table(scores) + agreement_text(decisions)
+    return text_table(scores) + agreement_text(decisions) + hindsight_note(decisions)
+
+
+def hindsight_note(decisions: pd.DataFrame) -> str:
+    """A line per LDA among ``decisions`` that decides with hindsight (``LDA.hindsight``): its
+    calls are not what the endpoint could have known when it detected the loss."""
+    specs = [str(spec) for spec in pd.unique(decisions["lda"])] if "lda" in decisions.columns else []
+    late = [spec for spec in specs if getattr(REGISTRY.get(spec.split(":")[0]), "hindsight", False)]
+    return "".join(
+        f"note: {spec} decides with hindsight (its verdict per chunk reads the whole chunk, as Flach et al.'s "
+        "policer detector does): not what the sender knew when it detected each loss\n"
+        for spec in late
+    )
 
 
 def unreadable_line(path: str, description: dict) -> str:
@@ -103,7 +116,7 @@ def classify_text(path: str, timeline, ldas: list, decisions: pd.DataFrame) -> s
                     "flow(s) with losses:"
                 )
                 out.append(formatting.shown(usage, percent={c: c for c in usage.columns}).to_string())
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n" + hindsight_note(decisions)
 
 
 def replay_text(path: str, summary: pd.DataFrame) -> str:
