@@ -398,7 +398,9 @@ def frames(draw, linktype: int, tpids=(0x8100, 0x88A8, 0x9100)) -> list[bytes]:
             draw(
                 st.lists(
                     st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1)),
-                    max_size=(38 - (4 if mss else 0) - (10 if tsval is not None else 0) - (3 if wscale is not None else 0))
+                    max_size=(
+                        38 - (4 if mss else 0) - (10 if tsval is not None else 0) - (3 if wscale is not None else 0)
+                    )
                     // 8,
                 )
             )
