@@ -88,7 +88,9 @@ def ip_packet(
     ext: tuple[str, ...] = (),
     tcp_seq: int = 0,
     tcp_flags: str = "PA",
+    tcp_ack: int = 0,
     tsval: int | None = None,
+    tsecr: int = 0,
     mss: int | None = None,
     window: int = 8192,
     wscale: int | None = None,
@@ -100,10 +102,16 @@ def ip_packet(
     if ends.proto == "udp":
         upper = UDP(sport=ends.sport, dport=ends.dport) / Raw(payload)
     elif ends.proto == "tcp":
-        options = ([("MSS", mss)] if mss else []) + ([("Timestamp", (tsval, 0))] if tsval is not None else [])
+        options = ([("MSS", mss)] if mss else []) + ([("Timestamp", (tsval, tsecr))] if tsval is not None else [])
         options += ([("WScale", wscale)] if wscale is not None else []) + ([("SAck", sum(sack, ()))] if sack else [])
         upper = TCP(
-            sport=ends.sport, dport=ends.dport, seq=tcp_seq, flags=tcp_flags, window=window, options=options
+            sport=ends.sport,
+            dport=ends.dport,
+            seq=tcp_seq,
+            ack=tcp_ack,
+            flags=tcp_flags,
+            window=window,
+            options=options,
         ) / Raw(payload)
     else:
         upper = (ICMP() if ends.ip_ver == 4 else ICMPv6EchoRequest()) / Raw(payload)

@@ -167,7 +167,7 @@ def capture_packets(
     else:
         found = capture_host(capture) if host == "auto" else (host, "given") if host else (None, "none given")
     outgoing = set(np.flatnonzero((capture.flows["src"] == found[0]).to_numpy())) if receiver and found[0] else set()
-    ack_flow = _ack_flows(capture.flows, found[0], receiver) if sender_side else {}
+    ack_flow = sender_flows(capture.flows, found[0], receiver) if sender_side else {}
     stashed: dict[int, tuple] = {}  # the records of the sender's-view flows and of their ACK flows
     streams, skipped = [], {}
     for flow, rows, records in flow_groups(capture.records):
@@ -232,6 +232,7 @@ def capture_packets(
         skipped_streams.update(stream.info.pop("skipped_streams", {}))
     sent = sender_view(connections) if connections else None
     table, per_stream = _packet_rows(capture, streams, times, receiver, connections, sent)
+    per_stream = in_flow_order(per_stream, labels)
     meta = {
         "flows": per_stream,
         "acks": sent[1] if sent else None,
@@ -243,7 +244,14 @@ def capture_packets(
     return table, meta
 
 
-def _ack_flows(flows: pd.DataFrame, host: str | None, receiver: bool) -> dict[int, int | None]:
+def in_flow_order(per_stream: dict, labels) -> dict:
+    """Streams' entries in the order of their flows in the capture (a flow's streams in the
+    order read): the sender's-view flows, read after the others, take their place."""
+    position = {label: i for i, label in enumerate(labels)}
+    return dict(sorted(per_stream.items(), key=lambda item: position.get(item[0].partition(SSRC)[0], len(position))))
+
+
+def sender_flows(flows: pd.DataFrame, host: str | None, receiver: bool) -> dict[int, int | None]:
     """The TCP flows to read in the sender's view (flow id → its ACK flow's id; None: not
     captured, read so only at ``vantage="sender"``): those the capture host sends (any, when no
     host is known, at the sender)."""

@@ -1,10 +1,13 @@
 """The sender's view of a TCP connection captured at its sender, both directions in the capture
 (issue #44 §1): one row per transmission of a data segment, and one per ACK that came back.
 
-Segments. Each data segment the host sent is a transmission; its bytes (relative to the SYN's
-ISN + 1, else to the first data byte) are numbered into segment indices as ``tcp.segment_index``
-numbers them (the receiver's reading: a segment sent again at the same start keeps its index,
-so ``tx`` counts its transmissions). A segment longer than the MSS (the SYN's option, else the
+Segments. Each data segment the host sent is a transmission; its bytes are relative to the
+SYN's ISN + 1, else to the first data byte. A transmission that starts at or above every byte
+sent before it is new data, numbered into segment indices as ``tcp.segment_index`` numbers
+them (a hole in the bytes, which the capture missed, counts ceil(hole / MSS) indices); any other
+is a retransmission of the segment that holds its first byte, whatever its length (a stack may
+cut its retransmissions otherwise than the first sends: Linux after an MSS change, a middlebox
+that clamps the MSS), so ``tx`` counts a segment's transmissions. A segment longer than the MSS (the SYN's option, else the
 most common length) was captured before TCP segmentation offload cut it (TSO/GSO: a server's
 capture shows what the stack handed the NIC): it is read as ceil(length / MSS) transmissions of
 an MSS each (the last one the rest), all at its capture time, each with its share of the
@@ -38,9 +41,12 @@ The rules, with their sources:
   ACK or inside its second block (RFC 2883 §4) and covers the whole segment, which was sent
   twice or more (the transmission before the latest one is marked); at the first ACK that covers
   a retransmission, ``eifel`` when it echoes a TSecr older than the retransmission's TSval (RFC
-  3522 §2: the original was acknowledged), else ``timing`` when it came sooner after the
-  retransmission than the smallest RTT sample of the connection so far (RFC 3708 §3 allows
-  any such evidence; F-RTO's reasoning, RFC 5682). A spurious transmission is ``delivered``;
+  3522 §2: the original was acknowledged; tested on the segment whose hole an advancing ACK
+  fills, as Eifel tests the oldest outstanding one: a SACK, or an ACK covering several
+  retransmissions, echoes the TSval of another segment), else, on an ACK without timestamps,
+  ``timing`` when it came sooner after the retransmission than the smallest RTT sample of the
+  connection so far (RFC 3708 §3 allows any such evidence; F-RTO's reasoning, RFC 5682; where
+  the ACK carries timestamps its TSecr decides, and jitter below the minimum RTT proves nothing). A spurious transmission is ``delivered``;
   its ``t_ack`` is the ACK that showed it.
 - **fates**: ``delivered`` when its segment was acknowledged (reason ``acked``, ``sacked``)
   with this transmission the latest, or spurious (``spurious: dsack`` ...); ``lost`` when
@@ -131,7 +137,7 @@ def sender_kernel(
     """The sender's state machine over ``events`` (≥ 0: transmission i; < 0: ACK ~e), grouped by
     connection, each in capture order. Transmissions: connection, time, bytes [b0, b1), global
     segment index, TSval (unwrapped; -1 none). ACKs: connection, time, ACK byte, SACK edges
-    (``sack[j, 2k]``, ``sack[j, 2k+1]``; ``n_sack`` kept, -1 before the first), TSecr
+    (``sack[j, 2k]``, ``sack[j, 2k+1]``; ``n_sack[j]`` of them), TSecr
     (``ts_ack``: carries timestamps; unwrapped against the data's TSvals), raw window, ``pure``
     (no payload, no SYN/FIN/RST). Segments: global index → first and end byte, connection's
     first segment ``seg_lo[c]``; ``tx_lo``/``tx_hi``: the connection's transmissions. Returns
@@ -312,7 +318,7 @@ def sender_kernel(
                 if k == head and ts_ack[j] and tsval[i] >= 0 and tsecr[j] < tsval[i]:
                     spurious[p] = 2
                     t_ackd[p] = t
-                elif min_rtt == min_rtt and t - t_tx[i] < min_rtt:
+                elif not ts_ack[j] and min_rtt == min_rtt and t - t_tx[i] < min_rtt:
                     spurious[p] = 3
                     t_ackd[p] = t
         delivered += newly
@@ -435,11 +441,19 @@ class Connection:
         self.t = times[self.rows]
         self.b0, self.b1 = start, end
         self.size = end - start + headers[record_of]
-        starts, inverse = np.unique(start, return_inverse=True)
-        seg_len = np.zeros(starts.shape[0], np.int64)
-        np.maximum.at(seg_len, inverse, end - start)
+        # new data: a transmission starting at or above every byte sent before it; the others
+        # are retransmissions, of the segment that holds their first byte
+        sent_before = np.maximum.accumulate(np.concatenate(([np.iinfo(np.int64).min], end[:-1])))
+        new = start >= sent_before
         mss = int(own_mss[0]) if len(own_mss) else usual
-        self.seq = segment_index(starts, seg_len, max(mss, 1))[inverse]
+        new_start = start[new]
+        order = np.argsort(new_start, kind="stable")
+        first_index = np.empty(new_start.shape[0], np.int64)
+        first_index[order] = segment_index(new_start[order], (end - start)[new][order], max(mss, 1))
+        self.seq = np.empty(start.shape[0], np.int64)
+        self.seq[new] = first_index
+        holder = np.searchsorted(new_start[order], start[~new], side="right") - 1
+        self.seq[~new] = first_index[order][np.maximum(holder, 0)]
         n_seg = int(self.seq.max()) + 1 if self.seq.size else 0
         seg_start = np.full(n_seg, np.iinfo(np.int64).max)
         seg_end = np.zeros(n_seg, np.int64)
@@ -471,8 +485,7 @@ class Connection:
                 "the capture holds no ACKs of this flow (one direction only): its transmissions are "
                 "counted, retransmissions included, but no fate, trigger or RTT can be read"
             )
-            records = {name: np.empty(0, dt) for name, dt in own_records.dtype.fields.items() if name != "head"}
-            records["head"] = np.empty((0, SACK_HEAD_BYTES), np.uint8)
+            records = np.empty(0, own_records.dtype)
         acked = (records["tcp_flags"] & TCP_ACK) != 0
         self.ack_rows = rows[acked]
         self.t_ack = times[self.ack_rows]
