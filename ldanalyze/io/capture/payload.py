@@ -204,11 +204,12 @@ def capture_packets(
                 raise TraceError(capture.path, f"flow {label}: {why}", offset=first) from None
             skipped[label] = f"{why} (first packet at byte {first})"
     labels = capture.flows["label"]
-    connections = [
-        Connection(labels.iat[flow], *stashed[flow], *stashed.get(ack_flow[flow], (None, None)), times)
-        for flow in sorted(ack_flow)
-        if flow in stashed and (chosen is None or flow in chosen) and (stashed[flow][1]["payload_len"] > 0).any()
-    ]
+    connections = []
+    for flow, acks in sorted(ack_flow.items()):
+        if flow in stashed and (chosen is None or flow in chosen) and (stashed[flow][1]["payload_len"] > 0).any():
+            ack_rows, ack_records = stashed.get(acks, (None, None)) if acks is not None else (None, None)
+            rows, records = stashed[flow]
+            connections.append(Connection(labels.iat[flow], rows, records, ack_rows, ack_records, times))
     if wanted is not None:  # a named RTP stream leaves out the other streams of its flow
         streams = [s for s in streams if s.label in wanted or s.label.partition(SSRC)[0] in wanted]
     if ssrc is not None:  # RTP streams by SSRC, on whatever flow they travel

@@ -299,7 +299,8 @@ def _flow_traces(
                     one, packets, taken, payload=payload, vantage=vantage, skew=skew, skew_limit_ppm=skew_limit_ppm
                 )
         finally:
-            one = packets = records = maps = None  # the mappings are closed before their files go
+            one = packets = None  # the mappings are closed before their files go
+            del records, maps
             for file in files:
                 file.unlink()
         streams.update(trace.meta["skipped_streams"])
