@@ -50,6 +50,14 @@ the hole is a retransmission: its first transmission was lost (a ``lost`` row wi
 packet cannot be told from reordering. ``sender``: each captured packet is a transmission
 (``t_send`` = capture time, ``t_recv`` NaN, ``fate`` ``unobserved``).
 
+The sender's view of TCP (``tcp_sender.py``; ``read_capture`` asks for it). A TCP data flow the
+capture host sends whose ACK flow is in the capture is read as its sender saw it, at either
+vantage: transmissions with their ACKs, loss triggers, spurious retransmissions and fates, and
+the ACK stream (``meta['acks']`` for ``capture_trace``'s ``Trace.acks``). At ``vantage="sender"``
+every TCP data flow of the host (of every host, when none is known) is, its ACKs captured or
+not. Each flow's ``meta['flows'][label]['view']`` is ``sender`` or ``receiver``; the other
+flows' rows of a table with sender's-view flows get ``SENDER_COLUMNS``' defaults.
+
 Which flows: with ``payload="auto"`` each flow gets the first kind that fits it (RTP, iperf3,
 iperf2 for UDP; TCP for TCP flows that carry data); a kind fits when its fields read as a
 sequence (steps between consecutive packets mostly small and forward, and the numbers span
@@ -145,7 +153,7 @@ def capture_packets(
     ``host_of``'s (address, how));
     at a receiver, the flows it sends are read as sent (fate ``unobserved``, streams marked
     ``outgoing``): they were captured before the path, so a receiver learns nothing of them.
-    ``sender_side``: a TCP data flow the capture host sent whose ACK flow is in the capture
+    ``sender_side`` (with ``payload`` ``auto`` or ``tcp``): a TCP data flow the capture host sent whose ACK flow is in the capture
     (at ``vantage="sender"``: any TCP data flow of the host, of every host when none is known,
     ACKs captured or not) is read in the sender's view (``tcp_sender.py``): its rows carry
     ``SENDER_COLUMNS`` (the other flows' rows their defaults), ``meta['acks']`` its ACK stream,
@@ -167,7 +175,8 @@ def capture_packets(
     else:
         found = capture_host(capture) if host == "auto" else (host, "given") if host else (None, "none given")
     outgoing = set(np.flatnonzero((capture.flows["src"] == found[0]).to_numpy())) if receiver and found[0] else set()
-    ack_flow = sender_flows(capture.flows, found[0], receiver) if sender_side else {}
+    tcp_kinds = not isinstance(payload, FieldSpec) and payload in ("auto", "tcp")
+    ack_flow = sender_flows(capture.flows, found[0], receiver) if sender_side and tcp_kinds else {}
     stashed: dict[int, tuple] = {}  # the records of the sender's-view flows and of their ACK flows
     streams, skipped = [], {}
     for flow, rows, records in flow_groups(capture.records):
