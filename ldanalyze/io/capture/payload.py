@@ -218,7 +218,10 @@ def capture_packets(
         if flow in stashed and (chosen is None or flow in chosen) and (stashed[flow][1]["payload_len"] > 0).any():
             ack_rows, ack_records = stashed.get(acks, (None, None)) if acks is not None else (None, None)
             rows, records = stashed[flow]
-            connections.append(Connection(labels.iat[flow], rows, records, ack_rows, ack_records, times))
+            try:
+                connections.append(Connection(labels.iat[flow], rows, records, ack_rows, ack_records, times))
+            except NotThisKind as why:
+                skipped[labels.iat[flow]] = f"{why} (first packet at byte {int(records['offset'][0])})"
     if wanted is not None:  # a named RTP stream leaves out the other streams of its flow
         streams = [s for s in streams if s.label in wanted or s.label.partition(SSRC)[0] in wanted]
     if ssrc is not None:  # RTP streams by SSRC, on whatever flow they travel

@@ -83,6 +83,7 @@ from numba import njit
 
 from ...packets import ACK_COLUMNS, DELIVERED, FATES, LOST, UNOBSERVED, unwrap_sequence
 from .record import F_TCP_MSS, F_TCP_SACK, F_TCP_TIMESTAMP, F_TCP_WSCALE, SACK_BLOCK_BYTES
+from .sequences import NotThisKind, not_a_sequence
 from .tcp import segment_index
 
 SLACK = 0.8  # of a timer's estimate: what we estimate is not exactly what the sender's stack did
@@ -97,8 +98,11 @@ TCP_SYN, TCP_FIN, TCP_RST, TCP_ACK = 0x02, 0x01, 0x04, 0x10
 TRIGGERS = ("", "dupack", "sack", "rto", "tlp", "other")
 EVIDENCE = ("", "dsack", "eifel", "timing", "acked")
 RTT_SOURCES = ("", "karn", "tsecr")
-# a transmission's state at the end: 0 not acknowledged, 1 acked, 2 sacked, 3 bytes acknowledged before it was sent
-COVER_NONE, COVER_ACKED, COVER_SACKED, COVER_BEFORE = 0, 1, 2, 3
+DUPACK, SACK, RTO, TLP, OTHER = range(1, 6)  # codes into TRIGGERS
+DSACK, EIFEL, TIMING, ACKED = range(1, 5)  # into EVIDENCE
+KARN, TSECR = 1, 2  # into RTT_SOURCES
+# how a transmission was acknowledged (0: not): cumulatively, by SACK, or its bytes before it was sent
+COVER_ACKED, COVER_SACKED, COVER_BEFORE = 1, 2, 3
 NO_ACKS = "no ACKs captured"
 
 
@@ -197,25 +201,25 @@ def sender_kernel(
                 p = last_tx[k]
                 if p >= 0:
                     quiet = t - _latest(last_ack_t, last_send_t)  # no ACK, no send since
-                    timed_out = t - _latest(last_rearm_t, last_rearm_t) >= SLACK * rto
+                    timed_out = t - last_rearm_t >= SLACK * rto  # set by the first send
                     if rec_point >= 0 and snd_una < rec_point and not timed_out:
                         why = rec_trigger
                     else:
                         if timed_out:
-                            why = 3
+                            why = RTO
                         elif dupacks >= DUPTHRESH:
-                            why = 1
+                            why = DUPACK
                         elif max_sacked > b1[i] or rack_sent > t_tx[p]:
-                            why = 2
+                            why = SACK
                         elif b1[i] >= snd_max and srtt == srtt and quiet >= SLACK * 2 * srtt:
-                            why = 4
+                            why = TLP
                         else:
-                            why = 5
+                            why = OTHER
                         rec_point, rec_trigger = snd_max, why
                     t_detect[p] = t
                     trigger[p] = why
                     if done[k] and spurious[p] == 0:
-                        spurious[p] = 4
+                        spurious[p] = ACKED
                         if t_ackd[p] != t_ackd[p]:
                             t_ackd[p] = t
                     if done[k]:
@@ -267,7 +271,7 @@ def sender_kernel(
                     if blk == 0 and dsack:
                         p = prev_tx[k]
                         if n_sent[k] >= 2 and p >= 0 and spurious[p] == 0:
-                            spurious[p] = 1
+                            spurious[p] = DSACK
                             if t_ackd[p] != t_ackd[p]:
                                 t_ackd[p] = t
                     elif not done[k] and seg_start[k] >= a and last_tx[k] >= 0:
@@ -316,10 +320,10 @@ def sender_kernel(
             p = prev_tx[k]
             if p >= 0 and spurious[p] == 0:
                 if k == head and ts_ack[j] and tsval[i] >= 0 and tsecr[j] < tsval[i]:
-                    spurious[p] = 2
+                    spurious[p] = EIFEL
                     t_ackd[p] = t
                 elif not ts_ack[j] and min_rtt == min_rtt and t - t_tx[i] < min_rtt:
-                    spurious[p] = 3
+                    spurious[p] = TIMING
                     t_ackd[p] = t
         delivered += newly
         # duplicate ACKs (RFC 5681 §2)
@@ -339,11 +343,11 @@ def sender_kernel(
             m = lo_tx + np.searchsorted(tsval[lo_tx:hi_tx], tsecr[j])
             if m < hi_tx and tsval[m] == tsecr[j] and t_tx[m] <= t:
                 rtt = t - t_tx[m]
-                a_rtt_src[j] = 2
+                a_rtt_src[j] = TSECR
                 a_rtt_seq[j] = seg[m] - seg_lo[conn]
         if rtt != rtt and karn_seg >= 0:
             rtt = t - karn_sent
-            a_rtt_src[j] = 1
+            a_rtt_src[j] = KARN
             a_rtt_seq[j] = karn_seg - seg_lo[conn]
         if rtt == rtt:
             a_rtt[j] = rtt
@@ -405,7 +409,8 @@ def _aligned(values: np.ndarray, near: int) -> np.ndarray:
 class Connection:
     """One data flow of the capture host and its ACK flow (None: not captured), as the kernel
     takes them: transmissions (after offload's split) and ACKs, bytes relative to the data's
-    first byte. ``info`` gathers what ``meta['flows']`` tells of the flow."""
+    first byte. ``info`` gathers what ``meta['flows']`` tells of the flow. NotThisKind when its
+    segment numbers are no sequence (two connections on the same ports), as the receiver's."""
 
     def __init__(self, label: str, rows: np.ndarray, records, ack_rows, ack_records, times: np.ndarray) -> None:
         self.label = label
@@ -454,6 +459,9 @@ class Connection:
         self.seq[new] = first_index
         holder = np.searchsorted(new_start[order], start[~new], side="right") - 1
         self.seq[~new] = first_index[order][np.maximum(holder, 0)]
+        problem = not_a_sequence(self.seq)  # e.g. a second connection on the same ports
+        if problem:
+            raise NotThisKind(f"segment numbers: {problem}")
         n_seg = int(self.seq.max()) + 1 if self.seq.size else 0
         seg_start = np.full(n_seg, np.iinfo(np.int64).max)
         seg_end = np.zeros(n_seg, np.int64)
@@ -576,7 +584,7 @@ def sender_view(connections: list[Connection]) -> tuple[dict, pd.DataFrame, pd.D
     t_ackd, t_detect, trigger, spurious, cover, chunk, in_flight = out[:7]
     a_ack, a_largest, a_newly, a_dupack, a_dsack, a_rtt, a_rtt_src, a_rtt_seq, a_rate, a_flight = out[7:]
     blind = np.repeat(np.array([c.ack_rows.shape[0] == 0 and "note" in c.info for c in connections]), n_tx)
-    trigger = np.where(blind & np.isfinite(t_detect), TRIGGERS.index("other"), trigger)
+    trigger = np.where(blind & np.isfinite(t_detect), OTHER, trigger)
     spurious = np.where(blind, 0, spurious)
     fate, reason = _fates(t_detect, trigger, spurious, cover, blind)
     flows = np.repeat(np.arange(len(connections)), n_tx)

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ldanalyze.errors import TraceError
 from ldanalyze.io.capture import tcp_sender
 from ldanalyze.io.capture.pcap import decode_capture, read_capture
 from ldanalyze.io.capture.tcp_sender import EVIDENCE, TRIGGERS, sender_kernel
@@ -351,3 +352,12 @@ def test_the_records_keep_window_scale_and_sack_blocks(tmp_path):
         r = decode_capture(tmp_path / "s.pcap", head_bytes=head_bytes).records[0]
         edges = np.frombuffer(bytes(r["head"][: 8 * kept]), ">u4").reshape(-1, 2).tolist()
         assert (r["tcp_sack_n"], r["tcp_win"], edges) == (3, 77, [list(b) for b in blocks[:kept]])
+
+
+def test_two_connections_on_the_same_ports_are_skipped_with_the_reason(tmp_path):
+    records = [segment(0.0, B, PEER_ISN, ISN + 1)]
+    for start, at in ((ISN + 1, 0.1), (ISN + 2**31, 5.0)):  # a second connection, far in the sequence space
+        records += [segment(at + 0.001 * k, A, start + MSS * k, PEER_ISN + 1, payload=bytes(MSS)) for k in range(5)]
+    write_pcap(tmp_path / "two.pcap", records, 1)
+    with pytest.raises(TraceError, match="segment numbers: "):
+        read_capture(tmp_path / "two.pcap", capture_host="10.0.0.1")
