@@ -145,8 +145,10 @@ def check_fields_against_tshark(path) -> None:
 
 
 @needs_binary("tshark")
-def test_the_option_fields_are_tsharks_on_a_real_capture():
-    check_fields_against_tshark(FAST009)
+@pytest.mark.parametrize("path", [FAST009, REAL.parent / "telegram_videocall.pcapng"], ids=lambda p: p.name)
+def test_the_option_fields_are_tsharks_on_real_captures(path):
+    """SACK blocks (the server capture), window scales and timestamps (Telegram's TLS)."""
+    check_fields_against_tshark(path)
 
 
 @needs_binary("tshark")
