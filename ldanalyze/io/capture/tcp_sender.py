@@ -7,11 +7,13 @@ sent before it is new data, numbered into segment indices as ``tcp.segment_index
 them (a hole in the bytes, which the capture missed, counts ceil(hole / MSS) indices); any other
 is a retransmission of the segment that holds its first byte, whatever its length (a stack may
 cut its retransmissions otherwise than the first sends: Linux after an MSS change, a middlebox
-that clamps the MSS), so ``tx`` counts a segment's transmissions. A segment longer than the MSS (the SYN's option, else the
-most common length) was captured before TCP segmentation offload cut it (TSO/GSO: a server's
-capture shows what the stack handed the NIC): it is read as ceil(length / MSS) transmissions of
-an MSS each (the last one the rest), all at its capture time, each with its share of the
-headers' bytes; ``meta`` counts them (``offload_segments``).
+that clamps the MSS), so ``tx`` counts a segment's transmissions. A segment longer than the
+MSS (the peer's SYN option, else this side's, else the most common length) was captured before
+TCP segmentation offload cut it (TSO/GSO: a server's capture shows what the stack handed the
+NIC): it is read as transmissions of the usual size (the most common length within the MSS:
+the MSS less the options each segment carries), the last one the rest, all at its capture time,
+each with the whole headers (as the NIC sends each piece); ``meta['flows']`` counts such
+segments (``offload_segments``) and says so (``offload_note``).
 
 Events are taken in capture order (the host's order: an ACK before the segments it released).
 The rules, with their sources:
@@ -427,7 +429,8 @@ class Connection:
             ack_records["tcp_mss"][ack_syn & ((ack_records["flags"] & F_TCP_MSS) != 0)] if ack_syn is not None else []
         )
         limit = int(peer_mss[0]) if len(peer_mss) else int(own_mss[0]) if len(own_mss) else 0
-        usual = int(np.bincount(length[length <= limit] if limit else length).argmax()) if length.size else 1
+        fitting = length[length <= limit] if limit else length  # the sizes the stack sends, offload aside
+        usual = int(np.bincount(fitting).argmax()) if fitting.size else limit or 1
         if not limit:
             limit = usual
         piece = max(usual, 1)

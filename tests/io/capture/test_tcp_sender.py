@@ -260,7 +260,7 @@ def segment(t, ends, seq, ack, flags="A", payload=b"", **options):
     return Record(round(t * 1e9), frame)
 
 
-def connection(path, *, acks=True, offload=False, udp=False):
+def connection(path, *, acks=True, offload=False, udp=False, all_offloaded=False):
     """A transfer from A: SYNs with MSS 1000, window scale (A 7, B 5) and timestamps; five
     segments of 1000 bytes (the first three one offloaded segment when ``offload``), the third
     lost and retransmitted after three duplicate ACKs; ``udp`` adds an RTP flow A receives."""
@@ -271,6 +271,8 @@ def connection(path, *, acks=True, offload=False, udp=False):
     data = [(0.06 + 0.001 * k, ISN + 1 + MSS * k, bytes(MSS)) for k in range(5)]
     if offload:
         data[:3] = [(0.06, ISN + 1, bytes(3 * MSS))]
+    if all_offloaded:
+        data = [(0.06, ISN + 1, bytes(3 * MSS)), (0.061, ISN + 1 + 3 * MSS, bytes(2 * MSS))]
     records += [segment(t, A, seq, PEER_ISN + 1, payload=p, tsval=60) for t, seq, p in data]
     if acks:
         for t in (0.11, 0.112, 0.113, 0.114):
@@ -314,9 +316,13 @@ def test_an_offloaded_segment_is_read_as_mss_sized_transmissions(tmp_path):
     trace = read(tmp_path / "c.pcap", capture_host="10.0.0.1")
     p = trace.packets
     assert p["seq"].tolist() == [0, 1, 2, 3, 4, 2] and p["t_send"].iloc[:3].nunique() == 1
-    assert p["size"].iloc[:3].tolist() == [MSS + 52] * 3  # each its share: IPv4, TCP and its timestamps
+    assert p["size"].iloc[:3].tolist() == [MSS + 52] * 3  # each with the headers: IPv4, TCP and its timestamps
     assert p["uid"].is_unique
     assert trace.meta["flows"]["10.0.0.1:5201>10.0.0.2:40000/tcp"]["offload_segments"] == 1
+    # every segment offloaded: the MSS the peer announced is the size of the pieces
+    connection(tmp_path / "all.pcap", all_offloaded=True)
+    p = read(tmp_path / "all.pcap", capture_host="10.0.0.1").packets
+    assert p["seq"].tolist() == [0, 1, 2, 3, 4, 2] and (p["size"] == MSS + 52).all()
 
 
 def test_one_direction_only_is_read_at_the_sender_without_fates(tmp_path):
