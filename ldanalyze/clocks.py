@@ -273,8 +273,9 @@ def pair_skew(groups: list[tuple[np.ndarray, np.ndarray]]) -> PairSkew:
 
 
 def delivered_rows(packets: pd.DataFrame) -> dict[str, np.ndarray]:
-    """The rows of each flow's delivered packets (flows with none left out): the delay samples."""
-    delivered = (packets["fate"] == DELIVERED).to_numpy()
+    """The rows of each flow's delivered packets (flows with none left out): the delay samples
+    (those received: a sender's view's delivered rows were acknowledged, not timed here)."""
+    delivered = (packets["fate"] == DELIVERED).to_numpy() & np.isfinite(packets["t_recv"].to_numpy())
     rows = {}
     for flow, index in packets.groupby("flow", observed=True).indices.items():
         got = index[delivered[index]]

@@ -356,7 +356,9 @@ def validate_packets(packets: pd.DataFrame) -> None:
     """Check the PacketTable invariants; raise ValueError naming the first violation.
 
     Used by tests and by readers of user-supplied tables. Invariants: all columns present
-    with their dtypes; delivered rows have a finite receive time and the others none;
+    with their dtypes; delivered rows have a finite receive time and the others none, except
+    that in a table with ``SENDER_COLUMNS`` (a sender's view, or a mixed one) a delivered row may
+    instead be acknowledged (a finite ``t_ack``) or shown delivered by a spurious retransmission;
     finite send times; a non-negative delay for delivered packets is *not* required
     (clocks of two endpoints may differ).
     """
@@ -371,10 +373,12 @@ def validate_packets(packets: pd.DataFrame) -> None:
         raise ValueError("PacketTable has rows without a fate")
     delivered = (packets["fate"] == DELIVERED).to_numpy()
     t_recv = packets["t_recv"].to_numpy()
-    if "t_ack" in packets.columns:  # a sender's view: a receive time only where the receiver's log is joined
-        bad = np.flatnonzero(np.isfinite(t_recv) & ~delivered)
+    received = np.isfinite(t_recv)
+    if "t_ack" in packets.columns:  # a sender's view, or mixed: a sender's row is delivered when acked or spurious
+        shown = np.isfinite(packets["t_ack"].to_numpy()) | (packets["spurious"].astype(str) != "").to_numpy()
+        bad = np.flatnonzero(np.where(delivered, ~received & ~shown, received))
     else:
-        bad = np.flatnonzero(delivered != np.isfinite(t_recv))
+        bad = np.flatnonzero(delivered != received)
     if bad.size:
         raise ValueError(
             f"PacketTable row {int(bad[0])}: fate {packets['fate'].iat[bad[0]]!r} "

@@ -65,15 +65,17 @@ def _inspected_flow_by_flow(args: argparse.Namespace) -> Inspected:
     bounded by the largest flow), the capture's meta gathered from the flows'."""
     path = source_paths(args)[0]
     flows = flow_by_flow(args, path)
-    summaries, metas, packets, kind = [], [], 0, None
+    summaries, metas, rtts, packets, kind = [], [], [], 0, None
     for trace in flows:
         summaries.append(build_timeline(trace, seq_modulus=args.seq_modulus).summary())
         metas.append(trace.meta)
+        rtts.append(trace.rtt)  # a sender's view's samples (a TCP connection read at its sender)
         packets, kind = packets + len(trace.packets), trace.format
     summary = pd.concat(summaries, ignore_index=True)
     summary = summary.set_index("flow").loc[natural_sorted(summary["flow"])].reset_index()
     assert kind is not None  # a capture without a flow to read raises a TraceError instead
-    return Inspected(flows.path, kind, flows.whole_meta(metas), packets, 0, empty_rtt(), summary)
+    rtt = pd.concat([r for r in rtts if len(r)], ignore_index=True) if any(len(r) for r in rtts) else empty_rtt()
+    return Inspected(flows.path, kind, flows.whole_meta(metas), packets, 0, rtt, summary)
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:

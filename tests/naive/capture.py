@@ -157,6 +157,9 @@ def decode_frame_naive(frame, wirelen, linktype, head_bytes=16, **record):
         tcp_tsval=None,
         tcp_tsecr=None,
         tcp_mss=None,
+        tcp_win=0,
+        tcp_wscale=None,
+        tcp_sack=None,
         tunnels=(),
         tunnel_other=False,
         tunnel_too_deep=False,
@@ -514,6 +517,7 @@ def _transport_into(rec, frame, at, version, proto, src, dst, l4, ip_end, head_b
         _need(frame, l4, offset)
         sport, dport, seq, ack = _struct.unpack(">HHII", frame[l4 : l4 + 12])
         rec.update(tcp_seq=seq, tcp_ack=ack, tcp_flags=frame[l4 + 13])
+        rec["tcp_win"] = _struct.unpack(">H", frame[l4 + 14 : l4 + 16])[0]
         options = frame[l4 + 20 : l4 + offset]
         o = 0
         while o < len(options):
@@ -530,6 +534,11 @@ def _transport_into(rec, frame, at, version, proto, src, dst, l4, ip_end, head_b
                 rec["tcp_mss"] = _struct.unpack(">H", options[o + 2 : o + 4])[0]
             if kind == 8 and length == 10:
                 rec["tcp_tsval"], rec["tcp_tsecr"] = _struct.unpack(">II", options[o + 2 : o + 10])
+            if kind == 3 and length == 3:
+                rec["tcp_wscale"] = options[o + 2]
+            if kind == 5 and length >= 10 and (length - 2) % 8 == 0:  # SACK: (left, right) edges
+                edges = _struct.unpack(f">{(length - 2) // 4}I", options[o + 2 : o + length])
+                rec["tcp_sack"] = tuple(zip(edges[::2], edges[1::2]))
             o += length
         payload_len = ip_end - l4 - offset
         payload_at = l4 + offset
@@ -545,6 +554,8 @@ def _transport_into(rec, frame, at, version, proto, src, dst, l4, ip_end, head_b
     captured = frame[payload_at : payload_at + payload_len]
     rec["payload_len"] = payload_len
     rec["head"] = captured[:head_bytes]
+    if rec["tcp_sack"] is not None:  # the blocks' count, and those head keeps (a segment without payload)
+        rec["tcp_sack"] = (len(rec["tcp_sack"]), rec["tcp_sack"][: head_bytes // 8] if payload_len == 0 else ())
     if len(captured) >= min(payload_len, CAPTURE_HASH_BYTES):
         rec["payload_hash"] = capture_payload_hash(payload_len, captured)
     rec["flow"] = (version, proto, src, sport, dst, dport, rec["tunnels"])

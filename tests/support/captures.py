@@ -88,16 +88,31 @@ def ip_packet(
     ext: tuple[str, ...] = (),
     tcp_seq: int = 0,
     tcp_flags: str = "PA",
+    tcp_ack: int = 0,
     tsval: int | None = None,
+    tsecr: int = 0,
     mss: int | None = None,
+    window: int = 8192,
+    wscale: int | None = None,
+    sack: tuple[tuple[int, int], ...] = (),
 ):
     """A scapy IPv4/IPv6 packet of the flow carrying ``payload``. ``ext`` lists IPv6 extension
-    headers (hbh, routing, dest, frag: an atomic fragment header with id ``ip_id``)."""
+    headers (hbh, routing, dest, frag: an atomic fragment header with id ``ip_id``); ``sack``
+    the (left, right) edges of a TCP SACK option's blocks."""
     if ends.proto == "udp":
         upper = UDP(sport=ends.sport, dport=ends.dport) / Raw(payload)
     elif ends.proto == "tcp":
-        options = ([("MSS", mss)] if mss else []) + ([("Timestamp", (tsval, 0))] if tsval is not None else [])
-        upper = TCP(sport=ends.sport, dport=ends.dport, seq=tcp_seq, flags=tcp_flags, options=options) / Raw(payload)
+        options = ([("MSS", mss)] if mss else []) + ([("Timestamp", (tsval, tsecr))] if tsval is not None else [])
+        options += ([("WScale", wscale)] if wscale is not None else []) + ([("SAck", sum(sack, ()))] if sack else [])
+        upper = TCP(
+            sport=ends.sport,
+            dport=ends.dport,
+            seq=tcp_seq,
+            ack=tcp_ack,
+            flags=tcp_flags,
+            window=window,
+            options=options,
+        ) / Raw(payload)
     else:
         upper = (ICMP() if ends.ip_ver == 4 else ICMPv6EchoRequest()) / Raw(payload)
     if ends.ip_ver == 4:
@@ -383,8 +398,21 @@ def frames(draw, linktype: int, tpids=(0x8100, 0x88A8, 0x9100)) -> list[bytes]:
         ip_options=ip_options,
         ext=ext,
         tcp_seq=draw(st.integers(0, 2**32 - 1)),
-        tsval=draw(st.none() | st.integers(0, 2**32 - 1)),
-        mss=draw(st.none() | st.just(1460)),
+        tsval=(tsval := draw(st.none() | st.integers(0, 2**32 - 1))),
+        mss=(mss := draw(st.none() | st.just(1460))),
+        window=draw(st.integers(0, 65535)),
+        wscale=(wscale := draw(st.none() | st.integers(0, 14))),
+        sack=tuple(
+            draw(
+                st.lists(
+                    st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1)),
+                    max_size=(
+                        38 - (4 if mss else 0) - (10 if tsval is not None else 0) - (3 if wscale is not None else 0)
+                    )
+                    // 8,
+                )
+            )
+        ),
     )
     packets = [packet]
     if ends.proto == "udp" and (ends.ip_ver == 4 or "frag" in ext) and draw(st.booleans()):

@@ -33,7 +33,9 @@ from .linklayer import (
 from .record import (
     F_FIRST_FRAGMENT,
     F_TCP_MSS,
+    F_TCP_SACK,
     F_TCP_TIMESTAMP,
+    F_TCP_WSCALE,
     F_TUNNEL_DEEP,
     F_TUNNEL_OTHER,
     HASH_BYTES,
@@ -44,6 +46,7 @@ from .record import (
     S_FRAGMENT,
     S_MALFORMED,
     S_TOO_SHORT,
+    SACK_BLOCK_BYTES,
     intern_flow,
     payload_hash,
     u16be,
@@ -177,6 +180,9 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, tunnels, tunnel
     r["tcp_tsval"] = 0
     r["tcp_tsecr"] = 0
     r["tcp_mss"] = 0
+    r["tcp_win"] = 0
+    r["tcp_wscale"] = 0
+    r["tcp_sack_n"] = 0
     end = p + caplen
     if linktype == LINKTYPE_IEEE802_11_RADIOTAP or linktype == LINKTYPE_IEEE802_11 or linktype == LINKTYPE_PPI:
         r["mac_seq"], r["mac_flags"], r["mac_space"] = wifi_sequence(b, p, end, linktype)
@@ -227,6 +233,7 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, tunnels, tunnel
     l4_len = ip_end - l4
     sport = 0
     dport = 0
+    sack_at = 0  # where a TCP SACK option's blocks start (0: none)
     if proto == IPPROTO_UDP:
         if end - l4 < 8:
             r["status"] = S_TOO_SHORT
@@ -257,6 +264,7 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, tunnels, tunnel
         r["tcp_seq"] = u32be(b, l4 + 4)
         r["tcp_ack"] = u32be(b, l4 + 8)
         r["tcp_flags"] = b[l4 + 13]
+        r["tcp_win"] = u16be(b, l4 + 14)
         o = l4 + 20
         while o < l4 + doff:
             kind = b[o]
@@ -277,6 +285,13 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, tunnels, tunnel
                 r["tcp_tsval"] = u32be(b, o + 2)
                 r["tcp_tsecr"] = u32be(b, o + 6)
                 flags |= F_TCP_TIMESTAMP
+            elif kind == 3 and olen == 3:
+                r["tcp_wscale"] = b[o + 2]
+                flags |= F_TCP_WSCALE
+            elif kind == 5 and olen >= 10 and (olen - 2) % SACK_BLOCK_BYTES == 0:
+                r["tcp_sack_n"] = (olen - 2) // SACK_BLOCK_BYTES
+                sack_at = o + 2
+                flags |= F_TCP_SACK
             o += olen
         payload_len = l4_len - doff
         payload = l4 + doff
@@ -303,6 +318,10 @@ def decode_frame(b, p, caplen, wirelen, linktype, out, heads, i, tunnels, tunnel
         heads[i, k] = b[payload + k]
     for k in range(n_head, heads.shape[1]):
         heads[i, k] = 0
+    if proto == IPPROTO_TCP and sack_at and payload_len == 0:  # its SACK edges, in the unused head
+        kept = min(np.int64(r["tcp_sack_n"]), heads.shape[1] // SACK_BLOCK_BYTES) * SACK_BLOCK_BYTES
+        for k in range(kept):
+            heads[i, k] = b[sack_at + k]
     r["head_len"] = n_head
     if captured >= min(payload_len, HASH_BYTES):
         r["payload_hash"] = payload_hash(b, payload, payload_len)

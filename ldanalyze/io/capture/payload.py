@@ -50,6 +50,14 @@ the hole is a retransmission: its first transmission was lost (a ``lost`` row wi
 packet cannot be told from reordering. ``sender``: each captured packet is a transmission
 (``t_send`` = capture time, ``t_recv`` NaN, ``fate`` ``unobserved``).
 
+The sender's view of TCP (``tcp_sender.py``; ``read_capture`` asks for it). A TCP data flow the
+capture host sends whose ACK flow is in the capture is read as its sender saw it, at either
+vantage: transmissions with their ACKs, loss triggers, spurious retransmissions and fates, and
+the ACK stream (``meta['acks']`` for ``capture_trace``'s ``Trace.acks``). At ``vantage="sender"``
+every TCP data flow of the host (of every host, when none is known) is, its ACKs captured or
+not. Each flow's ``meta['flows'][label]['view']`` is ``sender`` or ``receiver``; the other
+flows' rows of a table with sender's-view flows get ``SENDER_COLUMNS``' defaults.
+
 Which flows: with ``payload="auto"`` each flow gets the first kind that fits it (RTP, iperf3,
 iperf2 for UDP; TCP for TCP flows that carry data); a kind fits when its fields read as a
 sequence (steps between consecutive packets mostly small and forward, and the numbers span
@@ -71,13 +79,23 @@ import numpy as np
 import pandas as pd
 
 from ...errors import TraceError, UsageError
-from ...packets import DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED, make_packet_table, unwrap_sequence
+from ...packets import (
+    DELIVERED,
+    FATE_DTYPE,
+    FATES,
+    LOST,
+    SENDER_COLUMNS,
+    UNOBSERVED,
+    make_packet_table,
+    unwrap_sequence,
+)
 from .clockrate import ClockRates, send_seconds
 from .fields import PAIR_UNITS, RTP, TCP, UDP, UDP_SPECS, FieldSpec, payload_name
 from .flows import SSRC, FlowRecords, capture_host, chosen_flows, flow_groups
 from .rtp_streams import TRANSPORT_CC, capture_sender_reports, flow_rtp_streams
 from .sequences import MIN_AUTO_PACKETS, NotThisKind, Stream, distinct, first_reasons, not_a_sequence, repeats
 from .tcp import ACKS_ONLY, tcp_stream
+from .tcp_sender import FATE_REASONS, Connection, sender_view
 
 VANTAGES = ("receiver", "sender")
 KINDS = ("auto", "rtp", "iperf3", "iperf2", "tcp", "order")
@@ -118,6 +136,7 @@ def capture_packets(
     rtp_sequence: str = "ssrc",
     reports=None,
     host: str | tuple | None = "auto",
+    sender_side: bool = False,
 ) -> tuple[pd.DataFrame, dict]:
     """The PacketTable of a decoded one-point capture, and what was taken and skipped
     (``meta['skipped_flows']``: flow label → why).
@@ -134,6 +153,11 @@ def capture_packets(
     ``host_of``'s (address, how));
     at a receiver, the flows it sends are read as sent (fate ``unobserved``, streams marked
     ``outgoing``): they were captured before the path, so a receiver learns nothing of them.
+    ``sender_side`` (with ``payload`` ``auto`` or ``tcp``): a TCP data flow the capture host sent whose ACK flow is in the capture
+    (at ``vantage="sender"``: any TCP data flow of the host, of every host when none is known,
+    ACKs captured or not) is read in the sender's view (``tcp_sender.py``): its rows carry
+    ``SENDER_COLUMNS`` (the other flows' rows their defaults), ``meta['acks']`` its ACK stream,
+    ``meta['rtt']`` its RTT samples, and each flow's ``view`` says which view it was read in.
     """
     if vantage not in VANTAGES:
         raise UsageError(f"vantage must be one of {VANTAGES}, not {vantage!r}")
@@ -151,10 +175,17 @@ def capture_packets(
     else:
         found = capture_host(capture) if host == "auto" else (host, "given") if host else (None, "none given")
     outgoing = set(np.flatnonzero((capture.flows["src"] == found[0]).to_numpy())) if receiver and found[0] else set()
+    tcp_kinds = not isinstance(payload, FieldSpec) and payload in ("auto", "tcp")
+    ack_flow = sender_flows(capture.flows, found[0], receiver) if sender_side and tcp_kinds else {}
+    stashed: dict[int, tuple] = {}  # the records of the sender's-view flows and of their ACK flows
     streams, skipped = [], {}
     for flow, rows, records in flow_groups(capture.records):
+        if flow in ack_flow.values() or flow in ack_flow:
+            stashed[flow] = (rows, records)
         if chosen is not None and flow not in chosen:
             continue
+        if flow in ack_flow and (records["payload_len"] > 0).any():
+            continue  # read in the sender's view, below
         try:
             mine = flow_streams(
                 capture,
@@ -181,6 +212,16 @@ def capture_packets(
             if chosen is not None:
                 raise TraceError(capture.path, f"flow {label}: {why}", offset=first) from None
             skipped[label] = f"{why} (first packet at byte {first})"
+    labels = capture.flows["label"]
+    connections = []
+    for flow, acks in sorted(ack_flow.items()):
+        if flow in stashed and (chosen is None or flow in chosen) and (stashed[flow][1]["payload_len"] > 0).any():
+            ack_rows, ack_records = stashed.get(acks, (None, None)) if acks is not None else (None, None)
+            rows, records = stashed[flow]
+            try:
+                connections.append(Connection(labels.iat[flow], rows, records, ack_rows, ack_records, times))
+            except NotThisKind as why:
+                skipped[labels.iat[flow]] = f"{why} (first packet at byte {int(records['offset'][0])})"
     if wanted is not None:  # a named RTP stream leaves out the other streams of its flow
         streams = [s for s in streams if s.label in wanted or s.label.partition(SSRC)[0] in wanted]
     if ssrc is not None:  # RTP streams by SSRC, on whatever flow they travel
@@ -188,7 +229,7 @@ def capture_packets(
         streams = [s for s in streams if s.info.get("ssrc") in chosen_ssrcs]
         if not streams:
             raise TraceError(capture.path, f"no RTP stream with SSRC {', '.join(sorted(chosen_ssrcs))}")
-    if not streams:
+    if not streams and not connections:
         counts = capture.counts
         raise NoSequenceNumbers(
             capture.path,
@@ -202,14 +243,42 @@ def capture_packets(
     skipped_streams = {}
     for stream in streams:
         skipped_streams.update(stream.info.pop("skipped_streams", {}))
-    table, per_stream = _packet_rows(capture, streams, times, receiver)
+    sent = sender_view(connections) if connections else None
+    table, per_stream = _packet_rows(capture, streams, times, receiver, connections, sent)
+    per_stream = in_flow_order(per_stream, labels)
     meta = {
         "flows": per_stream,
+        "acks": sent[1] if sent else None,
+        "rtt": sent[2] if sent else None,
         "skipped_flows": skipped,
         "skipped_streams": skipped_streams,
         "capture_host": {"address": found[0], "how": found[1]},
     }
     return table, meta
+
+
+def in_flow_order(per_stream: dict, labels) -> dict:
+    """Streams' entries in the order of their flows in the capture (a flow's streams in the
+    order read): the sender's-view flows, read after the others, take their place."""
+    position = {label: i for i, label in enumerate(labels)}
+    return dict(sorted(per_stream.items(), key=lambda item: position.get(item[0].partition(SSRC)[0], len(position))))
+
+
+def sender_flows(flows: pd.DataFrame, host: str | None, receiver: bool) -> dict[int, int | None]:
+    """The TCP flows to read in the sender's view (flow id → its ACK flow's id; None: not
+    captured, read so only at ``vantage="sender"``): those the capture host sends (any, when no
+    host is known, at the sender)."""
+    tcp = (flows["proto"] == TCP).to_numpy()
+    ends = list(zip(flows["src"], flows["sport"], flows["dst"], flows["dport"], flows["tunnel"]))
+    index = {end: i for i, end in enumerate(ends) if tcp[i]}
+    chosen = {}
+    for i, (src, sport, dst, dport, tunnel) in enumerate(ends):
+        if not tcp[i] or (host is not None and src != host) or (host is None and receiver):
+            continue
+        back = index.get((dst, dport, src, sport, tunnel))
+        if back is not None or not receiver:
+            chosen[i] = back
+    return chosen
 
 
 def detect_kinds(capture) -> dict[int, str]:
@@ -382,10 +451,13 @@ def _misread(streams: list[Stream], packets: int) -> int:
 
 
 # -- rows --------------------------------------------------------------------------------------
-def _packet_rows(capture, streams: list[Stream], times, receiver: bool) -> tuple[pd.DataFrame, dict]:
-    """The PacketTable of all streams, with lost rows at the receiver. Each stream's rows are
-    written into the table's columns in place: the columns are the biggest arrays of a read,
-    and fresh memory costs more than the work (see ``flow_groups``)."""
+def _packet_rows(
+    capture, streams: list[Stream], times, receiver: bool, connections=(), sent=None
+) -> tuple[pd.DataFrame, dict]:
+    """The PacketTable of all streams, with lost rows at the receiver, and the sender's-view
+    rows of ``connections`` (``sent``: ``tcp_sender.sender_view``'s transmissions). Each
+    stream's rows are written into the table's columns in place: the columns are the biggest
+    arrays of a read, and fresh memory costs more than the work (see ``flow_groups``)."""
     records = capture.records
     plans, per_stream = [], {}
     for s in streams:
@@ -410,8 +482,14 @@ def _packet_rows(capture, streams: list[Stream], times, receiver: bool) -> tuple
             plans.append((t, False, None, *_NO_LOSSES))
             if s.info.get("outgoing"):  # numbers the host skipped, or the capture missed: not path losses
                 s.info["missing"] = int(s.seq.max() - s.seq.min() + 1 - np.unique(s.seq).shape[0])
-        per_stream[s.label] = {**s.info, "packets": int(s.rows.shape[0]), "lost": int(plans[-1][3].shape[0])}
-    total = sum(s.rows.shape[0] + plan[3].shape[0] for s, plan in zip(streams, plans))
+        per_stream[s.label] = {
+            **s.info,
+            "packets": int(s.rows.shape[0]),
+            "lost": int(plans[-1][3].shape[0]),
+            "view": "receiver",
+        }
+    n_sent = sent[0]["seq"].shape[0] if sent else 0
+    total = sum(s.rows.shape[0] + plan[3].shape[0] for s, plan in zip(streams, plans)) + n_sent
     out = {
         "flow": np.empty(total, np.int32),
         "seq": np.empty(total, np.int64),
@@ -429,8 +507,8 @@ def _packet_rows(capture, streams: list[Stream], times, receiver: bool) -> tuple
         out["flow"][at : at + n + k] = i
         rows = s.rows if order is None else s.rows[order]
         out["size"][seen] = records["ip_len"][rows]
-        sent, arrived = (s.sent, t) if received else (t, None)
-        for name, values in (("seq", s.seq), ("t_send", sent), ("t_recv", arrived)):
+        sent_at, arrived = (s.sent, t) if received else (t, None)
+        for name, values in (("seq", s.seq), ("t_send", sent_at), ("t_recv", arrived)):
             out[name][seen] = np.nan if values is None else values if order is None else values[order]
         out["uid"][seen] = rows
         out["fate"][seen] = FATES.index(DELIVERED if received else UNOBSERVED)
@@ -440,15 +518,50 @@ def _packet_rows(capture, streams: list[Stream], times, receiver: bool) -> tuple
         out["t_send"][gone], out["t_recv"][gone] = lost_sent, np.nan
         out["fate"][gone], out["reason"][gone] = FATES.index(LOST), lost_reason
         at, next_uid = at + n + k, next_uid + k
+    extra = {}
+    if connections:
+        tx = sent[0]
+        mine = slice(at, total)
+        out["flow"][mine] = len(streams) + tx["flow"]
+        for name in ("seq", "size", "t_send"):
+            out[name][mine] = tx[name]
+        out["t_recv"][mine] = np.nan
+        pieces = tx["part"] > 0  # offload's further pieces of a record: uids of their own
+        out["uid"][mine] = np.where(pieces, next_uid + np.cumsum(pieces) - 1, tx["rows"])
+        out["fate"][mine] = tx["fate"]
+        out["reason"][mine] = len(REASONS) + tx["reason"]
+        for name, dtype in SENDER_COLUMNS.items():
+            column = tx[name]
+            if dtype == "category":
+                codes = np.zeros(total, np.int8)
+                codes[mine] = column.codes
+                extra[name] = pd.Categorical.from_codes(codes, categories=list(column.categories))
+            else:
+                values = np.full(total, np.nan if dtype == np.float64 else -1, dtype)
+                values[mine] = column
+                extra[name] = values
+        for code, c in enumerate(connections):
+            seq = tx["seq"][tx["flow"] == code]
+            per_stream[c.label] = {
+                **c.info,
+                "packets": int(seq.shape[0]),
+                "lost": int((tx["fate"][tx["flow"] == code] == FATES.index(LOST)).sum()),
+                "retransmissions": int(seq.shape[0] - np.unique(seq).shape[0]),
+            }
     table = make_packet_table(
-        flow=pd.Categorical.from_codes(out["flow"], categories=[s.label for s in streams]),
+        flow=pd.Categorical.from_codes(
+            out["flow"], categories=[s.label for s in streams] + [c.label for c in connections]
+        ),
         seq=out["seq"],
         uid=out["uid"],
         size=out["size"],
         t_send=out["t_send"],
         t_recv=out["t_recv"],
         fate=pd.Categorical.from_codes(out["fate"], dtype=FATE_DTYPE),
-        reason=pd.Categorical.from_codes(out["reason"], categories=list(REASONS)),
+        reason=pd.Categorical.from_codes(
+            out["reason"], categories=list(REASONS) + (list(FATE_REASONS) if connections else [])
+        ),
+        **extra,
     )
     return table, per_stream
 

@@ -31,7 +31,7 @@ import pandas as pd
 
 from ...clocks import PLAUSIBLE_SKEW_PPM, remove_skew
 from ...errors import TraceError, UsageError
-from ...packets import Trace, empty_rtt
+from ...packets import Trace, empty_acks, empty_rtt
 from ...tiering import call
 from . import payload as payloads
 from .air import is_air_capture, radio_note, received_air_columns, shared_counter_note
@@ -42,6 +42,7 @@ from .record import NO_TIME, S_TOO_SHORT, S_UNSUPPORTED_LINK, STATUS_NAMES
 from .sequences import reasons_in_brief
 from .source import PCAP, PCAPNG, ByteWindow, container
 from .tcp import ACKS_ONLY
+from .tcp_sender import SACK_HEAD_BYTES
 from .walk import KNOWN_BLOCKS, Output, PcapngWalk, PcapWalk
 
 CHUNK_BYTES = 16 << 20  # input window: memory does not grow with the file
@@ -90,6 +91,7 @@ def head_bytes_for(payload) -> int:
         DEFAULT_HEAD_BYTES,
         payload.needed_bytes if isinstance(payload, FieldSpec) else 0,
         RTP_HEAD_BYTES if payload in ("auto", "rtp") else 0,
+        SACK_HEAD_BYTES if payload in ("auto", "tcp") else 0,  # a TCP sender's view reads 4 SACK blocks
     )
 
 
@@ -272,6 +274,7 @@ def read_capture(
         ssrc=ssrc,
         rtp_sequence=rtp_sequence,
         host=host_option(capture_host),
+        sender_side=True,
     )
     return capture_trace(
         capture, packets, taken, payload=payload, vantage=vantage, skew=skew, skew_limit_ppm=skew_limit_ppm
@@ -374,9 +377,11 @@ def capture_trace(
             f"({reasons_in_brief(taken['skipped_streams'])})"
         )
         _tell(capture, message, stacklevel=3)
+    views = {info.get("view", "receiver") for info in taken["flows"].values()}
     meta = {
         "format": capture.format,
         "vantage": vantage,
+        "view": "mixed" if len(views) > 1 else views.pop() if views else "receiver",
         "clock": "separate",
         "payload": payload_name(payload),
         "flows": taken["flows"],
@@ -400,7 +405,15 @@ def capture_trace(
     if vantage == "receiver":
         packets = _outages_unobserved(capture, packets, meta)
         _capture_drops(capture, meta)
-    trace = Trace(packets=packets, rtt=empty_rtt(), path=capture.path, format=capture.format, meta=meta)
-    if skew == "remove" and vantage == "receiver":
+    acks, rtt = taken.get("acks"), taken.get("rtt")
+    trace = Trace(
+        packets=packets,
+        rtt=empty_rtt() if rtt is None else rtt,
+        path=capture.path,
+        format=capture.format,
+        meta=meta,
+        acks=empty_acks() if acks is None else acks,
+    )
+    if skew == "remove" and vantage == "receiver" and meta["view"] != "sender":
         return remove_skew(trace, skew_limit_ppm=skew_limit_ppm, pairs=pairs)
     return trace

@@ -40,6 +40,16 @@ F_TCP_TIMESTAMP = 2  # tcp_tsval / tcp_tsecr hold the timestamps option
 F_TCP_MSS = 4  # tcp_mss holds the MSS option (SYN segments)
 F_TUNNEL_OTHER = 8  # a tunnel message not decapsulated (GTP signalling, GRE v1...): the outer packet
 F_TUNNEL_DEEP = 16  # a tunnel deeper than MAX_TUNNEL_DEPTH: the record is the deepest one opened
+F_TCP_WSCALE = 32  # tcp_wscale holds the window-scale option's shift (SYN segments; RFC 7323 §2)
+F_TCP_SACK = 64  # a SACK option (RFC 2018): tcp_sack_n blocks; the edges of a segment without payload in head
+# A TCP segment without payload keeps the edges of its SACK option's blocks in ``head`` (bytes a
+# payload would fill): each block its left and right edge, 32-bit big-endian, as on the wire, as
+# many blocks as ``head`` holds (8 bytes a block: four need 32, which the sender's view asks for;
+# ``tcp_sack_n`` counts the option's blocks, the kept ones are min(tcp_sack_n, head bytes // 8)).
+# A segment with payload keeps its payload there and no edges (``tcp_sack_n`` still counts them):
+# a data segment's SACK blocks say what the other direction's data received, which the sender's
+# view of this direction does not read. No field of its own, so no byte more a record.
+SACK_BLOCK_BYTES = 8
 
 # -- 802.11 (monitor-mode captures: radiotap, PPI, bare 802.11) ---------------------------
 NO_MAC_SEQ = 0xFFFF  # mac_seq of a record with no 802.11 sequence number
@@ -92,6 +102,9 @@ def record_dtype(head_bytes: int) -> np.dtype:
             ("tcp_tsval", "<u4"),
             ("tcp_tsecr", "<u4"),
             ("tcp_mss", "<u2"),
+            ("tcp_win", "<u2"),  # the window field, unscaled (RFC 9293 §3.1)
+            ("tcp_wscale", "u1"),  # window-scale shift (F_TCP_WSCALE)
+            ("tcp_sack_n", "u1"),  # SACK blocks in the option (F_TCP_SACK), 0 without
             ("mac_seq", "<u2"),  # 802.11 sequence number (NO_MAC_SEQ: not an 802.11 data or management frame)
             ("mac_flags", "u1"),  # M_*: what the 802.11 header says of the frame
             ("mac_space", "<u4"),  # the transmitter's sequence counter it numbers (mac_sequence_space)

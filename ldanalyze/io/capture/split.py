@@ -18,7 +18,8 @@ yielded with their pair's skew removed. The skew found is ``read_capture``'s, up
 A capture of one flow needs none of this: its skew is removed in memory, as there.
 
 What differs from ``read_capture``: a Trace's ``meta['capture_flows']`` counts the packets of
-its own flow only, and a flow that carries no sequence numbers is skipped with a warning, as
+its own flow only (of its two flows, for a TCP connection read in the sender's view: the data
+flow with its ACK flow, the two files joined in capture order), and a flow that carries no sequence numbers is skipped with a warning, as
 there; once every flow is read, the capture's whole flow table and the flows skipped are the
 result's (:class:`FlowByFlow`), which is how ``inspect --flow-at-a-time`` reports them.
 """
@@ -199,6 +200,9 @@ class FlowByFlow:
         meta = dict(metas[0])
         for key in ("flows", "skipped_streams"):
             meta[key] = {k: v for m in metas for k, v in m.get(key, {}).items()}
+        meta["flows"] = payloads.in_flow_order(
+            meta["flows"], self.capture_flows["flow"]
+        )  # a connection's two flows came together
         meta["skipped_flows"] = {**self.skipped_flows, **{k: v for m in metas for k, v in m["skipped_flows"].items()}}
         meta["notes"] = self.notes  # the decode's and the skipped flows' and streams' (not each flow's own)
         meta["capture_flows"] = self.capture_flows
@@ -258,17 +262,33 @@ def _flow_traces(
     carries any, as ``read_capture`` raises it."""
     streams: dict[str, str] = {}
     read = 0
+    address = host[0] if isinstance(host, tuple) else host
+    partner = {}  # a TCP flow read in the sender's view and its ACK flow, read together
+    for data, acks in payloads.sender_flows(capture.flows, address, vantage == "receiver").items():
+        if acks is not None and {data, acks} <= output.flows_written:
+            partner[data], partner[acks] = acks, data
     for flow in sorted(output.flows_written):
-        file = folder / f"{flow}.rec"
+        if partner.get(flow, flow) < flow:
+            continue  # read with its partner
+        files = [folder / f"{f}.rec" for f in sorted({flow, partner.get(flow, flow)})]
         # mapped, not read: the flow's records are the file's pages, which the system can drop
-        # under pressure and read again (they count in RSS while resident, but are no copy)
-        one = dataclasses.replace(
-            capture, records=np.memmap(file, dtype=output.dtype, mode="r"), notes=list(capture.notes)
-        )
+        # under pressure and read again (they count in RSS while resident, but are no copy); a
+        # connection's two directions are joined in capture order (the records' byte offsets)
+        maps = [np.memmap(file, dtype=output.dtype, mode="r") for file in files]
+        records = maps[0] if len(maps) == 1 else np.concatenate(maps)
+        if len(maps) > 1:
+            records = records[np.argsort(records["offset"], kind="stable")]
+        one = dataclasses.replace(capture, records=records, notes=list(capture.notes))
         try:
             try:
                 packets, taken = payloads.capture_packets(
-                    one, payload=payload, vantage=vantage, clock_rate=clock_rate, reports=reports, host=host
+                    one,
+                    payload=payload,
+                    vantage=vantage,
+                    clock_rate=clock_rate,
+                    reports=reports,
+                    host=host,
+                    sender_side=True,
                 )
             except payloads.NoSequenceNumbers as why:  # this flow carries none
                 skipped.update(why.skipped)
@@ -279,9 +299,12 @@ def _flow_traces(
                     one, packets, taken, payload=payload, vantage=vantage, skew=skew, skew_limit_ppm=skew_limit_ppm
                 )
         finally:
-            one = packets = None  # the mapping is closed before its file goes
-            file.unlink()
+            one = packets = None  # the mappings are closed before their files go
+            del records, maps
+            for file in files:
+                file.unlink()
         streams.update(trace.meta["skipped_streams"])
+        skipped.update(trace.meta["skipped_flows"])  # a connection's other flow, read with it
         read += 1
         yield trace
     if not read:
@@ -290,6 +313,10 @@ def _flow_traces(
             "no flow with sequence numbers" + (f" ({first_reasons(skipped)})" if skipped else "") + payloads.FIELD_HINT,
             skipped=skipped,
         )
+    at = {label: i for i, label in enumerate(capture.flows["label"])}  # in flow order, as read_capture has them
+    ordered = sorted(skipped.items(), key=lambda item: at.get(item[0], -1))
+    skipped.clear()
+    skipped.update(ordered)
     told = {k: v for k, v in skipped.items() if not v.startswith(ACKS_ONLY)}  # as capture_trace tells
     messages = [
         f"{capture.path}: {len(told)} flow(s) without sequence numbers skipped ({reasons_in_brief(told)})"

@@ -20,8 +20,10 @@ from ldanalyze.io.capture.fields import FieldSpec
 from ...conftest import TRACES
 from ...support.tunnels import tunnel_capture
 
-SOURCES = sorted((pathlib.Path(__file__).parents[2] / "data" / "real").glob("*.pcap*")) + [
-    TRACES / "captures" / "lab_receiver.pcap"
+REAL = pathlib.Path(__file__).parents[2] / "data" / "real"
+SOURCES = sorted(REAL.glob("*.pcap*")) + [
+    TRACES / "captures" / "lab_receiver.pcap",
+    REAL / "tcp" / "retransmit-fast009.pcap",
 ]
 DATA = {p.name: p.read_bytes() for p in SOURCES}
 
@@ -34,7 +36,10 @@ def _tunnelled() -> bytes:
 
 
 DATA["tunnels.pcap"] = _tunnelled()
-OPTIONS = {"tunnels.pcap": {"payload": FieldSpec.parse("seq=0:4,time=4:8:ns")}}  # its flows' sequence field
+OPTIONS = {
+    "tunnels.pcap": {"payload": FieldSpec.parse("seq=0:4,time=4:8:ns")},  # its flows' sequence field
+    "retransmit-fast009.pcap": {"vantage": "sender"},  # TCP read at its sender (its host the TTLs do not tell)
+}
 
 
 @st.composite

@@ -24,7 +24,9 @@ from ldanalyze.io.capture.pcap import CaptureWarning, decode_capture, list_flows
 from ldanalyze.io.capture.record import (
     F_FIRST_FRAGMENT,
     F_TCP_MSS,
+    F_TCP_SACK,
     F_TCP_TIMESTAMP,
+    F_TCP_WSCALE,
     F_TUNNEL_DEEP,
     F_TUNNEL_OTHER,
     M_DATA,
@@ -98,6 +100,9 @@ def as_twin(capture):
             "tcp_tsval": int(r["tcp_tsval"]) if flags & F_TCP_TIMESTAMP else None,
             "tcp_tsecr": int(r["tcp_tsecr"]) if flags & F_TCP_TIMESTAMP else None,
             "tcp_mss": int(r["tcp_mss"]) if flags & F_TCP_MSS else None,
+            "tcp_win": int(r["tcp_win"]),
+            "tcp_wscale": int(r["tcp_wscale"]) if flags & F_TCP_WSCALE else None,
+            "tcp_sack": _sack_blocks(r) if flags & F_TCP_SACK else None,
             "tunnels": tunnel_chain(capture.tunnels, int(r["tunnel"])),
             "tunnel_other": bool(flags & F_TUNNEL_OTHER),
             "tunnel_too_deep": bool(flags & F_TUNNEL_DEEP),
@@ -118,6 +123,13 @@ def as_twin(capture):
             rec["flow"] = (int(f.ip_ver), int(f.proto), f.src, int(f.sport), f.dst, int(f.dport), chain)
         out.append(rec)
     return out
+
+
+def _sack_blocks(r):
+    """(blocks in the option, the (left, right) edges head keeps) of a record, as the twin gives them."""
+    kept = min(int(r["tcp_sack_n"]), r["head"].shape[0] // 8) if r["payload_len"] == 0 else 0
+    edges = np.frombuffer(bytes(r["head"][: 8 * kept]), ">u4").tolist()
+    return int(r["tcp_sack_n"]), tuple(zip(edges[::2], edges[1::2]))
 
 
 def tunnel_chain(tunnels, tunnel):
