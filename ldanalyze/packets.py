@@ -43,7 +43,8 @@ never declared lost), ``loss_trigger`` (category, how the sender detected it: ``
 ``sack``, ``rto``, ``tlp``, ``other``; QUIC's ``reordering``, ``time``, ``pto``; "" when never
 declared lost), ``spurious`` (category, the evidence that a declared loss was not one: ``dsack``,
 ``eifel``, ``timing``, ``acked``; ``received``: the receiver's own log, joined as a chain,
-shows it arrived; "" when none), ``chunk`` (int64, the flow cut at idle periods
+shows it arrived; ``truth``: the simulator's record or a chain of captures shows it arrived;
+"" when none), ``chunk`` (int64, the flow cut at idle periods
 longer than an RTO, Flach et al.'s chunks), ``in_flight`` (int64, bytes in flight when it was
 sent; -1 unknown). Its ACK stream is ``Trace.acks`` (``ACK_COLUMNS``, one row per
 acknowledgement).
@@ -101,7 +102,7 @@ SENDER_COLUMNS = {
 }
 # how a sender detected a loss (TCP; QUIC's triggers), and the evidence that it was none
 LOSS_TRIGGERS = ("dupack", "sack", "rto", "tlp", "other", "reordering", "time", "pto")
-SPURIOUS_EVIDENCE = ("dsack", "eifel", "timing", "acked", "received")
+SPURIOUS_EVIDENCE = ("dsack", "eifel", "timing", "acked", "received", "truth")
 # the sender's ACK stream (``Trace.acks``), one row per acknowledgement the sender received:
 # ``t`` its arrival (sender's clock), ``ack`` the segment index (TCP) or packet number (QUIC)
 # below which all is acknowledged, ``largest`` the highest segment index/packet number it
@@ -245,6 +246,12 @@ def empty_rtt() -> pd.DataFrame:
             "rtt": pd.Series([], dtype=np.float64),
         }
     )
+
+
+def sender_flows(trace: Trace) -> list[str]:
+    """The flows of ``trace`` read in the sender's view (all of a sender's, some of a mixed one's)."""
+    views = trace.meta.get("flows", {})
+    return [flow for flow in trace.flows if views.get(flow, {}).get("view", trace.view) == "sender"]
 
 
 def empty_acks() -> pd.DataFrame:

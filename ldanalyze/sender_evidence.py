@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .packets import LOSS_FATES, LOSS_TRIGGERS, SPURIOUS_EVIDENCE, Trace, flows_of, label_positions
+from .packets import LOSS_FATES, LOSS_TRIGGERS, SPURIOUS_EVIDENCE, Trace, label_positions, sender_flows
 
 QUANTILES = (0.1, 0.5, 0.9)
 
@@ -26,8 +26,7 @@ def sender_evidence(trace: Trace) -> pd.DataFrame:
     packets = trace.packets
     if "t_ack" not in packets.columns:
         return pd.DataFrame(index=pd.Index([], name="flow"))
-    views = {label: info.get("view", trace.view) for label, info in trace.meta.get("flows", {}).items()}
-    flows = [flow for flow in flows_of(packets["flow"]) if views.get(flow, trace.view) == "sender"]
+    flows = sender_flows(trace)
     index = pd.Index(flows, name="flow")
     at = label_positions(packets["flow"], index)
     mine = at >= 0

@@ -353,9 +353,10 @@ def flach_verdicts(packets: pd.DataFrame | pk.Trace, detector: Flach | None = No
     transmissions."""
     detector = detector or Flach()
     if isinstance(packets, pk.Trace):
-        if packets.view != "sender":
-            raise UsageError(f"{packets.path}: the policer detector reads a sender's view, not a {packets.view}'s")
-        packets = packets.packets
+        senders = pk.sender_flows(packets)
+        if not senders:
+            raise UsageError(f"{packets.path}: the policer detector reads a sender's view, and no flow is read in one")
+        packets = packets.packets[packets.packets["flow"].astype(str).isin(senders)]
     missing = {"fate", "t_send", "size", "seq", "tx", "uid", "flow"} - set(packets.columns)
     if missing:
         raise UsageError(f"the policer detector needs a sender's PacketTable; it lacks {sorted(missing)}")

@@ -140,7 +140,7 @@ def _send(s, i, t_tx, b0, b1, seg, segs, tx, at_send):
                 tx[i]["cover"] = BEFORE
         s.last_rearm = t
     elif s.snd_max <= s.snd_una:  # new data after an idle time
-        if s.last_send is not None and t - latest(s.last_send, s.last_ack) > s.rto:
+        if s.last_send is not None and t - s.last_send > s.rto:
             s.chunk += 1
         s.first_sent_time = s.delivered_time = t
         s.last_rearm = t

@@ -31,6 +31,7 @@ sender's-view trace joins its truth on either.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import os
 import warnings
 from collections.abc import Sequence
@@ -39,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import TraceError, UsageError
-from ...packets import DELIVERED, unwrap_sequence
+from ...packets import DELIVERED, FATES, LOST, Trace, sender_flows, unwrap_sequence
 from .pcap import Capture, CaptureWarning, decode_capture
 from .record import IPPROTO_TCP, S_DECODED
 from .vantage import Vantage, parse_vantage
@@ -181,3 +182,45 @@ class _Coverage:
 
 
 __all__ = ["TRUTH_COLUMNS", "chain_truth"]
+
+
+def with_chain_truth(trace: Trace, chain: Sequence[Vantage | str | os.PathLike]) -> Trace:
+    """``trace`` (the sender's view of the chain's first capture) with each transmission's true
+    fate from :func:`chain_truth`, joined on the record index (``uid``): a transmission dropped on
+    the way takes the drop's cause (detected by the sender or not: one never declared lost stays
+    undetected); one the sender declared lost that reached the receiver is delivered, spurious by
+    ``truth`` unless its own evidence already said so. Rows of flows read in the receiver's view
+    keep theirs. ``meta['truth']`` says where the truth came from and what it changed."""
+    if "t_ack" not in trace.packets.columns:
+        raise UsageError(f"{trace.path}: the truth of a chain joins onto a sender's view; read it at the sender")
+    truth = chain_truth(chain)
+    packets = trace.packets
+    sender_rows = packets["flow"].astype(str).isin(sender_flows(trace)).to_numpy()
+    by_index = pd.Series(truth["truth"].to_numpy(), index=truth["index"].to_numpy())
+    found = by_index.reindex(packets["uid"].to_numpy()).to_numpy()
+    known = sender_rows & pd.notna(found)
+    dropped = known & (found != DELIVERED)
+    reached = known & (found == DELIVERED)
+    fate = packets["fate"].astype(str).to_numpy(object)
+    declared_lost = fate == LOST
+    fate[dropped] = found[dropped]
+    fate[reached & declared_lost] = DELIVERED
+    spurious = packets["spurious"].astype(str).to_numpy(object)
+    newly_spurious = reached & declared_lost & (spurious == "")
+    spurious[newly_spurious] = "truth"
+    reason = packets["reason"].astype(str).to_numpy(object)
+    reason[dropped] = "chain"
+    out = packets.assign(
+        fate=pd.Categorical(fate, categories=FATES), spurious=pd.Categorical(spurious), reason=pd.Categorical(reason)
+    )
+    meta = {
+        **trace.meta,
+        "truth": {
+            "chain": [os.fspath(v.path if isinstance(v, Vantage) else v) for v in chain],
+            "matched": int(known.sum()),
+            "dropped": int(dropped.sum()),
+            "declared_lost_but_delivered": int((reached & declared_lost).sum()),
+            "dropped_never_declared": int((dropped & ~declared_lost).sum()),
+        },
+    }
+    return dataclasses.replace(trace, packets=out, meta=meta)

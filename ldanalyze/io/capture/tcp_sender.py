@@ -67,7 +67,8 @@ The rules, with their sources:
   ``rwnd`` the window shifted by the scale the ACK direction's SYN announced when both SYNs
   carried the option (RFC 7323 §2.3; none when one did not; -1 unknown: its SYN not captured).
 - **chunks**: a transmission of new data when nothing was outstanding, more than the RTO
-  estimate after the connection's last send or ACK, starts a chunk (Flach et al., "An
+  estimate after the sender's last transmission, starts a chunk (an ACK or a request from the
+  receiver in between does not matter: a client asking for the next chunk sends one) (Flach et al., "An
   Internet-wide analysis of traffic policing", SIGCOMM 2016, §3: the flow cut at idle times).
 - **one direction only**: a data flow whose ACKs are not in the capture keeps its rows,
   retransmissions counted (``t_detect``, trigger ``other``: how is unknown), every fate
@@ -229,7 +230,7 @@ def sender_kernel(
                 last_rearm_t = t
             else:
                 if snd_max <= snd_una:  # nothing outstanding: an idle sender starts again
-                    if last_send_t == last_send_t and t - _latest(last_send_t, last_ack_t) > rto:
+                    if last_send_t == last_send_t and t - last_send_t > rto:
                         chunk_id += 1
                     first_sent_time = t
                     delivered_time = t

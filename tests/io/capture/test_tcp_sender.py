@@ -242,10 +242,10 @@ def test_the_delivery_rate_is_the_drafts_sample_and_invalid_under_the_minimum_rt
 
 
 def test_an_idle_time_longer_than_the_rto_starts_a_chunk():
-    base = [("tx", 0.0, 0), ("ack", 0.1, 1, [], None)]  # RTO 0.3
-    tx, _ = run([[*base, ("tx", 0.1 + 0.301, 1)]], timestamps=False)
+    base = [("tx", 0.0, 0), ("ack", 0.1, 1, [], None)]  # RTO 0.3, from the last transmission
+    tx, _ = run([[*base, ("tx", 0.301, 1)]], timestamps=False)
     assert tx["chunk"].tolist() == [0, 1]
-    tx, _ = run([[*base, ("tx", 0.1 + 0.299, 1)]], timestamps=False)
+    tx, _ = run([[*base, ("ack", 0.29, 1, [], None), ("tx", 0.299, 1)]], timestamps=False)
     assert tx["chunk"].tolist() == [0, 0]
 
 
