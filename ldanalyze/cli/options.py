@@ -12,6 +12,7 @@ from ..batch import SPLIT_OPTIONS
 from ..control import PathModel
 from ..errors import UsageError
 from ..io import read_trace
+from ..io.capture.chain_truth import with_chain_truth
 from ..io.capture.clockrate import ClockRates, doubtful_clocks_note
 from ..io.capture.describe import capture_description
 from ..io.capture.fields import FieldSpec
@@ -19,6 +20,7 @@ from ..io.capture.payload import NoSequenceNumbers
 from ..io.capture.source import capture_format
 from ..io.capture.split import FlowByFlow, read_capture_flows
 from ..io.capture.vantage import parse_vantage, read_vantages
+from ..io.detect import NS2_WIRED, PCAP, PCAPNG, QLOG, detect_format
 from ..io.labels import apply_labels
 from ..lda import Replay
 from ..packets import Trace
@@ -99,17 +101,50 @@ def read_source(args: argparse.Namespace, path: str | None) -> Trace:
         ]
         if ignored:
             raise UsageError(f"{', '.join(ignored)} do(es) not apply to a --vantage chain (see --clocks)")
-        chain_options = {"skew_limit_ppm": args.skew_limit} if args.skew_limit is not None else {}
-        trace = read_vantages(
-            args.vantage,
-            clocks=args.clocks or "separate",
-            payload=args.payload or "auto",
-            flows=args.flows,
-            **chain_options,
-        )
+        trace = _read_chain(args)
     else:
-        trace = read_trace(path, **reader_options(args))
+        trace = read_trace(path, **reader_options(args), **_view_option(args, path))
     return apply_labels(trace, args.labels) if args.labels else trace
+
+
+def _read_chain(args: argparse.Namespace) -> Trace:
+    """A ``--vantage`` chain: two qlogs of one connection (the first endpoint's view, the
+    second's receipts joined); with ``--view sender``, the first capture read at the sender with
+    the chain's truth joined onto it; else the receiver's view along the captures."""
+    first = parse_vantage(args.vantage[0]).path
+    if detect_format(first) == QLOG:
+        if len(args.vantage) != 2 or args.clocks or args.view == "receiver":
+            raise UsageError("--vantage with qlogs: the two endpoints' qlogs of one connection, the sender's first")
+        return read_trace(first, flows=args.flows, peer=parse_vantage(args.vantage[1]).path)
+    if args.view == "sender":
+        if args.clocks:
+            raise UsageError("--clocks is about a receiver's view along a chain; --view sender reads the first capture")
+        at_sender = read_trace(first, vantage="sender", payload=args.payload or "auto", flows=args.flows)
+        return with_chain_truth(at_sender, args.vantage)
+    chain_options = {"skew_limit_ppm": args.skew_limit} if args.skew_limit is not None else {}
+    return read_vantages(
+        args.vantage,
+        clocks=args.clocks or "separate",
+        payload=args.payload or "auto",
+        flows=args.flows,
+        **chain_options,
+    )
+
+
+def _view_option(args: argparse.Namespace, path: str) -> dict:
+    """``--view`` as the reader of ``path`` takes it: a capture's vantage, an ns-2 wired trace's
+    view; a qlog and an ns-2 wireless trace have one view only."""
+    if args.view == "auto":
+        return {}
+    fmt = detect_format(path)
+    if fmt in (PCAP, PCAPNG):
+        return {"vantage": args.view}
+    if fmt == NS2_WIRED:
+        return {"view": args.view}
+    if fmt == QLOG and args.view == "sender":
+        return {}
+    held = "its endpoint's (the sender's)" if fmt == QLOG else "the receiver's"
+    raise UsageError(f"{path} is {fmt}: it holds {held} view only, not --view {args.view}")
 
 
 def reader_options(args: argparse.Namespace) -> dict:

@@ -238,6 +238,14 @@ def build_parser() -> CommandParser:
         "(congestion, wireless, unknown) names what loses packets on the way to it",
     )
     reading.add_argument(
+        "--view",
+        choices=("auto", "receiver", "sender"),
+        default="auto",
+        help="the view a flow is read in: a capture's flows that its host sends are read at the sender "
+        "when their ACKs are captured (auto); an ns-2 TCP trace at its source node with sender; a "
+        "--vantage chain with sender: its first capture at the sender, the chain's truth joined on",
+    )
+    reading.add_argument(
         "--clocks",
         choices=CLOCKS,
         help="--vantage: the captures have separate clocks (default: skew and offset are "

@@ -94,6 +94,11 @@ def inspect_text(seen: Inspected, capture_flows: list | None, verbose: bool) -> 
     out.append("")
     columns = list(summary.columns) if verbose else [c for c in MAIN_SUMMARY_COLUMNS if c in summary.columns]
     out.append(summary_shown(summary[columns]).to_string(index=False))
+    if len(seen.evidence):
+        out.append(
+            "(flows read in the sender's view: gaps are the moments it detected losses, rott its RTT less "
+            "the lowest, iat the time between ACK samples)"
+        )
     if not verbose:
         out.append(
             "(the main columns; inspect -v shows all, with ROTT and IAT mean, p50, p95 and max, "
@@ -202,19 +207,25 @@ def streams_lines(meta: dict) -> list:
     send time source), the noise SSRCs and the streams skipped, a printed line each."""
     rows = []
     for label, info in meta.get("flows", {}).items():
-        out = info.get("outgoing", False)
+        at_sender = info.get("view") == "sender"
+        out = info.get("outgoing", False) and not at_sender
         rows.append(
             {
                 "stream": label,
                 "kind": info.get("kind", ""),
-                "direction": "out" if out else "in",
+                "direction": "out" if out or at_sender else "in",
+                "view": "sender" if at_sender else "-" if out else "receiver",
                 "packets": info.get("packets", 0),
                 "lost": "-" if out else info.get("lost", 0),
                 **({"capture gap": "-" if out else info.get("capture_gap", 0)} if meta.get("capture_outages") else {}),
                 "rtx repaired": info.get("rtx_repaired", 0),
                 "padding only": info.get("padding_only", 0),
                 "fec": info.get("fec_packets", 0),
-                "send times from": "- (sent by the capture host)" if out else send_time_source(info),
+                "send times from": "- (sent by the capture host)"
+                if out
+                else "the capture (the sender's clock)"
+                if at_sender
+                else send_time_source(info),
             }
         )
     lines = []
@@ -231,8 +242,9 @@ def streams_lines(meta: dict) -> list:
         lines.append(f"\ncapture host: {host['address'] or 'not known'} ({host['how']})")
     if rows:
         lines.append(
-            "\nstreams read (send times from the best source each carries; out: sent by the capture host, "
-            "captured before the path, so its fates are unknown here):"
+            "\nstreams read (send times from the best source each carries; view: sender, a flow the capture "
+            "host sent whose ACKs it captured, read as its sender saw it; out without a view: sent by the "
+            "capture host, captured before the path, so its fates are unknown here):"
         )
         lines.append(pd.DataFrame(rows).to_string(index=False))
     noise = sum(info.get("noise_ssrcs", 0) for info in meta.get("flows", {}).values())
