@@ -16,7 +16,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from ..errors import renamed_keyword
+from ..errors import UsageError, renamed_keyword
 from ..formatting import replay_html
 from ..lda import Replay, classify, get_lda, parse_ldas, runnable_ldas
 from ..packets import label_positions, labels_dtype
@@ -100,6 +100,11 @@ def replay(
     ``reference``) on this timeline under ``semantics``, when the caller has it already.
     ``signals``: ``Signals.of(timeline, semantics, path)``, likewise (the batch cache keeps them).
     """
+    if timeline.view != "receiver":
+        raise UsageError(
+            f"the controllers replay a receiver's arrivals, and this timeline is a {timeline.view} view "
+            "(a sender's ACK samples are not the arrivals the rate rules are written for)"
+        )
     semantics = semantics or Replay()
     sig = signals if signals is not None else Signals.of(timeline, semantics, path)
     chosen = parse_controllers(controllers)
