@@ -74,3 +74,18 @@ def test_an_ns2_tcp_trace_at_its_source_node_has_no_modeled_throughput(capsys):
     assert {"vegas", "veno_sender", "spike@rtt"} <= set(rows) and "biaz" not in rows
     assert rows["omniscient"]["M_c"] == 0 and rows["omniscient"]["scored"] == 162
     assert "no modeled throughput" in captured.err and "receiver's arrivals" in captured.err
+
+
+def test_batch_scores_a_qlog_and_a_server_side_capture_alike(tmp_path):
+    import shutil
+
+    import pandas as pd
+
+    shutil.copy(QLOG / "aioquic_server.qlog.gz", tmp_path)
+    shutil.copy(LAB / "sender.pcap", tmp_path)
+    out = tmp_path / "scores.csv"
+    assert main(["batch", str(tmp_path), "-o", str(out)]) == 0
+    scores = pd.read_csv(out)
+    per_trace = scores[scores["scope"] == "flow"].groupby("trace")["lda"].agg(set)
+    assert len(per_trace) == 2
+    assert all({"vegas", "veno_sender"} <= ldas and "biaz" not in ldas for ldas in per_trace)
