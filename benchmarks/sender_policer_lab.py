@@ -102,7 +102,9 @@ def table(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     for facts_file in sorted(folder.glob("*/run.json")):
         facts = json.loads(facts_file.read_text())
         if "cause" not in facts:
-            raise SystemExit(f"{facts_file}: not a run of this script (traces/sender_grid.py's: docs/make_sender_evaluation.py)")
+            raise SystemExit(
+                f"{facts_file}: not a run of this script (traces/sender_grid.py's: docs/make_sender_evaluation.py)"
+            )
         packets = sender_view(facts_file.parent / "sender.pcap")
         for variant, detector in VARIANTS.items():
             v = flach_verdicts(packets, detector)

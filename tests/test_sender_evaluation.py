@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from collections import Counter
 
 import pytest
@@ -19,6 +20,7 @@ RUNS = ("policer-0.5M-b64k-r0", "shaper-0.5M-qsmall-r0")
 def _script():
     spec = importlib.util.spec_from_file_location("make_sender_evaluation", ROOT / "docs" / "make_sender_evaluation.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up
     spec.loader.exec_module(module)
     return module
 
@@ -73,5 +75,7 @@ def test_halves_split_every_coordinate(script):
     for name in names:
         m = script.NAME.match(name)
         for key in ("a", "b", "cross"):
-            same = [n for n in names if script.NAME.match(n)["kind"] == m["kind"] and script.NAME.match(n)[key] == m[key]]
+            same = [
+                n for n in names if script.NAME.match(n)["kind"] == m["kind"] and script.NAME.match(n)[key] == m[key]
+            ]
             assert {halves[n] for n in same} == {"A", "B"}, (name, key)
