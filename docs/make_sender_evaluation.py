@@ -7,7 +7,8 @@ the chain's truth joined onto it (``with_chain_truth``: sender.pcap, r1.pcap as 
 r2.pcap as ``policing`` behind a policer and ``congestion`` otherwise, receiver.pcap), and
 
 * ``flach_verdicts`` runs on the sender's view *without* the truth (what the sender knew), as
-  written (``Flach()``) and as the lab variant (``SenderPolicerLab()``); a chunk is lossy when
+  written (``Flach()``, and their second run ``Flach(cutoff=2)``) and as the lab variant
+  (``SenderPolicerLab()``); a chunk is lossy when
   the truth dropped some transmission of it;
 * every sender-side LDA (``--lda all`` on a sender's trace) and ``flach_pd`` / ``flach_pd_lab``
   classify the truth-joined timeline's losses, scored by ``ldanalyze.score`` with a policer's
