@@ -7,32 +7,29 @@ policer, shaper and random loss: chunks called policed per limiter.
 ``run`` sends one iperf3 TCP (cubic) transfer per cell through r2's nftables policer
 (``nft-limit``: its bucket holds a second of its rate more than its burst), its tbf shaper (small
 and large queue) or, with r2 out of the way, r1's random drops, and keeps each run's sender
-capture and a ``run.json`` (the config, its cause, the counters). ``table`` reads the sender's
-captures into a sender's view by a plain reading written here (the data segments of the run's
-connection; a transmission is lost when its bytes are sent again, acknowledged at the first
-cumulative ACK that covers them; no SACK, no D-SACK: a spurious retransmission counts as a
-loss), cuts each transfer into chunks of ``CHUNK_BYTES`` of new data (iperf3 sends without idle
-periods, so these stand in for Flach et al.'s chunks), and runs the detector as written and the
-variants named in ``VARIANTS``.
+capture and a ``run.json`` (the config, its cause, the counters). ``table`` reads each sender's
+capture with the package's reader (``la.read_trace``: the sender's view, SACK and D-SACK read, a
+spurious retransmission not a loss), cuts each transfer into chunks of ``CHUNK_BYTES`` of new
+data (iperf3 sends without idle periods, so these stand in for Flach et al.'s chunks), and runs
+the detector as written and the variants named in ``VARIANTS``; a chunk is lossy when the
+sender lost some of it (these runs keep no truth).
 
-For the lab grid's own cache (traces/sender_grid.py, per-packet truth, chunks at idle periods),
-``table`` takes any folder of sender's-view traces the package reads (``la.read_trace`` with
-``meta["view"] == "sender"``) beside a ``run.json`` naming the ``cause`` ("policing",
-"congestion", "wireless") of its losses: ``FOLDER/<run>/sender.pcap`` or any trace file there.
+The lab grid's runs (traces/sender_grid.py: chunks at idle periods, the truth of the chain) are
+evaluated by docs/make_sender_evaluation.py, which writes docs/sender.md.
 """
 
 from __future__ import annotations
 
 import json
-import struct
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+import ldanalyze as la
 from ldanalyze.lda.sender_policer import Flach, SenderPolicerLab, flach_verdicts
-from ldanalyze.packets import make_packet_table
+from ldanalyze.packets import sender_flows
 
 CHUNK_BYTES = 2_000_000
 RATES = ("500kbit", "1500kbit", "3mbit", "10mbit")
@@ -83,121 +80,41 @@ def run(folder: Path) -> None:
         print(name, facts, flush=True)
 
 
-def sender_view(pcap: Path, sender_port: int, port: int, chunks: pd.Series | None = None) -> pd.DataFrame:
-    """The sender's view of the run's connection, read plainly from the decoded records; its
-    chunks ``chunks`` (by the records' byte offsets in the file), else pieces of ``CHUNK_BYTES``."""
-    from ldanalyze.io.capture.pcap import decode_capture
-
-    c = decode_capture(pcap)
-    rec, flows = c.records, c.flows
-    (data,) = flows.index[(flows["proto"] == 6) & (flows["sport"] == sender_port) & (flows["dport"] == port)]
-    mine = rec[rec["flow"] == data]
-    isn = int(mine["tcp_seq"][0])  # the SYN's
-    seg = mine[mine["payload_len"] > 0]
-    start = (seg["tcp_seq"].astype(np.int64) - isn) % 2**32
-    end = start + seg["payload_len"].astype(np.int64)
-    t_send = seg["ts_ns"] / 1e9
-    t_ack = first_acks(pcap, sender_port, port, isn, t_send, start, end)
-    again = pd.Series(start).duplicated(keep="last").to_numpy()  # its bytes sent again later
-    fate = np.where(again, "lost", np.where(np.isfinite(t_ack), "delivered", "unobserved"))
-    new = ~pd.Series(start).duplicated(keep="first").to_numpy()
-    new_bytes = np.cumsum(np.where(new, seg["payload_len"], 0)) - np.where(new, seg["payload_len"], 0)
-    first_of = pd.Series(new_bytes).groupby(start).transform("min").to_numpy()
-    chunk = first_of // CHUNK_BYTES if chunks is None else chunks.loc[seg["offset"].astype(np.int64)].to_numpy()
-    return make_packet_table(
-        flow=np.full(len(seg), "data", dtype=object),
-        seq=start,
-        size=seg["ip_len"].astype(np.int64),
-        t_send=t_send,
-        t_recv=np.full(len(seg), np.nan),
-        fate=fate,
-        t_ack=t_ack,
-        chunk=chunk,
-    )
-
-
-def first_acks(pcap: Path, sender_port: int, port: int, isn: int, t_send, start, end) -> np.ndarray:
-    """Per transmission, the first ACK after it that covers its bytes, cumulatively or by a SACK
-    block (read here from the ACKs' TCP options: the decoded records do not keep them)."""
-    acks = []  # (time, cumulative ack, SACK blocks), relative to the ISN
-    raw = Path(pcap).read_bytes()
-    if raw[:4] != bytes.fromhex("d4c3b2a1") or struct.unpack_from("<I", raw, 20)[0] != 1:
-        raise ValueError(f"{pcap}: a little-endian Ethernet pcap (microseconds) is read here")
-    at = 24
-    while at + 16 <= len(raw):
-        sec, usec, incl, _ = struct.unpack_from("<IIII", raw, at)
-        frame = raw[at + 16 : at + 16 + incl]
-        at += 16 + incl
-        if len(frame) < 54 or frame[12:14] != b"\x08\x00" or frame[23] != 6:
-            continue
-        ip = 14
-        tcp = ip + (frame[ip] & 0x0F) * 4
-        sport, dport, _, ack = struct.unpack_from("!HHII", frame, tcp)
-        if (sport, dport) != (port, sender_port):
-            continue
-        blocks, o, stop = [], tcp + 20, min(tcp + (frame[tcp + 12] >> 4) * 4, len(frame))
-        while o < stop and frame[o] != 0:
-            if frame[o] == 1:
-                o += 1
-                continue
-            if o + 1 >= stop:
-                break
-            kind, length = frame[o], frame[o + 1]
-            if kind == 5:
-                for b in range(o + 2, min(o + length, stop) - 7, 8):
-                    left, right = struct.unpack_from("!II", frame, b)
-                    blocks.append(((left - isn) % 2**32, (right - isn) % 2**32))
-            o += max(length, 2)
-        acks.append((sec + usec / 1e6, (ack - isn) % 2**32, blocks))
-    t_ack = np.full(len(t_send), np.nan)
-    pending: list[int] = []  # transmissions sent and not yet covered
-    i = 0
-    for t, ack, blocks in acks:
-        while i < len(t_send) and t_send[i] < t:
-            pending.append(i)
-            i += 1
-        still = []
-        for j in pending:
-            if end[j] <= ack or any(left <= start[j] and end[j] <= right for left, right in blocks):
-                t_ack[j] = t
-            else:
-                still.append(j)
-        pending = still
-    return t_ack
-
-
-CAUSES = {"policer": "policing", "shaper": "congestion", "random": "wireless"}  # the grid's kinds
+def sender_view(pcap: Path) -> pd.DataFrame:
+    """The sender's view of the capture's data flows (``la.read_trace``: SACK and D-SACK read, a
+    spurious retransmission is not a loss), cut into chunks of ``CHUNK_BYTES`` of new data: an
+    iperf3 transfer has no idle period for the reader's own chunks to start at."""
+    trace = la.read_trace(pcap)
+    packets = trace.packets[trace.packets["flow"].astype(str).isin(sender_flows(trace))]
+    packets = packets.sort_values(["flow", "t_send", "uid"], kind="stable")
+    first = packets["tx"] == packets.groupby(["flow", "seq"], observed=True)["tx"].transform("min")
+    new = packets["size"].where(first, 0)
+    before = new.groupby(packets["flow"], observed=True).cumsum() - new
+    start = before.where(first).groupby([packets["flow"], packets["seq"]], observed=True).transform("min")
+    return packets.assign(chunk=(start // CHUNK_BYTES).astype(np.int64))
 
 
 def table(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per run and chunk, each variant's verdict; then per cause, the lossy chunks called
-    policed. A run of the lab grid (``kind`` in its run.json) has its chunks and its lossy
-    chunks from truth.csv; one of ``run`` here, pieces of ``CHUNK_BYTES`` that the sender lost
-    some of."""
+    """Per run of ``run`` and chunk, each variant's verdict; then per cause, the lossy chunks
+    (those the sender lost some of: no truth here) called policed. The lab grid's runs, with
+    their truth, are docs/make_sender_evaluation.py's."""
     rows = []
     for facts_file in sorted(folder.glob("*/run.json")):
         facts = json.loads(facts_file.read_text())
-        chunks = lossy = None
-        if "kind" in facts:  # traces/sender_grid.py's
-            cause = CAUSES[facts["kind"]]
-            ends = facts["flow"].split("/")[0].split(">")
-            sender_port, port = int(ends[0].rpartition(":")[2]), int(ends[1].rpartition(":")[2])
-            truth = pd.read_csv(facts_file.parent / "truth.csv")
-            chunks = truth.set_index("offset")["chunk"]
-            lossy = set(truth.loc[truth["truth"] != "delivered", "chunk"])
-        else:
-            cause, sender_port, port = facts["cause"], facts["sender_port"], facts["port"]
-        packets = sender_view(facts_file.parent / "sender.pcap", sender_port, port, chunks)
+        if "cause" not in facts:
+            raise SystemExit(
+                f"{facts_file}: not a run of this script (traces/sender_grid.py's: docs/make_sender_evaluation.py)"
+            )
+        packets = sender_view(facts_file.parent / "sender.pcap")
         for variant, detector in VARIANTS.items():
             v = flach_verdicts(packets, detector)
-            v["lossy"] = v["losses"] > 0 if lossy is None else v["chunk"].isin(lossy)
-            v["run"], v["cause"], v["variant"] = facts_file.parent.name, cause, variant
+            v["lossy"] = v["losses"] > 0
+            v["run"], v["cause"], v["variant"] = facts_file.parent.name, facts["cause"], variant
             rows.append(v)
     chunks_table = pd.concat(rows, ignore_index=True)
-    chunks_table["cross"] = chunks_table["run"].str.extract(r"-(tcp|udp)-r\d+$")[0].fillna("none")
     summary = (
         chunks_table[chunks_table["lossy"]]
-        .groupby(["cause", "cross", "variant"])
+        .groupby(["cause", "variant"])
         .agg(lossy_chunks=("verdict", "size"), called_policed=("verdict", lambda v: int((v == "policed").sum())))
         .reset_index()
     )
@@ -205,16 +122,16 @@ def table(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def markdown(summary: pd.DataFrame) -> str:
-    """The summary as docs/ldas.md shows it: per cause and cross traffic, chunks called policed
-    out of the lossy ones, per variant."""
-    wide = summary.pivot_table(index=["cause", "cross"], columns="variant", values="called_policed", sort=False)
-    counts = summary.groupby(["cause", "cross"], sort=False)["lossy_chunks"].first()
-    lines = ["| losses by | cross traffic | lossy chunks | " + " | ".join(wide.columns) + " |"]
-    lines.append("|---|---|---:|" + "---:|" * len(wide.columns))
-    for (cause, cross), row in wide.iterrows():
-        n = counts[(cause, cross)]
+    """The summary as docs/ldas.md shows it: per cause, chunks called policed out of the lossy
+    ones, per variant."""
+    wide = summary.pivot_table(index="cause", columns="variant", values="called_policed", sort=False)
+    counts = summary.groupby("cause", sort=False)["lossy_chunks"].first()
+    lines = ["| losses by | lossy chunks | " + " | ".join(wide.columns) + " |"]
+    lines.append("|---|---:|" + "---:|" * len(wide.columns))
+    for cause, row in wide.iterrows():
+        n = counts[cause]
         cells = [f"{int(v)} ({v / n:.0%})" for v in row]
-        lines.append(f"| {cause} | {cross} | {n} | " + " | ".join(cells) + " |")
+        lines.append(f"| {cause} | {n} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
