@@ -68,11 +68,23 @@ def analyze_traces(
 
 
 def analyze(
-    trace: Trace, ldas, *, controller, controller_optional, semantics, path_model, seq_modulus, name: str | None = None
+    trace: Trace,
+    ldas,
+    *,
+    controller,
+    controller_optional,
+    semantics,
+    path_model,
+    seq_modulus,
+    name: str | None = None,
+    other_views: bool = False,
 ) -> Analysed:
+    """One trace read, classified, replayed and summarised; ``other_views``: an LDA named that
+    is defined on no view of the trace's flows is left out (a batch over receivers' and
+    senders' traces), not refused."""
     name = trace.path if name is None else name
     timeline = build_timeline(trace, seq_modulus=seq_modulus)
-    decided = classify(timeline, ldas, semantics=semantics)
+    decided = classify(timeline, ldas, semantics=semantics, other_views=other_views)
     decided.insert(0, "trace", one_label(name, len(decided)))
     throughput = None
     if controller is not None:

@@ -118,9 +118,12 @@ class Timeline:
     @property
     def flow_views(self) -> dict[str, str]:
         """Each flow's view (``receiver`` or ``sender``)."""
-        if self.view == "mixed":
+        if self.view != "mixed":
+            return dict.fromkeys(self.flows, self.view)
+        if "flow_views" in self.meta:
             return dict(self.meta["flow_views"])
-        return dict.fromkeys(self.flows, self.view)
+        said = self.meta.get("flows") or {}  # a meta kept without them (a cache's): the reader's word
+        return {flow: str((said.get(flow) or {}).get("view", RECEIVER)) for flow in self.flows}
 
     @property
     def clock_common(self) -> bool:

@@ -82,7 +82,11 @@ def analyze_cached(
         results.mkdir(parents=True, exist_ok=True)
         if not (results / "summary.arrow").exists():
             _write_piece(timeline.summary(), results / "summary.arrow")
-        runnable = [lda.spec for lda in runnable_ldas(timeline, missing, optional=optional)] if missing else []
+        runnable = (
+            [lda.spec for lda in runnable_ldas(timeline, missing, optional=optional, other_views=True)]
+            if missing
+            else []
+        )
         newly_left = set(missing) - set(runnable)
         if newly_left:
             left_out |= newly_left

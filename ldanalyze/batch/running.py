@@ -93,6 +93,7 @@ def _analyze_in_process(trace: Trace, job: Job, analysis: Analysis) -> Analysed:
         path_model=None,
         seq_modulus=analysis.seq_modulus,
         name=job.name,
+        other_views=True,
     )
 
 

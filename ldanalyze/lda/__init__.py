@@ -98,7 +98,12 @@ def parse_ldas(text: str | Iterable[str | LDA] | None) -> list[LDA]:
 
 
 def runnable_ldas(
-    timeline: Timeline, ldas, *, optional: set[str] | None = None, left_out: dict[str, str] | None = None
+    timeline: Timeline,
+    ldas,
+    *,
+    optional: set[str] | None = None,
+    left_out: dict[str, str] | None = None,
+    other_views: bool = False,
 ) -> list[LDA]:
     """The LDAs asked for, each checked against the timeline. Asked for by name, one that cannot
     run here is an error; brought in by ``"all"`` (alone or in a list: ``all,biaz:upper=1.4``)
@@ -106,12 +111,14 @@ def runnable_ldas(
     two clocks without feedback does not give). An LDA not defined on the timeline's view
     (``LDA.views``) is refused when named, and not part of ``"all"`` there. ``optional``: the specs that may be left out,
     when ``ldas`` is a part of what was asked for (default: ``optional_specs(ldas)``);
-    ``left_out``: where given, each one left out is recorded there (spec: why), not warned of."""
+    ``left_out``: where given, each one left out is recorded there (spec: why), not warned of;
+    ``other_views``: one named and not defined on the timeline's view is passed over, as one of
+    ``"all"`` is (a batch over receivers' and senders' traces runs each LDA on those it fits)."""
     chosen = parse_ldas(ldas)
     optional = optional_specs(ldas) if optional is None else optional
     runnable = []
     for lda in chosen:
-        if not views_of(timeline) & set(lda.views) and lda.spec in optional:
+        if not views_of(timeline) & set(lda.views) and (lda.spec in optional or other_views):
             continue  # "all" is the LDAs defined on the timeline's view: not left out, not there
         try:
             check_view(lda, timeline)
@@ -165,7 +172,9 @@ def optional_specs(ldas) -> set[str]:
 
 
 @renamed_keyword("replay", "semantics", since="0.5.0")
-def classify(timeline: Timeline, ldas="all", *, semantics: Replay | None = None) -> pd.DataFrame:
+def classify(
+    timeline: Timeline, ldas="all", *, semantics: Replay | None = None, other_views: bool = False
+) -> pd.DataFrame:
     """Replay each LDA over the timeline: one row per lost transmission per LDA.
 
     Columns: ``lda`` (its spec, categorical in the order given), ``flow`` (categorical over
@@ -179,7 +188,7 @@ def classify(timeline: Timeline, ldas="all", *, semantics: Replay | None = None)
     few milliseconds, and per-LDA pandas blocks would dominate that.
     """
     semantics = semantics or Replay()
-    chosen = runnable_ldas(timeline, ldas)
+    chosen = runnable_ldas(timeline, ldas, other_views=other_views)
     f = Features.of(timeline, semantics)
     losses = timeline.losses
     gap = losses["gap"].to_numpy(np.int64)
