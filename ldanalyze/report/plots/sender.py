@@ -55,7 +55,7 @@ def sender(trace, flow=None, *, chunks: pd.DataFrame | None = None, window=None,
                 s=22,
                 marker=CAUSE_MARKER.get(cause, "X"),
                 color=TRIGGER_COLOUR.get(trigger, BLACK),
-                label=f"lost ({cause}), resent on {trigger}",
+                label=f"lost ({'cause unknown' if cause == 'lost' else cause}), resent on {trigger}",
                 zorder=3,
             )
     spurious = declared[declared["spurious"].astype(str) != ""]
