@@ -8,7 +8,11 @@ truth); the score table (paper 000 Table II layout); the agreement between the L
 kappa) and the majority per loss; the shares called wireless over time; the timeline of the
 worst-classified flow (the one whose losses the LDAs got wrong most often; without truth the
 lossiest, with every LDA's calls; without a loss, the one a capture outage hid most of) and the
-allowed rates of the controller on that flow; what was read (the flows).
+allowed rates of the controller on that flow; what was read (the flows). A trace with flows read
+in the sender's view (issue #44 §3) adds "The sender's view": its own evidence per flow
+(``sender_evidence``), the policer detector's verdict per chunk, Flach et al.'s and the lab
+variant's (``lda.sender_policer``: rate, burst, the rule that ruled policing out), and the
+``plots.sender`` figure of the flow with the most declared losses.
 """
 
 from __future__ import annotations
@@ -21,15 +25,17 @@ import time
 import pandas as pd
 
 from ..consensus import majority_line
-from ..formatting import html_table, summary_shown, trace_html
+from ..formatting import html_table, number, shown, summary_shown, trace_html
 from ..io.capture.clockrate import doubtful_clocks_note
+from ..packets import sender_flows
 from ..version import VERSION
+from .text import hindsight_note
 
 CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em auto; max-width: 1180px;
        color: #222; line-height: 1.4; padding: 0 1em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.25em; border-bottom: 1px solid #ccc; padding-bottom: .2em;
-margin-top: 2.2em; } h3 { font-size: 1.05em; margin-top: 1.4em; }
+margin-top: 2.2em; } h3 { font-size: 1.05em; margin-top: 1.4em; } h4 { font-size: .95em; margin: 1em 0 .3em; }
 .wide { overflow-x: auto; }
 table.ld { border-collapse: collapse; font-size: 0.85em; margin: .5em 0; }
 table.ld th, table.ld td { border: 1px solid #ddd; padding: 2px 7px; text-align: right; }
@@ -61,7 +67,8 @@ def _figures_first(
         first = scores.iloc[0]
         out.append(
             f"<p class='note'>No M_c against M_w: it needs scored losses of both causes, and this trace has "
-            f"{int(first['congestion'])} congestion and {int(first['wireless'])} wireless losses scored.</p>"
+            f"{int(first['congestion'])} congestion and {int(first['wireless'])} wireless losses scored"
+            f"{_policing_apart(first)}.</p>"
         )
     if voting:
         out.append(_png(plots.called_wireless(scores, per_flow)))
@@ -78,9 +85,101 @@ def _figures_first(
     return out
 
 
+def _policing_apart(first: pd.Series) -> str:
+    """The losses to a policer scored apart (``--policing-as excluded``), if any, as a clause."""
+    apart = int(first.get("policing", 0)) if first.get("policing_as", "excluded") == "excluded" else 0
+    return f" ({apart} losses to a policer counted apart: --policing-as congestion scores them)" if apart else ""
+
+
 def _agreement_section(plots, kappa: pd.DataFrame, votes: pd.DataFrame) -> list[str]:
     line = majority_line(votes, len(kappa))
     return ["<h3>Agreement between the LDAs</h3>", _png(plots.kappa(kappa)), f"<p class='note'>{html.escape(line)}</p>"]
+
+
+KNOWN_CAUSES = ("congestion", "wireless", "policing", "route")  # a trace with one of them has ground truth
+SENDER_TIMELINE_NOTE = (
+    "This flow was read in the sender's view: its arrivals are the ACKs' RTT samples, so ROTT is the RTT above "
+    "its least and the inter-arrival time the time between ACK samples; each loss is marked where the sender "
+    "declared it (sender_timeline)."
+)
+SENDER_SHOWN = 20  # flows of the sender's evidence table, most declared losses first
+EVIDENCE_UNITS = {"loss_rate": "lost %"}
+HINDSIGHT_CAVEAT = (
+    "Both detectors decide with hindsight: a chunk's verdict reads the whole chunk (Flach et al., SIGCOMM 2016, "
+    "§3.1), so it is not what the sender knew when it detected each loss. The lab variant's thresholds were "
+    'chosen on the lab grid (docs/ldas.md, "At the sender"); on other paths they are a guess.'
+)
+
+
+def _evidence_table(evidence: pd.DataFrame) -> pd.DataFrame:
+    """The sender's evidence as a person reads it: the flows with the most declared losses, numbers
+    rounded; a quantity a row where there are few flows (the table stays narrow)."""
+    top = evidence.sort_values("declared_lost", ascending=False, kind="stable").head(SENDER_SHOWN)
+    fixed = {c: 2 if c.startswith("rtt") else 3 for c in top.columns if c.endswith(("_ms", "_mbit_s"))}
+    table = shown(top, percent=EVIDENCE_UNITS, digits=2, fixed=fixed)
+    return table.T if len(table) <= 4 else table
+
+
+def _verdict_table(flach: pd.DataFrame, lab: pd.DataFrame) -> pd.DataFrame:
+    """Per chunk, a row per detector: the verdict, the rule that ruled policing out, the token
+    rate (Mbit/s) and the burst (kB) where policed."""
+    both = pd.concat([flach.assign(detector="flach_pd"), lab.assign(detector="flach_pd_lab")], ignore_index=True)
+    both = both.sort_values(["flow", "chunk"], kind="stable")
+    table = pd.DataFrame(
+        {
+            "flow": both["flow"].astype(str),
+            "chunk": both["chunk"],
+            "losses": both["losses"],
+            "sent": both["transmissions"],
+            "detector": both["detector"],
+            "verdict": both["verdict"].astype(str),
+            "ruled out by": both["rule"].astype(str).replace("", "-"),
+            "rate Mbit/s": (both["rate_bps"] * 1e-6).map(lambda v: number(v, 3)),
+            "burst kB": (both["burst_bytes"].where(both["burst_bytes"] >= 0) / 1e3).map(lambda v: number(v, 1)),
+        }
+    )
+    return table.drop(columns=["flow"]) if table["flow"].nunique() == 1 else table
+
+
+def _sender_section(plots, trace) -> list[str]:
+    """ "The sender's view": the evidence per flow, the verdicts per chunk, the figure of the flow
+    with the most declared losses (the lab variant's policed chunks' token rate drawn); nothing
+    for a trace without a flow read in the sender's view."""
+    from ..lda.sender_policer import SenderPolicerLab, flach_verdicts
+    from ..sender_evidence import sender_evidence
+
+    evidence = sender_evidence(trace)
+    if evidence.empty:
+        return []
+    flach = flach_verdicts(trace)
+    lab = flach_verdicts(trace, SenderPolicerLab())
+    flow = str(evidence["declared_lost"].idxmax())
+    more = (
+        f" (the {SENDER_SHOWN} with the most declared losses of {len(evidence)})"
+        if len(evidence) > SENDER_SHOWN
+        else ""
+    )
+    policed = int((lab["verdict"] == "policed").sum())
+    return [
+        "<h3>The sender's view</h3>",
+        f"<h4>What the sender itself knew, per flow{more}</h4>",
+        html_table(_evidence_table(evidence), index=True),
+        "<p class='note'>Without any truth: each retransmission is the sender's belief that a segment was lost, "
+        "counted by what triggered it (by_…); those its own evidence showed needless are spurious (D-SACK, "
+        "RFC 2883; Eifel and F-RTO timing, RFC 3522, RFC 5682) and are not losses; lost: declared and not "
+        "spurious. RTT: the ACKs' samples (Karn's rule, or TSecr); delivery rate: "
+        "draft-cheng-iccrg-delivery-rate-estimation §3; p10/p50/p90 their percentiles.</p>",
+        "<h4>A policer? The verdict per chunk</h4>",
+        html_table(_verdict_table(flach, lab)),
+        f"<p class='note'>flach_pd: Flach et al.'s detector with their public code's thresholds; flach_pd_lab: "
+        f"the variant (its token rate refitted, the bucket capped, its tolerances floored at a few segments); "
+        f"{policed} of {len(lab)} chunk(s) policed by it. A chunk is the flow cut where it sent nothing for "
+        "more than an RTO. Rate: the goodput between the chunk's first and last loss; burst: the bytes sent "
+        "before its first loss.</p>",
+        f"<p class='caveat'>{html.escape(HINDSIGHT_CAVEAT)}</p>",
+        f"<h4>Flow {html.escape(flow)}, the one with the most declared losses</h4>",
+        _png(plots.sender(trace, flow, chunks=lab)),
+    ]
 
 
 def _lossiest_flow(decisions: pd.DataFrame) -> str | None:
@@ -95,13 +194,18 @@ def _outage_flow(meta: dict) -> str | None:
     return flow if flow is not None and hidden[flow] else None
 
 
-def worst_flow(decisions: pd.DataFrame) -> str | None:
-    """The flow whose scored losses the LDAs (baselines aside) called wrong most often."""
+def worst_flow(decisions: pd.DataFrame, policing_as: str = "excluded") -> str | None:
+    """The flow whose scored losses the LDAs (baselines aside) called wrong most often; losses
+    to a policer count as ``policing_as`` says (``scoring.score``); None when none is scored."""
     d = decisions[~decisions["lda"].astype(str).isin(("unaware", "omniscient"))]
-    d = d[d["cause"].isin(("congestion", "wireless")) & d["decision"].isin(("congestion", "wireless"))]
-    if d.empty:
+    cause = d["cause"].astype(str)
+    if policing_as != "excluded":
+        cause = cause.replace("policing", policing_as)
+    called = d["decision"].astype(str)
+    scored = cause.isin(("congestion", "wireless")) & called.isin(("congestion", "wireless"))
+    if not scored.any():
         return None
-    wrong = (d["cause"].astype(str) != d["decision"].astype(str)).groupby(d["flow"].astype(str)).sum()
+    wrong = (cause[scored] != called[scored]).groupby(d["flow"].astype(str)[scored]).sum()
     return str(wrong.idxmax())
 
 
@@ -137,7 +241,7 @@ def build_report(
         tl = build_timeline(trace)
         decisions = classify(tl, ldas)
         decisions.insert(0, "trace", str(trace.path))
-        truth = bool(decisions["cause"].isin(("congestion", "wireless")).any())
+        truth = bool(decisions["cause"].isin(KNOWN_CAUSES).any())
         voting = voters(decisions)
         part = [f'<h2 id="{anchor}">{html.escape(str(trace.path))}</h2>', trace_html(trace)]
         doubtful = doubtful_clocks_note(trace.meta)
@@ -175,28 +279,33 @@ def build_report(
                 part += [f"<h3>Scores</h3><p class='note'>{html.escape(title)}</p>", html_table(block, index=True)]
                 if note:
                     part.append(f"<p class='note'>{html.escape(note)}</p>")
+            notes += hindsight_note(decisions).splitlines()
             part += [f"<p class='note'>{html.escape(n)}</p>" for n in notes]
             if len(voting) >= 2:
                 part += _agreement_section(plots, kappa_matrix(decisions), consensus(decisions))
             over_time = shares_over_time(decisions)
             if not over_time.empty:
                 part += ["<h3>What the LDAs called, over time</h3>", _png(plots.shares_over_time(over_time))]
-            flow = worst_flow(decisions) if truth else _lossiest_flow(decisions)
+            worst = worst_flow(decisions, policing_as) if truth else None
+            flow = worst or _lossiest_flow(decisions)
             if flow is not None:
                 present = set(decisions["lda"].astype(str))
-                chosen = [x for x in timeline_ldas if x in present] if truth else voting[:10]
-                chosen = chosen or [str(decisions["lda"].cat.categories[0])]
-                why = "the worst classified" if truth else "the one with the most losses"
+                named = [x for x in timeline_ldas if x in present] if truth else []
+                chosen = named or voting[:10] or [str(decisions["lda"].cat.categories[0])]
+                why = "the worst classified" if worst else "the one with the most losses"
                 part += [
                     f"<h3>Timeline of flow {html.escape(flow)}, {why}</h3>",
-                    _png(plots.timeline(tl, flow, chosen, state=truth)),
+                    _png(plots.timeline(tl, flow, chosen, state=bool(named))),
                 ]
+                if flow in sender_flows(trace):
+                    part.append(f"<p class='note'>{SENDER_TIMELINE_NOTE}</p>")
                 if controller and throughput is not None:
                     try:
                         rates = replay(tl, [controller], chosen[:2] + ["omniscient", "unaware"], path=path)
                         part.append(_png(plots.rates(rates, flow=flow)))
                     except Exception as exc:
                         part.append(f"<p class='note'>no rate plot: {html.escape(str(exc))}</p>")
+        part += _sender_section(plots, trace)
         part += ["<h3>Flows</h3>", html_table(summary_shown(tl.summary()))]
         sections.append("\n".join(part))
     stamp = time.strftime("%Y-%m-%d %H:%M")

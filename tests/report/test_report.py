@@ -74,9 +74,20 @@ def test_the_report_of_a_capture_outage_says_what_the_capture_missed(tmp_path, c
     assert "the one with the most packets in a capture outage" in page and page.count('<img alt="figure"') == 1
 
 
+@pytest.fixture(scope="module")
+def sender_report(tmp_path_factory):
+    """The page of a capture read at the sender (the bundled policed lab run): its sender's section too."""
+    out = tmp_path_factory.mktemp("report") / "sender.html"
+    run = ROOT / "tests" / "data" / "lab" / "policer-0.5M-b64k-r0"
+    assert main(["report", str(run / "sender.pcap"), "-o", str(out), "--controller", "none", "--bootstrap", "0"]) == 0
+    return out
+
+
 @pytest.mark.browser
 @needs_binary("chromium")
-def test_the_report_renders_in_a_headless_browser(report, tmp_path):
+@pytest.mark.parametrize("page", ["report", "sender_report"])
+def test_the_report_renders_in_a_headless_browser(page, request, tmp_path):
+    report = request.getfixturevalue(page)
     chromium = require_binary("chromium")
     shot = tmp_path / "shot.png"
     run = subprocess.run(

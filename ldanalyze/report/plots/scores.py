@@ -10,6 +10,12 @@ from ...errors import UsageError
 from .style import BLACK, BLUE, GREEN, MARKERS, PALETTE, VERMILLION, legend_outside, pyplot, style_axes
 
 
+def _bars(x: float, lo: float, hi: float) -> list[list[float]]:
+    """An error bar's two lengths around ``x`` (%) from an interval's bounds (fractions); never
+    negative (a Wilson bound of 0 of n lands a rounding error off the share: 1.7e-18 above 0)."""
+    return [[max(x - lo * 100, 0.0)], [max(hi * 100 - x, 0.0)]]
+
+
 def mc_mw(scores: pd.DataFrame, per_flow: pd.DataFrame | None = None, ax=None, title: str | None = None):
     """M_c against M_w in %, one point per LDA (pooled or per-trace rows of ``score``), with its
     intervals; ``per_flow`` (``score(..., by="flow")``) adds each flow's point behind it."""
@@ -38,9 +44,9 @@ def mc_mw(scores: pd.DataFrame, per_flow: pd.DataFrame | None = None, ax=None, t
         xerr = yerr = None
         for lo, hi in (("_boot_lo", "_boot_hi"), ("_lo", "_hi")):
             if f"M_c{lo}" in row.index and np.isfinite(row[f"M_c{lo}"]):
-                xerr = [[x - row[f"M_c{lo}"] * 100], [row[f"M_c{hi}"] * 100 - x]]
+                xerr = _bars(x, row[f"M_c{lo}"], row[f"M_c{hi}"])
             if f"M_w{lo}" in row.index and np.isfinite(row[f"M_w{lo}"]):
-                yerr = [[y - row[f"M_w{lo}"] * 100], [row[f"M_w{hi}"] * 100 - y]]
+                yerr = _bars(y, row[f"M_w{lo}"], row[f"M_w{hi}"])
             if xerr is not None or yerr is not None:
                 break
         ax.errorbar(
@@ -93,7 +99,7 @@ def called_wireless(scores: pd.DataFrame, per_flow: pd.DataFrame | None = None, 
         xerr = None
         for lo, hi in (("_boot_lo", "_boot_hi"), ("_lo", "_hi")):
             if f"wireless_share{lo}" in row.index and np.isfinite(row[f"wireless_share{lo}"]):
-                xerr = [[x - row[f"wireless_share{lo}"] * 100], [row[f"wireless_share{hi}"] * 100 - x]]
+                xerr = _bars(x, row[f"wireless_share{lo}"], row[f"wireless_share{hi}"])
                 break
         ax.errorbar(x, y, xerr=xerr, fmt="o", color=colour, markersize=6, capsize=3, linewidth=1.2)
     if not truth.empty and int(truth["unknown"].iloc[0]) < int(truth["losses"].iloc[0]):

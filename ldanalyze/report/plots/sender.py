@@ -7,10 +7,12 @@ import numpy as np
 import pandas as pd
 
 from ...errors import UsageError
-from .style import BLACK, CAUSE_MARKER, GREEN, ORANGE, PALETTE, VERMILLION, decimate, legend_outside, pyplot, style_axes
+from .style import BLACK, CAUSE_MARKER, ORANGE, PALETTE, decimate, legend_outside, pyplot, style_axes
 
 TRIGGER_COLOUR = dict(zip(("dupack", "sack", "rto", "tlp", "reordering", "time", "pto", "other"), PALETTE))
-SPURIOUS_COLOUR = GREEN
+SPURIOUS_COLOUR = BLACK  # hollow: no trigger's colour
+TOKEN_COLOUR = BLACK
+LOG_SPAN = 30.0  # the delivery rate's axis is logarithmic where its samples span more than this factor
 
 
 def sender(trace, flow=None, *, chunks: pd.DataFrame | None = None, window=None, figsize=(11, 8.0)):
@@ -53,7 +55,7 @@ def sender(trace, flow=None, *, chunks: pd.DataFrame | None = None, window=None,
                 s=22,
                 marker=CAUSE_MARKER.get(cause, "X"),
                 color=TRIGGER_COLOUR.get(trigger, BLACK),
-                label=f"lost ({cause}), resent on {trigger}",
+                label=f"lost ({'cause unknown' if cause == 'lost' else cause}), resent on {trigger}",
                 zorder=3,
             )
     spurious = declared[declared["spurious"].astype(str) != ""]
@@ -79,7 +81,10 @@ def sender(trace, flow=None, *, chunks: pd.DataFrame | None = None, window=None,
 
     rated = acks.dropna(subset=["delivery_rate"])
     t, rate = decimate(rated["t"].to_numpy() - origin, rated["delivery_rate"].to_numpy() * 8e-6)
-    ax_rate.plot(t, rate, color=PALETTE[0], linewidth=1.0, label="delivery rate")
+    ax_rate.plot(t, rate, color=PALETTE[0], linewidth=0.6, marker=".", markersize=3, label="delivery rate")
+    positive = rate[rate > 0]
+    if len(positive) and positive.max() > LOG_SPAN * positive.min():  # a burst's line-rate samples beside a
+        ax_rate.set_yscale("log")  # policer's token rate: both readable
     starts = mine.groupby("chunk")["t_send"].min().to_numpy() - origin
     for start in starts[1:]:
         ax_rate.axvline(start, color="#BBBBBB", linewidth=0.8, zorder=0)
@@ -89,9 +94,9 @@ def sender(trace, flow=None, *, chunks: pd.DataFrame | None = None, window=None,
         for _, row in policed.iterrows():
             if row["chunk"] in spans.index:
                 lo, hi = spans.loc[row["chunk"]]
-                ax_rate.hlines(row["rate_bps"] * 1e-6, lo, hi, color=VERMILLION, linewidth=2.0)
+                ax_rate.hlines(row["rate_bps"] * 1e-6, lo, hi, color=TOKEN_COLOUR, linewidth=2.0)
         if len(policed):
-            ax_rate.plot([], [], color=VERMILLION, linewidth=2.0, label="token rate (policed chunk)")
+            ax_rate.plot([], [], color=TOKEN_COLOUR, linewidth=2.0, label="token rate (policed chunk)")
     style_axes(ax_rate, "time since its first transmission (s)", "delivery rate (Mbit/s)")
     legend_outside(ax_rate)
     fig.tight_layout()
