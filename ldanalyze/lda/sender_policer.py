@@ -298,6 +298,16 @@ def flach_chunks(bounds, t_send, size, offset, lost, resent, settled, ack_delay,
     return code, rate_out, burst_out
 
 
+def _believed_lost(rows: pd.DataFrame) -> np.ndarray:
+    """The transmissions the sender itself took for lost: declared lost (``loss_trigger``) and not
+    shown spurious by its own evidence (a truth joined on later is not the sender's to read); a
+    table without the sender's columns: its fates."""
+    if "loss_trigger" not in rows.columns:
+        return rows["fate"].isin(pk.LOSS_FATES).to_numpy()
+    evidence = rows["spurious"].astype(str).to_numpy()
+    return (rows["loss_trigger"].astype(str).to_numpy() != "") & ((evidence == "") | (evidence == "truth"))
+
+
 def chunk_rows(packets: pd.DataFrame) -> dict[str, np.ndarray]:
     """The kernel's per-row arrays of a sender's PacketTable, its rows in (flow, chunk, send)
     order, with ``bounds`` (each chunk's first row, and the end), and each chunk's ``flow`` and
@@ -313,7 +323,7 @@ def chunk_rows(packets: pd.DataFrame) -> dict[str, np.ndarray]:
     tx = rows["tx"].to_numpy(np.int64)
     size = rows["size"].to_numpy(np.float64)
     t_ack = rows["t_ack"].to_numpy(np.float64) if "t_ack" in rows.columns else np.full(len(rows), np.nan)
-    lost = rows["fate"].isin(pk.LOSS_FATES).to_numpy()
+    lost = _believed_lost(rows)
     pair = [codes, seq]  # a segment (TCP) or packet (QUIC) of a flow
     resent = tx < pd.Series(tx).groupby(pair, sort=False).transform("max").to_numpy()
     settled = pd.Series(t_ack).groupby(pair, sort=False).transform("max").to_numpy(np.float64)

@@ -267,7 +267,9 @@ def test_a_senders_trace_is_read_and_a_receivers_refused():
     sender = Trace(packets=packets, rtt=empty_rtt(), path="s.pcap", format="pcap", meta={"view": "sender"})
     assert flach_verdicts(sender).equals(flach_verdicts(packets))
     receiver = Trace(packets=packets, rtt=empty_rtt(), path="r.pcap", format="pcap")
-    with pytest.raises(UsageError, match="r.pcap: the policer detector reads a sender's view, not a receiver's"):
+    with pytest.raises(
+        UsageError, match="r.pcap: the policer detector reads a sender's view, and no flow is read in one"
+    ):
         flach_verdicts(receiver)
 
 
@@ -292,3 +294,21 @@ def test_the_lab_variants_knobs():
     v = flach_verdicts(paused, Flach(capped=True, refit=True)).iloc[0]
     assert (v["verdict"], v["burst_bytes"]) == ("policed", 69_000)
     assert v["rate_bps"] == pytest.approx(1.6e6, rel=0.01)
+
+
+def test_the_detector_reads_what_the_sender_believed_not_the_truth_joined_on():
+    """A drop the sender never declared (the chain's truth marks it) is no loss to the detector;
+    a declared loss the truth shows spurious still is (the sender did not know)."""
+    from ldanalyze.lda.sender_policer import chunk_rows
+
+    packets = sender_chunk("policing")
+    declared = packets["fate"].isin(["congestion", "wireless", "policing", "lost"]).to_numpy()
+    table = packets.assign(
+        loss_trigger=pd.Categorical(np.where(declared, "rto", "")), spurious=pd.Categorical(np.full(len(packets), ""))
+    )
+    assert chunk_rows(table)["lost"].sum() == declared.sum()
+    first = int(np.flatnonzero(declared)[0])
+    hidden = table.assign(loss_trigger=table["loss_trigger"].astype(str).where(np.arange(len(table)) != first, ""))
+    assert chunk_rows(hidden)["lost"].sum() == declared.sum() - 1
+    truth = table.assign(spurious=np.where(np.arange(len(table)) == first, "truth", ""))
+    assert chunk_rows(truth)["lost"].sum() == declared.sum()
