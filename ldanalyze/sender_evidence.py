@@ -64,3 +64,19 @@ def sender_evidence(trace: Trace) -> pd.DataFrame:
         for q in QUANTILES:
             frame[f"{column}_p{int(q * 100)}_{unit}"] = grouped.quantile(q).reindex(index) * scale
     return frame
+
+
+def joined_evidence(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """The evidence of flows read one at a time as one table, as ``sender_evidence`` of the
+    whole trace gives it: a count column some flow lacks (no loss of that trigger) is 0 there,
+    the columns in the whole table's order."""
+    parts = [part for part in parts if len(part)]
+    if not parts:
+        return pd.DataFrame(index=pd.Index([], name="flow"))
+    joined = pd.concat(parts)
+    counts = [c for c in joined.columns if c.startswith(("by_", "spurious_"))]
+    joined[counts] = joined[counts].fillna(0).astype(np.int64)
+    order = ["sent", "rtx", "declared_lost", *(f"by_{name}" for name in LOSS_TRIGGERS), "spurious"]
+    order += [f"spurious_{name}" for name in SPURIOUS_EVIDENCE]
+    ranked = [c for c in order if c in joined.columns] + [c for c in joined.columns if c not in order]
+    return joined[ranked]

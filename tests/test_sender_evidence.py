@@ -90,7 +90,7 @@ def test_the_senders_figure_draws_each_panel(tmp_path):
     fig = sender(_sender_trace(), chunks=chunks)
     seq, rtt, rate = fig.axes
     labels = seq.get_legend_handles_labels()[1]
-    assert "lost (lost), resent on dupack" in labels and "declared lost, spurious" in labels
+    assert "lost (cause unknown), resent on dupack" in labels and "declared lost, spurious" in labels
     assert rate.get_legend_handles_labels()[1] == ["delivery rate", "token rate (policed chunk)"]
     fig.savefig(tmp_path / "sender.png")
 

@@ -14,7 +14,7 @@ from ..io.capture.payload import NoSequenceNumbers
 from ..io.capture.pcap import RTP_HEAD_BYTES
 from ..packets import empty_rtt, natural_sorted
 from ..report.inspect_text import Inspected, described_json, described_text, inspect_json, inspect_text, is_capture
-from ..sender_evidence import sender_evidence
+from ..sender_evidence import joined_evidence, sender_evidence
 from ..timeline import build_timeline
 from .options import byte_size, described_capture, flow_by_flow, flow_picking, load_timeline, source_paths
 
@@ -65,9 +65,10 @@ def _inspected_flow_by_flow(args: argparse.Namespace) -> Inspected:
     bounded by the largest flow), the capture's meta gathered from the flows'."""
     path = source_paths(args)[0]
     flows = flow_by_flow(args, path)
-    summaries, metas, rtts, packets, kind = [], [], [], 0, None
+    summaries, evidence, metas, rtts, packets, kind = [], [], [], [], 0, None
     for trace in flows:
         summaries.append(build_timeline(trace, seq_modulus=args.seq_modulus).summary())
+        evidence.append(sender_evidence(trace))
         metas.append(trace.meta)
         rtts.append(trace.rtt)  # a sender's view's samples (a TCP connection read at its sender)
         packets, kind = packets + len(trace.packets), trace.format
@@ -75,7 +76,9 @@ def _inspected_flow_by_flow(args: argparse.Namespace) -> Inspected:
     summary = summary.set_index("flow").loc[natural_sorted(summary["flow"])].reset_index()
     assert kind is not None  # a capture without a flow to read raises a TraceError instead
     rtt = pd.concat([r for r in rtts if len(r)], ignore_index=True) if any(len(r) for r in rtts) else empty_rtt()
-    return Inspected(flows.path, kind, flows.whole_meta(metas), packets, 0, rtt, summary)
+    sender = joined_evidence(evidence)
+    sender = sender.loc[natural_sorted(sender.index)] if len(sender) else pd.DataFrame()
+    return Inspected(flows.path, kind, flows.whole_meta(metas), packets, 0, rtt, summary, sender)
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:

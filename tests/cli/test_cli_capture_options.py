@@ -62,7 +62,8 @@ def test_inspect_lists_streams_with_their_send_time_source_and_what_was_skipped(
 
     assert main(["inspect", str(REAL / "stun_signal.pcapng")]) == 0
     out = capsys.readouterr().out
-    assert "streams read (send times from the best source each carries; out: sent by the capture host" in out
+    assert "streams read (send times from the best source each carries; view: sender" in out
+    assert "out without a view: sent by the capture host" in out
     assert (
         "capture host: 192.168.12.169 (an end of the flows carrying 100.0% of the packets; it sends with TTL 64)" in out
     )

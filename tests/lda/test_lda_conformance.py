@@ -152,6 +152,8 @@ def test_the_ldas_declare_what_they_read_and_may_do():
         "wro_ldaplus@rtt",
         "veno_sender",
         "vegas",
+        "flach_pd",
+        "flach_pd_lab",
     }
 
 
