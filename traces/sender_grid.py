@@ -3,9 +3,10 @@ analysis of traffic policing", SIGCOMM 2016, §3): TCP cubic downloads of chunks
 through a policer, a shaper or random loss, with the truth of every data segment the sender
 sent. Needs root (``ldanalyze.lab``)::
 
-    PYTHONPATH=. python traces/sender_grid.py [CACHE] [--jobs 2] [--only policer,shaper,random]
+    PYTHONPATH=. python traces/sender_grid.py [CACHE] [--grid training|held-out] [--jobs 2] [--only policer,shaper,random]
 
-Cells (``grid()``):
+Cells (``grid()``, the training grid's values; ``--grid held-out`` runs the same cells with the
+values of ``HELD_OUT``, none of them the training grid's):
 
 * **policer** (``limiter="nft-policer"``): rates 0.5, 1.5, 3 and 10 Mbit/s × buckets 8 kB,
   64 kB, 512 kB and 2 MB. nftables' byte limit cannot hold a bucket below one second of its
@@ -40,7 +41,7 @@ client's request it answers, 0 first) and ``run.json`` (``cell``, ``kind`` polic
 random, the LabConfig, the limiter as built, the kernel's counters, the client's per-chunk
 times, the truth counts per cause, ``lossy_chunks``, ``agree``: the truth's counts equal the
 kernel's, and ``seconds``). run.json is written last: a folder without it is run again; one with
-it is skipped. ``CACHE`` defaults to ``~/.cache/ldanalyze/sender_grid``.
+it is skipped. ``CACHE`` defaults to ``~/.cache/ldanalyze/sender_grid`` (``sender_grid_held-out`` for the held-out grid).
 """
 
 from __future__ import annotations
@@ -65,17 +66,45 @@ RATES = {"0.5M": 131072, "1.5M": 393216, "3M": 786432, "10M": 2097152}  # rate: 
 BUCKETS = {"8k": 8000, "64k": 64000, "512k": 512000, "2M": 2000000}
 QUEUES_S = {"small": 0.02, "large": 0.2}
 RANDOM = (1, 2)  # per cent dropped by r1
+
+
+@dataclasses.dataclass(frozen=True)
+class Values:
+    """A grid's coordinates: rate (name: chunk bytes), policer buckets, shaper queues (seconds of
+    the rate), random drop percentages (r1), cross traffic's share of the rate, and the name of
+    the random cells' chunk size (a key of ``rates``)."""
+
+    rates: dict[str, int]
+    buckets: dict[str, int]
+    queues_s: dict[str, float]
+    random: tuple[int, ...]
+    cross_share: float
+    random_rate: str
+
+
+TRAINING = Values(RATES, BUCKETS, QUEUES_S, RANDOM, 0.3, "10M")
+# The held-out grid: values none of the training grid's, run after flach_pd_lab's thresholds were
+# fixed (docs/sender.md, "A held-out grid"): rates and buckets between the training ones, queues
+# of 50 and 100 ms, 3 and 5 % random loss (nftables' numgen draws whole percents), cross traffic at 50 % of the rate.
+HELD_OUT = Values(
+    rates={"1M": 262144, "2M": 524288, "5M": 1310720},
+    buckets={"16k": 16000, "128k": 128000, "1M": 1000000},
+    queues_s={"50ms": 0.05, "100ms": 0.1},
+    random=(3, 5),
+    cross_share=0.5,
+    random_rate="5M",
+)
+GRIDS = {"training": TRAINING, "held-out": HELD_OUT}
 CHUNKS = 3
 GAP_S = 1.0
 SNAPLEN = 98
-CROSS_SHARE = 0.3
 REPEATS = 1
 RANDOM_REPEATS = 5
 CROSS = (None, "udp", "tcp")
 
 
-def grid(repeats: int = REPEATS) -> dict[str, tuple[str, LabConfig]]:
-    """Run name -> (kind, config), for every cell and repeat."""
+def grid(repeats: int = REPEATS, values: Values = TRAINING) -> dict[str, tuple[str, LabConfig]]:
+    """Run name -> (kind, config), for every cell of ``values`` and repeat."""
     cells: dict[str, tuple[str, LabConfig]] = {}
     base = LabConfig(
         traffic="chunks",
@@ -85,24 +114,28 @@ def grid(repeats: int = REPEATS) -> dict[str, tuple[str, LabConfig]]:
         chunk_gap_s=GAP_S,
         wireless_drop_percent=0,
     )
-    for rate, chunk in RATES.items():
+    for rate, chunk in values.rates.items():
         bps = bits_per_second(f"{rate[:-1]}mbit")
         common = dataclasses.replace(base, tbf_rate=f"{bps}bit", chunk_bytes=chunk)
         for cross in CROSS:
-            extra = dict(cross=cross, cross_rate=f"{int(bps * CROSS_SHARE)}")
+            extra = dict(cross=cross, cross_rate=f"{int(bps * values.cross_share)}")
             tag = f"-{cross}" if cross else ""
-            for name, burst in BUCKETS.items():
+            for name, burst in values.buckets.items():
                 config = dataclasses.replace(common, limiter="nft-policer", tbf_burst_bytes=burst, **extra)
                 cells[f"policer-{rate}-b{name}{tag}"] = ("policer", config)
-            for name, seconds in QUEUES_S.items():
+            for name, seconds in values.queues_s.items():
                 limit = max(4 * POLICER_PACKET_BYTES, int(bps / 8 * seconds))
                 config = dataclasses.replace(
                     common, limiter="tbf", tbf_limit_bytes=limit, tbf_burst_bytes=max(3000, bps // 800), **extra
                 )
                 cells[f"shaper-{rate}-q{name}{tag}"] = ("shaper", config)
-    for percent in RANDOM:
+    for percent in values.random:
         config = dataclasses.replace(
-            base, limiter="none", wireless_drop_percent=percent, chunk_bytes=RATES["10M"], tbf_rate="10mbit"
+            base,
+            limiter="none",
+            wireless_drop_percent=percent,
+            chunk_bytes=values.rates[values.random_rate],
+            tbf_rate=f"{values.random_rate[:-1]}mbit",
         )
         cells[f"random-{percent}pct"] = ("random", config)
     return {
@@ -189,7 +222,8 @@ def run_one(folder: pathlib.Path, name: str, kind: str, config: LabConfig) -> di
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("cache", nargs="?", default=pathlib.Path.home() / ".cache" / "ldanalyze" / "sender_grid")
+    parser.add_argument("cache", nargs="?", help="default ~/.cache/ldanalyze/sender_grid[_held-out]")
+    parser.add_argument("--grid", choices=GRIDS, default="training", help="the cells' values (module docstring)")
     parser.add_argument("--jobs", type=int, default=1, help="labs run at once (each its own namespaces)")
     parser.add_argument("--only", default="policer,shaper,random", help="kinds of cell to run")
     parser.add_argument("--repeats", type=int, default=REPEATS)
@@ -198,9 +232,10 @@ def main(argv: list[str] | None = None) -> int:
     if why:
         print(f"sender_grid: {why}", file=sys.stderr)
         return 2
-    cache = pathlib.Path(args.cache)
+    suffix = "" if args.grid == "training" else f"_{args.grid}"
+    cache = pathlib.Path(args.cache or pathlib.Path.home() / ".cache" / "ldanalyze" / f"sender_grid{suffix}")
     kinds = set(args.only.split(","))
-    todo = {name: cell for name, cell in grid(args.repeats).items() if cell[0] in kinds}
+    todo = {name: cell for name, cell in grid(args.repeats, GRIDS[args.grid]).items() if cell[0] in kinds}
     started = time.monotonic()
     reports = {}
     for name in todo:
