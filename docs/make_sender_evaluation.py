@@ -14,7 +14,11 @@ r2.pcap as ``policing`` behind a policer and ``congestion`` otherwise, receiver.
   classify the truth-joined timeline's losses, scored by ``ldanalyze.score`` with a policer's
   drops counted as congestion (``policing_as="congestion"``).
 
-    python docs/make_sender_evaluation.py [GRID] [--out docs/sender.md]
+    python docs/make_sender_evaluation.py [GRID] [--held-out HELD_OUT_GRID] [--out docs/sender.md]
+
+``--held-out`` also judges the detectors on the held-out grid (``sender_grid.py --grid
+held-out``: values none of the training grid's, run after ``flach_pd_lab``'s thresholds were
+fixed), the page's "A held-out grid" blocks.
 
 Nothing is run in the lab: the cache is read. The page's text around the tables is written
 here, so that every number on it comes from the grid.
@@ -45,6 +49,7 @@ from ldanalyze.io.capture.chain_truth import with_chain_truth  # noqa: E402
 from ldanalyze.lda.sender_policer import POLICED, Flach, SenderPolicerLab, flach_verdicts  # noqa: E402
 
 CACHE = pathlib.Path.home() / ".cache" / "ldanalyze" / "sender_grid"
+HELD_OUT = pathlib.Path.home() / ".cache" / "ldanalyze" / "sender_grid_held-out"
 # as written (their two runs: cutoff 0 and 2, Flach et al. §3.2) and the lab variant
 DETECTORS = {"flach_pd": Flach(), "flach_pd cutoff=2": Flach(cutoff=2), "flach_pd_lab": SenderPolicerLab()}
 MAIN = ("flach_pd", "flach_pd_lab")  # the detectors of the held-out, rule and rate tables
@@ -60,20 +65,20 @@ NAME = re.compile(
 )
 
 
-def half(name: str) -> str:
-    """The held-out half of a run, "A" or "B", by a rule fixed before any verdict was looked
-    at: a checkerboard over the grid's coordinates, the parity of the sum of the run's indices
-    (rate, bucket or queue, cross traffic, repeat; random loss: percent and repeat) in
-    ``traces/sender_grid.py``'s orders, so that each half holds every rate, size and cross
-    traffic."""
+def half(name: str, values: sender_grid.Values = sender_grid.TRAINING) -> str:
+    """The held-out half of a run of the grid of ``values``, "A" or "B", by a rule fixed before
+    any verdict was looked at: a checkerboard over the grid's coordinates, the parity of the sum
+    of the run's indices (rate, bucket or queue, cross traffic, repeat; random loss: percent and
+    repeat) in ``traces/sender_grid.py``'s orders, so that each half holds every rate, size and
+    cross traffic."""
     m = NAME.match(name)
     if m is None:
         raise ValueError(f"{name}: not a run of traces/sender_grid.py")
     if m["kind"] == "random":
-        index = sender_grid.RANDOM.index(int(m["a"].removesuffix("pct")))
+        index = values.random.index(int(m["a"].removesuffix("pct")))
     else:
-        sizes = list(sender_grid.BUCKETS if m["kind"] == "policer" else sender_grid.QUEUES_S)
-        index = list(sender_grid.RATES).index(m["a"]) + sizes.index(m["b"][1:])
+        sizes = list(values.buckets if m["kind"] == "policer" else values.queues_s)
+        index = list(values.rates).index(m["a"]) + sizes.index(m["b"][1:])
     index += CROSS.index(m["cross"] or "none") + int(m["r"])
     return "AB"[index % 2]
 
@@ -92,8 +97,8 @@ class RunResult:
     seconds: float
 
 
-def evaluate_run(folder: pathlib.Path) -> RunResult:
-    """The evaluation of one run folder of the grid (module docstring)."""
+def evaluate_run(folder: pathlib.Path, values: sender_grid.Values = sender_grid.TRAINING) -> RunResult:
+    """The evaluation of one run folder of the grid of ``values`` (module docstring)."""
     started = time.monotonic()
     folder = pathlib.Path(folder)
     facts = json.loads((folder / "run.json").read_text())
@@ -119,7 +124,7 @@ def evaluate_run(folder: pathlib.Path) -> RunResult:
         name=folder.name,
         kind=facts["kind"],
         cross=cross,
-        half=half(folder.name),
+        half=half(folder.name, values),
         chunks=pd.concat(rows, ignore_index=True).assign(run=folder.name, kind=facts["kind"], cross=cross),
         decisions=decisions.assign(trace=folder.name, kind=facts["kind"]),
         seconds=time.monotonic() - started,
@@ -144,7 +149,7 @@ def share(n: int, k: int) -> str:
     return f"{k} ({percent(k / n)})" if n else "–"
 
 
-def detector_lines(chunks: pd.DataFrame) -> list[str]:
+def detector_lines(chunks: pd.DataFrame, lab_label: str = "flach_pd_lab (in-sample)") -> list[str]:
     """Per kind and cross traffic: lossy chunks, those each detector called policed."""
     rows = []
     for kind, label in KINDS.items():
@@ -176,7 +181,7 @@ def detector_lines(chunks: pd.DataFrame) -> list[str]:
             "lossy chunks",
             "flach_pd (as written)",
             "cutoff=2 (their second run)",
-            "flach_pd_lab (in-sample)",
+            lab_label,
             "target",
             "Flach et al.'s lab",
         ],
@@ -257,15 +262,16 @@ def rule_lines(chunks: pd.DataFrame) -> list[str]:
     )
 
 
-def verdict_line(chunks: pd.DataFrame) -> str:
-    """The issue's target against each detector: met or not, with the figures."""
+def verdict_line(chunks: pd.DataFrame, in_sample: bool = True) -> str:
+    """The issue's target against each detector: met or not, with the figures; ``in_sample``:
+    the chunks are those ``flach_pd_lab``'s thresholds were chosen on."""
     lines = ["**Against the target** (≥ 80 % of the lossy policed chunks, ≤ 1 % of the others):", ""]
     for detector in DETECTORS:
         n_p, k_p = called(chunks[chunks["kind"] == "policer"], detector)
         n_o, k_o = called(chunks[chunks["kind"] != "policer"], detector)
         met = n_p and n_o and k_p / n_p >= TARGET_POLICED and k_o / n_o <= TARGET_OTHER
         lines.append(
-            f"- `{detector}`{' (in-sample)' if detector == 'flach_pd_lab' else ''}: {k_p} of {n_p} policed "
+            f"- `{detector}`{' (in-sample)' if in_sample and detector == 'flach_pd_lab' else ''}: {k_p} of {n_p} policed "
             f"({percent(k_p / n_p if n_p else np.nan)}), {k_o} of {n_o} shaped or random-loss "
             f"({percent(k_o / n_o if n_o else np.nan)}): **{'met' if met else 'not met'}**."
         )
@@ -338,20 +344,38 @@ def runtime_line(results: list[RunResult]) -> str:
     )
 
 
-def evaluate_grid(grid: pathlib.Path) -> list[RunResult]:
+def evaluate_grid(grid: pathlib.Path, values: sender_grid.Values = sender_grid.TRAINING) -> list[RunResult]:
     runs = sorted(p.parent for p in pathlib.Path(grid).glob("*/run.json"))
     if not runs:
         raise SystemExit(f"{grid}: no run of traces/sender_grid.py (no */run.json)")
     results = []
     for k, folder in enumerate(runs, 1):
-        results.append(evaluate_run(folder))
+        results.append(evaluate_run(folder, values))
         print(f"{k}/{len(runs)} {folder.name}: {results[-1].seconds:.1f} s", file=sys.stderr, flush=True)
     return results
 
 
+def all_chunks(results: list[RunResult]) -> pd.DataFrame:
+    return pd.concat([r.chunks.assign(half=r.half) for r in results], ignore_index=True)
+
+
+def held_out_tables(results: list[RunResult]) -> dict[str, str]:
+    """The page's blocks of the held-out grid: its runs, the detector table, the target, the
+    rules."""
+    chunks = all_chunks(results)
+    kinds = pd.Series([r.kind for r in results]).value_counts()
+    grid = ", ".join(f"{kinds.get(k, 0)} {label}" for k, label in KINDS.items())
+    return {
+        "fresh-grid": f"**Runs**: {len(results)} ({grid}).",
+        "fresh-detector": "\n".join(detector_lines(chunks, "flach_pd_lab (held out)")),
+        "fresh-target": verdict_line(chunks, in_sample=False),
+        "fresh-rules": "\n".join(rule_lines(chunks)),
+    }
+
+
 def tables(results: list[RunResult]) -> dict[str, str]:
     """The page's generated blocks, by the marker they replace."""
-    chunks = pd.concat([r.chunks.assign(half=r.half) for r in results], ignore_index=True)
+    chunks = all_chunks(results)
     decisions = pd.concat([r.decisions for r in results], ignore_index=True)
     decisions["lda"] = decisions["lda"].astype(pd.CategoricalDtype([str(c) for c in decisions["lda"].cat.categories]))
     kinds = pd.Series([r.kind for r in results]).value_counts()
@@ -370,6 +394,7 @@ def tables(results: list[RunResult]) -> dict[str, str]:
 
 
 BLOCKS = ("grid", "detector", "target", "held-out", "rules", "rate", "ldas", "runtime", "runs")
+HELD_OUT_BLOCKS = ("fresh-grid", "fresh-detector", "fresh-target", "fresh-rules")
 
 
 def fill(page: str, blocks: dict[str, str]) -> str:
@@ -385,10 +410,14 @@ def fill(page: str, blocks: dict[str, str]) -> str:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("grid", nargs="?", type=pathlib.Path, default=CACHE, help=f"the grid's cache (default {CACHE})")
+    ap.add_argument("--held-out", type=pathlib.Path, help=f"the held-out grid's cache (e.g. {HELD_OUT})")
     ap.add_argument("--out", type=pathlib.Path, default=ROOT / "docs" / "sender.md")
     args = ap.parse_args(argv)
-    fill(args.out.read_text(), dict.fromkeys(BLOCKS, ""))  # every span there, before the runs are read
+    names = BLOCKS + (HELD_OUT_BLOCKS if args.held_out else ())
+    fill(args.out.read_text(), dict.fromkeys(names, ""))  # every span there, before the runs are read
     blocks = tables(evaluate_grid(args.grid))
+    if args.held_out:
+        blocks |= held_out_tables(evaluate_grid(args.held_out, sender_grid.HELD_OUT))
     args.out.write_text(fill(args.out.read_text(), blocks))
     print(f"wrote {args.out}", file=sys.stderr)
 
