@@ -86,7 +86,9 @@ def half(name: str, values: sender_grid.Values = sender_grid.TRAINING) -> str:
 @dataclasses.dataclass
 class RunResult:
     """One run's evaluation: per chunk and detector the verdict and truth (``chunks``), per
-    loss and LDA the decision (``decisions``, with ``trace`` the run), and the wall time."""
+    loss and LDA the decision (``decisions``, with ``trace`` the run), the greedy cross flow's
+    throughput in each of its seconds as a share of the policer's rate (``cross_shares``: empty
+    unless a policer and TCP cross traffic), and the wall time."""
 
     name: str
     kind: str
@@ -95,6 +97,7 @@ class RunResult:
     chunks: pd.DataFrame
     decisions: pd.DataFrame
     seconds: float
+    cross_shares: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
 
 
 def evaluate_run(folder: pathlib.Path, values: sender_grid.Values = sender_grid.TRAINING) -> RunResult:
@@ -127,7 +130,40 @@ def evaluate_run(folder: pathlib.Path, values: sender_grid.Values = sender_grid.
         half=half(folder.name, values),
         chunks=pd.concat(rows, ignore_index=True).assign(run=folder.name, kind=facts["kind"], cross=cross),
         decisions=decisions.assign(trace=folder.name, kind=facts["kind"]),
+        cross_shares=cross_shares(facts),
         seconds=time.monotonic() - started,
+    )
+
+
+def cross_shares(facts: dict) -> np.ndarray:
+    """The greedy TCP cross flow's throughput in each of its seconds (iperf3's intervals) as a
+    share of the policer's rate: the tokens it took, which the flow under test could not."""
+    rate = facts["limiter"].get("policed_rate_bps")
+    cross = facts.get("cross") or {}
+    if not rate or facts["config"]["cross"] != "tcp" or "intervals" not in cross:
+        return np.zeros(0)
+    return np.array([i["sum"]["bits_per_second"] / rate for i in cross["intervals"]])
+
+
+def share_lines(results: list[RunResult]) -> list[str]:
+    """Over the policed runs with a greedy TCP flow: the share of the policer's rate it took,
+    per second, pooled, and the median over runs of its coefficient of variation."""
+    runs = [r.cross_shares for r in results if len(r.cross_shares)]
+    if not runs:
+        return []
+    pooled = np.concatenate(runs)
+    p10, p50, p90 = np.percentile(pooled, [10, 50, 90])
+    cv = np.median([x.std() / x.mean() for x in runs if x.mean() > 0])
+    return markdown(
+        [
+            "runs",
+            "seconds",
+            "its share of the policed rate: median",
+            "10th to 90th percentile",
+            "cv within a run (median)",
+        ],
+        "|---:|---:|---:|---|---:|",
+        [(len(runs), len(pooled), percent(p50), f"{percent(p10)} to {percent(p90)}", f"{cv:.2f}")],
     )
 
 
@@ -370,6 +406,7 @@ def held_out_tables(results: list[RunResult]) -> dict[str, str]:
         "fresh-detector": "\n".join(detector_lines(chunks, "flach_pd_lab (held out)")),
         "fresh-target": verdict_line(chunks, in_sample=False),
         "fresh-rules": "\n".join(rule_lines(chunks)),
+        "fresh-share": "\n".join(share_lines(results)),
     }
 
 
@@ -387,14 +424,15 @@ def tables(results: list[RunResult]) -> dict[str, str]:
         "rules": "\n".join(rule_lines(chunks)),
         "target": verdict_line(chunks),
         "rate": "\n".join(rate_lines(chunks)),
+        "share": "\n".join(share_lines(results)),
         "ldas": "\n".join(lda_lines(decisions)),
         "runtime": runtime_line(results),
         "runs": "\n".join(run_lines(results)),
     }
 
 
-BLOCKS = ("grid", "detector", "target", "held-out", "rules", "rate", "ldas", "runtime", "runs")
-HELD_OUT_BLOCKS = ("fresh-grid", "fresh-detector", "fresh-target", "fresh-rules")
+BLOCKS = ("grid", "detector", "target", "held-out", "rules", "share", "rate", "ldas", "runtime", "runs")
+HELD_OUT_BLOCKS = ("fresh-grid", "fresh-detector", "fresh-target", "fresh-rules", "fresh-share")
 
 
 def fill(page: str, blocks: dict[str, str]) -> str:
