@@ -5,7 +5,16 @@ Paper 000 (``../shared/papers/000_*.txt``) §I: when a TFRC receiver detects los
 the LDA; a loss the LDA calls congestion enters TFRC's loss event rate, one it calls wireless
 does not. ``ldanalyze/data/ns2/`` holds that receiver (``Agent/TFRCSink/LDA``, a patch to ns-2.35
 built by ``ldanalyze/data/ns2/build``). It runs every LDA side by side, lets the one named by
-``lda_`` steer TFRC, and logs each lost packet it detects with every LDA's decision.
+``lda_`` steer TFRC, and logs each lost packet it detects with every LDA's decision
+(:func:`read_decision_log`) and, if asked, each report it sends (:func:`read_report_log`).
+
+§IV says more: a loss called wireless is treated "in the same way as received packets". ns-2's
+receiver also reports a receive rate X_recv (``est_thput``: the packets received since the last
+report, or in the last RTT), which caps the sender at 2·X_recv and seeds the first loss interval
+when slow start ends; by default (``wireless_as_received`` 0) it counts only the packets that
+arrived, so a loss called wireless still lowers it. With ``wireless_as_received`` 1 a loss the
+steering LDA calls wireless counts there too, as if it had arrived when its loss was detected
+(docs/paper000/receiver.md measures both on Tables II and III).
 
 Both it and ldanalyze's kernels follow ``docs/ldas.md``; replaying the closed-loop run's trace
 offline must give the decisions the receiver logged, loss for loss (:func:`crosscheck`). Any
@@ -41,6 +50,11 @@ LOG_LDAS = (
     "xrtp",
 )
 LOG_COLUMNS = ("t", "flow", "seq", "n", *LOG_LDAS, "driver", "driven")
+# the report log: per report sent, its time, the highest sequence number received, the sender's
+# RTT, p and X_recv (packets/s) as sent, the packets counted received since the last report,
+# whether slow start has ended, the lost packets detected so far, how many of them the steering
+# LDA called wireless, and the receiver's wireless_as_received
+REPORT_COLUMNS = ("t", "flow", "seq", "rtt", "p", "x_recv", "rcvd", "loss_seen", "losses", "wireless", "as_received")
 
 
 def patched_ns(rebuild: bool = False) -> str:
@@ -58,20 +72,26 @@ def patched_ns(rebuild: bool = False) -> str:
     return lines[-1]
 
 
-def read_decision_log(path: str | os.PathLike) -> pd.DataFrame:
-    """The receiver's decision log: one row per lost packet it detected (``t`` its detection
-    time, ``flow``, ``seq``, ``n`` the size of its gap), one boolean column per LDA (True:
-    wireless), the LDA that steered TFRC (``driver``) and its decision (``driven``)."""
+def _checked_header(path: str | os.PathLike, what: str, columns: tuple[str, ...]) -> pathlib.Path:
+    """``path`` as a Path, once its first line is the header ``columns`` of the receiver's ``what``."""
     path = pathlib.Path(path)
     try:
         with open(path) as f:
             header = f.readline().rstrip("\n")
     except OSError as e:
-        raise UsageError(f"{path}: cannot read the decision log: {e.strerror}") from None
-    if tuple(header.split(",")) != LOG_COLUMNS:
+        raise UsageError(f"{path}: cannot read the {what}: {e.strerror}") from None
+    if tuple(header.split(",")) != columns:
         raise UsageError(
-            f"{path}, line 1: not a decision log of the LDA receiver (expected the header {','.join(LOG_COLUMNS)!r})"
+            f"{path}, line 1: not a {what} of the LDA receiver (expected the header {','.join(columns)!r})"
         )
+    return path
+
+
+def read_decision_log(path: str | os.PathLike) -> pd.DataFrame:
+    """The receiver's decision log: one row per lost packet it detected (``t`` its detection
+    time, ``flow``, ``seq``, ``n`` the size of its gap), one boolean column per LDA (True:
+    wireless), the LDA that steered TFRC (``driver``) and its decision (``driven``)."""
+    path = _checked_header(path, "decision log", LOG_COLUMNS)
     dtypes = {
         "t": np.float64,
         "flow": str,
@@ -91,6 +111,16 @@ def read_decision_log(path: str | os.PathLike) -> pd.DataFrame:
             raise UsageError(f"{path}, line {int(np.flatnonzero(bad)[0]) + 2}: {name} must be 0 or 1")
         log[name] = log[name].astype(bool)
     return log
+
+
+def read_report_log(path: str | os.PathLike) -> pd.DataFrame:
+    """The receiver's report log (``ldareports=`` of ``paper000.tcl``; :data:`REPORT_COLUMNS`):
+    one row per report it sent, ``flow`` as a string like the traces'."""
+    path = _checked_header(path, "report log", REPORT_COLUMNS)
+    try:
+        return pd.read_csv(path, dtype={"flow": str})
+    except (ValueError, pd.errors.ParserError) as e:
+        raise UsageError(f"{path}: a line of the report log is malformed: {e}") from None
 
 
 def crosscheck(decisions: pd.DataFrame, log: pd.DataFrame, flows=None) -> tuple[pd.DataFrame, pd.DataFrame]:

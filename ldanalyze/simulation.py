@@ -29,9 +29,13 @@ def decision_log(trace: pathlib.Path) -> pathlib.Path:
 def simulate(scenario: dict, folder: pathlib.Path, ns: str = "ns") -> tuple[pathlib.Path, bool]:
     """The gzipped ns-2 trace of one scenario, simulated unless already there, and whether it was
     simulated now. A scenario with ``lda`` runs closed loop (the patched ns: every TFRC receiver
-    steered by that LDA) and also writes its receivers' decision log (:func:`decision_log`)."""
+    steered by that LDA) and also writes its receivers' decision log (:func:`decision_log`); with
+    ``wireless_as_received`` 1 as well, those receivers count a loss the LDA calls wireless as
+    received in TFRC's receive rate (paper 000 §IV; ``ldanalyze.closedloop``). Every option is
+    part of the cache key; that one also names the file (``..._mbiaz-asrcv_KEY``)."""
     s = scenario
     loop = f"_{s['lda']}" if s.get("lda") else ""
+    loop += "-asrcv" if loop and int(s.get("wireless_as_received", 0)) else ""
     # a closed-loop run also depends on the patched ns, whose cached path names its patch text
     binary = os.path.realpath(shutil.which(ns) or ns).encode() if loop else b""
     key = script_key(SCRIPT, s, binary)

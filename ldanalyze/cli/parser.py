@@ -524,6 +524,13 @@ def build_parser() -> CommandParser:
         "root runs apt-get install and adds a deb-src line to apt's sources (above)",
     )
     p.add_argument(
+        "--wireless-as-received",
+        action="store_true",
+        help="with --closed-loop: the receiver also counts a loss its LDA calls wireless as received in TFRC's "
+        'receive rate X_recv (paper 000 §IV: "in the same way as received packets"); default: X_recv counts the '
+        "packets that arrived, as ns-2's receiver does (docs/paper000/receiver.md measures both)",
+    )
+    p.add_argument(
         "--rewrite",
         action="store_true",
         help="simulate nothing: judge the paper's statements (ldanalyze/reproduce/paper000_statements.toml), set "

@@ -156,13 +156,17 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         _print_checks(pd.read_csv(written["checks"]), written)
         return 0
     closed = None
+    if args.wireless_as_received and not args.closed_loop:
+        raise UsageError("--wireless-as-received sets the closed loop's receiver: give --closed-loop too")
     if args.closed_loop:
         from ..closedloop import patched_ns
 
         print("ns-2.35 with the LDA receiver (built once per patch text, minutes the first time): ", end="", flush=True)
         closed = patched_ns()
         print(closed, flush=True)
-    done = reproduce(args.output, quick=args.quick, jobs=args.jobs, closed=closed)
+    done = reproduce(
+        args.output, quick=args.quick, jobs=args.jobs, closed=closed, wireless_as_received=args.wireless_as_received
+    )
     print(
         f"{done['traces']} traces ({done['simulated']} simulated now, the rest from the cache) scored in "
         f"{done['seconds']:.0f} s; wrote {args.output}/README.md, results.csv, tables II and III, figures and checks.csv"

@@ -37,13 +37,19 @@
 #                   [warmup=S] [emplace=link|queue] [burst=4] [bad_loss=0.5]
 #                   [good_loss=0] [cross=none|expoo] [cross_share=0.4]
 #                   [types=tfrc,tcp,cbr,...] [tcp_window=20]
-#                   [lda=NAME] [ldalog=FILE]
+#                   [lda=NAME] [ldalog=FILE] [ldareports=FILE]
+#                   [wireless_as_received=0|1]
 #
 # Closed loop (needs the ns built by ldanalyze/data/ns2/build): with lda=NAME every TFRC
 # flow's receiver is an Agent/TFRCSink/LDA whose LDA NAME (unaware, omniscient,
 # biaz, mbiaz, spike, wro_ldaplus, zigzag, zbs, win_ldaplus, veno, xrtp) keeps
 # the losses it calls wireless out of TFRC's loss event rate (paper 000 Secs. I, IV);
-# ldalog=FILE logs every detected loss with the decision of each LDA.  A
+# ldalog=FILE logs every detected loss with the decision of each LDA, and
+# ldareports=FILE every report a receiver sends (p, X_recv; tfrc-lda-sink.h).
+# wireless_as_received=1: a loss the LDA calls wireless also counts as received
+# in TFRC's receive rate X_recv (paper 000 Sec. IV, "in the same way as received
+# packets"); 0, the default: X_recv counts the packets that arrived, as ns-2's
+# receiver does.  A
 # Connector/LDAOracle behind each error model tells the omniscient receiver
 # which packets the radio dropped; it only passes packets on, so the trace is
 # the same as without it.
@@ -89,6 +95,8 @@ array set cfg {
     tcp_window  20
     lda         ""
     ldalog      ""
+    ldareports  ""
+    wireless_as_received 0
 }
 
 proc die {msg} {
@@ -106,10 +114,14 @@ foreach arg $argv {
     set cfg($key) $val
 }
 
-if {$cfg(ldalog) ne ""} {
-    if {$cfg(lda) eq ""} { die "ldalog= needs lda=" }
-    close [open $cfg(ldalog) w]   ;# the receivers append to it
+foreach k {ldalog ldareports} {
+    if {$cfg($k) ne ""} {
+        if {$cfg(lda) eq ""} { die "$k= needs lda=" }
+        close [open $cfg($k) w]   ;# the receivers append to it
+    }
 }
+if {[lsearch -exact {0 1} $cfg(wireless_as_received)] < 0} { die "wireless_as_received must be 0 or 1" }
+if {$cfg(wireless_as_received) && $cfg(lda) eq ""} { die "wireless_as_received=1 needs lda=" }
 
 # Named loss levels of Table I.
 switch -- $cfg(rate) {
@@ -368,6 +380,8 @@ for {set i 1} {$i <= $N} {incr i} {
                 set dst [new Agent/TFRCSink/LDA]
                 $dst set lda_ $cfg(lda)
                 $dst set log_ $cfg(ldalog)
+                $dst set reportlog_ $cfg(ldareports)
+                $dst set wireless_as_received_ $cfg(wireless_as_received)
             }
             $dst set fid_ $i        ;# feedback (tcpFriendCtl) carries fid i too
             $ns attach-agent $S($i) $src

@@ -20,17 +20,24 @@ from .suite import LDAS, SCENARIO_KEYS, Suite
 
 MODEL_NAMES = [name for name, _, _ in closedloop.MODELS]
 SPREAD = 0.05  # LDAs' measured throughputs this far apart (share of the bottleneck) make a ranking
+RECEIVER_PAGE = "receiver.md"  # the closed loop's Tables II and III with both receivers (tables.receiver_page)
 
 
-def closed_loop(suite: Suite, out: pathlib.Path, folder: pathlib.Path, workers: int, ns: str) -> dict:
+def closed_loop(
+    suite: Suite, out: pathlib.Path, folder: pathlib.Path, workers: int, ns: str, wireless_as_received: bool = False
+) -> dict:
     """The suite's TFRC scenarios run once per LDA with every TFRC receiver steered by it (paper
     000 §I, §IV, ``ldanalyze.closedloop``); the open-loop numbers are those of the unaware run, which
-    is ns-2's own TFRC. Writes ``closed_loop.csv`` (one row per scenario, LDA and loop: M_c, M_w,
-    accuracy, throughput, congestion, fairness over the TFRC flows) and ``model_vs_truth.csv``
+    is ns-2's own TFRC. ``wireless_as_received``: the receivers also count a loss the LDA calls
+    wireless as received in TFRC's receive rate (§IV's reading; ``ldanalyze.closedloop``).
+    Writes ``closed_loop.csv`` (one row per scenario, LDA and loop: M_c, M_w,
+    accuracy, throughput, congestion, fairness over the TFRC flows, the receiver's
+    ``wireless_as_received``) and ``model_vs_truth.csv``
     (:func:`model_vs_truth`); returns the frames, the paths written, the runs and how many were
     simulated now, and how many in-simulator decisions the offline replay matched."""
     base = [s for s in suite.scenarios() if s["traffic"] == "tfrc"]
-    runs = [{**s, "lda": lda} for s in base for lda in LDAS]
+    receiver = {"wireless_as_received": 1} if wireless_as_received else {}
+    runs = [{**s, "lda": lda, **receiver} for s in base for lda in LDAS]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         made = list(pool.map(simulate, runs, itertools.repeat(folder), itertools.repeat(ns)))
         paths = [str(path) for path, _ in made]
@@ -64,6 +71,7 @@ def closed_loop(suite: Suite, out: pathlib.Path, folder: pathlib.Path, workers: 
                 **scenario,
                 "lda": run["lda"],
                 "loop": "closed",
+                "wireless_as_received": int(wireless_as_received),
                 "M_c": own["M_c"],
                 "M_w": own["M_w"],
                 "accuracy": own["accuracy"],
@@ -84,6 +92,7 @@ def closed_loop(suite: Suite, out: pathlib.Path, folder: pathlib.Path, workers: 
                         **scenario,
                         "lda": lda,
                         "loop": "open",
+                        "wireless_as_received": int(wireless_as_received),
                         "M_c": got["M_c"],
                         "M_w": got["M_w"],
                         "accuracy": got["accuracy"],

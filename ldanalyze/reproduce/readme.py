@@ -97,9 +97,27 @@ def _verdict(holds: str) -> str:
     return "**no**" if holds == "no" else holds
 
 
+def _receiver(closed: pd.DataFrame) -> str:
+    """Which reading of §IV the receivers ran (``closed_loop.csv``'s ``wireless_as_received``;
+    a run older than the option ran the default)."""
+    faithful = closed.get("wireless_as_received", pd.Series(0, index=closed.index)).fillna(0).astype(int)
+    if faithful.all():
+        return (
+            "A loss called wireless also counted as received in TFRC's receive rate X_recv (§IV, \"in the same "
+            'way as received packets"; `--wireless-as-received`).'
+        )
+    if not faithful.any():
+        return (
+            "TFRC's receive rate X_recv counted the packets that arrived only, as ns-2's receiver does (the "
+            "default; `--wireless-as-received` counts a loss called wireless there too)."
+        )
+    return "The runs mix both receivers (`wireless_as_received` in `closed_loop.csv`)."
+
+
 def closed_section(loop: dict) -> str:
     """The README's closed-loop section: its tables and figures, the in-simulator decisions against
-    the replay, the statements open and closed loop, and the throughput models' errors."""
+    the replay, the statements open and closed loop, the throughput models' errors, and (if made)
+    the page of both receivers, ``receiver.md``."""
     checks = loop["checks"]
     counts = {
         side: f"{int((checks[f'holds_{side}'] == 'yes').sum())} hold, {int((checks[f'holds_{side}'] == 'no').sum())} "
@@ -112,9 +130,10 @@ def closed_section(loop: dict) -> str:
             "",
             f"Every TFRC scenario above was run again once per LDA ({loop['runs']} runs), with every TFRC receiver "
             "steered by that LDA (paper 000 §I and §IV: a loss it calls wireless stays out of the loss event rate; the "
-            "patched ns-2 of `ldanalyze/data/ns2`). Scores and throughput are over the TFRC flows only; throughput "
-            "is measured (what crossed the bottleneck) as a share of each flow's fair share of the bottleneck. The "
-            "open-loop numbers beside them are every LDA replayed over the unaware run, which is ns-2's own TFRC.",
+            f"patched ns-2 of `ldanalyze/data/ns2`). {_receiver(loop['closed'])} Scores and throughput are over the "
+            "TFRC flows only; throughput is measured (what crossed the bottleneck) as a share of each flow's fair "
+            "share of the bottleneck. The open-loop numbers beside them are every LDA replayed over the unaware "
+            "run, which is ns-2's own TFRC.",
             "",
             "Tables: `table_II_wlh_closed.md`, `table_III_wb_closed.md`; all numbers: `closed_loop.csv`.",
             "",
@@ -140,5 +159,6 @@ def closed_section(loop: dict) -> str:
             "",
             (pathlib.Path(loop["written"]["model_error.md"]).read_text()),
             "",
+            *([loop["receiver"], ""] if loop.get("receiver") else []),
         ]
     )

@@ -17,7 +17,7 @@ import pandas as pd
 from .. import batch as batching
 from ..errors import UsageError
 from ..simulation import simulate
-from .closed_suite import closed_loop
+from .closed_suite import RECEIVER_PAGE, closed_loop
 from .figures import metrics_figure, save, sweep_figure, usage_figure
 from .measures import paper_sweeps, zbs_usage
 from .readme import closed_section, readme
@@ -27,12 +27,19 @@ from .tables import cells_headline, cells_table, closed_table, model_error_table
 
 
 def reproduce(
-    out: str | os.PathLike, *, quick: bool = False, jobs: int | None = None, ns: str = "ns", closed: str | None = None
+    out: str | os.PathLike,
+    *,
+    quick: bool = False,
+    jobs: int | None = None,
+    ns: str = "ns",
+    closed: str | None = None,
+    wireless_as_received: bool = False,
 ) -> dict:
     """Run the suite (``SUITES['quick']`` or ``['full']``) and write the outputs into ``out`` (the
     package docstring lists them); returns the paths written and the run time. ``closed``: the
     patched ns (``closedloop.patched_ns()``) to also run the suite's TFRC scenarios closed loop
-    (:func:`closed_loop`)."""
+    (:func:`closed_loop`), its receivers counting a loss called wireless as received in TFRC's
+    receive rate too with ``wireless_as_received`` (paper 000 §IV's reading)."""
     if shutil.which(ns) is None:
         raise UsageError(f"reproduce needs the ns-2 simulator ({ns!r} is not on PATH; Debian: apt-get install ns2)")
     start = time.perf_counter()
@@ -87,7 +94,7 @@ def reproduce(
         save(sweep_figure(sweeps, topology), out / f"figure_sweeps_{topology}.png")
         written[f"figure_sweeps_{topology}.png"] = out / f"figure_sweeps_{topology}.png"
     written.update({"table_VI_wlh.md": out / "table_VI_wlh.md"})
-    loop = closed_loop(suite, out, folder, workers, closed) if closed else None
+    loop = closed_loop(suite, out, folder, workers, closed, wireless_as_received) if closed else None
     if loop:
         loop = _closed_outputs(loop, out)
         written.update(loop["written"])
@@ -251,4 +258,6 @@ def _closed_outputs(loop: dict, out: pathlib.Path, *, figures: bool = True) -> d
             written[figure.name] = figure
     (out / "model_error.md").write_text(model_error_table(loop["model"]))
     written["model_error.md"] = out / "model_error.md"
-    return {**loop, "written": written}
+    # both readings of §IV's receiver on Tables II and III (docs/paper000/make_receiver.py), if made
+    both = out / RECEIVER_PAGE
+    return {**loop, "written": written, "receiver": both.read_text() if both.exists() else None}

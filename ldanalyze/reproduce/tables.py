@@ -1,6 +1,7 @@
 """Paper 000's tables in markdown: Tables II and III (one flow) open loop, Table VI (128 flows)
-beside the paper's, Tables II and III closed loop beside the open loop and the paper, and the
-open-loop throughput models' errors against the closed loop."""
+beside the paper's, Tables II and III closed loop beside the open loop and the paper (and with
+each of the closed loop's two receivers), and the open-loop throughput models' errors against
+the closed loop."""
 
 from __future__ import annotations
 
@@ -10,15 +11,16 @@ import pandas as pd
 from ..formatting import number
 from . import registry
 from .closed_suite import MODEL_NAMES, SPREAD, model_errors
-from .suite import HIGH, LDAS, TRAFFIC_NAMES, mean_over_seeds
+from .suite import CELL_LOSSES, HIGH, LDAS, TRAFFIC_NAMES, mean_over_seeds
 
 TABLE_VI_LDAS = ("omniscient", "biaz", "mbiaz", "spike", "zigzag", "zbs")
+TABLE_NAMES = {"wlh": "II, wireless last hop", "wb": "III, wireless backbone"}
 
 
 def one_flow_table(results: pd.DataFrame, topology: str, traffic: str = "tfrc") -> str:
     """Paper 000 Table II/III: one flow, high loss, in %: modeled throughput, M_c, M_w per LDA."""
     stats = mean_over_seeds(results, topology).xs(1, level="flows")
-    name = {"wlh": "II, wireless last hop", "wb": "III, wireless backbone"}[topology]
+    name = TABLE_NAMES[topology]
     cong = stats[("congestion_rate", "mean")].iloc[0] * 100
     lines = [
         f"Table {name}: 1 flow of {TRAFFIC_NAMES[traffic]}, high uniform wireless loss (7.8 %), mean over "
@@ -60,24 +62,25 @@ def table_vi(scaled: pd.DataFrame, flows: int) -> str:
 def closed_table(opened: pd.DataFrame, closed: pd.DataFrame, topology: str) -> str:
     """Tables II/III three ways: the closed loop (each LDA's own run), the open-loop replay over
     the unaware run, and the paper, in %."""
-    name = {"wlh": "II, wireless last hop", "wb": "III, wireless backbone"}[topology]
-    loops = {
-        "closed": mean_over_seeds(closed, topology).xs(1, level="flows"),
-        "open": mean_over_seeds(opened, topology).xs(1, level="flows"),
-    }
-    lines = [
+    name = TABLE_NAMES[topology]
+    caption = (
         f"Table {name}: 1 TFRC flow, high uniform wireless loss (7.8 %), mean over seeds, in %. closed: each "
         "LDA steers its own TFRC receiver inside ns-2 (paper 000 §I, §IV), throughput measured as a share of the "
         "bottleneck; open: every LDA replayed over the unaware run's trace, throughput modeled (a share of the "
         "packet-pair capacity, as `score` shows it) and congestion that of the unaware run; paper: Table "
-        f"{name.split(',')[0]} (its TFRC column under unaware).",
-        "",
-        "| | " + " | ".join(LDAS) + " |",
-        "|---|" + "---:|" * len(LDAS),
-    ]
+        f"{name.split(',')[0]} (its TFRC column under unaware)."
+    )
+    return beside_the_paper(caption, {"closed": closed, "open": opened}, topology)
+
+
+def beside_the_paper(caption: str, loops: dict[str, pd.DataFrame], topology: str, loss=HIGH) -> str:
+    """Table II/III (one flow, ``loss``, mean over seeds, in %): per row thput, cong., M_c and M_w,
+    one line per loop of ``loops`` (name: one row per trace and LDA), then the paper's."""
+    means = {name: mean_over_seeds(frame, topology, loss).xs(1, level="flows") for name, frame in loops.items()}
+    lines = [caption, "", "| | " + " | ".join(LDAS) + " |", "|---|" + "---:|" * len(LDAS)]
     paper = registry.paper_table(topology)
     for metric, label in (("thput", "thput"), ("congestion_rate", "cong."), ("M_c", "M_c"), ("M_w", "M_w")):
-        for loop, stats in loops.items():
+        for loop, stats in means.items():
             cells = [stats.loc[lda, (metric, "mean")] * 100 if lda in stats.index else np.nan for lda in LDAS]
             lines.append(f"| {label} ({loop}) | " + " | ".join(number(c, 1) for c in cells) + " |")
         lines.append(
@@ -198,3 +201,62 @@ def cells_table(cells: pd.DataFrame, loops: tuple[str, ...], loss: tuple[str, fl
         values = " | ".join(f"{number(getattr(r, loop), 1)} | {number(getattr(r, f'gap_{loop}'), 2)}" for loop in loops)
         lines.append(f"| {r.table} | {r.row} | {r.column} | {r.paper:g} | {values} | {counted} |")
     return "\n".join(lines) + "\n"
+
+
+# the closed loop's two receivers (``closed_loop.csv``'s ``wireless_as_received``), as the tables name them
+RECEIVERS = {"ns2": "X_recv counts arrivals (ns-2, the default)", "iv": "X_recv counts wireless calls too (§IV)"}
+
+
+def receiver_page(default: pd.DataFrame, faithful: pd.DataFrame, made: str) -> str:
+    """The closed loop's Tables II and III with each receiver (``default``: X_recv counts the
+    packets that arrived; ``faithful``: a loss called wireless counts as received too, paper 000
+    §IV) beside the paper's, per loss model of ``CELL_LOSSES`` present, with the count of cells
+    within ``WITHIN`` points each way; ``made``: how the runs were made."""
+    loops = {"ns2": default, "iv": faithful}
+    score = {loop: [0, 0.0] for loop in loops}  # cells within, summed |gap|, over the loss models
+    sections = []
+    for loss in CELL_LOSSES:
+        if not ((default["loss"] == loss[0]) & (default["rate"] == loss[1])).any():
+            continue
+        cells = table_cells(loops, loss)
+        counted = cells[~cells["a_priori"] & (cells["column"] != "tcp")]
+        total = {loop: counted[f"gap_{loop}"].abs().sum() for loop in loops}
+        for loop in loops:
+            score[loop][0] += cell_summary(cells, loop)["within"]
+            score[loop][1] += total[loop]
+        sections += [
+            f"{loss[0].capitalize()} wireless loss {loss[1] * 100:g} %:",
+            "",
+            cells_headline(cells, ("ns2", "iv")),
+            f"- the counted cells' gaps added up (absolute, points): ns2 {total['ns2']:.1f}, iv {total['iv']:.1f}",
+            "",
+        ]
+        if loss == HIGH:
+            mbiaz = counted[(counted["table"] == "III") & (counted["row"] == "thput") & (counted["column"] == "mbiaz")]
+            sections[-1:-1] = [
+                "- mBiaz's throughput in WB (Table III, the issue's question): "
+                + ", ".join(f"{loop} {mbiaz[loop].iloc[0]:.1f} %" for loop in loops)
+                + f", the paper's {mbiaz['paper'].iloc[0]:g} %"
+            ]
+        for topology in CELL_TABLES:
+            caption = f"Table {TABLE_NAMES[topology]}, closed loop, {loss[0]} loss {loss[1] * 100:g} %, in %:"
+            sections += [beside_the_paper(caption, loops, topology, loss), ""]
+    best = min(loops, key=lambda loop: (-score[loop][0], score[loop][1]))
+    lines = [
+        "### The receiver of §IV both ways (`receiver.md`)",
+        "",
+        'Paper 000 §IV: "we treat all lost packets classified as wireless error in the same way as received '
+        'packets". Both receivers keep a loss the LDA calls wireless out of the loss event rate (§I); they differ '
+        f"in TFRC's receive rate X_recv (2·X_recv caps the sender; it seeds the first loss interval): "
+        f"`ns2`: {RECEIVERS['ns2']}; `iv`: {RECEIVERS['iv']} (`--wireless-as-received`). {made}",
+        "",
+        f"Over these loss models, the reading closer to the paper (more cells within {WITHIN:g} points, then the "
+        f"smaller summed gap) is **{best}**: "
+        + "; ".join(
+            f"{loop} {within} cells within, gaps adding up to {gap:.1f} points" for loop, (within, gap) in score.items()
+        )
+        + ".",
+        "",
+        *sections,
+    ]
+    return "\n".join(lines)

@@ -142,6 +142,9 @@ def test_the_closed_loop_stands_beside_the_open_loop_and_the_paper(quick):
     assert len(model) == len(tfrc) * len(LDAS) and model["truth"].notna().all()
     readme = (quick / "README.md").read_text()
     assert "## Closed loop" in readme and "| model_share |" in readme and "| model_trace_rx |" in readme
+    # the default receiver: X_recv counts arrivals only (§IV's reading is --wireless-as-received)
+    assert (frame["wireless_as_received"] == 0).all()
+    assert "counted the packets that arrived only" in readme
 
 
 @needs_binary("ns")
@@ -151,6 +154,11 @@ def test_a_second_run_takes_the_traces_from_the_cache(quick, capsys):
     assert {p.name: p.stat().st_mtime for p in (quick / "traces").iterdir()} == before
     assert "55 traces (0 simulated now, the rest from the cache)" in capsys.readouterr().out
     assert np.isfinite(pd.read_csv(quick / "results.csv")["M_w"]).all()
+
+
+def test_the_receivers_reading_needs_the_closed_loop(tmp_path, capsys):
+    assert main(["reproduce", "paper000", "-o", str(tmp_path), "--wireless-as-received"]) != 0
+    assert "give --closed-loop too" in capsys.readouterr().err
 
 
 def test_the_help_says_what_the_closed_loop_build_does_to_the_system_as_root(capsys):

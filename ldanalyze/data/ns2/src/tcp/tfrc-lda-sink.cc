@@ -93,8 +93,10 @@ LdaFlowState::LdaFlowState() :
 {
 }
 
-TfrcLdaSinkAgent::TfrcLdaSinkAgent() : configured_(0), driver_(LDA_UNAWARE), log_(NULL)
+TfrcLdaSinkAgent::TfrcLdaSinkAgent() : configured_(0), driver_(LDA_UNAWARE), log_(NULL),
+	reportlog_(NULL), wireless_losses_(0)
 {
+	bind("wireless_as_received_", &wireless_as_received_);
 	bind("biaz_upper_", &biaz_upper_);
 	bind("mbiaz_upper_", &mbiaz_upper_);
 	bind("spike_alpha_", &spike_alpha_);
@@ -123,6 +125,8 @@ TfrcLdaSinkAgent::~TfrcLdaSinkAgent()
 {
 	if (log_)
 		fclose(log_);
+	if (reportlog_)
+		fclose(reportlog_);
 }
 
 int TfrcLdaSinkAgent::command(int argc, const char*const* argv)
@@ -130,8 +134,23 @@ int TfrcLdaSinkAgent::command(int argc, const char*const* argv)
 	return TfrcSinkAgent::command(argc, argv);
 }
 
-/* Read lda_ and log_ (OTcl instance variables that may be set any time before the first
- * packet), open the decision log and size the ring buffers. */
+/* Open a CSV log for appending (shared by the receivers of a run); write `header` if empty. */
+static FILE *open_log(const char *what, const std::string &path, const char *header)
+{
+	FILE *f = fopen(path.c_str(), "a");
+	if (f == NULL) {
+		fprintf(stderr, "Agent/TFRCSink/LDA: cannot open %s '%s'\n", what, path.c_str());
+		exit(1);
+	}
+	if (ftell(f) == 0) {
+		fputs(header, f);
+		fflush(f);
+	}
+	return f;
+}
+
+/* Read lda_, log_ and reportlog_ (OTcl instance variables that may be set any time before the
+ * first packet), open the logs and size the ring buffers. */
 void TfrcLdaSinkAgent::configure()
 {
 	Tcl& tcl = Tcl::instance();
@@ -152,19 +171,17 @@ void TfrcLdaSinkAgent::configure()
 	tcl.evalf("%s set log_", name());
 	std::string path(tcl.result());
 	if (!path.empty()) {
-		log_ = fopen(path.c_str(), "a");
-		if (log_ == NULL) {
-			fprintf(stderr, "Agent/TFRCSink/LDA: cannot open log_ '%s'\n", path.c_str());
-			exit(1);
-		}
-		if (ftell(log_) == 0) {
-			fprintf(log_, "t,flow,seq,n");
-			for (int k = 0; k < LDA_COUNT; k++)
-				fprintf(log_, ",%s", lda_names[k]);
-			fprintf(log_, ",driver,driven\n");
-			fflush(log_);
-		}
+		std::string header("t,flow,seq,n");
+		for (int k = 0; k < LDA_COUNT; k++)
+			header += std::string(",") + lda_names[k];
+		header += ",driver,driven\n";
+		log_ = open_log("log_", path, header.c_str());
 	}
+	tcl.evalf("%s set reportlog_", name());
+	std::string reports(tcl.result());
+	if (!reports.empty())
+		reportlog_ = open_log("reportlog_", reports,
+		    "t,flow,seq,rtt,p,x_recv,rcvd,loss_seen,losses,wireless,as_received\n");
 	s_.x_over.assign(xrtp_n_, 0);
 	s_.times.assign(veno_window_ + 1, NAN);
 	configured_ = 1;
@@ -364,5 +381,22 @@ void TfrcLdaSinkAgent::decide_gap(double t, long first, long n, double Ti, doubl
 int TfrcLdaSinkAgent::lda_wireless(int seqno)
 {
 	std::map<int, int>::iterator it = pending_.find(seqno);
-	return it != pending_.end() && it->second;
+	int wireless = it != pending_.end() && it->second;
+	wireless_losses_ += wireless;
+	return wireless;
+}
+
+/* Log one report as it is sent: its time, the highest sequence number received, the sender's
+ * RTT the receiver holds, the loss event rate p and receive rate X_recv (packets/s) it carries,
+ * the packets counted as received since the last report, whether slow start has ended (the
+ * first loss that entered the loss history), the lost packets detected so far and how many
+ * of them the steering LDA called wireless, and wireless_as_received_. */
+void TfrcLdaSinkAgent::lda_report(double p, double x_recv)
+{
+	if (!reportlog_)
+		return;
+	fprintf(reportlog_, "%.17g,%d,%d,%.17g,%.17g,%.17g,%d,%d,%d,%ld,%d\n",
+	    Scheduler::instance().clock(), fid_, maxseq, rtt_, p, x_recv, rcvd_since_last_report,
+	    loss_seen_yet, total_losses_, wireless_losses_, wireless_as_received_);
+	fflush(reportlog_);
 }

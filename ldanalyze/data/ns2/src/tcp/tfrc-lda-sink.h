@@ -3,9 +3,14 @@
  * LDA-aware TFRC receiver for ns-2.35, part of ldanalyze (ldanalyze/data/ns2/).
  *
  * Paper 000 (Cen, Cosman, Voelker, "End-to-end differentiation of congestion and wireless
- * losses", IEEE/ACM ToN 2003), Sec. II: when the TFRC receiver detects losses it invokes the
- * LDA; a loss the LDA classifies as congestion enters the loss event rate, one it classifies
- * as wireless does not.  Every LDA follows ldanalyze's written contract, docs/ldas.md, with
+ * losses", IEEE/ACM ToN 2003), Sec. I and Sec. IV: when the TFRC receiver detects losses it
+ * invokes the LDA; a loss the LDA classifies as congestion enters the loss event rate, one it
+ * classifies as wireless does not (Sec. I).  Sec. IV adds that a loss classified wireless is
+ * treated "in the same way as received packets": with `wireless_as_received_` set, it also
+ * counts as received in TFRC's receive rate X_recv (est_thput: the sender's 2 X_recv cap and
+ * the first loss interval's seed), as if it had arrived when its loss was detected; unset (the
+ * default), X_recv counts only the packets that arrived, as ns-2's receiver does.
+ * Every LDA follows ldanalyze's written contract, docs/ldas.md, with
  * its default replay (detection at the revealing arrival, statistics updated with the
  * arriving packet first, the gap judged by the revealing packet's delay).  Times are taken
  * as the trace prints them (rounded to the microsecond), so that the offline replay of the
@@ -13,7 +18,9 @@
  *
  * All LDAs run side by side on every arrival; `lda_` names the one whose decisions steer
  * TFRC.  With `log_` set, every lost packet the receiver detects is logged with the decision
- * of each LDA (one CSV line per packet).
+ * of each LDA (one CSV line per packet); with `reportlog_` set, every report the receiver
+ * sends is logged with what it tells the sender (p, X_recv) and the state behind it (one CSV
+ * line per report).
  *
  * This file is distributed under the same terms as ns-2.35 (the BSD-style licence of
  * tcp/tfrc-sink.h, which it extends).
@@ -81,6 +88,8 @@ public:
 protected:
 	void lda_arrival(Packet *pkt);
 	int lda_wireless(int seqno);
+	int lda_as_received() { return wireless_as_received_; }
+	void lda_report(double p, double x_recv);
 	int command(int argc, const char*const* argv);
 private:
 	void configure();
@@ -91,6 +100,9 @@ private:
 	int configured_;
 	int driver_;		// index of the LDA that steers TFRC
 	FILE *log_;
+	FILE *reportlog_;
+	long wireless_losses_;	// lost packets the driver called wireless, so far
+	int wireless_as_received_;
 	LdaFlowState s_;
 	std::map<int, int> pending_;	// lost seqno -> 1 if the driver called it wireless
 
