@@ -34,7 +34,7 @@ from .options import (
     source_paths,
     trace_options,
 )
-from .writing import score_format, write_output, write_table
+from .writing import check_output_folder, score_format, write_output, write_table
 
 
 def cmd_labels(args: argparse.Namespace) -> int:
@@ -215,6 +215,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from ..report.html import build_report
 
+    check_output_folder(args.output)  # before the work
     traces = [read_source(args, path) for path in source_paths(args)]
     controller = None if args.controller == "none" else args.controller
     page = build_report(

@@ -17,9 +17,20 @@ from ..report.text import table_text
 
 
 def write_output(output: str, inputs: Sequence[str], write) -> None:
-    """``output.atomic_write``, never over an input."""
+    """``output.atomic_write``, never over an input, into a folder that is there."""
     _refuse_overwriting(os.path.abspath(output), inputs)
-    atomic_write(output, write)
+    check_output_folder(output)
+    try:
+        atomic_write(output, write)
+    except PermissionError as e:
+        raise UsageError(f"cannot write {output}: {e.strerror.lower()}") from None
+
+
+def check_output_folder(output: str) -> None:
+    """A clear refusal where ``-o output``'s folder is missing or not a folder."""
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        raise UsageError(f"cannot write {output}: no folder {folder} (create it first)")
 
 
 def _refuse_overwriting(output: str, inputs: Sequence[str]) -> None:
@@ -80,5 +91,6 @@ def score_format(output: str | None, given: str | None, inputs: Sequence[str]) -
     terminal, ``--format`` or its table."""
     if output:
         _refuse_overwriting(output, inputs)  # said first: the worse mistake
+        check_output_folder(output)
         return output_format(output, given, SCORE_SUFFIXES, "a score table")
     return given or "table"

@@ -126,6 +126,15 @@ def test_score_usage_errors(capsys):
     assert "refusing to overwrite" in capsys.readouterr().err
 
 
+def test_an_output_in_a_missing_folder_is_refused_by_name(tmp_path, capsys):
+    """Before the work where the command can (score, report), at the write where it cannot."""
+    missing = tmp_path / "no" / "such"
+    for command, name in (("score", "s.json"), ("report", "r.html"), ("timeline", "t.csv")):
+        assert main([command, str(SAMPLE), "-o", str(missing / name)]) == 2
+        assert f"cannot write {missing / name}: no folder {missing} (create it first)" in capsys.readouterr().err
+    assert not missing.parent.exists()
+
+
 def test_replay_prints_the_modeled_throughput_and_writes_the_rates(tmp_path, capsys):
     out = tmp_path / "rates.parquet"
     assert (
