@@ -18,19 +18,24 @@ steering LDA calls wireless counts there too, as if it had arrived when its loss
 
 Both it and ldanalyze's kernels follow ``docs/ldas.md``; replaying the closed-loop run's trace
 offline must give the decisions the receiver logged, loss for loss (:func:`crosscheck`). Any
-difference is a bug in one of the two.
+difference is a bug in one of the two. The parameters are one definition: ldanalyze's LDA
+objects set the receiver's (:data:`OTCL_PARAMETERS`, :func:`receiver_options`) and replay the
+trace (:func:`receiver_ldas`). A loss is a packet of a gap that never arrives: a packet that
+arrives late, after its gap was decided, is in neither (the receiver's log drops it).
 """
 
 from __future__ import annotations
 
 import os
 import pathlib
+import re
 import subprocess
 
 import numpy as np
 import pandas as pd
 
 from .errors import UsageError
+from .lda import LDA, get_lda, parse_ldas
 from .simulation import decision_log
 
 NS2_DIR = pathlib.Path(__file__).parent / "data" / "ns2"
@@ -50,11 +55,117 @@ LOG_LDAS = (
     "xrtp",
 )
 LOG_COLUMNS = ("t", "flow", "seq", "n", *LOG_LDAS, "driver", "driven")
+# per LDA of the receiver, each of its parameters and the OTcl variable(s) of Agent/TFRCSink/LDA
+# that hold it (their defaults: ns-default.tcl in patches/10-lda-tfrc-sink.patch); a tuple
+# spreads a tuple parameter over several variables, a list parameter held in one is a Tcl list
+OTCL_PARAMETERS: dict[str, dict[str, str | tuple[str, ...]]] = {
+    "unaware": {},
+    "omniscient": {},
+    "biaz": {"upper": "biaz_upper_"},
+    "mbiaz": {"upper": "mbiaz_upper_"},
+    "spike": {"alpha": "spike_alpha_", "beta": "spike_beta_"},
+    "wro_ldaplus": {"K": "wro_K_", "B": "wro_B_"},
+    "zigzag": {"alpha": "zigzag_alpha_", "dev_factors": "zigzag_dev_factors_"},
+    "zbs": {
+        "delay_frac": "zbs_delay_frac_",
+        "narr_bounds": ("zbs_b1_", "zbs_b2_", "zbs_b3_"),
+        "gain": "zbs_gain_",
+        "lock_time": "zbs_lock_time_",
+        "lock_packets": "zbs_lock_packets_",
+        "mbiaz_upper": "zbs_mbiaz_upper_",
+        "spike_alpha": "zbs_spike_alpha_",
+        "spike_beta": "zbs_spike_beta_",
+        "zigzag_alpha": "zbs_zigzag_alpha_",
+        "zigzag_dev_factors": "zbs_zigzag_dev_factors_",
+    },
+    "win_ldaplus": {"T_obs": "win_T_obs_"},
+    "veno": {"beta": "veno_beta_", "window": "veno_window_"},
+    "xrtp": {
+        "positive_jitters": "xrtp_positive_jitters_",
+        "threshold": "xrtp_threshold_",
+        "n": "xrtp_n_",
+        "l1": "xrtp_l1_",
+        "alpha": "xrtp_alpha_",
+    },
+}
 # the report log: per report sent, its time, the highest sequence number received, the sender's
 # RTT, p and X_recv (packets/s) as sent, the packets counted received since the last report,
 # whether slow start has ended, the lost packets detected so far, how many of them the steering
 # LDA called wireless, and the receiver's wireless_as_received
 REPORT_COLUMNS = ("t", "flow", "seq", "rtt", "p", "x_recv", "rcvd", "loss_seen", "losses", "wireless", "as_received")
+
+
+def receiver_ldas(ldas=None) -> list[LDA]:
+    """The LDAs the receiver runs (:data:`LOG_LDAS`, in its order) as ldanalyze's objects: those
+    given (specs or LDA objects, ``parse_ldas``' forms; each an LDA of the receiver, once), the
+    others with their defaults. Replay a closed-loop run's trace with them."""
+    chosen = [] if ldas is None else parse_ldas(ldas)  # parse_ldas(None) is every LDA
+    given = {lda.name: lda for lda in chosen}
+    foreign = sorted(set(given) - set(LOG_LDAS))
+    if foreign:
+        raise UsageError(f"the LDA receiver does not run {', '.join(foreign)} (it runs {', '.join(LOG_LDAS)})")
+    if len(chosen) != len(given):
+        raise UsageError(f"an LDA of the receiver is given twice: {', '.join(lda.spec for lda in chosen)}")
+    return [given.get(name) or get_lda(name) for name in LOG_LDAS]
+
+
+def _tcl(value) -> str:
+    """A parameter value as Tcl reads it back exactly: the shortest repr of a float, a list
+    in braces."""
+    if isinstance(value, tuple):
+        return "{" + " ".join(_tcl(v) for v in value) + "}"
+    return repr(float(value)) if isinstance(value, float) else str(int(value))
+
+
+def receiver_options(ldas=None) -> str:
+    """``paper000.tcl``'s ``ldaparams=`` for :func:`receiver_ldas` ``(ldas)``: every parameter
+    of every LDA of the receiver, as OTcl variable names and values (:data:`OTCL_PARAMETERS`),
+    so that the receiver runs the very parameters the offline replay does."""
+    pairs = []
+    for lda in receiver_ldas(ldas):
+        params = lda.params()
+        for field, variables in OTCL_PARAMETERS[lda.name].items():
+            value = params[field]
+            if isinstance(variables, tuple):
+                pairs += [f"{var} {_tcl(v)}" for var, v in zip(variables, value, strict=True)]
+            else:
+                pairs.append(f"{variables} {_tcl(value)}")
+    return " ".join(pairs)
+
+
+def options_ldas(options: str) -> list[LDA]:
+    """The receiver's LDAs that ``ldaparams=`` ``options`` (:func:`receiver_options`' text) sets,
+    as :func:`receiver_ldas` gives them: the replay of a run made with those options."""
+    where = {
+        var: (name, field, k if isinstance(variables, tuple) else None)
+        for name, fields in OTCL_PARAMETERS.items()
+        for field, variables in fields.items()
+        for k, var in enumerate(variables if isinstance(variables, tuple) else (variables,))
+    }
+    tokens = re.findall(r"\{[^{}]*\}|[^\s{}]+", options)
+    if len(tokens) % 2 or re.sub(r"\s", "", "".join(tokens)) != re.sub(r"\s", "", options):
+        raise UsageError(f"ldaparams {options!r}: not a list of OTcl variable names and values")
+    params: dict[str, dict] = {}
+    for var, text in zip(tokens[::2], tokens[1::2]):
+        if var not in where:
+            raise UsageError(f"ldaparams: the LDA receiver has no parameter {var!r}")
+        name, field, k = where[var]
+        default = get_lda(name).params()[field]
+        value: float | tuple[float, ...]
+        try:
+            if text.startswith("{"):
+                value = tuple(float(v) for v in text.strip("{}").split())
+            else:  # a whole number where the LDA takes one (a count)
+                value = int(text) if isinstance(default, int) else float(text)
+        except ValueError:
+            kind = "a whole number" if isinstance(default, int) else "numbers"
+            raise UsageError(f"ldaparams: {var} takes {kind}, not {text!r}") from None
+        mine = params.setdefault(name, {})
+        if k is None:
+            mine[field] = value
+        else:  # one of a tuple parameter's variables
+            mine[field] = tuple(value if i == k else v for i, v in enumerate(mine.get(field, default)))
+    return receiver_ldas([get_lda(name, **p) for name, p in params.items()] or None)
 
 
 def patched_ns(rebuild: bool = False) -> str:
@@ -88,9 +199,10 @@ def _checked_header(path: str | os.PathLike, what: str, columns: tuple[str, ...]
 
 
 def read_decision_log(path: str | os.PathLike) -> pd.DataFrame:
-    """The receiver's decision log: one row per lost packet it detected (``t`` its detection
-    time, ``flow``, ``seq``, ``n`` the size of its gap), one boolean column per LDA (True:
-    wireless), the LDA that steered TFRC (``driver``) and its decision (``driven``)."""
+    """The receiver's decision log: one row per lost packet it detected (a gap's packet that
+    had not arrived when the run ended; ``t`` the gap's detection time, ``flow``, ``seq``, ``n``
+    the size of its gap when detected), one boolean column per LDA (True: wireless), the LDA
+    that steered TFRC (``driver``) and its decision (``driven``)."""
     path = _checked_header(path, "decision log", LOG_COLUMNS)
     dtypes = {
         "t": np.float64,
@@ -124,8 +236,9 @@ def read_report_log(path: str | os.PathLike) -> pd.DataFrame:
 
 
 def crosscheck(decisions: pd.DataFrame, log: pd.DataFrame, flows=None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Compare ldanalyze's decisions (``classify(timeline, LOG_LDAS)`` over the closed-loop
-    run's trace) with the receiver's log, per LDA and lost packet.
+    """Compare ldanalyze's decisions (``classify(timeline, receiver_ldas(...))`` over the
+    closed-loop run's trace, the LDAs with the run's parameters; an LDA is matched to its log
+    column by name) with the receiver's log, per LDA and lost packet.
 
     ``flows``: the flows the receiver ran on (default: those in the log); losses of other flows
     (cross traffic, TCP) are left out. Returns a summary, one row per LDA (``losses`` in either,
@@ -136,10 +249,17 @@ def crosscheck(decisions: pd.DataFrame, log: pd.DataFrame, flows=None) -> tuple[
     """
     flows = sorted(set(log["flow"])) if flows is None else sorted(str(f) for f in flows)
     d = decisions[decisions["decision"].isin(("wireless", "congestion"))]
-    d = d[d["flow"].astype(str).isin(flows) & d["lda"].astype(str).isin(LOG_LDAS)]
+    names = d["lda"].astype(str).str.partition(":")[0]  # the spec's name: biaz:upper=2.5 is biaz
+    specs = pd.Series(d["lda"].astype(str).unique())
+    bases = specs.str.partition(":")[0]
+    twice = specs[bases.isin(LOG_LDAS) & bases.duplicated(keep=False)]
+    if len(twice):
+        raise UsageError(f"the decisions hold one LDA of the receiver twice: {', '.join(twice)}")
+    keep = d["flow"].astype(str).isin(flows) & names.isin(LOG_LDAS)
+    d, names = d[keep], names[keep]
     replay = pd.DataFrame(
         {
-            "lda": d["lda"].astype(str).to_numpy(),
+            "lda": names.to_numpy(),
             "flow": d["flow"].astype(str).to_numpy(),
             "seq": d["seq"].to_numpy(np.int64),
             "replay": np.where(d["decision"].to_numpy() == "wireless", "wireless", "congestion"),
@@ -270,7 +390,7 @@ def truth(path: str, scenario: dict, fair_share_bps: float, ldas=None) -> dict:
     ``thput``, ``congestion_rate`` over every packet sent, ``fairness_std`` of the flows'
     throughputs each over their mean, paper 000 §VIII Fig. 14); with its decision log beside it,
     how many of the logged decisions (every LDA) the offline replay made alike
-    (``decisions_equal`` of ``decisions``); given ``ldas``, the open-loop model of each over
+    (``decisions_equal`` of ``decisions``; the LDAs with the scenario's ``ldaparams``); given ``ldas``, the open-loop model of each over
     this run's trace (:func:`modeled`, mean over the TFRC flows)."""
     from .io import read_trace
     from .lda import classify
@@ -289,7 +409,8 @@ def truth(path: str, scenario: dict, fair_share_bps: float, ldas=None) -> dict:
     }
     log = decision_log(pathlib.Path(path))
     if log.exists():  # a closed-loop run: its receivers' decisions against the offline replay
-        summary, _ = crosscheck(classify(timeline, list(LOG_LDAS)), read_decision_log(log), flows=flows)
+        ldas = options_ldas(scenario.get("ldaparams", ""))
+        summary, _ = crosscheck(classify(timeline, ldas), read_decision_log(log), flows=flows)
         out["decisions"] = int(summary["losses"].sum())
         out["decisions_equal"] = int(summary["equal"].sum())
     if ldas:

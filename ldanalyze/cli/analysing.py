@@ -82,7 +82,7 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
         )
     log = closedloop.read_decision_log(args.log)
     _, timeline = load_timeline(args)
-    decisions = classify(timeline, list(closedloop.LOG_LDAS))
+    decisions = classify(timeline, closedloop.options_ldas(args.ldaparams))
     summary, differences = closedloop.crosscheck(decisions, log)
     sys.stdout.write(text.crosscheck_text(args.trace, args.log, log, summary, differences))
     return 0 if differences.empty else 1

@@ -349,6 +349,13 @@ def build_parser() -> CommandParser:
         "(exit 1 on any difference)",
     )
     p.add_argument("--log", required=True, help="the decision log the LDA receiver wrote (paper000.tcl ldalog=)")
+    p.add_argument(
+        "--ldaparams",
+        default="",
+        metavar="OPTIONS",
+        help="the run's paper000.tcl ldaparams= (the receivers' LDA parameters), if it had one: "
+        "the replay runs the same",
+    )
     p.set_defaults(func=cmd_crosscheck)
 
     p = sub.add_parser(

@@ -38,7 +38,8 @@
 #                   [good_loss=0] [cross=none|expoo] [cross_share=0.4]
 #                   [types=tfrc,tcp,cbr,...] [tcp_window=20]
 #                   [lda=NAME] [ldalog=FILE] [ldareports=FILE]
-#                   [wireless_as_received=0|1]
+#                   [wireless_as_received=0|1] [ldaparams=NAME VALUE ...]
+#                   [reorder=P] [reorder_delay=S]
 #
 # Closed loop (needs the ns built by ldanalyze/data/ns2/build): with lda=NAME every TFRC
 # flow's receiver is an Agent/TFRCSink/LDA whose LDA NAME (unaware, omniscient,
@@ -49,10 +50,19 @@
 # wireless_as_received=1: a loss the LDA calls wireless also counts as received
 # in TFRC's receive rate X_recv (paper 000 Sec. IV, "in the same way as received
 # packets"); 0, the default: X_recv counts the packets that arrived, as ns-2's
-# receiver does.  A
+# receiver does.  ldaparams= sets the receivers' LDA parameters: a Tcl list of
+# OTcl variable names of Agent/TFRCSink/LDA and their values, e.g.
+# ldaparams="biaz_upper_ 2.5 zigzag_dev_factors_ {-1 -0.5 0 1}" (ldanalyze writes
+# it from its own LDAs' parameters: closedloop.receiver_options).  A
 # Connector/LDAOracle behind each error model tells the omniscient receiver
 # which packets the radio dropped; it only passes packets on, so the trace is
 # the same as without it.
+#
+# Reordering (reorder=P, default 0: none): on each wireless link, after its
+# error model, a share P of the packets that survive it (forward direction,
+# Bernoulli with its own random stream) is held back reorder_delay seconds
+# (default 0.1) by an ErrorModel with delay_pkt_ set, and so arrives after
+# packets sent later: a gap the receiver detects that a late arrival fills.
 #
 # Output: classic ns-2 wired trace (`$ns trace-all`), one line per event:
 #   ev time from to ptype size flags fid src.port dst.port seqno uid
@@ -97,6 +107,9 @@ array set cfg {
     ldalog      ""
     ldareports  ""
     wireless_as_received 0
+    ldaparams   ""
+    reorder     0
+    reorder_delay 0.1
 }
 
 proc die {msg} {
@@ -122,6 +135,14 @@ foreach k {ldalog ldareports} {
 }
 if {[lsearch -exact {0 1} $cfg(wireless_as_received)] < 0} { die "wireless_as_received must be 0 or 1" }
 if {$cfg(wireless_as_received) && $cfg(lda) eq ""} { die "wireless_as_received=1 needs lda=" }
+if {$cfg(ldaparams) ne ""} {
+    if {$cfg(lda) eq ""} { die "ldaparams= needs lda=" }
+    if {[catch {llength $cfg(ldaparams)} n] || $n % 2} { die "ldaparams= must be a list of names and values" }
+    foreach {k v} $cfg(ldaparams) {
+        # a name the receiver does not bind would be set and never read
+        if {[catch {Agent/TFRCSink/LDA set $k}]} { die "ldaparams=: Agent/TFRCSink/LDA has no variable '$k'" }
+    }
+}
 
 # Named loss levels of Table I.
 switch -- $cfg(rate) {
@@ -137,11 +158,12 @@ if {[lsearch -exact {tfrc tcp cbr mix} $cfg(traffic)] < 0} { die "traffic must b
 if {[lsearch -exact {uniform bursty none} $cfg(loss)] < 0} { die "loss must be uniform, bursty or none" }
 if {[lsearch -exact {link queue} $cfg(emplace)] < 0} { die "emplace must be link or queue" }
 if {[lsearch -exact {none expoo} $cfg(cross)] < 0} { die "cross must be none or expoo" }
-foreach k {rate duration cbr_share warmup burst bad_loss good_loss cross_share} {
+foreach k {rate duration cbr_share warmup burst bad_loss good_loss cross_share reorder reorder_delay} {
     if {![string is double -strict $cfg($k)] || $cfg($k) < 0} { die "$k must be a non-negative number" }
 }
 if {![string is integer -strict $cfg(seed)] || $cfg(seed) < 0} { die "seed must be an integer >= 0" }
 if {$cfg(rate) >= 1} { die "rate must be < 1" }
+if {$cfg(reorder) >= 1} { die "reorder must be < 1" }
 
 set N $cfg(flows)
 
@@ -356,9 +378,28 @@ if {$cfg(loss) ne "none" && $cfg(rate) > 0} {
     }
 }
 
+# Reordering: hold back a share of the packets that left each wireless link,
+# behind its error model when that sits on the link (emplace=link), so that it acts
+# on the packets the radio did not drop, at the time they would have arrived.
+# Created after the error models: their random streams stay those of reorder=0.
+if {$cfg(reorder) > 0} {
+    foreach pair $wireless {
+        lassign $pair from to
+        set rm [uniform_em $cfg(reorder)]
+        $rm set delay_pkt_ true
+        $rm set delay_ $cfg(reorder_delay)
+        set lnk [$ns link $from $to]
+        set before [$lnk link]
+        if {[llength [$lnk info vars link_errmodule_]]} { set before [$lnk set link_errmodule_] }
+        $rm target [$before target]
+        $before target $rm
+    }
+}
+
 # ----------------------------------------------------------------------------
 # 6. Traffic (fid_ i for flow i)
 # ----------------------------------------------------------------------------
+set ldasinks {}     ;# the LDA receivers, whose decision logs finish writes
 set t_start $cfg(warmup)
 set t_stop  [expr {$cfg(warmup) + $cfg(duration)}]
 set t_end   [expr {$t_stop + 2.0}]    ;# drain time for packets in flight
@@ -382,6 +423,8 @@ for {set i 1} {$i <= $N} {incr i} {
                 $dst set log_ $cfg(ldalog)
                 $dst set reportlog_ $cfg(ldareports)
                 $dst set wireless_as_received_ $cfg(wireless_as_received)
+                foreach {k v} $cfg(ldaparams) { $dst set $k $v }
+                lappend ldasinks $dst
             }
             $dst set fid_ $i        ;# feedback (tcpFriendCtl) carries fid i too
             $ns attach-agent $S($i) $src
@@ -474,7 +517,8 @@ if {$cfg(cross) eq "expoo"} {
 # 7. Run
 # ----------------------------------------------------------------------------
 proc finish {} {
-    global ns tracefd emfd
+    global ns tracefd emfd ldasinks
+    foreach s $ldasinks { $s flush-log }   ;# the decisions on the losses (tfrc-lda-sink.h)
     $ns flush-trace
     close $tracefd
     if {$emfd ne ""} { close $emfd }

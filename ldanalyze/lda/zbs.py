@@ -77,8 +77,11 @@ class Zbs(LDA):
     < 2.0 → ZigZag, else Spike; T_avg is an EWMA (gain 1/8) of the receive spacing per packet
     spanned. It starts with ZigZag, keeps a scheme at least ``lock_time`` seconds or
     ``lock_packets`` arrivals (whichever first), and uses ZigZag until T_min and T_avg exist.
-    The base schemes run with their default parameters. Besides the decision, it reports
-    which base scheme decided each loss and (``usage``) the share of time each was in force.
+    The base schemes are its own, with their own parameters (§VII-A names them: modified Biaz,
+    Spike, ZigZag; the defaults are theirs, §III): ``mbiaz_upper``, ``spike_alpha``/``spike_beta``,
+    ``zigzag_alpha``/``zigzag_dev_factors``, independent of the stand-alone LDAs'. Besides the
+    decision, it reports which base scheme decided each loss and (``usage``) the share of time
+    each was in force.
     """
 
     name = "zbs"
@@ -87,6 +90,11 @@ class Zbs(LDA):
     gain: float = 0.125
     lock_time: float = 3.0
     lock_packets: int = 50
+    mbiaz_upper: float = MBiaz.upper
+    spike_alpha: float = Spike.alpha
+    spike_beta: float = Spike.beta
+    zigzag_alpha: float = ZigZag.alpha
+    zigzag_dev_factors: tuple[float, float, float, float] = ZigZag.dev_factors
 
     def __post_init__(self) -> None:
         check_positive(self.name, gain=self.gain, lock_time=self.lock_time, lock_packets=self.lock_packets)
@@ -94,6 +102,19 @@ class Zbs(LDA):
         b = self.narr_bounds
         if len(b) != 3 or not b[0] <= b[1] <= b[2]:
             raise UsageError(f"{self.name}: narr_bounds needs 3 increasing values, not {b!r}")
+        try:  # the base schemes check their own parameters
+            zigzag, _, _ = self.bases()
+        except UsageError as exc:
+            raise UsageError(f"{self.name}: {exc}") from None
+        object.__setattr__(self, "zigzag_dev_factors", zigzag.dev_factors)
+
+    def bases(self) -> tuple[ZigZag, MBiaz, Spike]:
+        """ZBS's own base schemes, with its parameters (in the order of ``SCHEMES``)."""
+        return (
+            ZigZag(alpha=self.zigzag_alpha, dev_factors=self.zigzag_dev_factors),
+            MBiaz(upper=self.mbiaz_upper),
+            Spike(alpha=self.spike_alpha, beta=self.spike_beta),
+        )
 
     def schemes(self, f: Features) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(scheme per arrival, T_avg per arrival, T_min per arrival)."""
@@ -118,9 +139,9 @@ class Zbs(LDA):
 
     def decide(self, f: Features) -> Verdict:
         scheme, _, tmin = self.schemes(f)
-        zz, spike = ZigZag(), Spike()
+        zz, mbiaz, spike = self.bases()
         by_zigzag = zigzag_wireless(f, *zz.mean_dev(f), zz.dev_factors)
-        by_mbiaz = biaz_window(f, tmin, MBiaz().upper, upper_inclusive=False)
+        by_mbiaz = biaz_window(f, tmin, mbiaz.upper, upper_inclusive=False)
         by_spike = f.at_state(call(hysteresis, f.d, f.start, spike.alpha, spike.beta, False), 1) == 0
         chosen = f.at_state(scheme, ZIGZAG).astype(np.int8)
         wireless = np.choose(chosen, [by_zigzag, by_mbiaz, by_spike]) & f.decided

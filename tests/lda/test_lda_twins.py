@@ -166,6 +166,11 @@ def test_hand_zbs_switches_to_mbiaz_when_the_lock_expires():
     assert decide("zbs", flow(12, 0.5)) == {12: "wireless"}
     assert decide("zbs", flow(12, 0.5), update_first=False) == {12: "congestion"}
     assert decide("zbs", flow(10, 0.5)) == {10: "congestion"}  # 3.75 s: still ZigZag
+    # ZBS's own mBiaz (paper 000 §VII-A): a wider window calls 0.625 wireless, the stand-alone
+    # mBiaz's parameters do not reach it
+    assert decide("zbs", flow(14, 0.625), {"mbiaz_upper": 1.75}) == {14: "wireless"}  # < (n+1.75)·T_min
+    assert decide("mbiaz", flow(14, 0.625), {"upper": 1.75}) == {14: "wireless"}
+    assert decide("zbs", flow(14, 0.625)) == {14: "congestion"}
 
 
 def test_hand_adaptive_rtt_owd():
@@ -313,7 +318,11 @@ VARIANTS = {
     "mbiaz": [{}, {"upper": 1.75}],
     "spike": [{}, {"alpha": 0.5, "beta": 0.25}, {"alpha": 0.75, "beta": 0.5}],
     "zigzag": [{}, {"alpha": 0.25}, {"dev_factors": (-1, -0.5, 0, -0.5)}],
-    "zbs": [{}],
+    "zbs": [
+        {},
+        {"mbiaz_upper": 1.75, "spike_alpha": 0.75, "spike_beta": 0.5},
+        {"zigzag_alpha": 0.25, "zigzag_dev_factors": (-1, -0.5, 0, -0.5), "spike_beta": 0.125},
+    ],
     "win_ldaplus": [{}, {"T_obs": 0.05}, {"T_obs": 2.0}],
     "wro_ldaplus": [{}, {"K": 0.75, "B": 0.25}, {"K": 0.5, "B": 0.5}],
     "xrtp": [

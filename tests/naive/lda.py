@@ -25,7 +25,13 @@ LDA_DEFAULTS = {
     "mbiaz": {"upper": 1.25},
     "spike": {"alpha": 1 / 2, "beta": 1 / 3},
     "zigzag": {"alpha": 1 / 32, "dev_factors": (-1, -1 / 2, 0, 1 / 2)},
-    "zbs": {"mbiaz_upper": 1.25},
+    "zbs": {
+        "mbiaz_upper": 1.25,
+        "spike_alpha": 1 / 2,
+        "spike_beta": 1 / 3,
+        "zigzag_alpha": 1 / 32,
+        "zigzag_dev_factors": (-1, -1 / 2, 0, 1 / 2),
+    },
     "win_ldaplus": {"T_obs": 5.0},
     "wro_ldaplus": {"K": 1 / 2, "B": 1 / 3},
     "adaptive_rtt": {"k": 2, "delay": "auto", "propagation_delay": None},
@@ -221,14 +227,15 @@ def lda_zigzag(flow, alpha, dev_factors):
     return lambda g: zigzag_rule(g, means[g.s], devs[g.s], dev_factors)
 
 
-def lda_zbs(flow, mbiaz_upper):
+def lda_zbs(flow, mbiaz_upper, spike_alpha, spike_beta, zigzag_alpha, zigzag_dev_factors):
     """Paper 000 §VII-A: pick ZigZag, mBiaz or Spike from T_avg/T_min and the delay, with a lock
-    of 50 arrivals or 3 s between switches; decide with the scheme in force."""
+    of 50 arrivals or 3 s between switches; decide with the scheme in force, each base scheme
+    with ZBS's own parameters."""
     d, t_recv = flow.d, [p["t_recv"] for p in flow.arrivals]
     seqs = [p["seq"] for p in flow.arrivals]
     tmin = running_min(flow.spacing)
-    means, devs = zigzag_trace(d, 1 / 32)
-    in_spike = spike_trace(d, 1 / 2, 1 / 3)
+    means, devs = zigzag_trace(d, zigzag_alpha)
+    in_spike = spike_trace(d, spike_alpha, spike_beta)
     schemes, tavg, lo = [], math.nan, math.inf
     for j, x in enumerate(d):
         lo = min(lo, x)
@@ -259,7 +266,7 @@ def lda_zbs(flow, mbiaz_upper):
     def rule(g):
         s = g.s
         if schemes[s] == "zigzag":
-            return zigzag_rule(g, means[s], devs[s], LDA_DEFAULTS["zigzag"]["dev_factors"])
+            return zigzag_rule(g, means[s], devs[s], zigzag_dev_factors)
         if schemes[s] == "mbiaz":
             return biaz_rule(g, tmin[s], mbiaz_upper)
         return "congestion" if in_spike[s] else "wireless"

@@ -20,7 +20,6 @@ static const char *const lda_names[LDA_COUNT] = {
 	"zigzag", "zbs", "win_ldaplus", "veno", "xrtp"
 };
 enum { ZBS_ZIGZAG = 0, ZBS_MBIAZ = 1, ZBS_SPIKE = 2 };
-static const double zigzag_dev_factors[4] = {-1.0, -0.5, 0.0, 0.5};
 
 /* Comparisons that are false when either side is NaN (an undefined value, docs/ldas.md),
  * without raising the invalid-operation exception that ns-2 traps: quiet, unlike < and >. */
@@ -42,6 +41,24 @@ static void ewma_mean_dev(double d, int first, double alpha, double *mean, doubl
 		*mean = (1 - alpha) * *mean + alpha * d;
 		*dev = (1 - gd) * *dev + gd * fabs(d - *mean);
 	}
+}
+
+/* Spike's hysteresis (docs/ldas.md, spike): with lo the least delay so far and range its span,
+ * enter the spike state above lo + alpha·range, leave it below lo + beta·range. */
+static void spike_step(int *state, double d, double lo, double range, double alpha, double beta)
+{
+	double upper = lo + alpha * range, lower = lo + beta * range;
+	if (*state == 0 && d > upper)
+		*state = 1;
+	else if (*state == 1 && d < lower)
+		*state = 0;
+}
+
+/* ZigZag (docs/ldas.md, zigzag): wireless iff the gap delay < mean + factors[min(n, 4) - 1]·dev. */
+static int zigzag_rule(long n, double d, double mean, double dev, const double *factors)
+{
+	long k = n < 1 ? 1 : (n > 4 ? 4 : n);
+	return lt(d, mean + factors[k - 1] * dev);
 }
 
 /* A time as ns-2's trace writes it: rounded to the microsecond (trace/basetrace.h). */
@@ -87,7 +104,7 @@ public:
 LdaFlowState::LdaFlowState() :
 	j(0), t0(NAN), t_prev(NAN), ts_prev(NAN), seq_prev(-1), hi(-1), t_inorder(NAN),
 	lo(NAN), hi_d(NAN), tmin(NAN), tmin_obs(NAN), spike(0), wro(0),
-	zz_mean(NAN), zz_dev(NAN), zbs_tavg(NAN), zbs_dmin(NAN), zbs_tlock(NAN),
+	zz_mean(NAN), zz_dev(NAN), zbs_spike(0), zbs_zz_mean(NAN), zbs_zz_dev(NAN), zbs_tavg(NAN), zbs_dmin(NAN), zbs_tlock(NAN),
 	zbs_scheme(ZBS_ZIGZAG), zbs_jlock(0), x_mean(NAN), x_dev(NAN), x_run(0),
 	x_run_prev(0), x_count(0)
 {
@@ -112,6 +129,10 @@ TfrcLdaSinkAgent::TfrcLdaSinkAgent() : configured_(0), driver_(LDA_UNAWARE), log
 	bind("zbs_gain_", &zbs_gain_);
 	bind("zbs_lock_time_", &zbs_lock_time_);
 	bind("zbs_lock_packets_", &zbs_lock_packets_);
+	bind("zbs_mbiaz_upper_", &zbs_mbiaz_upper_);
+	bind("zbs_spike_alpha_", &zbs_spike_alpha_);
+	bind("zbs_spike_beta_", &zbs_spike_beta_);
+	bind("zbs_zigzag_alpha_", &zbs_zigzag_alpha_);
 	bind("veno_beta_", &veno_beta_);
 	bind("veno_window_", &veno_window_);
 	bind("xrtp_positive_jitters_", &xrtp_positive_jitters_);
@@ -123,15 +144,58 @@ TfrcLdaSinkAgent::TfrcLdaSinkAgent() : configured_(0), driver_(LDA_UNAWARE), log
 
 TfrcLdaSinkAgent::~TfrcLdaSinkAgent()
 {
+	flush_log();
 	if (log_)
 		fclose(log_);
 	if (reportlog_)
 		fclose(reportlog_);
 }
 
+/* `$sink flush-log`: write the decisions on the losses so far (the gaps' packets that have not
+ * arrived) to the decision log; the run's script calls it when the run ends. */
 int TfrcLdaSinkAgent::command(int argc, const char*const* argv)
 {
+	if (argc == 2 && strcmp(argv[1], "flush-log") == 0) {
+		flush_log();
+		return TCL_OK;
+	}
 	return TfrcSinkAgent::command(argc, argv);
+}
+
+void TfrcLdaSinkAgent::flush_log()
+{
+	if (!log_)
+		return;
+	for (std::map<long, std::string>::iterator it = logged_.begin(); it != logged_.end(); ++it)
+		fputs(it->second.c_str(), log_);
+	logged_.clear();
+	fflush(log_);
+}
+
+/* Read the OTcl list `var` of ZigZag's four deviation factors (n = 1, 2, 3, > 3) into `out`:
+ * the instance's value, else the class default (ns-default.tcl), as bind() would take it. */
+void TfrcLdaSinkAgent::dev_factors(const char *var, double *out)
+{
+	Tcl& tcl = Tcl::instance();
+	tcl.evalf("%s info vars %s", name(), var);
+	if (*tcl.result() == '\0')
+		tcl.evalf("%s init-instvar %s", name(), var);
+	tcl.evalf("%s set %s", name(), var);
+	const char *text = tcl.result();
+	char *end;
+	int k;
+	for (k = 0; k < 4; k++) {
+		out[k] = strtod(text, &end);
+		if (end == text)
+			break;
+		text = end;
+	}
+	while (*text == ' ')
+		text++;
+	if (k < 4 || *text != '\0') {
+		fprintf(stderr, "Agent/TFRCSink/LDA: %s must be 4 numbers, not '%s'\n", var, tcl.result());
+		exit(1);
+	}
 }
 
 /* Open a CSV log for appending (shared by the receivers of a run); write `header` if empty. */
@@ -182,16 +246,11 @@ void TfrcLdaSinkAgent::configure()
 	if (!reports.empty())
 		reportlog_ = open_log("reportlog_", reports,
 		    "t,flow,seq,rtt,p,x_recv,rcvd,loss_seen,losses,wireless,as_received\n");
+	dev_factors("zigzag_dev_factors_", zigzag_dev_);
+	dev_factors("zbs_zigzag_dev_factors_", zbs_zigzag_dev_);
 	s_.x_over.assign(xrtp_n_, 0);
 	s_.times.assign(veno_window_ + 1, NAN);
 	configured_ = 1;
-}
-
-/* ZigZag (docs/ldas.md, zigzag): wireless iff the gap delay < mean + factor(n)·dev. */
-int TfrcLdaSinkAgent::zigzag_rule(long n, double d) const
-{
-	long k = n < 1 ? 1 : (n > 4 ? 4 : n);
-	return lt(d, s_.zz_mean + zigzag_dev_factors[k - 1] * s_.zz_dev);
 }
 
 /* Biaz's window (docs/ldas.md, biaz): (n+1)·T_min ≤ T_i < (n+upper)·T_min (≤ if inclusive). */
@@ -230,23 +289,21 @@ void TfrcLdaSinkAgent::lda_arrival(Packet *pkt)
 	if (first)
 		s.t0 = t;
 
-	/* running minimum and maximum of d; Spike's and WRO-LDA+'s hysteresis */
+	/* running minimum and maximum of d; Spike's (and ZBS's own Spike's) and WRO-LDA+'s
+	 * hysteresis */
 	if (first) {
 		s.lo = s.hi_d = d;
-		s.spike = s.wro = 0;
+		s.spike = s.zbs_spike = s.wro = 0;
 	} else if (d < s.lo) {
 		s.lo = d;
 	} else if (d > s.hi_d) {
 		s.hi_d = d;
 	}
 	double range = s.hi_d - s.lo;
-	double upper = s.lo + spike_alpha_ * range, lower = s.lo + spike_beta_ * range;
-	if (s.spike == 0 && d > upper)
-		s.spike = 1;
-	else if (s.spike == 1 && d < lower)
-		s.spike = 0;
-	upper = s.lo + wro_K_ * range;
-	lower = s.lo + wro_B_ * range;
+	spike_step(&s.spike, d, s.lo, range, spike_alpha_, spike_beta_);
+	spike_step(&s.zbs_spike, d, s.lo, range, zbs_spike_alpha_, zbs_spike_beta_);
+	double upper = s.lo + wro_K_ * range;
+	double lower = s.lo + wro_B_ * range;
 	if (d >= upper)
 		s.wro = 1;
 	else if (d <= lower)
@@ -258,8 +315,9 @@ void TfrcLdaSinkAgent::lda_arrival(Packet *pkt)
 	if (!std::isnan(spacing) && t < s.t0 + win_T_obs_ && !le(s.tmin_obs, spacing))
 		s.tmin_obs = spacing;
 
-	/* ZigZag's mean and deviation */
+	/* ZigZag's (and ZBS's own ZigZag's) mean and deviation */
 	ewma_mean_dev(d, first, zigzag_alpha_, &s.zz_mean, &s.zz_dev);
+	ewma_mean_dev(d, first, zbs_zigzag_alpha_, &s.zbs_zz_mean, &s.zbs_zz_dev);
 
 	/* ZBS's scheme in force (paper 000 Sec. VII-A; docs/ldas.md, zbs) */
 	if (first) {
@@ -316,6 +374,8 @@ void TfrcLdaSinkAgent::lda_arrival(Packet *pkt)
 
 	if (gap)
 		decide_gap(t, hi_before + 1, seq - hi_before - 1, Ti, d, jitter);
+	else if (!in_order)
+		logged_.erase(seq);	// it arrived late: not a loss (docs/ldas.md)
 
 	if (in_order) {
 		s.hi = seq;
@@ -338,16 +398,16 @@ void TfrcLdaSinkAgent::decide_gap(double t, long first, long n, double Ti, doubl
 	w[LDA_MBIAZ] = biaz_rule(n, Ti, s.tmin, mbiaz_upper_, 0);
 	w[LDA_SPIKE] = s.spike == 0;
 	w[LDA_WRO_LDAPLUS] = s.wro == 0;
-	w[LDA_ZIGZAG] = zigzag_rule(n, d);
-	switch (s.zbs_scheme) {
+	w[LDA_ZIGZAG] = zigzag_rule(n, d, s.zz_mean, s.zz_dev, zigzag_dev_);
+	switch (s.zbs_scheme) {	// ZBS's base schemes, with its own parameters
 	case ZBS_MBIAZ:
-		w[LDA_ZBS] = biaz_rule(n, Ti, s.tmin, 1.25, 0);
+		w[LDA_ZBS] = biaz_rule(n, Ti, s.tmin, zbs_mbiaz_upper_, 0);
 		break;
 	case ZBS_SPIKE:
-		w[LDA_ZBS] = s.spike == 0;
+		w[LDA_ZBS] = s.zbs_spike == 0;
 		break;
 	default:
-		w[LDA_ZBS] = zigzag_rule(n, d);
+		w[LDA_ZBS] = zigzag_rule(n, d, s.zbs_zz_mean, s.zbs_zz_dev, zbs_zigzag_dev_);
 	}
 	int observing = !(t >= s.t0 + win_T_obs_);
 	w[LDA_WIN_LDAPLUS] = !observing && biaz_rule(n, Ti, s.tmin_obs, 2.0, 1);
@@ -366,14 +426,15 @@ void TfrcLdaSinkAgent::decide_gap(double t, long first, long n, double Ti, doubl
 		w[LDA_OMNISCIENT] = LdaOracle::dropped(fid_, (int) seq);
 		pending_[(int) seq] = w[driver_];
 		if (log_) {
-			fprintf(log_, "%.17g,%d,%ld,%ld", t, fid_, seq, n);
+			char cell[64];
+			snprintf(cell, sizeof cell, "%.17g,%d,%ld,%ld", t, fid_, seq, n);
+			std::string line(cell);
 			for (int k = 0; k < LDA_COUNT; k++)
-				fprintf(log_, ",%d", w[k]);
-			fprintf(log_, ",%s,%d\n", lda_names[driver_], w[driver_]);
+				line += w[k] ? ",1" : ",0";
+			snprintf(cell, sizeof cell, ",%s,%d\n", lda_names[driver_], w[driver_]);
+			logged_[seq] = line + cell;
 		}
 	}
-	if (log_)
-		fflush(log_);
 }
 
 /* Whether TFRC should leave lost packet `seqno` out of its loss history (the LDA called it

@@ -18,9 +18,13 @@
  *
  * All LDAs run side by side on every arrival; `lda_` names the one whose decisions steer
  * TFRC.  With `log_` set, every lost packet the receiver detects is logged with the decision
- * of each LDA (one CSV line per packet); with `reportlog_` set, every report the receiver
- * sends is logged with what it tells the sender (p, X_recv) and the state behind it (one CSV
- * line per report).
+ * of each LDA (one CSV line per packet): a loss is a packet of a gap that never arrives
+ * (docs/ldas.md), so the lines are kept until the run ends (`flush-log`) and a packet that
+ * arrives late, after its gap was decided, leaves the log; TFRC itself was steered by the
+ * decision at the gap.  With `reportlog_` set, every report the receiver sends is logged with
+ * what it tells the sender (p, X_recv) and the state behind it (one CSV line per report).
+ * Each LDA's parameters are OTcl variables (ns-default.tcl), ZBS's base schemes with their own
+ * (zbs_mbiaz_upper_, zbs_spike_alpha_, ...), set from ldanalyze's parameter objects.
  *
  * This file is distributed under the same terms as ns-2.35 (the BSD-style licence of
  * tcp/tfrc-sink.h, which it extends).
@@ -71,6 +75,8 @@ struct LdaFlowState {
 	int spike;		// Spike's state (1 = in spike)
 	int wro;		// WRO-LDA+'s state (1 = Congestion)
 	double zz_mean, zz_dev;	// ZigZag's EWMAs
+	int zbs_spike;		// ZBS's own Spike's state
+	double zbs_zz_mean, zbs_zz_dev;	// ZBS's own ZigZag's EWMAs
 	double zbs_tavg, zbs_dmin, zbs_tlock;
 	int zbs_scheme;
 	long zbs_jlock;
@@ -93,8 +99,9 @@ protected:
 	int command(int argc, const char*const* argv);
 private:
 	void configure();
+	void dev_factors(const char *var, double *out);
 	void decide_gap(double t, long first, long n, double Ti, double d, double jitter);
-	int zigzag_rule(long n, double d) const;
+	void flush_log();
 	int biaz_rule(long n, double Ti, double tmin, double upper, int inclusive) const;
 
 	int configured_;
@@ -105,15 +112,17 @@ private:
 	int wireless_as_received_;
 	LdaFlowState s_;
 	std::map<int, int> pending_;	// lost seqno -> 1 if the driver called it wireless
+	std::map<long, std::string> logged_;	// lost seqno -> its log line, until flush_log
 
 	// parameters (docs/ldas.md), bound as OTcl variables
 	double biaz_upper_, mbiaz_upper_;
 	double spike_alpha_, spike_beta_;
 	double wro_K_, wro_B_;
-	double zigzag_alpha_;
+	double zigzag_alpha_, zigzag_dev_[4];
 	double win_T_obs_;
 	double zbs_delay_frac_, zbs_b1_, zbs_b2_, zbs_b3_, zbs_gain_, zbs_lock_time_;
 	int zbs_lock_packets_;
+	double zbs_mbiaz_upper_, zbs_spike_alpha_, zbs_spike_beta_, zbs_zigzag_alpha_, zbs_zigzag_dev_[4];
 	double veno_beta_;
 	int veno_window_;
 	int xrtp_positive_jitters_, xrtp_n_, xrtp_l1_;
