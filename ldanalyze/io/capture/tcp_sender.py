@@ -118,6 +118,22 @@ def _latest(a, b):
 
 
 @njit(cache=True)
+def _first_open(skip, k):
+    """The first segment at or after ``k`` that is still open (neither acknowledged nor empty):
+    ``skip[k] == k`` for an open one, else a later segment to look at; the pointers passed are
+    pointed at the answer (path compression), so a SACK block that grows ACK after ACK is walked
+    once, not once an ACK (a recovery's duplicate ACKs each repeat the bytes SACKed before)."""
+    found = k
+    while skip[found] != found:
+        found = skip[found]
+    while k != found:
+        after = skip[k]
+        skip[k] = found
+        k = after
+    return found
+
+
+@njit(cache=True)
 def sender_kernel(
     events,
     conn_of_tx,
@@ -176,6 +192,12 @@ def sender_kernel(
     done = np.zeros(n_seg, np.bool_)  # acknowledged (cumulatively or by SACK)
     sacked = np.zeros(n_seg, np.bool_)
     fresh = np.empty(n_seg, np.int64)
+    # open segments (see _first_open; n_seg: an end that is always open); empty ones never open
+    skip = np.arange(n_seg + 1)
+    for k in range(n_seg):
+        if seg_end[k] <= seg_start[k]:
+            skip[k] = k + 1
+    ordered = True  # the connection's segments end in order: a SACK block's segments are a run
     conn = -1
     snd_una = snd_max = sacked_bytes = delivered = 0
     una_k = seg_hi = chunk_id = dupacks = 0
@@ -196,6 +218,11 @@ def sender_kernel(
             last_ack_t = last_send_t = last_rearm_t = delivered_time = first_sent_time = np.nan
             rec_point, rec_trigger, max_sacked, last_win = -1, 0, -1, -1
             rack_sent = -np.inf
+            ordered = True
+            for k in range(una_k + 1, seg_hi):
+                if seg_end[k] < seg_end[k - 1]:
+                    ordered = False
+                    break
         if e >= 0:
             i = e
             t = t_tx[i]
@@ -269,24 +296,46 @@ def sender_kernel(
             if re <= le:
                 continue
             k = seg_lo[conn] + np.searchsorted(seg_start[seg_lo[conn] : seg_hi], le)
-            while k < seg_hi and seg_end[k] <= re:
-                if seg_end[k] > seg_start[k]:
-                    if blk == 0 and dsack:
-                        p = prev_tx[k]
-                        if n_sent[k] >= 2 and p >= 0 and spurious[p] == 0:
-                            spurious[p] = DSACK
-                            if t_ackd[p] != t_ackd[p]:
-                                t_ackd[p] = t
-                    elif not done[k] and seg_start[k] >= a and last_tx[k] >= 0:
+            if ordered and not (blk == 0 and dsack):
+                # the segments the walk below visits, [k, stop), of which only the open ones
+                # change; ``largest`` becomes the last non-empty one
+                stop = k + np.searchsorted(seg_end[k:seg_hi], re, side="right")
+                last = stop - 1
+                while last >= k and seg_end[last] <= seg_start[last]:
+                    last -= 1
+                if last >= k and last > largest:
+                    largest = last
+                k = _first_open(skip, k)
+                while k < stop:
+                    if seg_start[k] >= a and last_tx[k] >= 0:
                         done[k] = True
+                        skip[k] = k + 1
                         sacked[k] = True
                         sacked_bytes += seg_end[k] - seg_start[k]
                         cover[last_tx[k]] = COVER_SACKED
                         fresh[n_fresh] = k
                         n_fresh += 1
-                    if not (blk == 0 and dsack) and k > largest:
-                        largest = k
-                k += 1
+                    k = _first_open(skip, k + 1)
+            else:  # segment by segment
+                while k < seg_hi and seg_end[k] <= re:
+                    if seg_end[k] > seg_start[k]:
+                        if blk == 0 and dsack:
+                            p = prev_tx[k]
+                            if n_sent[k] >= 2 and p >= 0 and spurious[p] == 0:
+                                spurious[p] = DSACK
+                                if t_ackd[p] != t_ackd[p]:
+                                    t_ackd[p] = t
+                        elif not done[k] and seg_start[k] >= a and last_tx[k] >= 0:
+                            done[k] = True
+                            skip[k] = k + 1
+                            sacked[k] = True
+                            sacked_bytes += seg_end[k] - seg_start[k]
+                            cover[last_tx[k]] = COVER_SACKED
+                            fresh[n_fresh] = k
+                            n_fresh += 1
+                        if not (blk == 0 and dsack) and k > largest:
+                            largest = k
+                    k += 1
             if not (blk == 0 and dsack) and re > max_sacked:
                 max_sacked = re
         advanced = a > snd_una
@@ -297,6 +346,7 @@ def sender_kernel(
                     sacked_bytes -= seg_end[una_k] - seg_start[una_k]
                 elif not done[una_k] and last_tx[una_k] >= 0:
                     done[una_k] = True
+                    skip[una_k] = una_k + 1
                     cover[last_tx[una_k]] = COVER_ACKED
                     fresh[n_fresh] = una_k
                     n_fresh += 1
