@@ -84,7 +84,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from ...packets import ACK_COLUMNS, DELIVERED, FATES, LOST, UNOBSERVED, unwrap_sequence
+from ...packets import ACK_COLUMNS, DELIVERED, FATES, LOST, UNOBSERVED, flow_text, unwrap_sequence
 from .record import F_TCP_MSS, F_TCP_SACK, F_TCP_TIMESTAMP, F_TCP_WSCALE, SACK_BLOCK_BYTES
 from .sequences import NotThisKind, not_a_sequence
 from .tcp import segment_index
@@ -549,31 +549,36 @@ class Connection:
             )
             records = np.empty(0, own_records.dtype)
         acked = (records["tcp_flags"] & TCP_ACK) != 0
-        self.ack_rows = rows[acked]
+        every = bool(acked.all())
+
+        def field(name: str) -> np.ndarray:  # the ACKs' values (the flow's own when all are ACKs: no copy)
+            return records[name] if every else records[name][acked]
+
+        self.ack_rows = rows if every else rows[acked]
         self.t_ack = times[self.ack_rows]
-        tcp_flags = records["tcp_flags"][acked]
-        raw_ack = records["tcp_ack"][acked].astype(np.int64)
+        tcp_flags = field("tcp_flags")
+        raw_ack = field("tcp_ack")
         self.ack_byte = _aligned(raw_ack, first_byte) - base
-        flags = records["flags"][acked]
-        payload = records["payload_len"][acked]
-        head = records["head"][acked]
+        flags = field("flags")
+        payload = field("payload_len")
+        head = field("head")
         kept = np.where(
             ((flags & F_TCP_SACK) != 0) & (payload == 0),
-            np.minimum(records["tcp_sack_n"][acked], head.shape[1] // SACK_BLOCK_BYTES),
+            np.minimum(field("tcp_sack_n"), head.shape[1] // SACK_BLOCK_BYTES),
             0,
         ).astype(np.int64)
-        edges = np.zeros((kept.shape[0], 2 * MAX_SACK_BLOCKS), np.int64)
+        # the SACK edges as steps from the ACK number (sender_view adds the ACK's byte): 32-bit
+        # differences, wrapped as the signed step closest to zero
         words = min(2 * MAX_SACK_BLOCKS, head.shape[1] // 4)
-        if words:
-            raw = np.ascontiguousarray(head[:, : 4 * words]).view(">u4").astype(np.int64)
-            edges[:, :words] = self.ack_byte[:, None] + _signed32(raw - raw_ack[:, None])
-        self.sack, self.n_sack = edges, np.minimum(kept, MAX_SACK_BLOCKS)
+        raw = head[:, : 4 * words].view(">u4").astype(np.uint32)
+        self.sack_steps = (raw - raw_ack.astype(np.uint32)[:, None]).view(np.int32)
+        self.n_sack = np.minimum(kept, MAX_SACK_BLOCKS)
         syn = (tcp_flags & TCP_SYN) != 0
         self.ts_ack = ((flags & F_TCP_TIMESTAMP) != 0) & ~syn & self.timestamps
         self.tsecr = np.full(kept.shape[0], -1, np.int64)
         if self.ts_ack.any():
-            self.tsecr[self.ts_ack] = _aligned(records["tcp_tsecr"][acked][self.ts_ack], int(self.tsval[0]))
-        self.win_raw = records["tcp_win"][acked].astype(np.int64)
+            self.tsecr[self.ts_ack] = _aligned(field("tcp_tsecr")[self.ts_ack], int(self.tsval[0]))
+        self.win_raw = field("tcp_win").astype(np.int64)
         self.pure = (payload == 0) & ((tcp_flags & (TCP_SYN | TCP_FIN | TCP_RST)) == 0)
         # the window scale (RFC 7323 §2.3): in force when both SYNs carried it
         all_syn = (records["tcp_flags"] & TCP_SYN) != 0
@@ -610,6 +615,10 @@ def sender_view(connections: list[Connection]) -> tuple[dict, pd.DataFrame, pd.D
     def joined(name, dtype=None):
         return np.concatenate([np.asarray(getattr(c, name), dtype) for c in connections])
 
+    sack = np.zeros((ack_lo[-1], 2 * MAX_SACK_BLOCKS), np.int64)
+    for c, conn in enumerate(connections):
+        steps = conn.sack_steps
+        np.add(conn.ack_byte[:, None], steps, out=sack[ack_lo[c] : ack_lo[c + 1], : steps.shape[1]])
     conn_of_tx = np.repeat(np.arange(len(connections)), n_tx)
     conn_of_ack = np.repeat(np.arange(len(connections)), n_ack)
     out = sender_kernel(
@@ -623,7 +632,7 @@ def sender_view(connections: list[Connection]) -> tuple[dict, pd.DataFrame, pd.D
         conn_of_ack,
         joined("t_ack", np.float64),
         joined("ack_byte", np.int64),
-        np.concatenate([c.sack for c in connections]),
+        sack,
         joined("n_sack", np.int64),
         joined("ts_ack", np.bool_),
         joined("tsecr", np.int64),
@@ -679,7 +688,7 @@ def sender_view(connections: list[Connection]) -> tuple[dict, pd.DataFrame, pd.D
     acks = acks.astype({name: dtype for name, dtype in ACK_COLUMNS.items() if name not in ("flow", "rtt_source")})
     sampled = np.isfinite(a_rtt)
     rtt = pd.DataFrame(
-        {"flow": acks["flow"][sampled].to_numpy(), "t": acks["t"].to_numpy()[sampled], "seq": a_rtt_seq[sampled]}
+        {"flow": flow_text(acks["flow"][sampled]), "t": acks["t"].to_numpy()[sampled], "seq": a_rtt_seq[sampled]}
     ).assign(rtt=a_rtt[sampled])
     return tx, acks, rtt
 
