@@ -296,9 +296,12 @@ def sender_kernel(
             if re <= le:
                 continue
             k = seg_lo[conn] + np.searchsorted(seg_start[seg_lo[conn] : seg_hi], le)
-            if ordered and not (blk == 0 and dsack):
-                # the segments the walk below visits, [k, stop), of which only the open ones
-                # change; ``largest`` becomes the last non-empty one
+            # the segments wholly inside the block, in order; where they end in order, only
+            # the open ones (those a non-D-SACK block can change) are visited, ``largest``
+            # taken at once as the last non-empty one
+            skipping = ordered and not (blk == 0 and dsack)
+            stop = seg_hi
+            if skipping:
                 stop = k + np.searchsorted(seg_end[k:seg_hi], re, side="right")
                 last = stop - 1
                 while last >= k and seg_end[last] <= seg_start[last]:
@@ -306,8 +309,15 @@ def sender_kernel(
                 if last >= k and last > largest:
                     largest = last
                 k = _first_open(skip, k)
-                while k < stop:
-                    if seg_start[k] >= a and last_tx[k] >= 0:
+            while k < stop and seg_end[k] <= re:
+                if seg_end[k] > seg_start[k]:
+                    if blk == 0 and dsack:
+                        p = prev_tx[k]
+                        if n_sent[k] >= 2 and p >= 0 and spurious[p] == 0:
+                            spurious[p] = DSACK
+                            if t_ackd[p] != t_ackd[p]:
+                                t_ackd[p] = t
+                    elif not done[k] and seg_start[k] >= a and last_tx[k] >= 0:
                         done[k] = True
                         skip[k] = k + 1
                         sacked[k] = True
@@ -315,27 +325,9 @@ def sender_kernel(
                         cover[last_tx[k]] = COVER_SACKED
                         fresh[n_fresh] = k
                         n_fresh += 1
-                    k = _first_open(skip, k + 1)
-            else:  # segment by segment
-                while k < seg_hi and seg_end[k] <= re:
-                    if seg_end[k] > seg_start[k]:
-                        if blk == 0 and dsack:
-                            p = prev_tx[k]
-                            if n_sent[k] >= 2 and p >= 0 and spurious[p] == 0:
-                                spurious[p] = DSACK
-                                if t_ackd[p] != t_ackd[p]:
-                                    t_ackd[p] = t
-                        elif not done[k] and seg_start[k] >= a and last_tx[k] >= 0:
-                            done[k] = True
-                            skip[k] = k + 1
-                            sacked[k] = True
-                            sacked_bytes += seg_end[k] - seg_start[k]
-                            cover[last_tx[k]] = COVER_SACKED
-                            fresh[n_fresh] = k
-                            n_fresh += 1
-                        if not (blk == 0 and dsack) and k > largest:
-                            largest = k
-                    k += 1
+                    if not (blk == 0 and dsack) and k > largest:
+                        largest = k
+                k = _first_open(skip, k + 1) if skipping else k + 1
             if not (blk == 0 and dsack) and re > max_sacked:
                 max_sacked = re
         advanced = a > snd_una
