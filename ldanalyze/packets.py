@@ -259,6 +259,18 @@ def empty_acks() -> pd.DataFrame:
     return pd.DataFrame({name: pd.Series([], dtype=dtype) for name, dtype in ACK_COLUMNS.items()})
 
 
+def flow_text(flow: pd.Series):
+    """A flow column's labels row by row, as the column pandas makes of ``flow.to_numpy()``
+    (text; object where no row has a label): a categorical's taken from its categories, not
+    turned into a million Python strings and back (0.5 s against 0.08 s)."""
+    if not isinstance(flow.dtype, pd.CategoricalDtype) or flow.cat.categories.dtype != "str":
+        return flow.to_numpy()
+    codes = flow.cat.codes.to_numpy()
+    if not (codes >= 0).any():
+        return flow.to_numpy()
+    return flow.cat.categories.array.take(codes.astype(np.intp), allow_fill=True)
+
+
 def flow_codes(flow: pd.Series) -> np.ndarray:
     """Each row's flow as an integer, in the order the flows sort (a categorical's own codes)."""
     if isinstance(flow.dtype, pd.CategoricalDtype):

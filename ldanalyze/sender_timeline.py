@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import UsageError
-from .packets import DELIVERED, FATE_DTYPE, LOSS_FATES, Trace, flow_codes, label_positions
+from .packets import DELIVERED, FATE_DTYPE, LOSS_FATES, Trace, flow_codes, flow_text, label_positions
 
 # the sender's columns an arrival (an ACK sample) carries besides a receiver's: the ACK's
 # in_flight, cwnd (bytes, -1 unknown) and delivery_rate, and ``window`` (segments: the
@@ -96,7 +96,7 @@ def sample_rtt(arrivals: pd.DataFrame) -> pd.DataFrame:
     """The RTT samples of the arrivals (flow, t, seq, rtt), as ``Timeline.rtt`` holds them."""
     return pd.DataFrame(
         {
-            "flow": arrivals["flow"].to_numpy(),
+            "flow": flow_text(arrivals["flow"]),
             "t": arrivals["t_recv"].to_numpy(),
             "seq": arrivals["seq"].to_numpy(),
             "rtt": arrivals["owd"].to_numpy(),

@@ -158,3 +158,18 @@ def test_label_positions_match_a_lookup_row_by_row(rows, labels, categorical, un
         column = column.astype(pd.CategoricalDtype(categories))
     want = [labels.index(r) if r is not None and r in labels else -1 for r in rows]
     assert label_positions(column, labels).tolist() == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["1", "2", "10", "x", None]), max_size=20), st.booleans(), st.booleans())
+def test_flow_text_is_the_column_pandas_makes_of_the_rows(rows, categorical, unused_category):
+    """``flow_text`` of a column, in a DataFrame, is the column ``to_numpy()`` gives, dtype and
+    values: a categorical's (with a category no row uses; rows without a label; none), plain values."""
+    from ldanalyze.packets import flow_text
+
+    column = pd.Series(rows, dtype=object)
+    if categorical:
+        categories = sorted({r for r in rows if r is not None} | ({"unused"} if unused_category else set()))
+        column = column.astype(pd.CategoricalDtype(pd.Index(categories)))
+    want = pd.DataFrame({"flow": column.to_numpy()})
+    pd.testing.assert_frame_equal(pd.DataFrame({"flow": flow_text(column)}), want, check_exact=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ldanalyze.packets import ACK_COLUMNS, Trace, empty_acks, empty_rtt, make_packet_table
 from ldanalyze.sender_evidence import sender_evidence
@@ -102,3 +104,56 @@ def test_score_and_classify_say_when_an_lda_decides_with_hindsight():
     note = hindsight_note(decisions)
     assert note.count("decides with hindsight") == 2 and "vegas" not in note
     assert hindsight_note(pd.DataFrame({"lda": ["spike"]})) == ""
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c"]),
+            st.integers(0, 3),
+            st.sampled_from(["", "dupack", "rto", "pto"]),
+            st.sampled_from(["", "dsack", "acked"]),
+            st.sampled_from(["delivered", "lost", "congestion", "unobserved"]),
+            st.integers(-1, 3),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    st.lists(st.tuples(st.sampled_from(["a", "b", "z"]), st.none() | st.floats(0.001, 1.0)), max_size=20),
+)
+def test_the_evidence_is_a_count_row_by_row(rows, samples):
+    """Every column against a plain count of the rows (and the ACKs' samples) of each flow."""
+    flow, seq, trigger, evidence, fate, chunk = map(list, zip(*rows))
+    n = len(rows)
+    packets = make_packet_table(
+        flow=flow, seq=seq, size=[100] * n, t_send=[float(i) for i in range(n)], t_recv=[np.nan] * n, fate=fate,
+        t_ack=[np.nan] * n, t_detect=[np.nan] * n, loss_trigger=trigger, spurious=evidence, chunk=chunk,
+        in_flight=[-1] * n,
+    )  # fmt: skip
+    acks = empty_acks().reindex(range(len(samples)))
+    acks["flow"] = pd.Categorical([f for f, _ in samples])
+    acks["rtt"] = [np.nan if r is None else r for _, r in samples]
+    acks["delivery_rate"] = [np.nan if r is None else 1e6 / r for _, r in samples]
+    trace = Trace(packets=packets, rtt=empty_rtt(), path="h", format="test", meta={"view": "sender"}, acks=acks)
+    got = sender_evidence(trace)
+    table = packets.assign(flow=packets["flow"].astype(str)).to_dict("records")
+    for name in sorted(set(flow)):
+        mine = [r for r in table if r["flow"] == name]
+        row = got.loc[name]
+        assert row["sent"] == len(mine) and row["rtx"] == sum(r["tx"] > 0 for r in mine)
+        assert row["declared_lost"] == sum(r["loss_trigger"] != "" for r in mine)
+        assert row["spurious"] == sum(r["spurious"] != "" for r in mine)
+        for word in ("dupack", "rto", "pto"):
+            hits = sum(r["loss_trigger"] == word for r in mine)
+            assert row.get(f"by_{word}", 0) == hits and (f"by_{word}" in got) == any(t == word for t in trigger)
+        for word in ("dsack", "acked"):
+            hits = sum(r["spurious"] == word for r in mine)
+            assert row.get(f"spurious_{word}", 0) == hits and (f"spurious_{word}" in got) == (word in evidence)
+        assert row["lost"] == sum(r["fate"] in ("lost", "congestion") for r in mine)
+        assert row["chunks"] == len({r["chunk"] for r in mine})
+        rtts = sorted(r for f, r in samples if f == name and r is not None)
+        if rtts:
+            assert row["rtt_p50_ms"] == pytest.approx(float(np.quantile(rtts, 0.5)) * 1e3, rel=1e-12)
+        else:
+            assert np.isnan(row["rtt_p50_ms"]) and np.isnan(row["delivery_rate_p90_mbit_s"])

@@ -84,7 +84,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from ...packets import ACK_COLUMNS, DELIVERED, FATES, LOST, UNOBSERVED, unwrap_sequence
+from ...packets import ACK_COLUMNS, DELIVERED, FATES, LOST, UNOBSERVED, flow_text, unwrap_sequence
 from .record import F_TCP_MSS, F_TCP_SACK, F_TCP_TIMESTAMP, F_TCP_WSCALE, SACK_BLOCK_BYTES
 from .sequences import NotThisKind, not_a_sequence
 from .tcp import segment_index
@@ -115,6 +115,22 @@ def _latest(a, b):
     a = a if a == a else -np.inf
     b = b if b == b else -np.inf
     return max(a, b)
+
+
+@njit(cache=True)
+def _first_open(skip, k):
+    """The first segment at or after ``k`` that is still open (neither acknowledged nor empty):
+    ``skip[k] == k`` for an open one, else a later segment to look at; the pointers passed are
+    pointed at the answer (path compression), so a SACK block that grows ACK after ACK is walked
+    once, not once an ACK (a recovery's duplicate ACKs each repeat the bytes SACKed before)."""
+    found = k
+    while skip[found] != found:
+        found = skip[found]
+    while k != found:
+        after = skip[k]
+        skip[k] = found
+        k = after
+    return found
 
 
 @njit(cache=True)
@@ -176,6 +192,12 @@ def sender_kernel(
     done = np.zeros(n_seg, np.bool_)  # acknowledged (cumulatively or by SACK)
     sacked = np.zeros(n_seg, np.bool_)
     fresh = np.empty(n_seg, np.int64)
+    # open segments (see _first_open; n_seg: an end that is always open); empty ones never open
+    skip = np.arange(n_seg + 1)
+    for k in range(n_seg):
+        if seg_end[k] <= seg_start[k]:
+            skip[k] = k + 1
+    ordered = True  # the connection's segments end in order: a SACK block's segments are a run
     conn = -1
     snd_una = snd_max = sacked_bytes = delivered = 0
     una_k = seg_hi = chunk_id = dupacks = 0
@@ -196,6 +218,11 @@ def sender_kernel(
             last_ack_t = last_send_t = last_rearm_t = delivered_time = first_sent_time = np.nan
             rec_point, rec_trigger, max_sacked, last_win = -1, 0, -1, -1
             rack_sent = -np.inf
+            ordered = True
+            for k in range(una_k + 1, seg_hi):
+                if seg_end[k] < seg_end[k - 1]:
+                    ordered = False
+                    break
         if e >= 0:
             i = e
             t = t_tx[i]
@@ -269,7 +296,20 @@ def sender_kernel(
             if re <= le:
                 continue
             k = seg_lo[conn] + np.searchsorted(seg_start[seg_lo[conn] : seg_hi], le)
-            while k < seg_hi and seg_end[k] <= re:
+            # the segments wholly inside the block, in order; where they end in order, only
+            # the open ones (those a non-D-SACK block can change) are visited, ``largest``
+            # taken at once as the last non-empty one
+            skipping = ordered and not (blk == 0 and dsack)
+            stop = seg_hi
+            if skipping:
+                stop = k + np.searchsorted(seg_end[k:seg_hi], re, side="right")
+                last = stop - 1
+                while last >= k and seg_end[last] <= seg_start[last]:
+                    last -= 1
+                if last >= k and last > largest:
+                    largest = last
+                k = _first_open(skip, k)
+            while k < stop and seg_end[k] <= re:
                 if seg_end[k] > seg_start[k]:
                     if blk == 0 and dsack:
                         p = prev_tx[k]
@@ -279,6 +319,7 @@ def sender_kernel(
                                 t_ackd[p] = t
                     elif not done[k] and seg_start[k] >= a and last_tx[k] >= 0:
                         done[k] = True
+                        skip[k] = k + 1
                         sacked[k] = True
                         sacked_bytes += seg_end[k] - seg_start[k]
                         cover[last_tx[k]] = COVER_SACKED
@@ -286,7 +327,7 @@ def sender_kernel(
                         n_fresh += 1
                     if not (blk == 0 and dsack) and k > largest:
                         largest = k
-                k += 1
+                k = _first_open(skip, k + 1) if skipping else k + 1
             if not (blk == 0 and dsack) and re > max_sacked:
                 max_sacked = re
         advanced = a > snd_una
@@ -297,6 +338,7 @@ def sender_kernel(
                     sacked_bytes -= seg_end[una_k] - seg_start[una_k]
                 elif not done[una_k] and last_tx[una_k] >= 0:
                     done[una_k] = True
+                    skip[una_k] = una_k + 1
                     cover[last_tx[una_k]] = COVER_ACKED
                     fresh[n_fresh] = una_k
                     n_fresh += 1
@@ -499,31 +541,36 @@ class Connection:
             )
             records = np.empty(0, own_records.dtype)
         acked = (records["tcp_flags"] & TCP_ACK) != 0
-        self.ack_rows = rows[acked]
+        every = bool(acked.all())
+
+        def field(name: str) -> np.ndarray:  # the ACKs' values (the flow's own when all are ACKs: no copy)
+            return records[name] if every else records[name][acked]
+
+        self.ack_rows = rows if every else rows[acked]
         self.t_ack = times[self.ack_rows]
-        tcp_flags = records["tcp_flags"][acked]
-        raw_ack = records["tcp_ack"][acked].astype(np.int64)
+        tcp_flags = field("tcp_flags")
+        raw_ack = field("tcp_ack")
         self.ack_byte = _aligned(raw_ack, first_byte) - base
-        flags = records["flags"][acked]
-        payload = records["payload_len"][acked]
-        head = records["head"][acked]
+        flags = field("flags")
+        payload = field("payload_len")
+        head = field("head")
         kept = np.where(
             ((flags & F_TCP_SACK) != 0) & (payload == 0),
-            np.minimum(records["tcp_sack_n"][acked], head.shape[1] // SACK_BLOCK_BYTES),
+            np.minimum(field("tcp_sack_n"), head.shape[1] // SACK_BLOCK_BYTES),
             0,
         ).astype(np.int64)
-        edges = np.zeros((kept.shape[0], 2 * MAX_SACK_BLOCKS), np.int64)
+        # the SACK edges as steps from the ACK number (sender_view adds the ACK's byte): 32-bit
+        # differences, wrapped as the signed step closest to zero
         words = min(2 * MAX_SACK_BLOCKS, head.shape[1] // 4)
-        if words:
-            raw = np.ascontiguousarray(head[:, : 4 * words]).view(">u4").astype(np.int64)
-            edges[:, :words] = self.ack_byte[:, None] + _signed32(raw - raw_ack[:, None])
-        self.sack, self.n_sack = edges, np.minimum(kept, MAX_SACK_BLOCKS)
+        raw = head[:, : 4 * words].view(">u4").astype(np.uint32)
+        self.sack_steps = (raw - raw_ack.astype(np.uint32)[:, None]).view(np.int32)
+        self.n_sack = np.minimum(kept, MAX_SACK_BLOCKS)
         syn = (tcp_flags & TCP_SYN) != 0
         self.ts_ack = ((flags & F_TCP_TIMESTAMP) != 0) & ~syn & self.timestamps
         self.tsecr = np.full(kept.shape[0], -1, np.int64)
         if self.ts_ack.any():
-            self.tsecr[self.ts_ack] = _aligned(records["tcp_tsecr"][acked][self.ts_ack], int(self.tsval[0]))
-        self.win_raw = records["tcp_win"][acked].astype(np.int64)
+            self.tsecr[self.ts_ack] = _aligned(field("tcp_tsecr")[self.ts_ack], int(self.tsval[0]))
+        self.win_raw = field("tcp_win").astype(np.int64)
         self.pure = (payload == 0) & ((tcp_flags & (TCP_SYN | TCP_FIN | TCP_RST)) == 0)
         # the window scale (RFC 7323 §2.3): in force when both SYNs carried it
         all_syn = (records["tcp_flags"] & TCP_SYN) != 0
@@ -560,6 +607,10 @@ def sender_view(connections: list[Connection]) -> tuple[dict, pd.DataFrame, pd.D
     def joined(name, dtype=None):
         return np.concatenate([np.asarray(getattr(c, name), dtype) for c in connections])
 
+    sack = np.zeros((ack_lo[-1], 2 * MAX_SACK_BLOCKS), np.int64)
+    for c, conn in enumerate(connections):
+        steps = conn.sack_steps
+        np.add(conn.ack_byte[:, None], steps, out=sack[ack_lo[c] : ack_lo[c + 1], : steps.shape[1]])
     conn_of_tx = np.repeat(np.arange(len(connections)), n_tx)
     conn_of_ack = np.repeat(np.arange(len(connections)), n_ack)
     out = sender_kernel(
@@ -573,7 +624,7 @@ def sender_view(connections: list[Connection]) -> tuple[dict, pd.DataFrame, pd.D
         conn_of_ack,
         joined("t_ack", np.float64),
         joined("ack_byte", np.int64),
-        np.concatenate([c.sack for c in connections]),
+        sack,
         joined("n_sack", np.int64),
         joined("ts_ack", np.bool_),
         joined("tsecr", np.int64),
@@ -629,7 +680,7 @@ def sender_view(connections: list[Connection]) -> tuple[dict, pd.DataFrame, pd.D
     acks = acks.astype({name: dtype for name, dtype in ACK_COLUMNS.items() if name not in ("flow", "rtt_source")})
     sampled = np.isfinite(a_rtt)
     rtt = pd.DataFrame(
-        {"flow": acks["flow"][sampled].to_numpy(), "t": acks["t"].to_numpy()[sampled], "seq": a_rtt_seq[sampled]}
+        {"flow": flow_text(acks["flow"][sampled]), "t": acks["t"].to_numpy()[sampled], "seq": a_rtt_seq[sampled]}
     ).assign(rtt=a_rtt[sampled])
     return tx, acks, rtt
 

@@ -4,7 +4,8 @@ reading of whole captures (offload, one direction only, a mixed table, the windo
 
 A script here is one connection in segments of 100 bytes: ``("tx", t, k)`` sends segment k (its
 TSval the time in ms), ``("ack", t, k, blocks, tsecr)`` acknowledges below segment k with SACK
-blocks ``[(first, end), ...]`` in segments and a TSecr (None: no timestamps option).
+blocks ``[(first, end), ...]`` in segments and a TSecr (None: no timestamps option). With
+``holes``, a segment never sent is empty, as ``Connection`` makes the bytes a capture missed.
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ OUTPUTS = ("t_ack", "t_detect", "trigger", "spurious", "cover", "chunk", "in_fli
 ACK_OUTPUTS = ("ack", "largest", "newly", "dupack", "dsack", "rtt", "rtt_src", "rtt_seq", "rate", "flight")
 
 
-def arrays(scripts, timestamps=True):
+def arrays(scripts, timestamps=True, holes=False):
     """The kernel's arguments for connections given as scripts (module docstring)."""
-    tx, acks, seg_lo, tx_lo = [], [], [0], [0]
+    tx, acks, seg_lo, tx_lo, unsent = [], [], [0], [0], []
     events = []
     for c, script in enumerate(scripts):
         n_seg = 1 + max([e[2] for e in script if e[0] == "tx"], default=0)
@@ -45,6 +46,8 @@ def arrays(scripts, timestamps=True):
                 _, t, k, blocks, tsecr = e
                 events.append(~len(acks))
                 acks.append((c, t, SEG * k, [(SEG * a, SEG * b) for a, b in blocks], tsecr))
+        sent = {e[2] for e in script if e[0] == "tx"}
+        unsent += [seg_lo[-1] + k for k in range(n_seg) if k not in sent]
         seg_lo.append(seg_lo[-1] + n_seg)
         tx_lo.append(len(tx))
     sack = np.zeros((len(acks), 8), np.int64)
@@ -53,6 +56,10 @@ def arrays(scripts, timestamps=True):
             sack[j, 2 * b : 2 * b + 2] = le, re
     col = np.array
     n_seg = seg_lo[-1]
+    seg_start = SEG * (np.arange(n_seg) - np.repeat(seg_lo[:-1], np.diff(seg_lo)))
+    seg_end = seg_start + SEG
+    if holes:  # empty, at the next segment's first byte
+        seg_start[unsent] = seg_end[unsent]
     return (
         col(events, np.int64),
         col([x[0] for x in tx], np.int64),
@@ -70,8 +77,8 @@ def arrays(scripts, timestamps=True):
         col([-1 if a[4] is None else a[4] for a in acks], np.int64),
         np.full(len(acks), 1000, np.int64),
         np.ones(len(acks), np.bool_),
-        SEG * (np.arange(n_seg) - np.repeat(seg_lo[:-1], np.diff(seg_lo))),
-        SEG * (np.arange(n_seg) - np.repeat(seg_lo[:-1], np.diff(seg_lo)) + 1),
+        seg_start,
+        seg_end,
         col(seg_lo, np.int64),
         col(tx_lo[:-1], np.int64),
         col(tx_lo[1:], np.int64),
@@ -86,18 +93,28 @@ def run(scripts, timestamps=True):
 
 @st.composite
 def scripts(draw):
-    """A connection: new segments in order, retransmissions of segments sent, ACKs whose
-    cumulative point and SACK blocks (some of them D-SACKs) lie in what was sent, gaps of every
-    size (a timeout's included)."""
+    """A connection: new segments in order (a few skipped: bytes the capture missed),
+    retransmissions of segments sent, ACKs whose cumulative point and SACK blocks (some of them
+    D-SACKs) lie in what was sent, gaps of every size (a timeout's included); and a recovery's
+    duplicate ACKs, their SACK block growing from a hole as the segments after it arrive."""
     t, sent, high, ack = 0.0, [], 0, 0
     script = []
     for _ in range(draw(st.integers(1, 40))):
         t += draw(st.sampled_from([0.0, 0.001, 0.004, 0.02, 0.05, 0.15, 0.4, 1.5]))
-        action = draw(st.sampled_from(["new", "new", "retx", "ack", "ack", "ack"]))
-        if action == "new" or not sent:
+        action = draw(st.sampled_from(["new", "new", "retx", "ack", "ack", "ack", "skip", "recovery"]))
+        if action == "skip":
+            high += 1
+        elif action == "new" or not sent:
             script.append(("tx", t, high))
             sent.append(high)
             high += 1
+        elif action == "recovery":  # a hole at the ACK, then new segments each SACKed as it arrives
+            for _ in range(draw(st.integers(1, 6))):
+                script.append(("tx", t, high))
+                sent.append(high)
+                high += 1
+                t += 0.001
+                script.append(("ack", t, ack, [(ack + 1, high)], None))
         elif action == "retx":
             script.append(("tx", t, draw(st.sampled_from(sent))))
         else:
@@ -119,7 +136,7 @@ def same(a, b):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(scripts(), min_size=1, max_size=3), st.booleans())
 def test_the_kernel_is_its_twin(connections, timestamps):
-    args = arrays(connections, timestamps)
+    args = arrays(connections, timestamps, holes=True)
     fast = sender_kernel(*args)
     plain = naive.sender_kernel_naive(*[a.tolist() for a in args])
     for name, got, want in zip(OUTPUTS + ACK_OUTPUTS, fast, plain):
