@@ -23,7 +23,7 @@ def write_output(output: str, inputs: Sequence[str], write) -> None:
     try:
         atomic_write(output, write)
     except PermissionError as e:
-        raise UsageError(f"cannot write {output}: {e.strerror.lower()}") from None
+        raise UsageError(f"cannot write {output}: {(e.strerror or str(e)).lower()}") from None
 
 
 def check_output_folder(output: str) -> None:
