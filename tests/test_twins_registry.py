@@ -70,7 +70,7 @@ NO_TWIN: dict[str, str] = {
         "ldanalyze.lda.kernels.small_median",
         "ldanalyze.lda.kernels.network_size",
     ),
-    **_inside("sender_kernel", "tcp_sender.sender_kernel_naive", _CAPTURE + "tcp_sender._first_open"),
+    **_inside("sender_kernel", "tcp_sender.sender_kernel_naive", _CAPTURE + "tcp_sender_kernel._first_open"),
     "ldanalyze.io.capture.flows.flow_extents": "checked against pandas' groupby (tests/io/capture/test_pcap_read.py)",
     "ldanalyze.io.capture.flows._rows_by_flow": "checked against a stable argsort (tests/io/capture/test_pcap_payload.py)",
     **_inside(

@@ -16,7 +16,7 @@ EVIDENCE = {"dsack": 1, "eifel": 2, "timing": 3, "acked": 4}
 ACKED, SACKED, BEFORE = 1, 2, 3
 
 
-@twin_of("ldanalyze.io.capture.tcp_sender._latest")
+@twin_of("ldanalyze.io.capture.tcp_sender_kernel._latest")
 def latest(*times):
     """The latest of some times, None or NaN meaning none; -inf when there is none."""
     known = [t for t in times if t is not None and not math.isnan(t)]
@@ -52,7 +52,7 @@ class Sender:
     rack_sent: float = -math.inf
 
 
-@twin_of("ldanalyze.io.capture.tcp_sender.sender_kernel")
+@twin_of("ldanalyze.io.capture.tcp_sender_kernel.sender_kernel")
 def sender_kernel_naive(
     events,
     conn_of_tx,

@@ -42,7 +42,7 @@ from .record import NO_TIME, S_TOO_SHORT, S_UNSUPPORTED_LINK, STATUS_NAMES
 from .sequences import reasons_in_brief
 from .source import PCAP, PCAPNG, ByteWindow, container
 from .tcp import ACKS_ONLY
-from .tcp_sender import SACK_HEAD_BYTES
+from .tcp_sender_kernel import SACK_HEAD_BYTES
 from .walk import KNOWN_BLOCKS, Output, PcapngWalk, PcapWalk
 
 CHUNK_BYTES = 16 << 20  # input window: memory does not grow with the file

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from ldanalyze.errors import TraceError
 from ldanalyze.io.capture import tcp_sender
 from ldanalyze.io.capture.pcap import decode_capture, read_capture
-from ldanalyze.io.capture.tcp_sender import EVIDENCE, TRIGGERS, sender_kernel
+from ldanalyze.io.capture.tcp_sender_kernel import EVIDENCE, TRIGGERS, sender_kernel
 from ldanalyze.packets import validate_packets
 
 from ...naive import tcp_sender as naive
