@@ -39,9 +39,19 @@ The rules (RFC 9000 §12.3, RFC 9002 §5-6):
   acknowledged; not corrected by ack_delay), ``rtt_source`` "qlog"; ``in_flight`` and ``cwnd``
   as the endpoint logged them while processing that packet (-1: it logged none).
 
-The modules: ``parse`` (bytes into header and traces), ``events`` (a trace's events walked into
-lists), ``fates`` (the lists into tables). JSON is parsed with msgspec (README, dependencies): typed, so that an event's data is decoded only when
-its name is one of the four read; the rest is scanned, never turned into Python objects.
+* Values that do not read: an event of the four kinds whose data is no object, whose time or
+  packet number is no number (numbers as strings read, as draft-00 writes them), whose ACK range
+  has no number, is counted (``events_unreadable``) and left out whole; a packet header with
+  none of the fields read counts as none (its data's own are read, as draft-00/01 place them).
+
+The modules: ``parse`` (bytes into header and traces), ``events`` (a trace's events into
+arrays), ``fates`` (the arrays into tables). JSON is parsed with msgspec (README, dependencies),
+typed: each event by its name, so that only the events of the four kinds read become Python
+objects, of the few fields read; the rest is scanned, never decoded (a value of it that is no
+UTF-8, or a number beyond a double, goes unseen). Where that does not apply (arrays, deltas of
+time, an event of another shape), every event's data is decoded one by one into the same
+structs. The collector of cycles is paused while a file is read: it would walk the millions of
+objects made again and again, and none is in a cycle.
 """
 
 from __future__ import annotations

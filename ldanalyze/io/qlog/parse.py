@@ -298,7 +298,10 @@ def _typed_trace(trace) -> bool:
 
 def _learning(text: bytes, which: int) -> Any:
     """``text`` decoded by ``_typed_decoders`` (``which``: 0 a document, 1 a list of events),
-    the event names learned on the way; None where it does not decode so."""
+    the event names learned on the way: one met among the first events costs a decoding of
+    those again; the first met later, one scan of the text for every name left; one met after
+    that (a name the scan cannot see: spelled with escapes), the general decoding. None where
+    it does not decode so."""
     names = frozenset(KIND_BY_NAME)
     scanned = False
     for _ in range(_MOST_NAMES):
@@ -308,8 +311,11 @@ def _learning(text: bytes, which: int) -> Any:
             found = _UNKNOWN_NAME.fullmatch(str(exc))
             if found is None or found[1] in names:
                 return None
+            late = int(found[2]) > _EARLY
+            if late and scanned:
+                return None
             names |= {found[1]}
-            if int(found[2]) > _EARLY and not scanned:  # met late: one scan finds every name left
+            if late:
                 names, scanned = _names_in(text, names), True
         except (msgspec.DecodeError, UnicodeDecodeError):
             return None
