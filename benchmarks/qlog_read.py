@@ -16,10 +16,10 @@ measures on each, in one run:
 
 Prints events per second of processor time and the ratios; the issue's target (#44, Speed) is
 >= 1 M events/s. On the 2-core machine shared with other work where it was written (0.3 JSON,
-999,000 events, 175 MB): ``read_qlog`` 0.21-0.25 M events/s before the typed decoding,
-0.30-0.36 after; its decoding alone ~1.0-1.4 M/s, msgspec's scan ~4.5 M/s. The rest of the time
-is Python's, per event read (about 640,000 of the 999,000 are of the four kinds read): their
-objects made, walked and freed.
+999,000 events, 175 MB; every figure with the file read): ``read_qlog`` 0.21-0.25 M events/s
+before the typed decoding, 0.31-0.37 after; its decoding alone 0.8-0.95 M/s, msgspec's scan
+2.1-2.5 M/s. The rest of the time is Python's, per event read (about 640,000 of the 999,000
+are of the four kinds read): their objects made, walked and freed.
 Usage: ``python benchmarks/qlog_read.py [--events N] [--repeat R]``.
 """
 

@@ -27,7 +27,9 @@ DATA = pathlib.Path(__file__).parents[1] / "data" / "qlog"
 PACKET_TYPES = ("1RTT", "1RTT", "0RTT", "initial", "handshake", "INITIAL", None, "")
 OTHER_NAMES = ("transport:datagrams_sent", "connectivity:spin_bit_updated", "security:key_updated", "x:y")
 numbers = st.one_of(st.integers(-3, 2**64), st.sampled_from([0, 1, 7, 2**62 - 1, 2**62]))
-values = st.one_of(st.none(), st.integers(-5, 10**6), st.floats(0, 1e6), st.sampled_from(["12", "x", ""]))
+values = st.one_of(
+    st.none(), st.integers(-5, 10**6), st.floats(0, 1e6), st.sampled_from(["12", "x", "", True, [1], 10**400])
+)
 
 
 @st.composite

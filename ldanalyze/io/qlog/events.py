@@ -379,5 +379,5 @@ def _mapping(value) -> dict:
 def number(value) -> float | None:
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None

@@ -25,7 +25,7 @@ def _metrics_state(c: Collected) -> pd.DataFrame:
     items = [MetricsData() if d is None else d for d in c.metrics] if None in c.metrics else c.metrics
     try:
         numbers = np.array(list(map(_ROW, items)), dtype=np.float64).reshape(len(items), 4)  # None: NaN
-    except (TypeError, ValueError):  # a cwnd not logged (UNSET), or a value that is no number
+    except (TypeError, ValueError, OverflowError):  # a cwnd not logged (UNSET), or a value that is no number
         numbers = np.array([[_number(v) for v in _values(d)] for d in items], dtype=np.float64).reshape(-1, 4)
     last = np.maximum.accumulate(np.where(np.isnan(numbers), -1, np.arange(len(numbers))[:, None]), axis=0)
     carried = np.where(last >= 0, numbers[np.maximum(last, 0), np.arange(4)], np.nan)
@@ -40,7 +40,7 @@ def _values(d: MetricsData) -> tuple:
 def _number(value) -> float:
     try:
         return float(value) if value is not None else np.nan
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return np.nan
 
 
