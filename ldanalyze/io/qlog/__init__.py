@@ -39,24 +39,36 @@ The rules (RFC 9000 §12.3, RFC 9002 §5-6):
   acknowledged; not corrected by ack_delay), ``rtt_source`` "qlog"; ``in_flight`` and ``cwnd``
   as the endpoint logged them while processing that packet (-1: it logged none).
 
-The modules: ``parse`` (bytes into header and traces), ``events`` (a trace's events walked into
-lists), ``fates`` (the lists into tables). JSON is parsed with msgspec (README, dependencies): typed, so that an event's data is decoded only when
-its name is one of the four read; the rest is scanned, never turned into Python objects.
+* Values that do not read: an event of the four kinds whose data is no object, whose time or
+  packet number is no number (numbers as strings read, as draft-00 writes them), whose ACK range
+  has no number, is counted (``events_unreadable``) and left out whole; a packet header with
+  none of the fields read counts as none (its data's own are read, as draft-00/01 place them).
+
+The modules: ``parse`` (bytes into header and traces), ``events`` (a trace's events into
+arrays), ``fates`` (the arrays into tables). JSON is parsed with msgspec (README, dependencies),
+typed: each event by its name, so that only the events of the four kinds read become Python
+objects, of the few fields read; the rest is scanned, never decoded (a value of it that is no
+UTF-8, or a number beyond a double, goes unseen). Where that does not apply (arrays, deltas of
+time, an event of another shape), every event's data is decoded one by one into the same
+structs. The collector of cycles is paused while a file is read: it would walk the millions of
+objects made again and again, and none is in a cycle.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from ...errors import TraceError, UsageError
 from ...packets import Trace, empty_rtt, make_packet_table, named_flows
 from .events import Collected, collect
 from .fates import ack_coverage, flow_tables
-from .parse import Document, NotUtf8, QTrace, documents, event_name, not_utf8, read_bytes
+from .parse import Document, NotUtf8, documents, event_name, not_utf8, paused_gc, read_bytes, typed_documents
 
 __all__ = ["read_qlog", "ack_coverage"]
 
@@ -73,27 +85,31 @@ def read_qlog(
     ``packet_received`` of each packet number gives ``t_recv`` (its first receipt, on the
     receiver's clock). A packet received is delivered: one declared lost and never acknowledged
     that arrived is spurious by ``received`` (its ACK was lost, or came after the end)."""
+    with paused_gc():
+        return _read_qlog(path, flows, peer)
+
+
+def _read_qlog(path, flows, peer) -> Trace:
     try:
-        header, traces, shape, collected = _read_traces(path)
-        peers = collected + (_read_traces(peer)[3] if peer is not None else [])
-        read = []
+        header, shape, collected, names = _read_traces(path)
+        peers = collected + (_read_traces(peer)[2] if peer is not None else [])
+        read: list[tuple[Any, Any, dict]] = []  # a trace's packets and acks (None: it sent none), summary
         total = 0
         for c in collected:
             uid0 = total
             total += c.events
-            if c.sent_t:
+            if len(c.sent_t):
                 read.append(flow_tables(c, uid0, _peer_of(c, peers)))
             else:
                 read.append((None, None, c.summary()))
     except NotUtf8 as bad:
         raise not_utf8(bad.path, bad.raw) from None
     version = str(header.qlog_version or header.file_schema)
-    if not any(f[0] is not None for f in read):
-        names = sorted({name for trace in traces for ev in trace.events if (name := event_name(ev, trace))})
+    if names is not None:
         raise TraceError(
             path,
             f"a qlog ({shape}, version {version}) without a packet_sent event of application data "
-            f"in its {len(traces)} trace(s): nothing was sent to read ({total} events; "
+            f"in its {len(collected)} trace(s): nothing was sent to read ({total} events; "
             f"names: {', '.join(names[:12]) or 'none'})",
         )
     wanted = named_flows(flows)
@@ -103,11 +119,10 @@ def read_qlog(
             f"{os.fspath(path)} has no flow {sorted(wanted - set(found))[0]!r}; its flows: {', '.join(found)}"
         )
     kept = [f for f in read if f[0] is not None and (wanted is None or f[2]["flow"] in wanted)]
-    packets = pd.concat([f[0] for f in kept], ignore_index=True)
-    acks = pd.concat([f[1] for f in kept], ignore_index=True)
-    table = make_packet_table(**{column: packets[column].to_numpy() for column in packets.columns})
+    table = make_packet_table(**_joined([f[0] for f in kept]))
     for column in ("loss_trigger", "spurious", "reason"):
         table[column] = table[column].astype("category")
+    acks = pd.DataFrame(_joined([f[1] for f in kept]))
     acks["flow"] = acks["flow"].astype("category")
     acks["rtt_source"] = acks["rtt_source"].astype("category")
     sampled = acks[np.isfinite(acks["rtt"].to_numpy())]
@@ -134,14 +149,31 @@ def read_qlog(
     return Trace(packets=table, rtt=rtt, path=os.fspath(path), format="qlog", meta=meta, acks=acks)
 
 
-def _read_traces(path) -> tuple[Document, list[QTrace], str, list[Collected]]:
-    """A qlog file's header, traces, shape, and what each trace's events say."""
+def _read_traces(path, typed: bool = True) -> tuple[Document, str, list[Collected], list[str] | None]:
+    """A qlog file's header, shape, what each trace's events say, and where none has a packet
+    sent, the names of its events (for the error): decoded typed where that applies
+    (``typed``), else as parse.documents reads it."""
     raw = read_bytes(path)
+    fast = typed_documents(raw) if typed else None
     try:
-        header, traces, shape = documents(path, raw)
-        return header, traces, shape, [collect(path, trace, index) for index, trace in enumerate(traces)]
+        header, traces, shape = fast if fast is not None else documents(path, raw)
+        collected = [collect(path, trace, n, typed=fast is not None) for n, trace in enumerate(traces)]
     except UnicodeDecodeError:
         raise NotUtf8(path, raw) from None
+    names = None
+    if not any(len(c.sent_t) for c in collected):
+        names = sorted({name for trace in traces for ev in trace.events if (name := event_name(ev, trace))})
+    return header, shape, collected, names
+
+
+def _joined(tables: list[dict]) -> dict:
+    """Tables given as columns (flow_tables'), one after the other."""
+    return {
+        name: union_categoricals([t[name] for t in tables])
+        if isinstance(tables[0][name], pd.Categorical)
+        else np.concatenate([t[name] for t in tables])
+        for name in tables[0]
+    }
 
 
 def _peer_of(c: Collected, candidates: list[Collected]) -> Collected | None:

@@ -3,38 +3,45 @@
 
 from __future__ import annotations
 
-import msgspec
+from operator import attrgetter
+
 import numpy as np
 import pandas as pd
+from msgspec import UNSET
 from numba import njit
 
-from ...packets import ACK_COLUMNS, DELIVERED, FATE_DTYPE, LOST, UNOBSERVED
+from ...packets import DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED
 from .events import DEFAULT_MAX_ACK_DELAY_MS, INITIAL_RTT_MS, Collected
-from .parse import ANY_JSON, any_or_none
+from .parse import MetricsData
+
+_FATE_CODE = {fate: code for code, fate in enumerate(FATES)}
+_METRICS = ("bif", "cwnd", "srtt", "rttvar")
+_ROW = attrgetter("bytes_in_flight", "cwnd", "smoothed_rtt", "rtt_variance")
 
 
 def _metrics_state(c: Collected) -> pd.DataFrame:
     """The metrics after each metrics event (bytes_in_flight, cwnd, smoothed_rtt, rtt_variance;
-    each carried forward on its own, NaN before any): their data decoded in one call."""
-    items = c.metrics
-    if items and type(items[0]) is msgspec.Raw:
-        try:
-            items = ANY_JSON.decode(b"[" + b",".join(items) + b"]")
-        except msgspec.DecodeError:
-            items = [any_or_none(bytes(item)) for item in items]
-    rows = [
-        (
-            d.get("bytes_in_flight"),
-            d.get("cwnd", d.get("congestion_window")),
-            d.get("smoothed_rtt"),
-            d.get("rtt_variance"),
-        )
-        if type(d) is dict
-        else (None, None, None, None)
-        for d in items
-    ]
-    columns = ["bif", "cwnd", "srtt", "rttvar"]
-    return pd.DataFrame(rows, columns=columns, dtype=object).apply(pd.to_numeric, errors="coerce").ffill()
+    each carried forward on its own, NaN before any): numbers, or strings that read as numbers."""
+    items = [MetricsData() if d is None else d for d in c.metrics] if None in c.metrics else c.metrics
+    try:
+        numbers = np.array(list(map(_ROW, items)), dtype=np.float64).reshape(len(items), 4)  # None: NaN
+    except (TypeError, ValueError, OverflowError):  # a cwnd not logged (UNSET), or a value that is no number
+        numbers = np.array([[_number(v) for v in _values(d)] for d in items], dtype=np.float64).reshape(-1, 4)
+    last = np.maximum.accumulate(np.where(np.isnan(numbers), -1, np.arange(len(numbers))[:, None]), axis=0)
+    carried = np.where(last >= 0, numbers[np.maximum(last, 0), np.arange(4)], np.nan)
+    return pd.DataFrame(carried, columns=_METRICS)
+
+
+def _values(d: MetricsData) -> tuple:
+    """A metrics event's values, cwnd as draft-00/01 name it where it has no cwnd."""
+    return d.bytes_in_flight, d.congestion_window if d.cwnd is UNSET else d.cwnd, d.smoothed_rtt, d.rtt_variance
+
+
+def _number(value) -> float:
+    try:
+        return float(value) if value is not None else np.nan
+    except (TypeError, ValueError, OverflowError):
+        return np.nan
 
 
 def _metrics_at(c: Collected, state: pd.DataFrame, at_n: np.ndarray, after_n: np.ndarray | None = None) -> pd.DataFrame:
@@ -51,9 +58,9 @@ def _metrics_at(c: Collected, state: pd.DataFrame, at_n: np.ndarray, after_n: np
     return pd.DataFrame(out, columns=state.columns)
 
 
-def flow_tables(c: Collected, uid0: int, peer: Collected | None) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+def flow_tables(c: Collected, uid0: int, peer: Collected | None) -> tuple[dict, dict, dict]:
     """One trace's packets and ACK rows, fates decided (module docstring; ``peer``: the other
-    endpoint's trace, whose receipts give ``t_recv``)."""
+    endpoint's trace, whose receipts give ``t_recv``): their columns, as arrays."""
     scale = c.scale
     t_send = np.asarray(c.sent_t, np.float64) * scale + c.origin
     pn = np.asarray(c.sent_pn, np.int64)
@@ -83,7 +90,7 @@ def flow_tables(c: Collected, uid0: int, peer: Collected | None) -> tuple[pd.Dat
     # losses: the first declaration of each packet number sent
     t_detect = np.full(len(pn), np.nan)
     trigger = np.full(len(pn), "", dtype=object)
-    if c.lost_pn:
+    if len(c.lost_pn):
         lost_pn = np.asarray(c.lost_pn, np.int64)
         lost_t = np.asarray(c.lost_t, np.float64) * scale + c.origin
         at = np.minimum(np.searchsorted(sorted_pn, lost_pn), len(sorted_pn) - 1)
@@ -96,7 +103,9 @@ def flow_tables(c: Collected, uid0: int, peer: Collected | None) -> tuple[pd.Dat
     t_recv = _receipts(peer, pn)
     received = np.isfinite(t_recv) & ~acked
     spurious_rows = acked & declared & (t_detect <= t_ack)
-    fate = np.where(acked | received, DELIVERED, np.where(declared, LOST, UNOBSERVED))
+    fate = np.where(
+        acked | received, _FATE_CODE[DELIVERED], np.where(declared, _FATE_CODE[LOST], _FATE_CODE[UNOBSERVED])
+    )
     reason = np.select(
         [spurious_rows, acked, received, declared],
         ["acked after declared lost", "acked", "received, not acknowledged", "declared lost"],
@@ -112,25 +121,23 @@ def flow_tables(c: Collected, uid0: int, peer: Collected | None) -> tuple[pd.Dat
     pto = (srtt + np.maximum(4 * rttvar, one_ms) + DEFAULT_MAX_ACK_DELAY_MS * one_ms) * scale
     gaps = np.diff(t_send, prepend=t_send[0] if len(t_send) else 0.0)
     chunk = np.cumsum(gaps > pto)
-    packets = pd.DataFrame(
-        {
-            "flow": np.full(len(pn), flow, dtype=object),
-            "seq": pn,
-            "tx": np.zeros(len(pn), np.int64),
-            "uid": sent_n + uid0,
-            "size": size,
-            "t_send": t_send,
-            "t_recv": t_recv,
-            "fate": pd.Categorical(fate, dtype=FATE_DTYPE),
-            "reason": reason,
-            "t_ack": t_ack,
-            "t_detect": t_detect,
-            "loss_trigger": trigger,
-            "spurious": spurious,
-            "chunk": chunk.astype(np.int64),
-            "in_flight": before["bif"].fillna(-1).to_numpy(np.int64),
-        }
-    )
+    packets = {
+        "flow": np.full(len(pn), flow, dtype=object),
+        "seq": pn,
+        "tx": np.zeros(len(pn), np.int64),
+        "uid": sent_n + uid0,
+        "size": size,
+        "t_send": t_send,
+        "t_recv": t_recv,
+        "fate": pd.Categorical.from_codes(fate.astype(np.int8), dtype=FATE_DTYPE),
+        "reason": reason,
+        "t_ack": t_ack,
+        "t_detect": t_detect,
+        "loss_trigger": trigger,
+        "spurious": spurious,
+        "chunk": chunk.astype(np.int64),
+        "in_flight": before["bif"].fillna(-1).to_numpy(np.int64),
+    }
     # the ACK stream; in flight and cwnd as logged while its packet was processed (until the next packet event)
     ack_n = np.asarray(c.ack_n, np.int64)
     packet_n = np.asarray(c.packet_n, np.int64)
@@ -144,24 +151,21 @@ def flow_tables(c: Collected, uid0: int, peer: Collected | None) -> tuple[pd.Dat
     hit = (sorted_pn[at] == largest) & (acked_by_sorted[at] == np.arange(n_frames))
     rtt[hit] = ack_t[hit] - t_send[order[at[hit]]]
     ack_pn = np.append(sorted_pn, sorted_pn[-1] + 1)[lowest]
-    acks = pd.DataFrame(
-        {
-            "flow": np.full(n_frames, flow, dtype=object),
-            "t": ack_t,
-            "ack": ack_pn,
-            "largest": largest,
-            "newly": newly,
-            "dupack": np.zeros(n_frames, bool),
-            "dsack": np.zeros(n_frames, bool),
-            "rtt": rtt,
-            "rtt_source": np.where(hit, "qlog", "").astype(object),
-            "delivery_rate": np.full(n_frames, np.nan),
-            "in_flight": after["bif"].fillna(-1).to_numpy(np.int64),
-            "rwnd": np.full(n_frames, -1, np.int64),
-            "cwnd": after["cwnd"].fillna(-1).to_numpy(np.int64),
-        }
-    )
-    acks = acks.astype({k: v for k, v in ACK_COLUMNS.items() if k not in ("flow", "rtt_source")})
+    acks = {
+        "flow": np.full(n_frames, flow, dtype=object),
+        "t": ack_t,
+        "ack": ack_pn,
+        "largest": largest,
+        "newly": newly,
+        "dupack": np.zeros(n_frames, bool),
+        "dsack": np.zeros(n_frames, bool),
+        "rtt": rtt,
+        "rtt_source": np.where(hit, "qlog", "").astype(object),
+        "delivery_rate": np.full(n_frames, np.nan),
+        "in_flight": after["bif"].fillna(-1).to_numpy(np.int64),
+        "rwnd": np.full(n_frames, -1, np.int64),
+        "cwnd": after["cwnd"].fillna(-1).to_numpy(np.int64),
+    }
     summary = c.summary()
     summary.update(
         flow=flow,
@@ -178,7 +182,7 @@ def flow_tables(c: Collected, uid0: int, peer: Collected | None) -> tuple[pd.Dat
 def _receipts(peer: Collected | None, pn: np.ndarray) -> np.ndarray:
     """Each packet number's first receipt in the peer's trace, in seconds on its clock (NaN: none)."""
     t_recv = np.full(len(pn), np.nan)
-    if peer is None or not peer.recv_pn:
+    if peer is None or not len(peer.recv_pn):
         return t_recv
     got = np.asarray(peer.recv_pn, np.int64)
     when = np.asarray(peer.recv_t, np.float64) * peer.scale + peer.origin
