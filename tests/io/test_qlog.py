@@ -205,6 +205,87 @@ def test_both_endpoints_make_a_chain():
     validate_packets(p)
 
 
+PICOQUIC_SERVER, PICOQUIC_CLIENT = DATA / "picoquic_server.qlog.gz", DATA / "picoquic_client.qlog.gz"
+
+
+def test_the_picoquic_download_has_real_and_spurious_losses():
+    """picoquic's download through a bottleneck, a bypass that reorders and a random drop
+    (SOURCES.md): the packets it declared lost and never saw acknowledged are exactly the
+    datagrams the path's kernel counters dropped (52 tail drops at the bottleneck, 57 random ones);
+    the other declared losses were acknowledged afterwards (spurious), as a plain count says."""
+    p = read_trace(PICOQUIC_SERVER).packets
+    ((_, events),) = ((t["vantage"], t["events"]) for t in plain_traces(PICOQUIC_SERVER))
+    counts = plain_counts(events)
+    assert p["flow"].astype(str).unique().tolist() == ["quic 36b13b4e9ffe60f9 server>client"]
+    assert len(p) == counts["sent"] == 2591
+    assert np.isfinite(p["t_detect"]).sum() == counts["declared"] == 594
+    assert (p["fate"] == "lost").sum() == counts["lost"] == 52 + 57
+    assert (p["spurious"] == "acked").sum() == counts["declared"] - counts["lost"] == 485
+    spurious = p[p["spurious"] == "acked"]
+    assert (spurious["reason"] == "acked after declared lost").all()
+    assert (spurious["t_ack"] > spurious["t_detect"]).all()
+    # picoquic's triggers are its own words ("repeat": RACK's thresholds, "timer": a timeout)
+    assert (p["loss_trigger"][np.isfinite(p["t_detect"])] == "other").all()
+    assert (p["in_flight"].iloc[1:] >= 0).all() and (p["chunk"] == 0).all()
+
+
+def test_picoquic_times_are_not_the_epochs():
+    """picoquic's reference_time is its clock at the connection's start: CLOCK_MONOTONIC in
+    microseconds on Linux (picoquic_current_time, picoquic/quicctx.c), here 23,262 s, the
+    machine's uptime; not a time since 1970."""
+    trace = read_trace(PICOQUIC_SERVER)
+    assert 23262 < trace.packets["t_send"].min() < 23264
+    assert trace.meta["time"] != "epoch"
+
+
+def test_picoquic_rtt_samples_match_the_latest_rtt_it_logged():
+    """RFC 9002 §5.1's latest_rtt, from the log's times, against the latest_rtt picoquic logged
+    right after each ACK: the same to the microsecond, once picoquic's correction by the ACK's
+    delay is made (RFC 9002 §5.3: ack_delay, in units of 2^3 µs, the default ack_delay_exponent
+    of RFC 9000 §18.2, subtracted unless the sample would fall below min_rtt)."""
+    (trace,) = json.loads(gzip.decompress(PICOQUIC_SERVER.read_bytes()))["traces"]
+    origin = int(trace["common_fields"]["reference_time"])
+    logged, pending = {}, None
+    for t, _category, name, data in trace["events"]:
+        if name == "packet_received":
+            frames = [f for f in data.get("frames") or [] if f["frame_type"] == "ack"]
+            pending = (t, frames[0]["ack_delay"] * 8) if frames and data["packet_type"] == "1RTT" else None
+        elif name == "metrics_updated" and pending is not None and "latest_rtt" in data:
+            logged[pending[0] + origin] = (data["latest_rtt"], pending[1])
+            pending = None
+    samples = read_trace(PICOQUIC_SERVER).rtt
+    matched = 0
+    for t, rtt in zip(samples["t"], samples["rtt"]):
+        at = round(t * 1e6)
+        if at in logged:
+            latest, ack_delay = logged[at]
+            ours = round(rtt * 1e6)
+            assert latest in (ours, ours - ack_delay), (t, ours, latest, ack_delay)
+            matched += 1
+    assert matched >= len(samples) - 1 > 600  # the last ACK: no metrics logged after it
+
+
+def test_picoquic_endpoints_make_a_chain():
+    """The server's qlog with the client's (peer=): every packet acknowledged was received,
+    none of the real losses was; both clocks are the machine's, so the one-way delays are the
+    path's: mostly the bottleneck's queue (24 ms at most at its rate), a few more where the
+    client stalled a while on the shared machine. The spurious losses were packets still queued
+    when a packet of the bypass overtook them: most arrived after they were declared lost."""
+    chain = read_trace(PICOQUIC_SERVER, peer=PICOQUIC_CLIENT)
+    p = chain.packets
+    assert chain.meta["traces"][0]["peer"] == "client"
+    received = np.isfinite(p["t_recv"])
+    assert (p.loc[received, "fate"] == "delivered").all()
+    assert received.sum() == (p["fate"] == "delivered").sum() == 2482
+    assert not received[p["fate"] == "lost"].any()
+    delay = (p["t_recv"] - p["t_send"])[received]
+    assert 0 < delay.min() < 0.001 and 0.005 < delay.median() < 0.024 < delay.max() < 0.1
+    assert (delay < 0.026).mean() > 0.95
+    spurious = p[p["spurious"] == "acked"]
+    assert (spurious["t_recv"] > spurious["t_detect"]).mean() > 0.9
+    validate_packets(p)
+
+
 def test_declared_lost_but_received_is_spurious(tmp_path):
     sender = qlog(tmp_path, [sent(0, 0), sent(1, 1), sent(2, 2), lost(40, 0, "pto_expired"), ack(50, (2, 2))])
     receiver = qlog(
