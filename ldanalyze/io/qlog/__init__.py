@@ -22,7 +22,9 @@ The rules (RFC 9000 §12.3, RFC 9002 §5-6):
 * ``t_send``: seconds; since the epoch where the qlog anchors its times there (``reference_time``,
   ``time_format``; aioquic logs epoch milliseconds), else from the trace's own origin
   (``meta['time']`` says which). pcap2qlog's ``reference_time`` in seconds in a trace of
-  milliseconds (a value between 1e8 and 1e11) is read as seconds.
+  milliseconds (a value between 1e8 and 1e11) is read as seconds. A ``reference_time`` before
+  2000 is a clock of the host's own (picoquic's CLOCK_MONOTONIC: its uptime), kept as the
+  origin (both endpoints of one host share it) but not called the epoch's.
 * Fate: acknowledged by an ACK frame of a received 1-RTT packet -> ``delivered`` (``t_ack``: the
   first ACK that covered it); declared lost (``packet_lost``: ``t_detect``, ``loss_trigger``
   from its trigger: reordering_threshold -> reordering, time_threshold -> time, pto_expired ->

@@ -338,6 +338,12 @@ def _lost(c: Collected, numbers: list, events: list) -> None:
     c.lost_t, c.lost_pn = np.array(lost_t, np.float64), np.array(lost_pn, np.int64)
 
 
+# a clock reading before 2000-01-01 is no time since 1970 but a clock of its own (picoquic's
+# reference_time is CLOCK_MONOTONIC, picoquic_current_time in quicctx.c): kept as the origin
+# (both endpoints of one host share it), not called the epoch's
+EPOCH_FLOOR = 946684800.0
+
+
 def _trace_context(path, trace: QTrace, c: Collected) -> None:
     """Vantage, ODCID and the clock of a trace: units, origin, whether it is the epoch's."""
     vantage = _mapping(trace.vantage_point)
@@ -369,7 +375,7 @@ def _trace_context(path, trace: QTrace, c: Collected) -> None:
         c.origin = ref + offset * c.scale
     else:
         c.origin = (ref + offset) * c.scale
-    c.epoch = True
+    c.epoch = c.origin >= EPOCH_FLOOR  # picoquic's reference is its CLOCK_MONOTONIC: the host's uptime
 
 
 def _mapping(value) -> dict:

@@ -11,7 +11,7 @@ from msgspec import UNSET
 from numba import njit
 
 from ...packets import DELIVERED, FATE_DTYPE, FATES, LOST, UNOBSERVED
-from .events import DEFAULT_MAX_ACK_DELAY_MS, INITIAL_RTT_MS, Collected
+from .events import DEFAULT_MAX_ACK_DELAY_MS, EPOCH_FLOOR, INITIAL_RTT_MS, Collected
 from .parse import MetricsData
 
 _FATE_CODE = {fate: code for code, fate in enumerate(FATES)}
@@ -65,7 +65,7 @@ def flow_tables(c: Collected, uid0: int, peer: Collected | None) -> tuple[dict, 
     t_send = np.asarray(c.sent_t, np.float64) * scale + c.origin
     pn = np.asarray(c.sent_pn, np.int64)
     size = np.asarray(c.sent_size, np.int64)
-    if not c.epoch and not c.delta and len(t_send) and t_send.min() > 1e8:  # epoch times without a reference
+    if not c.epoch and not c.delta and len(t_send) and t_send.min() > EPOCH_FLOOR:  # epoch times without a reference
         c.epoch = True
     if c.vantage in ("server", "client"):
         other = "client" if c.vantage == "server" else "server"
