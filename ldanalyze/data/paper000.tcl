@@ -39,7 +39,7 @@
 #                   [types=tfrc,tcp,cbr,...] [tcp_window=20]
 #                   [lda=NAME] [ldalog=FILE] [ldareports=FILE]
 #                   [wireless_as_received=0|1] [ldaparams=NAME VALUE ...]
-#                   [reorder=P] [reorder_delay=S]
+#                   [reorder=P] [reorder_delay=S] [shared_delay=S]
 #
 # Closed loop (needs the ns built by ldanalyze/data/ns2/build): with lda=NAME every TFRC
 # flow's receiver is an Agent/TFRCSink/LDA whose LDA NAME (unaware, omniscient,
@@ -57,6 +57,10 @@
 # Connector/LDAOracle behind each error model tells the omniscient receiver
 # which packets the radio dropped; it only passes packets on, so the trace is
 # the same as without it.
+#
+# shared_delay=S: the one-way delay of the shared link (WLH) or the wireless
+# backbone (WB), in seconds; 0.02 as Sec. V-C gives it.  Other values change the
+# round-trip time (the throughput model grid of ldanalyze.reproduce.model_grid).
 #
 # Reordering (reorder=P, default 0: none): on each wireless link, after its
 # error model, a share P of the packets that survive it (forward direction,
@@ -110,6 +114,7 @@ array set cfg {
     ldaparams   ""
     reorder     0
     reorder_delay 0.1
+    shared_delay 0.02
 }
 
 proc die {msg} {
@@ -158,7 +163,7 @@ if {[lsearch -exact {tfrc tcp cbr mix} $cfg(traffic)] < 0} { die "traffic must b
 if {[lsearch -exact {uniform bursty none} $cfg(loss)] < 0} { die "loss must be uniform, bursty or none" }
 if {[lsearch -exact {link queue} $cfg(emplace)] < 0} { die "emplace must be link or queue" }
 if {[lsearch -exact {none expoo} $cfg(cross)] < 0} { die "cross must be none or expoo" }
-foreach k {rate duration cbr_share warmup burst bad_loss good_loss cross_share reorder reorder_delay} {
+foreach k {rate duration cbr_share warmup burst bad_loss good_loss cross_share reorder reorder_delay shared_delay} {
     if {![string is double -strict $cfg($k)] || $cfg($k) < 0} { die "$k must be a non-negative number" }
 }
 if {![string is integer -strict $cfg(seed)] || $cfg(seed) < 0} { die "seed must be an integer >= 0" }
@@ -194,7 +199,7 @@ set RATE_LAN   10000        ;# 10 Mb/s
 set DELAY_LAN  1ms
 set RATE_WLAST 150          ;# wireless last hop (WLH)
 set DELAY_WLAST 10ms
-set DELAY_SHARED 20ms       ;# delay_shared = delay_wshared = 20 ms
+set DELAY_SHARED $cfg(shared_delay)   ;# delay_shared = delay_wshared = 20 ms (Sec. V-C), the default
 
 if {$cfg(topology) eq "wlh"} {
     if {$N == 1} {

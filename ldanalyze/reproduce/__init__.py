@@ -33,10 +33,11 @@ each LDA's throughput is what TFRC would have allowed given that LDA's decisions
 arrivals (``docs/controllers.md``). The paper ran each LDA in closed loop, so its congestion
 rates differ per scheme; here the congestion comes from the trace and is reported once.
 
-The package, one module per job, each importing only those below it: ``run`` (the command's
-work: simulate, score, write); ``readme``, ``tables``, ``figures`` and ``statements`` (what is
-written, and the paper's statements judged); ``closed_suite`` (the closed-loop runs and the
-throughput models against them) and ``measures`` (the sweeps, ZBS's usage); ``suite`` (the
+The package, one module per job, each importing only those below it: ``run`` (the command's work:
+simulate, score, write); ``readme``, ``tables``, ``figures`` and ``statements`` (what is written,
+and the paper's statements judged); ``closed_suite`` (the closed-loop runs and the throughput models
+against them), ``model_grid`` (a grid where the LDAs differ, to choose and judge those models on,
+``docs/make_paper000_model_grid.py``) and ``measures`` (the sweeps, ZBS's usage); ``suite`` (the
 scenarios, the LDAs, the mean over seeds) and ``registry`` (the paper's statements, words and
 tables, read from ``paper000_statements.toml``).
 """

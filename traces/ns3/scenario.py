@@ -26,17 +26,50 @@ import subprocess
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
-MODULES = {"wifi": ("wifi", "applications", "internet", "point-to-point", "mobility", "traffic-control",
-                    "propagation", "network", "core"),
-           "lte": ("lte", "applications", "internet", "point-to-point", "mobility", "traffic-control", "network",
-                   "core")}
+MODULES = {
+    "wifi": (
+        "wifi",
+        "applications",
+        "internet",
+        "point-to-point",
+        "mobility",
+        "traffic-control",
+        "propagation",
+        "network",
+        "core",
+    ),
+    "lte": ("lte", "applications", "internet", "point-to-point", "mobility", "traffic-control", "network", "core"),
+}
 RECEIVERS = {"wifi": ("stations", "sta"), "lte": ("ues", "ue")}  # the count parameter, the file prefix
-WIFI_DEFAULTS = {"duration": 10, "stations": 3, "spacing": 12, "bottleneck": "6Mbps", "queue": 20,
-                 "interval": 0.004, "size": 1000, "per": 0.0, "retries": 1, "speed": 3.0, "seed": 1,
-                 "policer": "0", "policer_burst": 3000, "sniffer": 0.0,
-                 "qos": 0}  # policer "0": none, the FIFO bottleneck
-LTE_DEFAULTS = {"duration": 10, "ues": 3, "spacing": 60, "bottleneck": "2500kbps", "queue": 30, "buffer": 20000,
-                "interval": 0.005, "size": 600, "speed": 30.0, "seed": 1}
+WIFI_DEFAULTS = {
+    "duration": 10,
+    "stations": 3,
+    "spacing": 12,
+    "bottleneck": "6Mbps",
+    "queue": 20,
+    "interval": 0.004,
+    "size": 1000,
+    "per": 0.0,
+    "retries": 1,
+    "speed": 3.0,
+    "seed": 1,
+    "policer": "0",
+    "policer_burst": 3000,
+    "sniffer": 0.0,
+    "qos": 0,
+}  # policer "0": none, the FIFO bottleneck
+LTE_DEFAULTS = {
+    "duration": 10,
+    "ues": 3,
+    "spacing": 60,
+    "bottleneck": "2500kbps",
+    "queue": 30,
+    "buffer": 20000,
+    "interval": 0.005,
+    "size": 600,
+    "speed": 30.0,
+    "seed": 1,
+}
 DEFAULTS = {"wifi": WIFI_DEFAULTS, "lte": LTE_DEFAULTS}
 
 
@@ -64,8 +97,9 @@ def build(name: str) -> pathlib.Path:
     if why:
         raise ScenarioError(why)
     source = HERE / f"{name}.cc"
-    libraries = subprocess.run(["pkg-config", "--libs", *(f"ns3-{m}" for m in MODULES[name])],
-                               capture_output=True, text=True, check=True).stdout.split()
+    libraries = subprocess.run(
+        ["pkg-config", "--libs", *(f"ns3-{m}" for m in MODULES[name])], capture_output=True, text=True, check=True
+    ).stdout.split()
     command = ["g++", "-std=c++17", "-O1", "-o", "PROGRAM", str(source), *libraries]
     texts = b"".join(path.read_bytes() for path in (source, *sorted(HERE.glob("*.h"))))  # truth.h too
     key = hashlib.blake2b(texts + repr(command).encode(), digest_size=10).hexdigest()
@@ -92,8 +126,9 @@ def run(name: str, **params) -> pathlib.Path:
     if not (out / "stats.csv").exists():  # written last: a folder without it is an interrupted run
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
-        done = subprocess.run([str(program), *(f"--{k}={v}" for k, v in values.items()), f"--out={out}"],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [str(program), *(f"--{k}={v}" for k, v in values.items()), f"--out={out}"], capture_output=True, text=True
+        )
         if done.returncode != 0 or not (out / "stats.csv").exists():
             shutil.rmtree(out, ignore_errors=True)
             raise ScenarioError(f"{name} {values} failed ({done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}")
