@@ -325,39 +325,40 @@ def measured(packets: pd.DataFrame, flows: list[str], fair_share_bps: float) -> 
     return out.rename_axis("flow").reset_index()
 
 
-# the open-loop models held to the closed loop: (name, TFRC's X_recv, the normaliser); "model"
-# is what ``score`` shows, "model_trace_rx" what it showed before the closed loop chose
+# the open-loop models held to the closed loop: (name, the TFRC replay's spec, the normaliser);
+# "model" is what ``score`` shows, "model_trace_rx" what it showed before the closed loop chose
 MODELS = (
-    ("model", "model", "capacity"),
-    ("model_share", "model", "share"),
-    ("model_trace_rx", "trace", "capacity"),
-    ("model_trace_rx_share", "trace", "share"),
+    ("model", "tfrc:receive=model", "capacity"),
+    ("model_share", "tfrc:receive=model", "share"),
+    ("model_trace_rx", "tfrc:receive=trace", "capacity"),
+    ("model_trace_rx_share", "tfrc:receive=trace", "share"),
 )
 
 
-def modeled(timeline, ldas, fair_share_bps: float) -> pd.DataFrame:
+def modeled(timeline, ldas, fair_share_bps: float, models=MODELS) -> pd.DataFrame:
     """Open-loop models of each LDA's TFRC throughput over one trace (``replay``), per LDA and
-    flow (``MODELS``): ``model`` is ``thput`` as ``score`` reports it (TFRC limited by twice its
-    modelled rate at most the capacity, ``tfrc:receive=model``; the time average of the rate
-    capped at and divided by the flow's packet-pair capacity); ``_trace_rx``: TFRC limited by
-    twice the trace's receive rate instead (``tfrc:receive=trace``); ``_share``: capped at and divided
-    by the flow's fair share of the bottleneck instead, the normaliser of the closed-loop truth."""
+    flow, one column per model of ``models`` (``MODELS``: ``model`` is ``thput`` as ``score``
+    reports it, TFRC limited by twice its modelled rate at most the capacity; ``_trace_rx``:
+    limited by twice the trace's receive rate instead): the time average of the replayed rate
+    capped at and divided by the flow's packet-pair capacity (``capacity``) or by its fair share
+    of the bottleneck (``share``), the normaliser of the closed-loop truth. Each spec is
+    replayed once, whichever normalisers read it."""
     from .control import replay
 
     rows: dict[tuple[str, str], dict[str, float]] = {}
-    for receive in ("trace", "model"):
-        result = replay(timeline, f"tfrc:receive={receive}", list(ldas))
+    for spec in dict.fromkeys(spec for _, spec, _ in models):
+        result = replay(timeline, spec, list(ldas))
         capacity = result.summary.astype({"lda": str, "flow": str}).set_index(["lda", "flow"])["capacity_bps"]
         for (lda, flow), r in result.rates.groupby(["lda", "flow"], sort=False, observed=True):
             key = (str(lda), str(flow))
             rate = r["rate_bps"].to_numpy()[:-1]
             held = np.diff(r["t"].to_numpy())  # each rate holds until the flow's next arrival
             ok = np.isfinite(rate)
-            for name, kind, norm in MODELS:
-                if kind != receive:
+            total = held[ok].sum()
+            for name, of, norm in models:
+                if of != spec:
                     continue
                 cap = fair_share_bps if norm == "share" else capacity.get(key, np.nan)
-                total = held[ok].sum()
                 value = (np.minimum(rate[ok], cap) * held[ok]).sum() / total / cap if total > 0 else np.nan
                 rows.setdefault(key, {})[name] = value
     return pd.DataFrame([{"lda": k[0], "flow": k[1], **v} for k, v in rows.items()])
@@ -385,13 +386,13 @@ def pooled_scores(flow_rows: pd.DataFrame, flows: list[str]) -> pd.DataFrame:
     return out.rename_axis("lda").reset_index()
 
 
-def truth(path: str, scenario: dict, fair_share_bps: float, ldas=None) -> dict:
+def truth(path: str, scenario: dict, fair_share_bps: float, ldas=None, models=MODELS) -> dict:
     """What one closed-loop run measured (:func:`measured`, pooled over its TFRC flows: mean
     ``thput``, ``congestion_rate`` over every packet sent, ``fairness_std`` of the flows'
     throughputs each over their mean, paper 000 §VIII Fig. 14); with its decision log beside it,
     how many of the logged decisions (every LDA) the offline replay made alike
     (``decisions_equal`` of ``decisions``; the LDAs with the scenario's ``ldaparams``); given ``ldas``, the open-loop model of each over
-    this run's trace (:func:`modeled`, mean over the TFRC flows)."""
+    this run's trace (:func:`modeled` with ``models``, mean over the TFRC flows)."""
     from .io import read_trace
     from .lda import classify
     from .timeline import build_timeline
@@ -414,7 +415,7 @@ def truth(path: str, scenario: dict, fair_share_bps: float, ldas=None) -> dict:
         out["decisions"] = int(summary["losses"].sum())
         out["decisions_equal"] = int(summary["equal"].sum())
     if ldas:
-        model = modeled(timeline, ldas, fair_share_bps)
-        names = [name for name, _, _ in MODELS]
+        model = modeled(timeline, ldas, fair_share_bps, models)
+        names = [name for name, _, _ in models]
         out["model"] = model[model["flow"].isin(flows)].groupby("lda")[names].mean().reset_index()
     return out

@@ -411,11 +411,13 @@ def rate_averages(t, start, flow, n_flows, rate, cap):
 
 def summarize_rates(sig: Signals, rate_bps: np.ndarray) -> dict[str, Any]:
     """Per flow: time-averaged allowed rate (bits/s), capped at the capacity and normalised to
-    it (paper 000 §VI-A, Table II: "thput"), and the time it covers."""
+    it (paper 000 §VI-A, Table II: "thput"), the time it covers, and whether the capacity was
+    given (``PathModel.capacity``) or estimated by packet pair."""
     cap_bps = sig.capacity * 8.0
     with np.errstate(invalid="ignore", divide="ignore"):
         mean, mean_capped, span = call(
             rate_averages, sig.t, sig.start, sig.flow, len(sig.flows), rate_bps, cap_bps, us_per_item=1.5
         )
         thput = mean_capped / cap_bps
-    return {"mean_rate_bps": mean, "capacity_bps": cap_bps, "thput": thput, "seconds": span}
+    given = np.full(len(sig.flows), sig.path.capacity is not None)
+    return {"mean_rate_bps": mean, "capacity_bps": cap_bps, "thput": thput, "seconds": span, "capacity_given": given}

@@ -72,6 +72,12 @@ IGNORED_NOTE = (
     "throughput rests on ignored congestion; closed loop such a sender fills the queue and loses more "
     "(docs/controllers.md)"
 )
+SHARE_MARK = " ‡"
+SHARE_NOTE = (
+    "‡ several flows of one trace, each normalised by its own packet-pair capacity: if they share a "
+    "bottleneck, that is the link's capacity, not a flow's share, and the model is outside where it "
+    "was validated against the closed loop (docs/paper000/model_grid.md); --capacity sets a flow's share"
+)
 
 
 def _cell(row: pd.Series, column: str, kind: str) -> str:
@@ -167,13 +173,17 @@ def blocks(scores: pd.DataFrame):
             and not (column == "policing_share" and not group.get("called_policing", pd.Series([0])).any())
             and not (column == "abstained" and not group.get("abstained", pd.Series([0])).any())
         ]
+        unsure = "share_unknown" in group.columns and bool(group["share_unknown"].fillna(False).any())
+        if unsure:  # the whole block's flows are outside the model's validated range, so the row
+            rows = [(label + SHARE_MARK if column == "thput" else label, column, kind) for label, column, kind in rows]
         body = {
             str(row["lda"]): [_cell(row, column, kind) for _, column, kind in rows]
             for _, row in group.iterrows()
             if not (truthless and str(row["lda"]) in BASELINES)  # without truth their calls say nothing
         }
         flagged = "ignored_congestion" in group.columns and bool(group["ignored_congestion"].fillna(False).any())
-        yield title, pd.DataFrame(body, index=[label for label, _, _ in rows]), IGNORED_NOTE if flagged else ""
+        notes = [note for note, shown in ((IGNORED_NOTE, flagged), (SHARE_NOTE, unsure)) if shown]
+        yield title, pd.DataFrame(body, index=[label for label, _, _ in rows]), "\n".join(notes)
 
 
 def text_table(scores: pd.DataFrame) -> str:

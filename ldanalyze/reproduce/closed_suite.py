@@ -143,7 +143,7 @@ def model_errors(both: pd.DataFrame) -> pd.DataFrame:
     rows = []
     spread = both.groupby(SCENARIO_KEYS)["truth"].agg(lambda t: t.max() - t.min())
     differ = spread[spread > SPREAD].index
-    for column, receive, norm in closedloop.MODELS:
+    for column, spec, norm in closedloop.MODELS:
         error = (both[column] - both["truth"]).abs() * 100
         rho = both.groupby(SCENARIO_KEYS)[[column, "truth"]].apply(
             lambda g: g[column].corr(g["truth"], method="spearman") if g["truth"].nunique() > 1 else np.nan
@@ -151,7 +151,7 @@ def model_errors(both: pd.DataFrame) -> pd.DataFrame:
         rows.append(
             {
                 "model": column,
-                "X_recv": "the trace's" if receive == "trace" else "the model's",
+                "X_recv": "the trace's" if spec.endswith("=trace") else "the model's",
                 "normalised by": "packet-pair capacity" if norm == "capacity" else "fair share",
                 "median_abs_error": error.median(),
                 "p90_abs_error": error.quantile(0.9),

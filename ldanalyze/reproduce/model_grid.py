@@ -50,9 +50,23 @@ CHOOSE_SEED, HELD_OUT_SEED = 1, 2  # the model is chosen on the first, reported 
 DURATION, WARMUP = 100, 10
 KEYS = ["traffic", "topology", "flows", "loss", "rate", "shared_delay", "seed"]  # one scenario, whichever LDA
 DIFFER = 0.10  # a scenario's LDAs differ when their closed-loop throughputs span more than this
-CANDIDATES = [name for name, _, _ in closedloop.MODELS]
+# the candidates: TFRC replayed with X_recv from the model or the trace (``control.tfrc``), t_RTO
+# of 4R (RFC 5348 §3.1), 2.75R or 2R (ns-2.35's TFRC takes a TCP-style RTO, srtt + 4 rttvar in
+# ticks of 0.1 s: tfrc.cc, update_rtt), loss history discounted or not (RFC 5348 §5.5; ns-2 turns
+# it on), normalised by the packet-pair capacity (what ``score`` knows) or the fair share
+MODELS = tuple(
+    (
+        f"{receive}_rto{rto:g}{'_disc' if discount else ''}_{norm}",
+        f"tfrc:receive={receive}:rto_factor={rto:g}" + (":discounting=true" if discount else ""),
+        norm,
+    )
+    for receive, rto, discount, norm in itertools.product(
+        ("model", "trace"), (4, 2.75, 2), (False, True), ("capacity", "share")
+    )
+)
+CANDIDATES = [name for name, _, _ in MODELS]
 CONSTANT = "constant"  # the baseline that predicts 100 % of the share
-OWN = "own_trace"  # the baseline that replays each LDA over its own closed-loop trace
+OWN = "own_trace"  # the baseline that replays the winner over each LDA's own closed-loop trace
 
 
 def grid_scenarios(count: int = SCENARIOS, seeds=(CHOOSE_SEED, HELD_OUT_SEED)) -> list[dict]:
@@ -85,44 +99,54 @@ def grid_scenarios(count: int = SCENARIOS, seeds=(CHOOSE_SEED, HELD_OUT_SEED)) -
     ]
 
 
-def _evaluate(path: str, run: dict) -> dict:
-    """One closed-loop run: what it measured, its decisions against the replay's, and the
-    candidate models over its trace, of every LDA on the unaware run, of its own LDA otherwise."""
-    ldas = LDAS if run["lda"] == "unaware" else (run["lda"],)
-    return closedloop.truth(path, run, fair_share_bps(run), ldas)
+def _evaluate(path: str, run: dict, models=MODELS) -> dict:
+    """One closed-loop run: what it measured, its decisions against the replay's, and, on the
+    unaware run, every candidate of ``models`` for every LDA over its trace."""
+    unaware = run["lda"] == "unaware"
+    return closedloop.truth(path, run, fair_share_bps(run), LDAS if unaware else None, models)
+
+
+def _own(path: str, run: dict, model: tuple) -> float:
+    """``model`` replayed with the run's own LDA over the run's own trace (mean over its TFRC flows)."""
+    from ..io import read_trace
+    from ..timeline import build_timeline
+
+    got = closedloop.modeled(build_timeline(read_trace(path)), (run["lda"],), fair_share_bps(run), (model,))
+    return float(got[got["flow"].isin(closedloop.tfrc_flows(run))][model[0]].mean())
 
 
 def run_grid(scenarios: list[dict], folder: pathlib.Path, workers: int, ns: str) -> tuple[pd.DataFrame, int]:
     """Every scenario closed loop once per LDA (``LDAS``), simulated unless cached in ``folder``;
-    returns one row per scenario and LDA and how many runs were simulated now. Columns: ``KEYS``,
-    ``lda``, ``truth`` (the closed-loop throughput, a share of the fair share), each candidate
-    over the unaware run's trace, each as ``own_trace_<candidate>`` over the LDA's own trace,
-    the congestion loss rate, and the receivers' decisions the offline replay made alike."""
+    the model chosen (:func:`choose`) and replayed over each LDA's own trace. Returns one row per
+    scenario and LDA, and how many runs were simulated now. Columns: ``KEYS``, ``lda``, ``trace``,
+    ``truth`` (the closed-loop throughput, a share of the fair share), each candidate over the
+    unaware run's trace, ``own_trace`` (the winner over the LDA's own trace), the congestion loss
+    rate, and the receivers' decisions the offline replay made alike."""
     runs = [{**s, "lda": lda} for s in scenarios for lda in LDAS]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         made = list(pool.map(simulate, runs, itertools.repeat(folder), itertools.repeat(ns)))
-        measured = list(pool.map(_evaluate, [str(path) for path, _ in made], runs))
-    models = {}
-    for run, got in zip(runs, measured):
-        if run["lda"] == "unaware":
-            models[tuple(run[k] for k in KEYS)] = got["model"].set_index("lda")
-    rows = []
-    for run, got in zip(runs, measured):
-        over_unaware = models[tuple(run[k] for k in KEYS)].loc[run["lda"]]
-        over_own = got["model"].set_index("lda").loc[run["lda"]]
-        rows.append(
+        paths = [str(path) for path, _ in made]
+        measured = list(pool.map(_evaluate, paths, runs))
+        models = {
+            tuple(r[k] for k in KEYS): got["model"].set_index("lda") for r, got in zip(runs, measured) if "model" in got
+        }
+        rows = [
             {
                 **{k: run[k] for k in KEYS},
                 "lda": run["lda"],
+                "trace": path,
                 "truth": got["thput"],
-                **{name: over_unaware[name] for name in CANDIDATES},
-                **{f"{OWN}_{name}": over_own[name] for name in CANDIDATES},
+                **models[tuple(run[k] for k in KEYS)].loc[run["lda"], CANDIDATES].to_dict(),
                 "congestion_rate": got["congestion_rate"],
                 "decisions": got.get("decisions"),
                 "decisions_equal": got.get("decisions_equal"),
             }
-        )
-    return pd.DataFrame(rows), sum(fresh for _, fresh in made)
+            for run, path, got in zip(runs, paths, measured)
+        ]
+        frame = pd.DataFrame(rows)
+        winner = dict((m[0], m) for m in MODELS)[choose(frame)[0]]
+        frame[OWN] = list(pool.map(_own, paths, runs, itertools.repeat(winner)))
+    return frame, sum(fresh for _, fresh in made)
 
 
 def differing(frame: pd.DataFrame, spread: float = DIFFER) -> pd.DataFrame:
@@ -136,6 +160,11 @@ def scores(frame: pd.DataFrame, prediction: pd.Series) -> dict:
     error (points of the share) over its rows, and the median over scenarios of the Spearman
     correlation between the prediction's ranking of the LDAs and the truth's (NaN for a
     prediction that ranks nothing, such as a constant)."""
+    if frame.empty:
+        return dict.fromkeys(("median_abs_error", "p90_abs_error", "spearman_median"), np.nan) | {
+            "rows": 0,
+            "scenarios": 0,
+        }
     error = (prediction - frame["truth"]).abs() * 100
     both = frame[KEYS].assign(p=prediction.to_numpy(), t=frame["truth"].to_numpy())
     rho = both.groupby(KEYS)[["p", "t"]].apply(
@@ -151,19 +180,17 @@ def scores(frame: pd.DataFrame, prediction: pd.Series) -> dict:
 
 
 def predictions(frame: pd.DataFrame, candidate: str) -> dict[str, pd.Series]:
-    """The candidate's prediction beside the two baselines: the constant 100 % and the same
-    model replayed over each LDA's own closed-loop trace."""
-    return {
-        candidate: frame[candidate],
-        CONSTANT: pd.Series(1.0, index=frame.index),
-        f"{OWN}_{candidate}": frame[f"{OWN}_{candidate}"],
-    }
+    """The candidate's prediction beside the two baselines: the constant 100 % and the winner
+    replayed over each LDA's own closed-loop trace (``OWN``: made for the winner alone)."""
+    return {candidate: frame[candidate], CONSTANT: pd.Series(1.0, index=frame.index), OWN: frame[OWN]}
 
 
 def choose(frame: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     """The candidate with the smallest median absolute error over the choosing seed's scenarios
-    whose LDAs differ (ties: the larger Spearman), and every candidate's scores there."""
-    mine = differing(frame[frame["seed"] == CHOOSE_SEED])
+    whose LDAs differ (ties: the larger Spearman; none differ: over all its scenarios), and every
+    candidate's scores there."""
+    seed = frame[frame["seed"] == CHOOSE_SEED]
+    mine = differing(seed) if not differing(seed).empty else seed
     table = pd.DataFrame([{"model": name, **scores(mine, mine[name])} for name in CANDIDATES])
     best = table.sort_values(["median_abs_error", "spearman_median"], ascending=[True, False]).iloc[0]["model"]
     return str(best), table
@@ -186,7 +213,7 @@ def breakdown(frame: pd.DataFrame, winner: str, by: list[str]) -> pd.DataFrame:
     mine = differing(frame[frame["seed"] == HELD_OUT_SEED])
     error = mine.assign(
         model=(mine[winner] - mine["truth"]).abs() * 100,
-        own=(mine[f"{OWN}_{winner}"] - mine["truth"]).abs() * 100,
+        own=(mine[OWN] - mine["truth"]).abs() * 100,
         constant=(1.0 - mine["truth"]).abs() * 100,
     )
     grouped = error.groupby(by)

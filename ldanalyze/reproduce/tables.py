@@ -315,7 +315,9 @@ def model_grid_page(frame: pd.DataFrame, made: str) -> str:
         "",
         f"## Chosen on seed {mg.CHOOSE_SEED}: the scenarios whose LDAs differ",
         "",
-        "Each candidate is the replay over the unaware run's trace (`closedloop.MODELS`); the smallest "
+        "Each candidate is the replay over the unaware run's trace (`model_grid.MODELS`: X_recv from the "
+        "model or the trace, t_RTO of 4, 2.75 or 2 R, loss history discounted or not, normalised by the "
+        "packet-pair capacity or the fair share); the smallest "
         f"median error wins: **{winner}**.",
         "",
         head,
@@ -324,7 +326,7 @@ def model_grid_page(frame: pd.DataFrame, made: str) -> str:
         "",
         f"## Reported on seed {mg.HELD_OUT_SEED}",
         "",
-        f"Baselines: `{mg.CONSTANT}` predicts 100 %; `{mg.OWN}_{winner}` replays the same model over each "
+        f"Baselines: `{mg.CONSTANT}` predicts 100 %; `{mg.OWN}` replays the winner over each "
         "LDA's own closed-loop trace, whose timing its decisions produced: the best any replay can do.",
         "",
         "| scope " + head,

@@ -36,8 +36,11 @@ def throughput_columns(out: pd.DataFrame, throughput: pd.DataFrame, by: str) -> 
         t["trace"] = traces[0]
     t["trace"] = t["trace"].astype(str)
     t["bps"] = t["thput"] * t["capacity_bps"]
+    t["share_unknown"] = share_unknown(t)
     keys = list(BY[by])
-    table = t.groupby(keys, sort=False)[list(THROUGHPUT_COLUMNS)].mean()  # by flow: each flow's own
+    grouped = t.groupby(keys, sort=False)
+    table = grouped[list(THROUGHPUT_COLUMNS)].mean()  # by flow: each flow's own
+    table["share_unknown"] = grouped["share_unknown"].any()
     if by != "flow":
         for base in ("omniscient", "unaware"):
             table[f"vs_{base}"] = ratios_of_means(t, keys, base)
@@ -56,6 +59,17 @@ def throughput_columns(out: pd.DataFrame, throughput: pd.DataFrame, by: str) -> 
         result[column] = joined[column].to_numpy()
     result["ignored_congestion"] = rests_on_ignored_congestion(result["M_c"], result["vs_omniscient"])
     return result
+
+
+def share_unknown(t: pd.DataFrame) -> pd.Series:
+    """Per row of a replay summary: whether its ``thput`` is outside where the model was
+    validated against the closed loop (``docs/paper000/model_grid.md``): two or more flows of
+    one trace, each normalised by its own packet-pair capacity (no ``capacity`` given). If they
+    share a bottleneck, that capacity is the link's, not the flow's share of it, and the model
+    then errs by tens of points. A summary without ``capacity_given`` counts as estimated."""
+    given = t["capacity_given"].astype(bool) if "capacity_given" in t else pd.Series(False, index=t.index)
+    flows = t.groupby(["trace", "lda"], sort=False)["flow"].transform("nunique")
+    return (~given & (flows > 1)).rename("share_unknown")
 
 
 def ratios_of_means(t: pd.DataFrame, keys: list[str], base: str) -> pd.Series:
