@@ -761,9 +761,9 @@ def test_a_throughput_outside_the_validated_model_is_flagged_where_shown():
     one_flow = {lda: {"1": per["1"]} for lda, per in two.items()}
     decisions = table(losses("1", "x", C, W, 2) + losses("2", "x", C, C, 2))
     cases = [(two, False, True), (two, True, False), (one_flow, False, False)]
-    for flows, given, flagged in cases:
+    for flows, stated, flagged in cases:
         mine = decisions[decisions["flow"].isin(list(flows["x"]))]
-        scores = score(mine, by="trace", bootstrap=0, throughput=replayed(flows, capacity_given=given))
+        scores = score(mine, by="trace", bootstrap=0, throughput=replayed(flows, capacity_given=stated))
         assert bool(scores["share_unknown"].all()) is flagged
         [(_, block, note)] = list(blocks(scores))
         assert ("thput % (mean over flows) ‡" in block.index) is flagged
