@@ -14,8 +14,8 @@ says how far the LDAs agree where no truth says which is right.
 import gc
 
 # The imports below (numba, pandas and ours) make 160,000 objects that stay: the cyclic collector,
-# left on, scans them again and again as they are made, 250 collections and 0.1 s of a command's
-# 1 s start. So it is off while they are made, and they then go to the oldest generation
+# left on, scans them again and again as they are made (250 collections, 0.1 s, a tenth of a
+# command's start). So it is off while they are made, and they then go to the oldest generation
 # unscanned (freeze, then unfreeze): the next full collection looks at them as it would have, and
 # garbage made before this import is still collected (tests/test_imports.py). Objects a caller
 # froze before (gc.freeze) are left frozen.
