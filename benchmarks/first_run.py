@@ -1,10 +1,10 @@
 """First-run cost: whole ``ldanalyze`` commands with an empty numba cache (as on a fresh install:
 every kernel a command calls compiles, unless its work is small enough to run interpreted, see
 ldanalyze/tiering.py), each against a baseline measured in the same run, taking turns with it:
-a fresh interpreter importing ``ldanalyze.cli`` and ending as a command does (the imports
-every command pays). Then the same command with the cache warm. Targets: ``score`` of the README's trace <= 1.5 s on a fresh install
-(issue #49: on a noisy machine read the ratio, times the baseline on a quiet one); ``inspect`` of
-a capture <= 4 s (the field-captures issue).
+a fresh interpreter importing ``ldanalyze.cli`` and ending as a command does (the imports every
+command pays). Then the same command with the cache warm. Targets: ``score`` of the README's
+trace <= 1.5 s on a fresh install (issue #49; on a noisy machine read the ratio, times the
+baseline on a quiet one); ``inspect`` of a capture <= 4 s (the field-captures issue).
 
 The package is copied without numba's cache and byte-compiled, as ``pip install`` leaves it.
 Usage: ``python benchmarks/first_run.py [--repeat 5] [CAPTURE]`` (default: the bundled lab
