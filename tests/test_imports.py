@@ -72,29 +72,54 @@ OWN_MODULES = frozenset(
 )
 
 
-def imported(command: str, path) -> set[str]:
-    """The modules a fresh ``ldanalyze COMMAND PATH`` imports (``-X importtime``'s lines on stderr),
-    the kernels' choice left to the command as a user's is (``LDANALYZE_KERNELS`` unset)."""
+# the command as ``python -m ldanalyze`` runs it, writing the modules it holds as it exits (its
+# exit handlers run: ldanalyze.cli.run): -X importtime also lists an import that failed, such as
+# numba's BLAS probe, which ldanalyze/cli/startup.py answers with "no BLAS"
+RUN = (
+    "import atexit, os, runpy, sys\n"
+    "atexit.register(lambda: open(os.environ['HELD_MODULES'], 'w').write(' '.join(sys.modules)))\n"
+    "runpy.run_module('ldanalyze', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def imported(command: str, path, held) -> dict[str, str]:
+    """The modules a fresh ``ldanalyze COMMAND PATH`` imports (``-X importtime``'s lines on stderr,
+    less the imports that failed), each with the chain of modules that imported it; the kernels'
+    choice left to the command as a user's is (``LDANALYZE_KERNELS`` unset)."""
     env = {k: v for k, v in os.environ.items() if k != "LDANALYZE_KERNELS"}
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "ldanalyze", command, str(path)],
+        [sys.executable, "-X", "importtime", "-c", RUN, command, str(path)],
         cwd=ROOT,
-        env={**env, "PYTHONPATH": str(ROOT)},
+        env={**env, "PYTHONPATH": str(ROOT), "HELD_MODULES": str(held)},
         capture_output=True,
         text=True,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    return {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    kept = set(held.read_text().split())
+    lines = [line.rsplit("|", 1)[1] for line in done.stderr.splitlines() if line.startswith("import time:")]
+    tree = [(len(line) - len(line.lstrip()), line.strip()) for line in lines]
+    chains = {}
+    for i, (depth, name) in enumerate(tree):  # a module's importer: the next line less indented
+        chain = [name]
+        for outer, importer in tree[i + 1 :]:
+            if outer < depth:
+                chain.append(importer)
+                depth = outer
+            if depth == 1:  # imported by the command's top level
+                break
+        chains[name] = " <- ".join(chain)
+    return {name: chain for name, chain in chains.items() if name in kept}
 
 
 @pytest.fixture(scope="module")
-def modules() -> dict[str, set[str]]:
-    return {name: imported(*command) for name, command in COMMANDS.items()}
+def modules(tmp_path_factory) -> dict[str, dict[str, str]]:
+    held = tmp_path_factory.mktemp("imports") / "modules"
+    return {name: imported(*command, held) for name, command in COMMANDS.items()}
 
 
 @pytest.mark.parametrize("name", COMMANDS)
 def test_a_command_imports_no_heavy_package_it_does_not_need(modules, name):
-    found = sorted(m for m in modules[name] if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    found = [chain for m, chain in sorted(modules[name].items()) if any(m == h or m.startswith(h + ".") for h in HEAVY)]
     assert not found, f"ldanalyze {name} imports {found}: import them where they are used (a lazy import)"
 
 
@@ -111,7 +136,7 @@ def test_a_command_imports_only_the_listed_modules_of_ours(modules, name):
 
 def test_the_commands_still_import_every_listed_module(modules):
     """A module no longer imported leaves the list, so the list says what the commands import."""
-    gone = sorted(OWN_MODULES - set().union(*modules.values()))
+    gone = sorted(OWN_MODULES.difference(*modules.values()))
     assert not gone, f"no command imports {gone} any more: take them out of OWN_MODULES in tests/test_imports.py"
 
 
@@ -148,4 +173,9 @@ def test_garbage_made_before_the_import_is_still_collected():
 
 
 if __name__ == "__main__":  # the list OWN_MODULES should hold: every module of ours the commands import
-    print("\n".join(sorted({m for c in COMMANDS.values() for m in imported(*c) if m.split(".")[0] == "ldanalyze"})))
+    import pathlib
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        found = {m for c in COMMANDS.values() for m in imported(*c, pathlib.Path(folder) / "modules")}
+    print("\n".join(sorted(m for m in found if m.split(".")[0] == "ldanalyze")))
