@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 SECONDS = "s"
 # every unit-bearing column a command writes, by its name in the Python API; a column of unit
@@ -53,6 +52,8 @@ def exported(table: pd.DataFrame) -> pd.DataFrame:
 def write_parquet(table: pd.DataFrame, path) -> None:
     """Write an :func:`exported` table as Parquet, each field of a known unit with ``unit`` in
     its Arrow metadata (``pyarrow.parquet.read_schema(path).field("owd_s").metadata``)."""
+    import pyarrow.parquet as pq  # here: its import is 10 ms every command would pay (tests/test_imports.py)
+
     arrow = pa.Table.from_pandas(table, preserve_index=False)
     units = {exported_name(name): unit for name, unit in UNITS.items()}
     fields = [
