@@ -410,8 +410,8 @@ def truth(path: str, scenario: dict, fair_share_bps: float, ldas=None, models=MO
     }
     log = decision_log(pathlib.Path(path))
     if log.exists():  # a closed-loop run: its receivers' decisions against the offline replay
-        ldas = options_ldas(scenario.get("ldaparams", ""))
-        summary, _ = crosscheck(classify(timeline, ldas), read_decision_log(log), flows=flows)
+        receivers = options_ldas(scenario.get("ldaparams", ""))
+        summary, _ = crosscheck(classify(timeline, receivers), read_decision_log(log), flows=flows)
         out["decisions"] = int(summary["losses"].sum())
         out["decisions_equal"] = int(summary["equal"].sum())
     if ldas:

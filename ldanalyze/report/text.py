@@ -16,8 +16,9 @@ from ..control import OPEN_LOOP_NOTE
 from ..lda import REGISTRY
 from ..lda.zbs import Zbs
 from ..output import json_default, table_records
+from ..scoring.throughput import share_unknown
 from .inspect_text import unreadable_reasons
-from .tables import markdown_table, text_table
+from .tables import SHARE_NOTE, markdown_table, text_table
 
 SCORE_FORMATS = ("json", "csv", "md", "table")
 
@@ -120,8 +121,10 @@ def classify_text(path: str, timeline, ldas: list, decisions: pd.DataFrame) -> s
 
 
 def replay_text(path: str, summary: pd.DataFrame) -> str:
-    """``replay``'s modeled throughput per flow, rates in kbit/s."""
-    summary = summary.copy()
+    """``replay``'s modeled throughput per flow, rates in kbit/s; with the note of
+    ``scoring.throughput.share_unknown`` where several flows rest on packet-pair capacities."""
+    unsure = bool(share_unknown(summary).any())
+    summary = summary.drop(columns="capacity_given", errors="ignore")
     for col in ("mean_rate_bps", "capacity_bps"):
         summary[col] = summary[col] / 1e3
     summary = summary.rename(columns={"mean_rate_bps": "mean_kbps", "capacity_bps": "capacity_kbps"})
@@ -130,7 +133,8 @@ def replay_text(path: str, summary: pd.DataFrame) -> str:
         percent={"thput": "thput %"},
         fixed={"mean_kbps": 1, "capacity_kbps": 1, "seconds": 1, "vs_omniscient": 2, "vs_unaware": 2},
     )
-    return f"{path}: modeled throughput per flow ({OPEN_LOOP_NOTE})\n{table}\n"
+    note = f"{SHARE_NOTE.removeprefix('‡ ')}\n" if unsure else ""
+    return f"{path}: modeled throughput per flow ({OPEN_LOOP_NOTE})\n{table}\n{note}"
 
 
 def compare_sent_text(table: pd.DataFrame, bin_s: float) -> str:

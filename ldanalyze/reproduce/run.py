@@ -258,6 +258,6 @@ def _closed_outputs(loop: dict, out: pathlib.Path, *, figures: bool = True) -> d
             written[figure.name] = figure
     (out / "model_error.md").write_text(model_error_table(loop["model"]))
     written["model_error.md"] = out / "model_error.md"
-    # both readings of §IV's receiver on Tables II and III (docs/paper000/make_receiver.py), if made
+    # both readings of §IV's receiver on Tables II and III (docs/make_paper000_receiver.py), if made
     both = out / RECEIVER_PAGE
     return {**loop, "written": written, "receiver": both.read_text() if both.exists() else None}

@@ -68,7 +68,7 @@ def share_unknown(t: pd.DataFrame) -> pd.Series:
     share a bottleneck, that capacity is the link's, not the flow's share of it, and the model
     then errs by tens of points. A summary without ``capacity_given`` counts as estimated."""
     given = t["capacity_given"].astype(bool) if "capacity_given" in t else pd.Series(False, index=t.index)
-    flows = t.groupby(["trace", "lda"], sort=False)["flow"].transform("nunique")
+    flows = t.groupby([k for k in ("trace", "lda") if k in t], sort=False)["flow"].transform("nunique")
     return (~given & (flows > 1)).rename("share_unknown")
 
 
