@@ -13,7 +13,7 @@ import warnings
 from .. import formatting
 from ..analysis import analyze_traces
 from ..consensus import agreement
-from ..control import OPEN_LOOP_NOTE, replay
+from ..control import DEFAULT_CONTROLLER, OPEN_LOOP_NOTE, replay
 from ..control.sent_rate import compare_sent
 from ..errors import UsageError
 from ..io.capture.payload import NoSequenceNumbers
@@ -92,7 +92,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     if args.average == "mean" and args.by == "flow":
         raise UsageError("--average mean needs --by trace or --by pooled (a flow is its own mean)")
     args.format = score_format(args.output, args.format, input_paths(args))  # before the work: a bad name
-    controller = {"none": None, "auto": "tfrc"}.get(args.controller, args.controller)
+    controller = {"none": None, "auto": DEFAULT_CONTROLLER}.get(args.controller, args.controller)
     unreadable: dict[str, dict] = {}  # captures without sequence numbers: path -> their description
     traces = _score_traces(args, unreadable)
     first = next(traces, None)

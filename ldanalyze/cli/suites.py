@@ -15,6 +15,7 @@ import pandas as pd
 
 from .. import batch as batching
 from .. import gates
+from ..control import DEFAULT_CONTROLLER
 from ..errors import UsageError
 from ..lda import parse_ldas
 from ..report import ci
@@ -212,7 +213,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     )
     if cache_dir:
         _usable_folder(cache_dir, "--cache-dir")
-    controller = {"none": None, "auto": "tfrc"}.get(s["controller"], s["controller"])
+    controller = {"none": None, "auto": DEFAULT_CONTROLLER}.get(s["controller"], s["controller"])
     semantics = replay_semantics(argparse.Namespace(**s))
     analysis = batching.Analysis(
         ldas=s["lda"],

@@ -25,6 +25,7 @@ import time
 import pandas as pd
 
 from ..consensus import majority_line
+from ..control import DEFAULT_CONTROLLER
 from ..formatting import html_table, number, shown, summary_shown, trace_html
 from ..io.capture.clockrate import doubtful_clocks_note
 from ..packets import sender_flows
@@ -213,7 +214,7 @@ def build_report(
     traces,
     *,
     ldas="all",
-    controller="tfrc",
+    controller=DEFAULT_CONTROLLER,
     timeline_ldas=("zbs", "spike", "biaz"),
     path=None,
     route_as="excluded",

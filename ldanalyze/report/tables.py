@@ -161,7 +161,7 @@ def blocks(scores: pd.DataFrame):
         if "flows" in group.columns:
             title += f" (metrics averaged over {int(first['flows'])} flows)"
         if "controller" in group.columns:
-            title += f" (thput: {first['controller']}'s modeled throughput, open-loop replay)"
+            title += f" (thput: the modeled throughput of {first['controller']}, open-loop replay)"
         named = {} if "flow" in keys else GROUP_LABELS | ({} if keys else POOLED_LABELS)
         rows = [
             (named.get(column, label) if kind != "ci" else ci_label, column, kind)

@@ -727,8 +727,10 @@ def test_the_pooled_throughput_rows_say_their_mean_and_flag_what_they_show(tmp_p
         if line.startswith("| ") and not line.startswith("| metric"):
             cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
             rows[cells[0]] = dict(zip(ldas, cells[1:]))
-    thput = {lda: float(cell.removesuffix(" †")) for lda, cell in rows["thput % (mean over flows)"].items()}
-    flagged = {lda for lda, cell in rows["thput % (mean over flows)"].items() if cell.endswith("†")}
+    # the bundled traces hold several flows each on packet-pair capacities: outside the model's range (‡)
+    shown = rows["thput % (mean over flows) ‡"]
+    thput = {lda: float(cell.removesuffix(" †")) for lda, cell in shown.items()}
+    flagged = {lda for lda, cell in shown.items() if cell.endswith("†")}
     vs_omniscient = {lda: float(cell) for lda, cell in rows["vs omniscient (ratio of means)"].items()}
     vs_unaware = {lda: float(cell) for lda, cell in rows["vs unaware (ratio of means)"].items()}
     assert {"fairness std % (mean over traces)", "Jain index (mean over traces)"} <= set(rows)
