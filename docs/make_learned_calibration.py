@@ -155,7 +155,6 @@ def summary(judged: dict[str, dict[str, pd.DataFrame]]) -> pd.DataFrame:
             "ece_raw": ece(raw),
             "ece_calibrated": ece(cal),
             "accuracy_raw": raw["right"].mean(),
-            "accuracy_calibrated": cal["right"].mean(),
             "sure_raw": raw.loc[raw["confidence"] >= CONFIDENT, "right"].mean(),
             "sure_calibrated": lda.loc[sure, "right"].mean() if sure.any() else np.nan,
             "sure_losses": int(sure.sum()),
@@ -178,7 +177,7 @@ def figure(judged) -> None:
     fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 4.0 * rows), squeeze=False)
     for ax, held in zip(axes.ravel(), names):
         ax.plot([0.5, 1.0], [0.5, 1.0], color="0.6", lw=1, ls="--", label="calibrated")
-        for name, colour, label in (("raw", "tab:grey", "the trees' own"), ("calibrated", "tab:blue", "mapped")):
+        for name, colour, label in (("raw", "tab:grey", "trees"), ("calibrated", "tab:blue", "mapped")):
             table = reliability(judged[held][name])
             share = table["losses"] / table["losses"].sum()
             ax.plot(
@@ -242,22 +241,22 @@ def section(table: pd.DataFrame, counts: Counter, seconds: float, in_corpus: str
         "trees trained on the rest, as `traces/train_learned` fits the bundled model's. Scored per loss revealed "
         "by an arrival, of a known cause (a policer's drops as congestion). ECE: the losses' confidences in ten "
         "bins of equal width over [0.5, 1], the mean of |accuracy − mean confidence| over the bins weighed by "
-        "their losses; *trees*: the trees' own probability, *mapped*: through the map (the call is the likelier "
-        "cause by the mapped probability, so the map may change it). *Sure*: the calls made at a confidence of 0.8 "
+        "their losses; *trees*: the trees' own confidence, *mapped*: through the map (which leaves the calls "
+        "as they are, so the accuracy is the same). *Sure*: the calls made at a confidence of 0.8 "
         "or more, *abstained*: the losses below it (`learned:abstain_below=0.8`), both as the LDA judges "
         "(mapped, and 0.5 out of range). *Out of range*: losses whose gap has a feature beyond the training "
         f"data's outer bin edges by {RANGE_MARGIN:g} times their distance (the feature most often so in brackets). "
         "The target (#48): sure calls right ≥ 90 % and no more than half the losses abstained, on every held-out "
         "family.",
         "",
-        "| held out | losses | ECE, trees | ECE, mapped | accuracy, trees / mapped | sure right, trees | "
+        "| held out | losses | ECE, trees | ECE, mapped | accuracy | sure right, trees | "
         "sure right, LDA | sure calls | abstained, trees | abstained, LDA | out of range | target |",
-        "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in table.itertuples():
         lines.append(  # fmt: skip
             f"| {r.held_out} | {r.losses:,} | {r.ece_raw:.3f} | {r.ece_calibrated:.3f} | "
-            f"{percent(r.accuracy_raw)} / {percent(r.accuracy_calibrated)} | {percent(r.sure_raw)} | "
+            f"{percent(r.accuracy_raw)} | {percent(r.sure_raw)} | "
             f"{percent(r.sure_calibrated)} | {r.sure_losses:,} | {percent(r.abstained_raw)} | "
             f"{percent(r.abstained)} | {percent(r.off)}{f' ({r.off_feature})' if r.off_feature else ''} | "
             f"{'met' if r.met else 'missed'} |"

@@ -26,7 +26,7 @@ from .errors import UsageError, renamed_keyword
 from .io import read_trace
 from .lda import DECISION_DTYPE, LDA, REGISTRY, Replay, classify, parse_ldas, runnable_ldas
 from .lda.base import Features, take
-from .lda.learned import judge
+from .lda.learned import calls, judge
 from .lda.learned.calibration import fit_calibration, training_range
 from .lda.learned.calibration import group_of as radio_group
 from .lda.learned.features import FEATURES, gap_features, gap_labels
@@ -245,16 +245,18 @@ def held_out_probabilities(
 def calibration(
     labelled: Sequence[Labelled], groups: Sequence[str], probabilities: Sequence[np.ndarray]
 ) -> dict[str, np.ndarray]:
-    """The calibration map (``calibration.fit_calibration``) of ``probabilities`` (per trace, per
-    gap: from a model that never saw the trace, e.g. ``held_out_probabilities``) against each
-    gap's share of radio losses, each gap weighing its losses of a known cause and each group
-    the same in all: the map is fitted to the losses, the unit every score counts."""
-    p, share, weight, group, family = [], [], [], [], []
+    """The calibration map (``calibration.fit_calibration``) of the calls that ``probabilities``
+    make (per trace, per gap: from a model that never saw the trace, e.g.
+    ``held_out_probabilities``) against the share of each gap's losses its call got right, each
+    gap weighing its losses of a known cause and each group the same in all: the map is fitted
+    to the losses, the unit every score counts."""
+    confidence, right, weight, group, family = [], [], [], [], []
     for item, g, prob in zip(labelled, groups, probabilities):
         known, radio = gap_causes(item)
+        wireless, sure, _ = calls(prob, 0.5)
         with np.errstate(invalid="ignore", divide="ignore"):
-            share.append(radio / known)
-        p.append(prob)
+            right.append(np.where(wireless, radio, known - radio) / known)
+        confidence.append(sure)
         weight.append(known)
         group.append(radio_group(item.features.to_numpy()))
         family.append(np.full(known.shape[0], g, dtype=object))
@@ -262,7 +264,7 @@ def calibration(
     names, index = np.unique(families, return_inverse=True)
     totals = np.bincount(index, weights=weights)
     balanced = weights / np.where(totals > 0, totals, 1.0)[index] * weights.sum() / max(len(names), 1)
-    return fit_calibration(np.concatenate(p), np.concatenate(share), balanced, np.concatenate(group))
+    return fit_calibration(np.concatenate(confidence), np.concatenate(right), balanced, np.concatenate(group))
 
 
 def group_of(name: str, pattern: str, option: str = "--group-by") -> str:

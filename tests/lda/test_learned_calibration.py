@@ -48,41 +48,44 @@ def model(labelled):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.integers(0, 2**32 - 1), st.integers(1000, 3000), st.floats(0.0, 1.0))
-def test_the_map_is_a_non_decreasing_probability(seed, rows, noise):
-    """Whatever the held-out predictions and their causes, each group's map has increasing
-    breakpoints and non-decreasing values within [0, 1], and what it gives is so too."""
+def test_the_map_is_a_non_decreasing_confidence(seed, rows, noise):
+    """Whatever the held-out calls and how often they were right, each group's map has
+    increasing breakpoints and non-decreasing values within [0.5, 1], and what it gives is so
+    too, beyond the breakpoints as well."""
     rng = np.random.default_rng(seed)
-    p = rng.random(rows)
-    share = np.clip(np.where(rng.random(rows) < noise, rng.random(rows), p > 0.5), 0.0, 1.0)
+    confidence = 0.5 + rng.random(rows) / 2
+    right = np.where(rng.random(rows) < noise, rng.random(rows), rng.random(rows) < confidence)
     group = rng.integers(0, 2, rows)
-    mapping = fit_calibration(p, share, rng.random(rows) + 0.01, group)
+    mapping = fit_calibration(confidence, right, rng.random(rows) + 0.01, group)
     assert check_calibration(mapping, "here").keys() == mapping.keys()
-    probe = np.linspace(-0.5, 1.5, 201)
+    probe = np.linspace(0.0, 1.5, 301)
     for k, name in enumerate(GROUPS):
         if f"{name}_x" not in mapping:
             assert (group == k).sum() < 1000
             continue
         assert (np.diff(mapping[f"{name}_x"]) > 0).all()
         out = calibrate(probe, np.full(probe.shape, k), mapping)
-        assert ((out >= 0) & (out <= 1)).all() and (np.diff(out) >= 0).all()
+        assert ((out >= 0.5) & (out <= 1)).all() and (np.diff(out) >= 0).all()
 
 
-def test_a_group_without_data_keeps_the_trees_probability():
-    """Held-out gaps of the timing group alone: the radio group's probabilities pass unchanged,
-    and NaN (an undecided gap) stays NaN."""
-    p = np.linspace(0, 1, 2000)
-    mapping = fit_calibration(p, (p > 0.7).astype(float), np.ones(2000), np.zeros(2000, np.int64))
+def test_a_group_without_data_keeps_the_trees_confidence():
+    """Held-out calls of the timing group alone, right only above 0.7: there the map gives 1,
+    below it a coin's 0.5 (never less); the radio group's confidences pass unchanged, and NaN
+    (an undecided gap) stays NaN."""
+    confidence = np.linspace(0.5, 1, 2000)
+    mapping = fit_calibration(confidence, (confidence > 0.7).astype(float), np.ones(2000), np.zeros(2000, np.int64))
     assert set(mapping) == {"timing_x", "timing_y"}
-    probe = np.array([0.2, 0.6, np.nan])
+    probe = np.array([0.6, 0.9, np.nan])
     assert np.array_equal(calibrate(probe, np.ones(3, np.int64), mapping), probe, equal_nan=True)
-    assert calibrate(probe, np.zeros(3, np.int64), mapping)[1] == 0.0  # below 0.7, never the radio
+    assert calibrate(probe, np.zeros(3, np.int64), mapping)[:2].tolist() == [0.5, 1.0]
 
 
 @pytest.mark.parametrize(
     "bad, message",
     [
-        ({"timing_x": [0.0, 1.0], "timing_y": [0.9, 0.1]}, "not a non-decreasing probability"),
-        ({"timing_x": [0.0, 1.0], "timing_y": [0.1, 1.5]}, "not a non-decreasing probability"),
+        ({"timing_x": [0.5, 1.0], "timing_y": [0.9, 0.6]}, "not a non-decreasing confidence"),
+        ({"timing_x": [0.5, 1.0], "timing_y": [0.6, 1.5]}, "not a non-decreasing confidence"),
+        ({"timing_x": [0.5, 1.0], "timing_y": [0.4, 0.6]}, "not a non-decreasing confidence"),
         ({"timing_x": [1.0, 0.0], "timing_y": [0.1, 0.2]}, "breakpoints do not increase"),
         ({"timing_x": [0.0, 1.0], "timing_y": [0.1]}, "differ in shape"),
         ({"lte_x": [0.0], "lte_y": [0.0]}, "unknown parts: lte_x, lte_y"),
@@ -132,7 +135,7 @@ def test_the_model_file_round_trips_its_map_and_range(tmp_path, labelled, model,
     back; a version-4 file (no map) is still read, its range from its trees; a file whose map is
     malformed is refused with the reason."""
     fitted, gaps = model
-    mapping = {"timing_x": np.array([0.0, 0.5, 1.0]), "timing_y": np.array([0.1, 0.4, 0.8])}
+    mapping = {"timing_x": np.array([0.5, 0.75, 1.0]), "timing_y": np.array([0.5, 0.6, 0.8])}
     path = tmp_path / "m.skops"
     save_model(fitted, path, kind="gbt", trained_on=TRAINING, gaps=gaps, calibration=mapping)
     bundle = load_model(path)
@@ -154,7 +157,7 @@ def test_the_model_file_round_trips_its_map_and_range(tmp_path, labelled, model,
     skops.io.dump({**{k: bundle[k] for k in ("format", "features", "model")}, "version": 4}, old)
     assert load_model(old)["calibration"] == {} and load_model(old)["ranges"] is not None
     bad = tmp_path / "bad.skops"
-    skops.io.dump({**bundle, "calibration": {"timing_x": np.array([0.0, 1.0]), "timing_y": np.array([1.0, 0.0])}}, bad)
+    skops.io.dump({**bundle, "calibration": {"timing_x": np.array([0.0, 1.0]), "timing_y": np.array([1.0, 0.6])}}, bad)
     with pytest.raises(UsageError, match="bad.skops: the timing calibration map is not a non-decreasing"):
         load_model(bad)
     three = tmp_path / "v3.skops"
@@ -164,18 +167,23 @@ def test_the_model_file_round_trips_its_map_and_range(tmp_path, labelled, model,
 
 
 def test_classify_carries_the_calibrated_confidence_and_the_reason(tmp_path, labelled, model, monkeypatch):
-    """A map that says 0.6 whatever the trees say: every call wireless at confidence 0.6, and
-    below ``abstain_below=0.8`` abstained as ``unsure``; a training range that ``n`` = 1 alone
-    fills: every gap of more than one loss gets a coin's confidence and the reason ``n out of
-    range``, abstained below 0.8 too."""
+    """A map that says 0.6 whatever the trees' confidence: every call as the trees make it, at
+    confidence 0.6, and below ``abstain_below=0.8`` abstained as ``unsure``; a training range
+    that ``n`` = 1 alone fills: every gap of more than one loss gets a coin's confidence and the
+    reason ``n out of range``, abstained below 0.8 too."""
     fitted, gaps = model
-    flat = {"timing_x": np.array([0.0, 1.0]), "timing_y": np.array([0.6, 0.6])}
+    flat = {"timing_x": np.array([0.5, 1.0]), "timing_y": np.array([0.6, 0.6])}
     path = tmp_path / "flat.skops"
     save_model(fitted, path, kind="gbt", trained_on=TRAINING, gaps=gaps, calibration=flat)
     timeline = build_timeline(la.read_trace(TRAINING[1]))
     plain = classify(timeline, [get_lda("learned", model=str(path))])
+    unmapped = tmp_path / "unmapped.skops"
+    save_model(fitted, unmapped, kind="gbt", trained_on=TRAINING, gaps=gaps)
+    trees = classify(timeline, [get_lda("learned", model=str(unmapped))])
     called = plain["decision"].isin(["congestion", "wireless"])
-    assert called.any() and (plain.loc[called, "decision"] == "wireless").all()
+    assert called.any() and plain["decision"].tolist() == trees["decision"].tolist()
+    assert set(trees.loc[called, "decision"]) == {"congestion", "wireless"}
+    assert (trees.loc[called, "confidence"] > 0.6).any()
     assert np.allclose(plain.loc[called, "confidence"], 0.6) and (plain.loc[called, "scheme"] == "").all()
     strict = classify(timeline, [get_lda("learned", model=str(path), abstain_below=0.8)])
     assert (strict.loc[called.to_numpy(), "decision"] == "abstained").all()

@@ -53,13 +53,14 @@ def calls(probability: np.ndarray, abstain_below: float) -> tuple[np.ndarray, np
 def judge(
     probability: np.ndarray, x: np.ndarray, bundle: dict, abstain_below: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per gap, from the trees' probability of the radio and the gap's features: the call, its
-    confidence and whether it is abstained (``calls`` of the calibrated probability, or a coin's
-    0.5 where a feature is far outside the training data), and the reason's code among the
-    decisions' schemes (−1: none). The live LDA and the offline evaluation both call by it."""
-    calibrated = calibrate(probability, group_of(x), bundle.get("calibration") or {})
+    """Per gap, from the trees' probability of the radio and the gap's features: the trees' call,
+    its confidence and whether it is abstained (the confidence through the bundle's calibration
+    map, or a coin's 0.5 where a feature is far outside the training data), and the reason's code
+    among the decisions' schemes (−1: none). The live LDA and the offline evaluation both call
+    by it."""
+    wireless, confidence, _ = calls(probability, abstain_below)
+    confidence = calibrate(confidence, group_of(x), bundle.get("calibration") or {})
     off = out_of_range(x, bundle.get("ranges"))
-    wireless, confidence, _ = calls(calibrated, abstain_below)
     confidence = np.where(off >= 0, np.minimum(confidence, 0.5), confidence)
     abstained = confidence < abstain_below
     reason = np.where(off >= 0, REASON_CODE + 1 + off, np.where(abstained, REASON_CODE, -1))
@@ -99,8 +100,8 @@ class Learned(LDA):
         self.bundle()
 
     def decide(self, f: Features) -> Verdict:
-        """Each decided gap's call, the calibrated probability of it (``confidence``; 0.5 far
-        outside the training data) and, below ``abstain_below``, no call (``abstained``), with
+        """Each decided gap's call, its calibrated probability (``confidence``; 0.5 far outside
+        the training data) and, below ``abstain_below``, no call (``abstained``), with
         the reason (``scheme``: ``REASONS``)."""
         x = feature_matrix(f)
         probability = np.full(x.shape[0], np.nan)

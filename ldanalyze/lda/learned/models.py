@@ -80,7 +80,7 @@ def save_model(
     calibration: dict[str, np.ndarray] | None = None,
 ) -> None:
     """Write a fitted model with what it needs to be used and trusted again (skops format): its
-    ``calibration`` map (``calibration.fit_calibration``; none: the trees' own probability) and
+    ``calibration`` map (``calibration.fit_calibration``; none: the trees' own confidence) and
     the training data's range per feature (``calibration.training_range``)."""
     skops = _skops()
     bundle = {
