@@ -206,11 +206,11 @@ def main() -> None:
         "of depth 4 at most, an L2 penalty of 10 on the leaves, every family weighing the same in training) "
         "that call each gap of a flow congestion or wireless from what the receiver "
         "knew when the gap was revealed (`--lda learned`; `ldanalyze/lda/learned/`). It reports the "
-        "probability of each call (`classify`'s `confidence`), through a calibration map fitted on families "
-        "held out from training, and 0.5 where a feature lies far outside the training data; it can abstain "
-        "below a threshold (`learned:abstain_below=0.8`; `score` counts those losses apart), and `classify`'s "
-        "`scheme` column says why (`unsure`, or the feature out of range: *Does its confidence mean what it "
-        "says?* below).",
+        "probability of each call (`classify`'s `confidence`), 0.5 where a feature lies far outside the training "
+        "data (a model trained with `traces/train_learned --calibrate` also maps it through a calibration map "
+        "fitted on families held out from training; the bundled one has none: *Does its confidence mean what it "
+        "says?* below); it can abstain below a threshold (`learned:abstain_below=0.8`; `score` counts those "
+        "losses apart), and `classify`'s `scheme` column says why (`unsure`, or the feature out of range).",
         "- **How it was chosen.** Among ten variants (trees of depth 2, 3 and 4, large leaves, the L2 "
         "penalty, each with and without weighing the families alike), by this same hold-out of each "
         "family: the chosen one was, at the choice, 2.8 points above the best heuristic (of Biaz, mBiaz, "

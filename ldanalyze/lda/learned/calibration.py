@@ -75,7 +75,7 @@ def fit_calibration(
     return out
 
 
-def check_calibration(calibration: dict, where: str) -> dict[str, np.ndarray]:
+def check_calibration(calibration: object, where: str) -> dict[str, np.ndarray]:
     """``calibration`` as ``fit_calibration`` makes it, or a UsageError naming ``where`` (a model
     file) and what is wrong: known groups, breakpoints increasing, values within [0.5, 1] and not
     decreasing."""
