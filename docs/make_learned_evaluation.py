@@ -34,6 +34,9 @@ from ldanalyze import learn  # noqa: E402
 from ldanalyze.lda.learned.features import FEATURES  # noqa: E402
 from ldanalyze.lda.learned.models import BUNDLED_MODEL, load_model  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "docs"))
+from make_learned_calibration import BEGIN, END  # noqa: E402
+
 ABSTAIN = 0.8  # the confidence below which the model card's second learned row abstains
 # within-family hold-outs: (family, parameter) of the simulated retransmitting link layers, each value in turn
 WITHIN = (("ns2-manet", "retries"), ("ns3-wifi", "retries"), ("ns3-lte", "speed"))
@@ -203,8 +206,11 @@ def main() -> None:
         "of depth 4 at most, an L2 penalty of 10 on the leaves, every family weighing the same in training) "
         "that call each gap of a flow congestion or wireless from what the receiver "
         "knew when the gap was revealed (`--lda learned`; `ldanalyze/lda/learned/`). It reports the "
-        "probability of each call (`classify`'s `confidence`) and can abstain below a threshold "
-        "(`learned:abstain_below=0.8`; `score` counts those losses apart).",
+        "probability of each call (`classify`'s `confidence`), 0.5 where a feature lies far outside the training "
+        "data (a model trained with `traces/train_learned --calibrate` also maps it through a calibration map "
+        "fitted on families held out from training; the bundled one has none: *Does its confidence mean what it "
+        "says?* below); it can abstain below a threshold (`learned:abstain_below=0.8`; `score` counts those "
+        "losses apart), and `classify`'s `scheme` column says why (`unsure`, or the feature out of range).",
         "- **How it was chosen.** Among ten variants (trees of depth 2, 3 and 4, large leaves, the L2 "
         "penalty, each with and without weighing the families alike), by this same hold-out of each "
         "family: the chosen one was, at the choice, 2.8 points above the best heuristic (of Biaz, mBiaz, "
@@ -335,7 +341,12 @@ def main() -> None:
         ),
     ]
     out = ROOT / "docs" / "learned.md"
-    out.write_text("\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    before = out.read_text() if out.exists() else ""
+    if BEGIN in before:  # the calibration section, made by make_learned_calibration.py: kept
+        kept = before[before.index(BEGIN) : before.index(END) + len(END)]
+        text = text.replace("\n## Held out by family\n", f"\n{kept}\n\n## Held out by family\n", 1)
+    out.write_text(text)
     print(out.read_text())
 
 

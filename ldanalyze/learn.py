@@ -26,7 +26,9 @@ from .errors import UsageError, renamed_keyword
 from .io import read_trace
 from .lda import DECISION_DTYPE, LDA, REGISTRY, Replay, classify, parse_ldas, runnable_ldas
 from .lda.base import Features, take
-from .lda.learned import calls
+from .lda.learned import calls, judge
+from .lda.learned.calibration import fit_calibration, training_range
+from .lda.learned.calibration import group_of as radio_group
 from .lda.learned.features import FEATURES, gap_features, gap_labels
 from .lda.learned.models import make_model
 from .packets import CONGESTION
@@ -185,19 +187,84 @@ def all_wireless(item: Labelled) -> pd.DataFrame:
     return _calls_per_gap(item, ALL_WIRELESS, np.full(len(item.features), "wireless"))
 
 
-def learned_decisions(item: Labelled, model, abstain_below: float = 0.5) -> pd.DataFrame:
-    """``classify`` rows of the learned LDA on ``item``'s losses, from ``model``'s predictions;
-    below ``abstain_below`` (the probability of its call) it abstains, as ``Learned`` does, and
-    the rows are then named ``learned:abstain_below=...``."""
-    features = item.features
-    called = decided(features)
-    probability = np.full(len(features), np.nan)
-    if called.any():
-        found = model.predict_proba(features.to_numpy()[called])
-        probability[called] = found[:, list(model.classes_).index(1)]
-    wireless, _, abstained = calls(probability, abstain_below)
+def learned_decisions(
+    item: Labelled, model, abstain_below: float = 0.5, calibration: dict | None = None
+) -> pd.DataFrame:
+    """``classify`` rows of the learned LDA on ``item``'s losses, from ``model``'s predictions
+    through ``calibration`` (a map of ``calibration.fit_calibration``; none: the trees' own) and
+    the model's training range, as ``Learned`` judges them (``judge``); below ``abstain_below``
+    (the probability of its call) it abstains, and the rows are then named
+    ``learned:abstain_below=...``."""
+    x = item.features.to_numpy()
+    bundle = {"calibration": calibration or {}, "ranges": training_range(model)}
+    wireless, _, abstained, _ = judge(probability(model, x), x, bundle, abstain_below)
     said = np.where(abstained, "abstained", np.where(wireless, "wireless", "congestion"))
     return _calls_per_gap(item, "learned" if abstain_below <= 0.5 else f"learned:abstain_below={abstain_below:g}", said)
+
+
+def probability(model, features: np.ndarray) -> np.ndarray:
+    """``model``'s probability of the radio per row of features (NaN where no arrival decides
+    the gap: ``decided``)."""
+    out = np.full(features.shape[0], np.nan)
+    called = np.isfinite(features).any(axis=1)
+    if called.any():
+        out[called] = model.predict_proba(features[called])[:, list(model.classes_).index(1)]
+    return out
+
+
+def gap_causes(item: Labelled) -> tuple[np.ndarray, np.ndarray]:
+    """Per gap of ``item``: its losses of a known cause, and how many of those were the radio's
+    (a policer's drops count as congestion, as the labels have them)."""
+    rows = item.decisions[item.decisions["lda"] == "unaware"]
+    gap = rows["gap"].to_numpy(np.int64)
+    cause = rows["cause"].astype(str).to_numpy()
+    known = (gap >= 0) & np.isin(cause, ("congestion", "wireless", "policing"))
+    n = len(item.features)
+    return (
+        np.bincount(gap[known], minlength=n).astype(np.float64),
+        np.bincount(gap[known], weights=cause[known] == "wireless", minlength=n),
+    )
+
+
+def held_out_probabilities(
+    labelled: Sequence[Labelled], groups: Sequence[str], kind: str = "gbt", seed: int = 0
+) -> list[np.ndarray]:
+    """Per trace, the probability of the radio per gap from trees trained without its group
+    (each group held out in turn, the others weighing the same, as ``traces/train_learned``
+    trains): predictions on data held out from training, for ``calibration``."""
+    out: list[np.ndarray] = [np.empty(0)] * len(labelled)
+    for held in sorted(set(groups)):
+        train = [item for item, g in zip(labelled, groups) if g != held]
+        model, _ = fit(train, kind, seed, [g for g in groups if g != held])
+        for k, (item, g) in enumerate(zip(labelled, groups)):
+            if g == held:
+                out[k] = probability(model, item.features.to_numpy())
+    return out
+
+
+def calibration(
+    labelled: Sequence[Labelled], groups: Sequence[str], probabilities: Sequence[np.ndarray]
+) -> dict[str, np.ndarray]:
+    """The calibration map (``calibration.fit_calibration``) of the calls that ``probabilities``
+    make (per trace, per gap: from a model that never saw the trace, e.g.
+    ``held_out_probabilities``) against the share of each gap's losses its call got right, each
+    gap weighing its losses of a known cause and each group the same in all: the map is fitted
+    to the losses, the unit every score counts."""
+    confidence, right, weight, group, family = [], [], [], [], []
+    for item, g, prob in zip(labelled, groups, probabilities):
+        known, radio = gap_causes(item)
+        wireless, sure, _ = calls(prob, 0.5)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            right.append(np.where(wireless, radio, known - radio) / known)
+        confidence.append(sure)
+        weight.append(known)
+        group.append(radio_group(item.features.to_numpy()))
+        family.append(np.full(known.shape[0], g, dtype=object))
+    weights, families = np.concatenate(weight), np.concatenate(family).astype(str)
+    names, index = np.unique(families, return_inverse=True)
+    totals = np.bincount(index, weights=weights)
+    balanced = weights / np.where(totals > 0, totals, 1.0)[index] * weights.sum() / max(len(names), 1)
+    return fit_calibration(np.concatenate(confidence), np.concatenate(right), balanced, np.concatenate(group))
 
 
 def group_of(name: str, pattern: str, option: str = "--group-by") -> str:

@@ -22,6 +22,7 @@ from .backlog import Veno
 from .base import LDA, VIEWS, Features, Replay, Verdict, take
 from .baselines import Omniscient, Unaware
 from .interarrival import Biaz, MBiaz, WinLdaPlus
+from .learned import REASONS as LEARNED_REASONS
 from .learned import Learned
 from .policer import POLICING, Policer
 from .radio import MacSeq
@@ -65,7 +66,8 @@ REGISTRY: dict[str, type[LDA]] = {
 DECISIONS = ("congestion", "wireless", "undetected", "abstained")
 DECISION_DTYPE = pd.CategoricalDtype(list(DECISIONS))
 CONGESTION, WIRELESS, UNDETECTED, ABSTAINED = range(4)
-SCHEMES = (*ZBS_SCHEMES, POLICING)  # what a decisions table's scheme column names (ZBS's, the policer's)
+# what a decisions table's scheme column names: ZBS's, the policer's, the learned LDA's reasons
+SCHEMES = (*ZBS_SCHEMES, POLICING, *LEARNED_REASONS)
 SCHEME_DTYPE = pd.CategoricalDtype([*SCHEMES, ""])
 
 __all__ = [
@@ -182,8 +184,9 @@ def classify(
     to, −1 / 0 when no arrival revealed it), ``cause`` (the truth: congestion, wireless or lost
     = unknown; categorical), ``decision`` (congestion, wireless, undetected, or abstained where
     the LDA was not confident enough to call it), ``t_decide`` (when it was decided: the
-    receive time of the deciding arrival, at a sender the detection time if later), ``scheme`` (ZBS: the base scheme that decided; "" for the others; categorical) and
-    ``confidence`` (the probability the LDA gave its call, 0.5-1: the learned LDA; NaN for the
+    receive time of the deciding arrival, at a sender the detection time if later), ``scheme`` (ZBS: the base scheme that decided; the policer's calls;
+    the learned LDA: why it abstained or gave a coin's confidence, ``learned.REASONS``; "" for the others; categorical) and
+    ``confidence`` (the probability the LDA gave its call, 0.5-1: the learned LDA, calibrated; NaN for the
     others). On a mixed timeline an LDA has rows for the flows in its views only. The table is built once from codes: a batch re-run classifies a trace in a
     few milliseconds, and per-LDA pandas blocks would dominate that.
     """

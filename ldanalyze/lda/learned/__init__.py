@@ -4,7 +4,9 @@ every other LDA.
 The data flow, one module each: ``features`` describes each gap by what the receiver knew at
 its decision (and labels it for training); ``models`` makes, saves and loads the classifiers
 and caches a loaded file's trees; ``trees`` walks gradient-boosted trees in a compiled kernel;
-here, ``Learned`` turns the model's probability into a call, its confidence, or no call.
+``calibration`` maps the trees' probability to one fitted on held-out data and tells a gap far
+outside the training data; here, ``judge`` turns them into a call, its confidence, or no call,
+and why (``REASONS``, in ``classify``'s ``scheme`` column).
 """
 
 from __future__ import annotations
@@ -18,8 +20,15 @@ import numpy as np
 from ...errors import UsageError
 from ...timeline import Timeline
 from ..base import LDA, Features, Verdict
-from .features import feature_matrix
+from ..policer import POLICING_CODE
+from .calibration import calibrate, group_of, out_of_range
+from .features import FEATURES, feature_matrix
 from .models import BUNDLED_MODEL, cached_model
+
+# why the learned LDA made no call (``unsure``: below ``abstain_below``) or lowered its
+# confidence to a coin's (a feature far outside the training data: ``calibration.out_of_range``)
+REASONS = ("unsure", *(f"{name} out of range" for name in FEATURES))
+REASON_CODE = POLICING_CODE + 1  # the first reason's code among the decisions' schemes (after the policer's)
 
 
 def wireless_probability(bundle: dict, x: np.ndarray) -> np.ndarray:
@@ -36,9 +45,26 @@ def wireless_probability(bundle: dict, x: np.ndarray) -> np.ndarray:
 def calls(probability: np.ndarray, abstain_below: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per gap's probability of the radio (NaN: undecided): the call (wireless past 1/2, as
     scikit-learn's predict), the probability of that call, and whether it falls below
-    ``abstain_below`` (no call). The live LDA and the offline evaluation both call by it."""
+    ``abstain_below`` (no call)."""
     confidence = np.maximum(probability, 1.0 - probability)
     return probability > 0.5, confidence, confidence < abstain_below
+
+
+def judge(
+    probability: np.ndarray, x: np.ndarray, bundle: dict, abstain_below: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per gap, from the trees' probability of the radio and the gap's features: the trees' call,
+    its confidence and whether it is abstained (the confidence through the bundle's calibration
+    map, or a coin's 0.5 where a feature is far outside the training data), and the reason's code
+    among the decisions' schemes (−1: none). The live LDA and the offline evaluation both call
+    by it."""
+    wireless, confidence, _ = calls(probability, abstain_below)
+    confidence = calibrate(confidence, group_of(x), bundle.get("calibration") or {})
+    off = out_of_range(x, bundle.get("ranges"))
+    confidence = np.where(off >= 0, np.minimum(confidence, 0.5), confidence)
+    abstained = confidence < abstain_below
+    reason = np.where(off >= 0, REASON_CODE + 1 + off, np.where(abstained, REASON_CODE, -1))
+    return wireless, confidence, abstained, reason
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,12 +100,14 @@ class Learned(LDA):
         self.bundle()
 
     def decide(self, f: Features) -> Verdict:
-        """Each decided gap's call, the probability the model gives it (``confidence``) and,
-        below ``abstain_below``, no call (``abstained``)."""
+        """Each decided gap's call, its calibrated probability (``confidence``; 0.5 far outside
+        the training data) and, below ``abstain_below``, no call (``abstained``), with
+        the reason (``scheme``: ``REASONS``)."""
         x = feature_matrix(f)
         probability = np.full(x.shape[0], np.nan)
         rows = f.decided
+        bundle = self.bundle()
         if rows.any():
-            probability[rows] = wireless_probability(self.bundle(), x[rows])
-        wireless, confidence, abstained = calls(probability, self.abstain_below)
-        return Verdict(wireless, confidence=confidence, abstained=abstained)
+            probability[rows] = wireless_probability(bundle, x[rows])
+        wireless, confidence, abstained, reason = judge(probability, x, bundle, self.abstain_below)
+        return Verdict(wireless, confidence=confidence, abstained=abstained, scheme=reason)
