@@ -60,7 +60,7 @@ OWN_MODULES = frozenset(
     ldanalyze.io.capture.vantage ldanalyze.io.capture.walk
     ldanalyze.io.ns2 ldanalyze.io.ns2.cmu_scan ldanalyze.io.ns2.sender ldanalyze.io.ns2.wired ldanalyze.io.ns2.wireless
     ldanalyze.lda ldanalyze.lda.backlog ldanalyze.lda.base ldanalyze.lda.baselines ldanalyze.lda.interarrival
-    ldanalyze.lda.kernels ldanalyze.lda.learned ldanalyze.lda.learned.features ldanalyze.lda.learned.models
+    ldanalyze.lda.kernels ldanalyze.lda.learned ldanalyze.lda.learned.calibration ldanalyze.lda.learned.features ldanalyze.lda.learned.models
     ldanalyze.lda.learned.trees ldanalyze.lda.policer ldanalyze.lda.radio ldanalyze.lda.rott ldanalyze.lda.rtt
     ldanalyze.lda.sender ldanalyze.lda.sender_policer ldanalyze.lda.xrtp ldanalyze.lda.zbs
     ldanalyze.report ldanalyze.report.ci ldanalyze.report.export ldanalyze.report.html ldanalyze.report.inspect_text
