@@ -9,6 +9,7 @@ import difflib
 import warnings
 
 from ..batch import FLOW_AT_A_TIME_ABOVE
+from ..control import DEFAULT_CONTROLLER
 from ..control import REGISTRY as CONTROLLERS
 from ..io import FORMATS
 from ..io.capture.payload import KINDS, ORDER
@@ -412,8 +413,9 @@ def build_parser() -> CommandParser:
         "--controller",
         default="auto",
         metavar="SPEC",
-        help="controller whose modeled throughput is added: 'auto' (default: tfrc, paper 000's "
-        "base, where the trace gives RTTs), a controller spec, or 'none'",
+        help="controller whose modeled throughput is added: 'auto' (default: TFRC, paper 000's "
+        "base, as the closed loop chose it, tfrc:rto_factor=2:discounting=true, where the trace gives "
+        "RTTs; docs/paper000/model_grid.md), a controller spec, or 'none'",
     )
     p.add_argument(
         "--flow-at-a-time",
@@ -555,7 +557,12 @@ def build_parser() -> CommandParser:
     p.add_argument(
         "--lda", default="all", metavar="SPEC,SPEC", help="LDAs to score: 'all' (default) or specs; " + _lda_names()
     )
-    p.add_argument("--controller", default="tfrc", metavar="SPEC", help="controller for throughput ('none': skip)")
+    p.add_argument(
+        "--controller",
+        default=DEFAULT_CONTROLLER,
+        metavar="SPEC",
+        help=f"controller for throughput (default {DEFAULT_CONTROLLER}, as the closed loop chose it; 'none': skip)",
+    )
     p.add_argument("-o", "--output", required=True, help="the HTML file to write")
     p.set_defaults(func=cmd_report)
 
