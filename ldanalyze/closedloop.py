@@ -325,8 +325,21 @@ def measured(packets: pd.DataFrame, flows: list[str], fair_share_bps: float) -> 
     return out.rename_axis("flow").reset_index()
 
 
-# the open-loop models held to the closed loop: (name, the TFRC replay's spec, the normaliser);
-# "model" is what ``score`` shows, "model_trace_rx" what it showed before the closed loop chose
+def left_share_bps(packets: pd.DataFrame, scenario: dict, fair_share_bps: float) -> float:
+    """What the traffic not under study leaves each TFRC flow of a ``paper000.tcl`` run: the
+    bottleneck (the fair share times the flows) less the rate the other flows carried
+    (:func:`measured`), over the TFRC flows; the fair share itself when every flow is TFRC."""
+    flows = tfrc_flows(scenario)
+    others = [str(i) for i in range(1, int(scenario["flows"]) + 1) if str(i) not in flows]
+    if not others:
+        return fair_share_bps
+    taken = float(measured(packets, others, fair_share_bps)["carried_bps"].sum())
+    return (fair_share_bps * int(scenario["flows"]) - taken) / len(flows)
+
+
+# the open-loop models held to the closed loop in paper 000's suite: (name, the TFRC replay's spec,
+# the normaliser); RFC 5348's TFRC, X_recv from the model or the trace. ``score``'s default was
+# chosen among more on a grid where the LDAs differ (``reproduce.model_grid``)
 MODELS = (
     ("model", "tfrc:receive=model", "capacity"),
     ("model_share", "tfrc:receive=model", "share"),
@@ -335,14 +348,15 @@ MODELS = (
 )
 
 
-def modeled(timeline, ldas, fair_share_bps: float, models=MODELS) -> pd.DataFrame:
+def modeled(timeline, ldas, fair_share_bps: float, models=MODELS, left_bps: float | None = None) -> pd.DataFrame:
     """Open-loop models of each LDA's TFRC throughput over one trace (``replay``), per LDA and
-    flow, one column per model of ``models`` (``MODELS``: ``model`` is ``thput`` as ``score``
-    reports it, TFRC limited by twice its modelled rate at most the capacity; ``_trace_rx``:
-    limited by twice the trace's receive rate instead): the time average of the replayed rate
+    flow, one column per model of ``models`` (``MODELS``: ``model`` is RFC 5348's TFRC limited by
+    twice its modelled receive rate; ``_trace_rx``: by twice the trace's receive rate instead):
+    the time average of the replayed rate
     capped at and divided by the flow's packet-pair capacity (``capacity``) or by its fair share
-    of the bottleneck (``share``), the normaliser of the closed-loop truth. Each spec is
-    replayed once, whichever normalisers read it."""
+    of the bottleneck (``share``), the normaliser of the closed-loop truth, or capped at what the
+    traffic not under study leaves the flow (``left``: ``left_bps``, :func:`left_share_bps`) and
+    divided by the fair share. Each spec is replayed once, whichever normalisers read it."""
     from .control import replay
 
     rows: dict[tuple[str, str], dict[str, float]] = {}
@@ -358,8 +372,10 @@ def modeled(timeline, ldas, fair_share_bps: float, models=MODELS) -> pd.DataFram
             for name, of, norm in models:
                 if of != spec:
                     continue
-                cap = fair_share_bps if norm == "share" else capacity.get(key, np.nan)
-                value = (np.minimum(rate[ok], cap) * held[ok]).sum() / total / cap if total > 0 else np.nan
+                share = fair_share_bps if left_bps is None or norm == "share" else left_bps
+                cap = capacity.get(key, np.nan) if norm == "capacity" else share
+                divisor = cap if norm == "capacity" else fair_share_bps
+                value = (np.minimum(rate[ok], cap) * held[ok]).sum() / total / divisor if total > 0 else np.nan
                 rows.setdefault(key, {})[name] = value
     return pd.DataFrame([{"lda": k[0], "flow": k[1], **v} for k, v in rows.items()])
 
@@ -391,8 +407,9 @@ def truth(path: str, scenario: dict, fair_share_bps: float, ldas=None, models=MO
     ``thput``, ``congestion_rate`` over every packet sent, ``fairness_std`` of the flows'
     throughputs each over their mean, paper 000 §VIII Fig. 14); with its decision log beside it,
     how many of the logged decisions (every LDA) the offline replay made alike
-    (``decisions_equal`` of ``decisions``; the LDAs with the scenario's ``ldaparams``); given ``ldas``, the open-loop model of each over
-    this run's trace (:func:`modeled` with ``models``, mean over the TFRC flows)."""
+    (``decisions_equal`` of ``decisions``; the LDAs with the scenario's ``ldaparams``); given
+    ``ldas``, the open-loop model of each over this run's trace (:func:`modeled` with ``models``
+    and this run's :func:`left_share_bps`, mean over the TFRC flows)."""
     from .io import read_trace
     from .lda import classify
     from .timeline import build_timeline
@@ -415,7 +432,8 @@ def truth(path: str, scenario: dict, fair_share_bps: float, ldas=None, models=MO
         out["decisions"] = int(summary["losses"].sum())
         out["decisions_equal"] = int(summary["equal"].sum())
     if ldas:
-        model = modeled(timeline, ldas, fair_share_bps, models)
+        left = left_share_bps(trace.packets, scenario, fair_share_bps)
+        model = modeled(timeline, ldas, fair_share_bps, models, left)
         names = [name for name, _, _ in models]
         out["model"] = model[model["flow"].isin(flows)].groupby("lda")[names].mean().reset_index()
     return out

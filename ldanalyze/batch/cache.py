@@ -353,7 +353,7 @@ def read_fresh(job: Job, options: dict) -> Trace:
 def code_digest() -> str:
     """A digest of ldanalyze's own source (every ``.py`` file of the package, by path and bytes):
     the version number alone stays the same between commits, so an entry an older reader or
-    LDA wrote would otherwise be read back as this code's result. About 5 ms, once a process."""
+    LDA wrote would otherwise be read back as this code's result. About 8 ms, once a process."""
     root = pathlib.Path(__file__).resolve().parent.parent
     digest = hashlib.blake2b(digest_size=12)
     for path in sorted(root.rglob("*.py")):

@@ -414,7 +414,7 @@ def build_parser() -> CommandParser:
         default="auto",
         metavar="SPEC",
         help="controller whose modeled throughput is added: 'auto' (default: TFRC, paper 000's "
-        "base, as the closed loop chose it, tfrc:rto_factor=2:discounting=true, where the trace gives "
+        f"base, as the closed loop chose it, {DEFAULT_CONTROLLER}, where the trace gives "
         "RTTs; docs/paper000/model_grid.md), a controller spec, or 'none'",
     )
     p.add_argument(
@@ -590,7 +590,9 @@ def build_parser() -> CommandParser:
     p.add_argument("--summary", metavar="MD", help="Markdown job summary")
     p.add_argument("--json", metavar="FILE", help="JSON report (schema version 1: ldanalyze.report.ci.JSON_SCHEMA)")
     p.add_argument(
-        "--controller", metavar="SPEC", help="controller for the throughput columns: auto (tfrc), a spec, or none"
+        "--controller",
+        metavar="SPEC",
+        help=f"controller for the throughput columns: auto ({DEFAULT_CONTROLLER}), a spec, or none",
     )
     p.add_argument(
         "--fail-if",

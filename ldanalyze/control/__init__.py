@@ -30,12 +30,12 @@ REGISTRY: dict[str, type[Controller]] = {
     cls.name: cls for module in (tfrc, ldaplus, westwood, xrtp, newreno) for cls in module.CONTROLLERS
 }
 BASELINES = ("omniscient", "unaware")
-#: the replay ``score``, ``batch`` and ``report`` show by default: TFRC with t_RTO = 2R and the
+#: the replay ``score``, ``batch`` and ``report`` show by default: TFRC with t_RTO = 2.75R and the
 #: loss history discounted, the model that came closest to the closed loop's measured throughput
-#: of 24 candidates, chosen on one seed of a grid where the LDAs differ and reported on the other
+#: of 36 candidates, chosen on two seeds of a grid where the LDAs differ and reported on two others
 #: (docs/paper000/model_grid.md; issue #46 §3). RFC 5348's own (t_RTO = 4R, no discounting) is
 #: ``tfrc``.
-DEFAULT_CONTROLLER = "tfrc:rto_factor=2:discounting=true"
+DEFAULT_CONTROLLER = "tfrc:rto_factor=2.75:discounting=true"
 
 __all__ = [
     "DEFAULT_CONTROLLER",

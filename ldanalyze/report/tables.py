@@ -174,7 +174,7 @@ def blocks(scores: pd.DataFrame):
             and not (column == "abstained" and not group.get("abstained", pd.Series([0])).any())
         ]
         unsure = "share_unknown" in group.columns and bool(group["share_unknown"].fillna(False).any())
-        if unsure:  # the whole block's flows are outside the model's validated range, so the row
+        if unsure:  # the whole block's flows are outside the model's validated range: its thput row is marked
             rows = [(label + SHARE_MARK if column == "thput" else label, column, kind) for label, column, kind in rows]
         body = {
             str(row["lda"]): [_cell(row, column, kind) for _, column, kind in rows]

@@ -173,7 +173,7 @@ def test_score_shows_the_modeled_throughput(capsys):
     assert 0 < unaware < omniscient <= 100
     assert rows["vs unaware (ratio of means)"][0] == "1.00"
     assert float(rows["vs unaware (ratio of means)"][1]) == pytest.approx(omniscient / unaware, abs=0.006)
-    assert "Jain index" in rows and "the modeled throughput of tfrc:discounting=true:rto_factor=2" in captured.out
+    assert "Jain index" in rows and "the modeled throughput of tfrc:discounting=true:rto_factor=2.75" in captured.out
     assert main(["score", str(SAMPLE), "--lda", "unaware", "--controller", "none", "--bootstrap", "0"]) == 0
     assert "thput" not in capsys.readouterr().out
 
