@@ -848,36 +848,36 @@ def test_policer_drops_are_kept_apart_and_how_each_lda_read_them_counted():
     assert "policer drops left out of M_c/M_w" in text_table(score(table(rows), bootstrap=0))
 
 
-@settings(max_examples=200, deadline=None)
-@given(sizes=st.lists(st.integers(1, 6), min_size=1, max_size=5), resamples=st.integers(1, 4), data=st.data())
-def test_resample_totals_as_the_twin(sizes, resamples, data):
-    """The bootstrap's kernel against its plain twin: draws near 0 and near 1 (the last unit)
-    included."""
-    from ldanalyze.scoring.bootstrap import resample_totals
+@settings(max_examples=60, deadline=None)
+@given(counts=st.lists(st.lists(st.integers(0, 3), min_size=4, max_size=4), min_size=1, max_size=40))
+def test_resampling_distinct_rows_draws_as_unit_by_unit(counts):
+    """Drawing the multiplicities of the distinct rows is drawing the rows one by one: the
+    totals' mean and variance are the unit-by-unit bootstrap's exactly (k times the rows' mean
+    and population variance per column), within five standard errors over 4,000 resamples."""
+    rows = np.array(counts)
+    k, resamples = len(rows), 4000
+    totals = bootstrap_module.resampled_totals(rows, resamples, np.random.default_rng(11))
+    assert totals.shape == (resamples, 4) and totals.dtype.kind == "i"
+    mean, var = k * rows.mean(axis=0), k * rows.var(axis=0)
+    assert np.all(np.abs(totals.mean(axis=0) - mean) <= 5 * np.sqrt(var / resamples) + 1e-9)
+    # the variance of a sample variance, bounded with the fourth moment of a total (<= its range^4)
+    spread = np.sqrt(((k * rows.max(axis=0)) ** 4) / resamples)
+    assert np.all(np.abs(totals.var(axis=0) - var) <= 5 * spread + 1e-9)
+    assert np.all(totals.sum(axis=1) <= k * rows.sum(axis=1).max())
 
+
+def test_resampled_totals_by_hand_and_against_the_plain_bootstrap():
+    """Units all alike: every resample is k times the unit. Two kinds of unit, 3 and 1 of 4:
+    the first column's total is 4 minus a Binomial(4, 1/4) count, so 4 with probability
+    (3/4)^4; the plain unit-by-unit bootstrap's percentiles agree over 20,000 resamples."""
+    alike = bootstrap_module.resampled_totals(np.array([[2, 1, 0, 0]] * 5), 50, np.random.default_rng(1))
+    assert (alike == [10, 5, 0, 0]).all()
+    rows = np.array([[1, 0, 0, 0]] * 3 + [[0, 0, 1, 1]])
+    totals = bootstrap_module.resampled_totals(rows, 20000, np.random.default_rng(2))
+    assert (totals[:, 0] == 4).mean() == pytest.approx(0.75**4, abs=0.01)
+    assert (totals[:, 0] + totals[:, 2] == 4).all() and (totals[:, 2] == totals[:, 3]).all()
     from .naive import scoring as naive_scoring
 
-    n = sum(sizes)
-    unit_float = st.sampled_from([0.0, 0.3, 0.5, 0.999999, np.nextafter(1.0, 0.0)]) | st.floats(
-        0.0, 1.0, exclude_max=True
-    )
-    draws = np.array(
-        data.draw(st.lists(st.lists(unit_float, min_size=n, max_size=n), min_size=resamples, max_size=resamples))
-    )
-    counts = np.array(data.draw(st.lists(st.lists(st.integers(0, 9), min_size=4, max_size=4), min_size=n, max_size=n)))
-    first = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    got = resample_totals(draws, first, np.array(sizes), counts)
-    assert got.tolist() == naive_scoring.resample_totals(draws.tolist(), first.tolist(), sizes, counts.tolist())
-
-
-@pytest.mark.parametrize("by", ["flow", "pooled"])
-def test_bootstrap_without_machine_code_gives_the_same_intervals(monkeypatch, by):
-    """A small bootstrap runs vectorised in numpy (no kernel to compile), a large one in the
-    kernel: the same draws give the same intervals either way."""
-    df = typical()
-    results = []
-    for mode in ("compiled", "interpreted"):  # interpreted: the numpy path
-        monkeypatch.setenv("LDANALYZE_KERNELS", mode)
-        results.append(score(df, by=by, bootstrap=300, seed=3))
-    pd.testing.assert_frame_equal(*results)
-    assert results[0]["M_c_boot_lo"].notna().any()
+    plain = np.array(naive_scoring.resample_units(rows.tolist(), 20000, seed=3))
+    for q in (2.5, 10, 50, 97.5):  # each well inside one value's step of the distribution
+        assert np.percentile(totals, q, axis=0).tolist() == np.percentile(plain, q, axis=0).tolist()

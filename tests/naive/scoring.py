@@ -1,26 +1,19 @@
-"""Plain twins of ldanalyze/scoring's kernels."""
+"""Plain twins of ldanalyze/scoring's computations."""
 
 from __future__ import annotations
 
-import math
-
-from . import twin_of
+import random
 
 
-@twin_of("ldanalyze.scoring.bootstrap.resample_totals")
-def resample_totals(draws, first, size, counts):
-    """Per resample (a list of uniform draws, one per position of the groups' units laid end
-    to end in group order) and per group (units ``first[g]`` to ``first[g] + size[g] - 1``):
-    the sums of ``counts`` (a list of per-unit count lists) over the units its positions draw,
-    position i drawing unit floor(draw * size) of the group, the last one at most."""
+def resample_units(counts, resamples, seed):
+    """The burst bootstrap as its definition says it: per resample, draw as many units as
+    there are, one at a time, uniformly with replacement, and sum their ``counts`` (a list of
+    per-unit count lists). Returns the resamples' totals."""
+    rng = random.Random(seed)
     totals = []
-    for row in draws:
-        sums = []
-        for a, k in zip(first, size):
-            own = [0] * len(counts[0])
-            for position in range(a, a + k):
-                chosen = a + min(math.floor(row[position] * k), k - 1)
-                own = [x + y for x, y in zip(own, counts[chosen])]
-            sums.append(own)
-        totals.append(sums)
+    for _ in range(resamples):
+        own = [0] * len(counts[0])
+        for _ in range(len(counts)):
+            own = [x + y for x, y in zip(own, rng.choice(counts))]
+        totals.append(own)
     return totals
