@@ -376,14 +376,14 @@ def flow_streams(
                 min_packets=1 if forced or payload != "auto" else MIN_AUTO_PACKETS,
             )
         except NotThisKind as why:
-            reasons.append(f"not {spec.name}: {why}")
+            reasons.append((spec.name, why))  # worded only if none fits (``NoRTPPackets``)
             continue
         if not _misread(streams, rows.shape[0]):
             return streams
         fits.append(streams)
     if fits:  # the reading that misreads fewest packets, the first tried of equals
         return min(fits, key=lambda streams: _misread(streams, rows.shape[0]))
-    tried = "; ".join(reasons)
+    tried = "; ".join(f"not {name}: {why}" for name, why in reasons)
     raise NotThisKind(tried if payload != "auto" else f"no sequence numbers found ({tried})")
 
 

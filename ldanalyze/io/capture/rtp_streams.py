@@ -52,6 +52,27 @@ def capture_sender_reports(capture) -> dict[int, tuple[float, int]]:
     return rtp.sender_report_rates(head, head_len, kinds == rtp.RTCP)
 
 
+def no_rtp_reason(kinds: np.ndarray) -> str:
+    """Why a flow is not RTP: its packets' kinds (RFC 7983, ``rtp.header_fields``), counted."""
+    return f"no RTP packets ({', '.join(f'{k} {n}' for k, n in rtp.kind_counts(kinds).items())})"
+
+
+class NoRTPPackets(NotThisKind):
+    """A flow none of whose packets opens with an RTP version 2 header. The message counts its
+    packets' kinds (``rtp.header_fields``, a pass over every packet), made only when it is
+    shown: most such flows are another kind's, which ``payload.flow_streams`` tries next."""
+
+    def __init__(self, head: np.ndarray, head_len: np.ndarray, payload_len: np.ndarray):
+        super().__init__()
+        self._packets = (head, head_len, payload_len)
+
+    def __str__(self) -> str:
+        return no_rtp_reason(call(rtp.header_fields, *self._packets, us_per_item=2.0)[0])
+
+    def __reduce__(self):  # crosses a process boundary as its message
+        return NotThisKind, (str(self),)
+
+
 def flow_rtp_streams(
     label, rows, records, times, clock_rate, send_times, rtp_sequence="ssrc", abs_send_time_id=None, reports=None
 ) -> list[Stream]:
@@ -61,6 +82,8 @@ def flow_rtp_streams(
     head = records["head"]  # a capture of one flow: the records' own bytes, read in place
     head_len = records["head_len"].astype(np.int64)
     payload_len = records["payload_len"].astype(np.int64)
+    if not (((head[:, 0] & 0xC0) == 0x80) & (head_len >= 12) & (payload_len >= 12)).any():
+        raise NoRTPPackets(head, head_len, payload_len)  # no RTP version 2 header anywhere
     kinds, _, padding, osn, fec = call(rtp.header_fields, head, head_len, payload_len, us_per_item=2.0)
     demux = rtp.kind_counts(kinds)
     is_rtp = (kinds == rtp.RTP) & (payload_len >= 12)
@@ -71,7 +94,7 @@ def flow_rtp_streams(
     }
     excluded = {k: v for k, v in excluded.items() if v}  # of the whole flow
     if not is_rtp.any():
-        raise NotThisKind(f"no RTP packets ({', '.join(f'{k} {n}' for k, n in demux.items())})")
+        raise NotThisKind(no_rtp_reason(kinds))
     if rtp_sequence == TRANSPORT_CC:
         return [_transport_wide_stream(label, rows, head, head_len, is_rtp, times, send_times, demux)]
     probe = is_rtp & padding

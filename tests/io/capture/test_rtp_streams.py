@@ -84,6 +84,30 @@ def test_a_flow_with_no_readable_stream_says_why(tmp_path):
         read(capture_of(tmp_path, out), payload="rtp")
 
 
+def test_a_flow_without_rtp_headers_says_which_kinds_it_carries(tmp_path):
+    """No packet opens with an RTP version 2 header (``NoRTPPackets``: the flow is passed over
+    without reading every header); the reason, made only when shown, still counts the packets'
+    kinds (RFC 7983), and crosses a process boundary as its words."""
+    import pickle
+
+    from ldanalyze.errors import TraceError
+    from ldanalyze.io.capture.rtp_streams import NoRTPPackets, no_rtp_reason
+    from ldanalyze.io.capture.sequences import NotThisKind
+
+    stun = [(NS + k * 1_000_000, b"\x00\x01\x00\x00" + bytes(16)) for k in range(2)]
+    iperf3 = [(NS + (k + 2) * 1_000_000, struct.pack(">III", 0x65000000 + k, 0, k) + bytes(20)) for k in range(3)]
+    rtcp_only = [(NS + 9_000_000, bytes([0x80, 200]) + struct.pack(">HI", 6, MEDIA) + bytes(20))]
+    with pytest.raises(TraceError, match=r"no RTP packets \(other 3, stun 2\)"):
+        read(capture_of(tmp_path, stun + iperf3), payload="rtp")
+    with pytest.raises(TraceError, match=r"no RTP packets \(other 3, stun 2, rtcp 1\)"):  # through the kernel
+        read(capture_of(tmp_path, stun + iperf3 + rtcp_only, name="rtcp.pcap"), payload="rtp")
+    head = np.zeros((1, 16), np.uint8)
+    why = NoRTPPackets(head, np.array([16]), np.array([20]))
+    assert str(why) == no_rtp_reason(np.array([rtp.STUN], np.int8)) == "no RTP packets (stun 1)"
+    again = pickle.loads(pickle.dumps(why))
+    assert type(again) is NotThisKind and str(again) == str(why)
+
+
 @st.composite
 def udp_payloads(draw):
     """A UDP payload as a receiver keeps it: mostly RTP-like (CSRCs, extension, padding, FEC-like
