@@ -29,7 +29,9 @@ pytestmark = [
 # nftables' byte limit lets through about 1.36 times its nominal rate on the lab's kernels (measured:
 # 1000kbit passed 1.36 Mbit/s), so 1450kbit polices iperf3's 2.08 Mbit/s on the wire by a few per cent
 RUNS = {
-    "policer": LabConfig(duration_s=6, limiter="nft-limit", tbf_rate="1450kbit", tbf_burst_bytes=10000),
+    # 12 s, not 6: Spike's share of the policer's drops called wireless ranged 0.18-1.0 over 6 s
+    # runs (its first seconds' calls weigh on 200 drops) and 0.85-1.0 over six 12 s runs
+    "policer": LabConfig(duration_s=12, limiter="nft-limit", tbf_rate="1450kbit", tbf_burst_bytes=10000),
     "small queue": LabConfig(duration_s=6, tbf_limit_bytes=2100),  # two frames: a shaper all but a policer
     "large queue": LabConfig(duration_s=6, tbf_limit_bytes=100_000),
 }
