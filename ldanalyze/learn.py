@@ -26,7 +26,7 @@ from .errors import UsageError, renamed_keyword
 from .io import read_trace
 from .lda import DECISION_DTYPE, LDA, REGISTRY, Replay, classify, parse_ldas, runnable_ldas
 from .lda.base import Features, take
-from .lda.learned import calls, judge
+from .lda.learned import calls, family_confidence, judge
 from .lda.learned.calibration import fit_calibration, training_range
 from .lda.learned.calibration import group_of as radio_group
 from .lda.learned.features import FEATURES, gap_features, gap_labels
@@ -169,6 +169,28 @@ def fit(labelled: Sequence[Labelled], kind: str = "gbt", seed: int = 0, balance:
     return model, count
 
 
+def fit_held_out(
+    labelled: Sequence[Labelled], families: Sequence[str], kind: str = "gbt", seed: int = 0
+) -> dict[str, object]:
+    """Per family of ``families`` (one name per trace), the classifier ``fit`` makes without that
+    family's traces, the others weighing the same: what the learned LDA judges a call's reliance
+    on one family by (``lda.learned``). Empty with fewer than three families (a set trained on
+    one family alone says nothing of the others)."""
+    names = sorted(set(families))
+    if len(families) != len(labelled):
+        raise UsageError(f"{len(labelled)} traces but {len(families)} families: give each trace its family")
+    if len(names) < 3:
+        return {}
+    out = {}
+    for name in names:
+        keep = [k for k, f in enumerate(families) if f != name]
+        try:
+            out[name], _ = fit([labelled[k] for k in keep], kind, seed, [families[k] for k in keep])
+        except UsageError as error:
+            raise UsageError(f"the model without the traces of {name}: {error}") from None
+    return out
+
+
 def _calls_per_gap(item: Labelled, name: str, said: np.ndarray) -> pd.DataFrame:
     """``classify`` rows named ``name`` on ``item``'s losses: each detected loss called as
     ``said`` (one decision per gap) says; laid on ``unaware``'s rows, which every trace has."""
@@ -188,16 +210,16 @@ def all_wireless(item: Labelled) -> pd.DataFrame:
 
 
 def learned_decisions(
-    item: Labelled, model, abstain_below: float = 0.5, calibration: dict | None = None
+    item: Labelled, model, abstain_below: float = 0.5, calibration: dict | None = None, held_out: Sequence = ()
 ) -> pd.DataFrame:
     """``classify`` rows of the learned LDA on ``item``'s losses, from ``model``'s predictions
-    through ``calibration`` (a map of ``calibration.fit_calibration``; none: the trees' own) and
-    the model's training range, as ``Learned`` judges them (``judge``); below ``abstain_below``
-    (the probability of its call) it abstains, and the rows are then named
-    ``learned:abstain_below=...``."""
+    and those of its ``held_out`` models (``fit_held_out``), through ``calibration`` (a map of
+    ``calibration.fit_calibration``; none: the trees' own) and the model's training range, as
+    ``Learned`` judges them (``judge``); below ``abstain_below`` (the probability of its call) it
+    abstains, and the rows are then named ``learned:abstain_below=...``."""
     x = item.features.to_numpy()
     bundle = {"calibration": calibration or {}, "ranges": training_range(model)}
-    wireless, _, abstained, _ = judge(probability(model, x), x, bundle, abstain_below)
+    wireless, _, abstained, _ = judge(probability(model, x), x, bundle, abstain_below, held_out_matrix(held_out, x))
     said = np.where(abstained, "abstained", np.where(wireless, "wireless", "congestion"))
     return _calls_per_gap(item, "learned" if abstain_below <= 0.5 else f"learned:abstain_below={abstain_below:g}", said)
 
@@ -210,6 +232,12 @@ def probability(model, features: np.ndarray) -> np.ndarray:
     if called.any():
         out[called] = model.predict_proba(features[called])[:, list(model.classes_).index(1)]
     return out
+
+
+def held_out_matrix(models: Sequence, features: np.ndarray) -> np.ndarray:
+    """Each of ``models``' probability of the radio per row of features (K × rows), as ``judge``
+    takes it."""
+    return np.array([probability(m, features) for m in models]).reshape(len(models), features.shape[0])
 
 
 def gap_causes(item: Labelled) -> tuple[np.ndarray, np.ndarray]:
@@ -227,18 +255,28 @@ def gap_causes(item: Labelled) -> tuple[np.ndarray, np.ndarray]:
 
 
 def held_out_probabilities(
-    labelled: Sequence[Labelled], groups: Sequence[str], kind: str = "gbt", seed: int = 0
+    labelled: Sequence[Labelled], groups: Sequence[str], kind: str = "gbt", seed: int = 0, sets: bool = False
 ) -> list[np.ndarray]:
     """Per trace, the probability of the radio per gap from trees trained without its group
     (each group held out in turn, the others weighing the same, as ``traces/train_learned``
-    trains): predictions on data held out from training, for ``calibration``."""
+    trains): predictions on data held out from training, for ``calibration``. With ``sets``, a
+    (1 + K) × gaps array per trace: those trees' probability, then the K probabilities of their
+    own held-out models (``fit_held_out`` on the same training groups), as a model trained with
+    its families is judged."""
     out: list[np.ndarray] = [np.empty(0)] * len(labelled)
     for held in sorted(set(groups)):
         train = [item for item, g in zip(labelled, groups) if g != held]
-        model, _ = fit(train, kind, seed, [g for g in groups if g != held])
+        names = [g for g in groups if g != held]
+        model, _ = fit(train, kind, seed, names)
+        others = list(fit_held_out(train, names, kind, seed).values()) if sets else None
         for k, (item, g) in enumerate(zip(labelled, groups)):
             if g == held:
-                out[k] = probability(model, item.features.to_numpy())
+                x = item.features.to_numpy()
+                out[k] = (
+                    probability(model, x)
+                    if others is None
+                    else np.vstack([probability(model, x)[None], held_out_matrix(others, x)])
+                )
     return out
 
 
@@ -247,17 +285,20 @@ def calibration(
 ) -> dict[str, np.ndarray]:
     """The calibration map (``calibration.fit_calibration``) of the calls that ``probabilities``
     make (per trace, per gap: from a model that never saw the trace, e.g.
-    ``held_out_probabilities``) against the share of each gap's losses its call got right, each
-    gap weighing its losses of a known cause and each group the same in all: the map is fitted
-    to the losses, the unit every score counts."""
+    ``held_out_probabilities``; with held-out sets, each call's confidence their median and the
+    calls deferred to mBiaz left out, as ``judge`` maps them) against the share of each gap's
+    losses its call got right, each gap weighing its losses of a known cause and each group the
+    same in all: the map is fitted to the losses, the unit every score counts."""
     confidence, right, weight, group, family = [], [], [], [], []
     for item, g, prob in zip(labelled, groups, probabilities):
         known, radio = gap_causes(item)
-        wireless, sure, _ = calls(prob, 0.5)
+        prob = np.atleast_2d(prob)
+        wireless, sure, _ = calls(prob[0], 0.5)
+        sure, deferred = family_confidence(wireless, sure, prob[1:])
         with np.errstate(invalid="ignore", divide="ignore"):
             right.append(np.where(wireless, radio, known - radio) / known)
         confidence.append(sure)
-        weight.append(known)
+        weight.append(np.where(deferred, 0.0, known))
         group.append(radio_group(item.features.to_numpy()))
         family.append(np.full(known.shape[0], g, dtype=object))
     weights, families = np.concatenate(weight), np.concatenate(family).astype(str)
@@ -290,7 +331,9 @@ def evaluate(
     to hold out in turn (default: every one; the others only ever train), e.g. one parameter
     range of one family at a time. With ``abstain_below``, the learned LDA is scored a second
     time abstaining below that confidence (its own rows; ``abstained`` counts those losses).
-    ``balance``: a group name per trace, each group weighing the same in training (``fit``).
+    ``balance``: a group name per trace, each group weighing the same in training (``fit``), and
+    the learned LDA judged with its held-out models per such group (``fit_held_out``), as a
+    model trained with its families is.
 
     Returns the scores (one row per held-out group and LDA: losses, M_c, M_w, accuracy with
     Wilson intervals, ``train_gaps``) and the permutation importance of each feature on each
@@ -314,8 +357,9 @@ def evaluate(
         test = [item for item, g in zip(labelled, groups) if g == held]
         weighed = None if balance is None else [b for b, g in zip(balance, groups) if g != held]
         model, count = fit(train, kind, seed, weighed)
+        sets = list(fit_held_out(train, weighed, kind, seed).values()) if weighed is not None else []
         thresholds = [0.5] + ([abstain_below] if abstain_below is not None and abstain_below > 0.5 else [])
-        learned = [learned_decisions(item, model, below) for below in thresholds for item in test]
+        learned = [learned_decisions(item, model, below, held_out=sets) for below in thresholds for item in test]
         names = list(dict.fromkeys(frame["lda"].iat[0] for frame in learned if len(frame)))
         # an LDA left out of one held-out trace is not compared on the group: its losses would differ
         ran = [list(item.decisions["lda"].cat.categories) for item in test]

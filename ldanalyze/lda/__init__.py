@@ -185,7 +185,7 @@ def classify(
     = unknown; categorical), ``decision`` (congestion, wireless, undetected, or abstained where
     the LDA was not confident enough to call it), ``t_decide`` (when it was decided: the
     receive time of the deciding arrival, at a sender the detection time if later), ``scheme`` (ZBS: the base scheme that decided; the policer's calls;
-    the learned LDA: why it abstained or gave a coin's confidence, ``learned.REASONS``; "" for the others; categorical) and
+    the learned LDA: why it abstained or deferred to mBiaz at a coin's confidence, ``learned.REASONS``; "" for the others; categorical) and
     ``confidence`` (the probability the LDA gave its call, 0.5-1: the learned LDA, calibrated; NaN for the
     others). On a mixed timeline an LDA has rows for the flows in its views only. The table is built once from codes: a batch re-run classifies a trace in a
     few milliseconds, and per-LDA pandas blocks would dominate that.

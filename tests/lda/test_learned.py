@@ -482,6 +482,10 @@ def test_the_cli_trains_and_evaluates_by_group(tmp_path, capsys):
     assert load_model(balanced)["gaps"] == load_model(model)["gaps"]
     assert main(["train", *SMALL, "-o", str(balanced), "--balance-by", "nothing-matches"]) == 2
     assert "--balance-by 'nothing-matches' does not match" in capsys.readouterr().err
+    families = tmp_path / "families.skops"  # four families: a model without each, for the deferral
+    assert main(["train", *SMALL, "-o", str(families), "--balance-by", r"_(tfrc|mix|cbr|tcp)_"]) == 0
+    assert "and one model without each of its 4 groups" in capsys.readouterr().out
+    assert load_model(families)["held_out_families"] == ["cbr", "mix", "tcp", "tfrc"]
     assert main(["evaluate", SMALL[0], SMALL[1], "--group-by", "(wlh)"]) == 2  # one group only
     assert "needs two groups or more; the traces form 1: wlh" in capsys.readouterr().err
     # one group held out; the others only train

@@ -162,7 +162,7 @@ def test_the_model_file_round_trips_its_map_and_range(tmp_path, labelled, model,
         load_model(bad)
     three = tmp_path / "v3.skops"
     skops.io.dump({**{k: bundle[k] for k in ("format", "features", "model")}, "version": 3}, three)
-    with pytest.raises(UsageError, match=r"in another format \(version 3; this ldanalyze reads 4 and 5\)"):
+    with pytest.raises(UsageError, match=r"in another format \(version 3; this ldanalyze reads 4, 5 and 6\)"):
         load_model(three)
 
 
@@ -197,9 +197,9 @@ def test_classify_carries_the_calibrated_confidence_and_the_reason(tmp_path, lab
     for below, decision in ((0.5, None), (0.8, "abstained")):
         table = classify(timeline, [get_lda("learned", model=str(odd), abstain_below=below)])
         long = table["decision"].ne("undetected").to_numpy() & (table["n"].to_numpy() > 1)
-        assert long.any() and (table.loc[long, "scheme"] == "n out of range").all()
+        assert long.any() and (table.loc[long, "scheme"] == "mbiaz (n out of range)").all()
         assert np.allclose(table.loc[long, "confidence"], 0.5)
         assert decision is None or (table.loc[long, "decision"] == decision).all()
         short = table["decision"].ne("undetected").to_numpy() & (table["n"].to_numpy() == 1)
-        assert not table.loc[short, "scheme"].isin(["n out of range"]).any()
+        assert not table.loc[short, "scheme"].isin(["mbiaz (n out of range)"]).any()
     assert set(REASONS) <= set(table["scheme"].cat.categories)

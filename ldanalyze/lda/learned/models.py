@@ -4,9 +4,11 @@ user's cache of the trees of the files loaded before.
 Models are saved with skops (``save_model``), never pickle: ``load_model`` refuses a file that
 holds any type outside ``TRUSTED``, so loading a model runs no code. Beside the model a file
 keeps, as plain arrays, its calibration map and the training data's range per feature
-(``calibration``). A model file loaded once has its flat trees (``trees.flat_trees``), map and
-range kept as plain arrays (npz, no pickle) by the hash of its bytes (``cached_model``), so
-later runs skip skops and scikit-learn (2 s).
+(``calibration``), and (format 6) one model per training family fitted without it, by which
+the LDA tells a call that rests on one family (the package docstring). A model file loaded once
+has its flat trees (``trees.flat_trees``), those of its held-out models, map and range kept as
+plain arrays (npz, no pickle) by the hash of its bytes (``cached_model``), so later runs skip
+skops and scikit-learn (2 s).
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from .trees import FlatTrees, flat_trees
 
 MODELS = ("gbt", "rf", "logistic")
 MODEL_FORMAT = "ldanalyze-learned-lda"
-MODEL_VERSION = 5  # 2: the policing feature; 3: send_pace and compressed; 4: unseen_on_air; 5: calibration, range
-READS = (4, 5)  # a version-4 file has the same features, no calibration map, and its range is read from its trees
+# 2: the policing feature; 3: send_pace and compressed; 4: unseen_on_air; 5: calibration, range; 6: held-out models
+MODEL_VERSION = 6
+READS = (4, 5, 6)  # an older file has the same features and no held-out models; a version-4 file no map, and
+# its range is read from its trees
 BUNDLED_MODEL = pathlib.Path(__file__).resolve().parents[2] / "data" / "learned_lda.skops"
 # the types the three model kinds hold beyond what skops trusts by default (measured with
 # skops.io.get_untrusted_types); a file holding any other is refused
@@ -78,11 +82,15 @@ def save_model(
     trained_on: list[str],
     gaps: int,
     calibration: dict[str, np.ndarray] | None = None,
+    held_out: dict[str, object] | None = None,
 ) -> None:
     """Write a fitted model with what it needs to be used and trusted again (skops format): its
-    ``calibration`` map (``calibration.fit_calibration``; none: the trees' own confidence) and
-    the training data's range per feature (``calibration.training_range``)."""
+    ``calibration`` map (``calibration.fit_calibration``; none: the trees' own confidence), the
+    training data's range per feature (``calibration.training_range``) and ``held_out``, per
+    training family, the same kind of model fitted without that family (none: the LDA judges by
+    the model alone)."""
     skops = _skops()
+    families = dict(held_out or {})
     bundle = {
         "format": MODEL_FORMAT,
         "version": MODEL_VERSION,
@@ -93,6 +101,8 @@ def save_model(
         "model": model,
         "calibration": check_calibration(dict(calibration or {}), os.fspath(path)),
         "ranges": training_range(model),
+        "held_out_families": sorted(families),
+        "held_out": [families[name] for name in sorted(families)],
     }
     skops.io.dump(bundle, os.fspath(path))
 
@@ -123,10 +133,16 @@ def load_model(path: str | os.PathLike) -> dict:
     if version not in READS or bundle.get("features") != list(FEATURES):
         raise UsageError(
             f"{path}: made for other features or in another format (version {version}; this ldanalyze reads "
-            f"{' and '.join(map(str, READS))}); retrain it with `ldanalyze train`"
+            f"{', '.join(map(str, READS[:-1]))} and {READS[-1]}); retrain it with `ldanalyze train`"
         )
     if version < 5:
-        bundle = {**bundle, "version": MODEL_VERSION, "calibration": {}, "ranges": training_range(bundle["model"])}
+        bundle = {**bundle, "calibration": {}, "ranges": training_range(bundle["model"])}
+    if version < 6:
+        bundle = {**bundle, "version": MODEL_VERSION, "held_out_families": [], "held_out": []}
+    if not isinstance(bundle.get("held_out"), list) or len(bundle["held_out"]) != len(
+        bundle.get("held_out_families", ())
+    ):
+        raise UsageError(f"{path}: the held-out models do not match their families")
     ranges = bundle.get("ranges")
     if ranges is not None and np.shape(ranges) != (2, len(FEATURES)):
         raise UsageError(f"{path}: the training range is not two values per feature")
@@ -146,12 +162,14 @@ def cached_model(path: str, mtime_ns: int, size: int) -> dict:
         return {"version": MODEL_VERSION, "features": list(FEATURES), **known}
     bundle = load_model(path)
     trees = flat_trees(bundle["model"])
-    if trees is not None:
-        _cache_trees(cached, trees, bundle["calibration"], bundle["ranges"])
-    return {**bundle, "trees": trees}
+    held_out = [{"model": model, "trees": flat_trees(model)} for model in bundle["held_out"]]
+    if trees is not None and all(h["trees"] is not None for h in held_out):
+        _cache_trees(cached, trees, bundle["calibration"], bundle["ranges"], [h["trees"] for h in held_out])
+    return {**bundle, "trees": trees, "held_out": held_out}
 
 
 CALIBRATION_PREFIX = "calibration_"  # the map's arrays in the cache (beside the trees' fields)
+HELD_OUT_PREFIX = "held_out{}_"  # the k-th held-out model's trees' fields in the cache
 
 
 def _cached_trees(path: pathlib.Path) -> dict | None:
@@ -162,27 +180,45 @@ def _cached_trees(path: pathlib.Path) -> dict | None:
         with np.load(path, allow_pickle=False) as saved:  # arrays only: no code runs on load
             if int(saved["version"]) != MODEL_VERSION or saved["features"].tolist() != list(FEATURES):
                 return None
-            trees = FlatTrees(
-                int(saved["depth"]),
-                saved["feature"],
-                saved["threshold"],
-                saved["missing_left"],
-                saved["leaves"],
-                float(saved["baseline"]),
-            )
+            trees = _saved_trees(saved, "")
+            held_out = [
+                {"trees": _saved_trees(saved, HELD_OUT_PREFIX.format(k))} for k in range(int(saved["held_out_count"]))
+            ]
             ranges = saved["ranges"]
             calibration = {
                 k.removeprefix(CALIBRATION_PREFIX): saved[k] for k in saved.files if k.startswith(CALIBRATION_PREFIX)
             }
     except (OSError, KeyError, ValueError):
         return None
-    return {"trees": trees, "calibration": calibration, "ranges": None if np.isnan(ranges).all() else ranges}
+    return {
+        "trees": trees,
+        "held_out": held_out,
+        "calibration": calibration,
+        "ranges": None if np.isnan(ranges).all() else ranges,
+    }
 
 
-def _cache_trees(path: pathlib.Path, trees: FlatTrees, calibration: dict, ranges: np.ndarray | None) -> None:
-    """Keep ``trees``, the ``calibration`` map and the ``ranges`` in the user's cache, whole or
-    not at all (best effort: a read-only home only costs the next run the model file's load)."""
-    arrays = {f.name: getattr(trees, f.name) for f in dataclasses.fields(trees)}
+def _saved_trees(saved, prefix: str) -> FlatTrees:
+    return FlatTrees(
+        int(saved[f"{prefix}depth"]),
+        saved[f"{prefix}feature"],
+        saved[f"{prefix}threshold"],
+        saved[f"{prefix}missing_left"],
+        saved[f"{prefix}leaves"],
+        float(saved[f"{prefix}baseline"]),
+    )
+
+
+def _cache_trees(
+    path: pathlib.Path, trees: FlatTrees, calibration: dict, ranges: np.ndarray | None, held_out: list[FlatTrees]
+) -> None:
+    """Keep ``trees``, those of the ``held_out`` models, the ``calibration`` map and the
+    ``ranges`` in the user's cache, whole or not at all (best effort: a read-only home only costs
+    the next run the model file's load)."""
+    arrays = {}
+    for prefix, each in (("", trees), *((HELD_OUT_PREFIX.format(k), t) for k, t in enumerate(held_out))):
+        arrays.update({f"{prefix}{f.name}": getattr(each, f.name) for f in dataclasses.fields(each)})
+    arrays["held_out_count"] = np.int64(len(held_out))
     arrays.update({f"{CALIBRATION_PREFIX}{k}": v for k, v in calibration.items()})
     arrays["ranges"] = np.full((2, len(FEATURES)), np.nan) if ranges is None else ranges
     try:
