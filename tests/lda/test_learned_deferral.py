@@ -36,14 +36,11 @@ N = FEATURES.index("n")
 
 
 @pytest.fixture(scope="module")
-def labelled():
-    return [learn.analyse(path) for path in TRAINING]
-
-
-@pytest.fixture(scope="module")
-def fitted(labelled):
-    """The trees of every family, their gaps, and per family the trees without it."""
-    return (*learn.fit(labelled, "gbt", 0, balance=FAMILIES), learn.fit_held_out(labelled, FAMILIES))
+def corpus():
+    """The labelled traces, the trees of every family, their gaps, and per family the trees
+    without it."""
+    labelled = [learn.analyse(path) for path in TRAINING]
+    return labelled, *learn.fit(labelled, "gbt", 0, balance=FAMILIES), learn.fit_held_out(labelled, FAMILIES)
 
 
 def test_hand_computed_deferral_boundaries():
@@ -80,10 +77,10 @@ def test_hand_computed_deferral_boundaries():
     assert np.allclose(trees_alone[1][[0, 2]], [0.9, 0.8]) and (trees_alone[3] == -1).all()
 
 
-def test_each_held_out_model_is_the_model_without_its_family(labelled, fitted):
+def test_each_held_out_model_is_the_model_without_its_family(corpus):
     """``fit_held_out``: per family, what ``fit`` makes of the others, weighing them alike; with
     fewer than three families, none."""
-    _, _, held_out = fitted
+    labelled, _, _, held_out = corpus
     assert sorted(held_out) == sorted(set(FAMILIES))
     x, _, _ = learn.rows(labelled)
     for family in set(FAMILIES):
@@ -95,13 +92,11 @@ def test_each_held_out_model_is_the_model_without_its_family(labelled, fitted):
         learn.fit_held_out(labelled[:3], ["tfrc", "other", "mix"])
 
 
-def test_the_live_lda_defers_as_the_evaluation_does_from_the_file_and_the_cache(
-    tmp_path, labelled, fitted, monkeypatch
-):
+def test_the_live_lda_defers_as_the_evaluation_does_from_the_file_and_the_cache(tmp_path, corpus, monkeypatch):
     """A model saved with its held-out models: ``classify`` (from the file, then from the
     user's cache alone) calls what ``learned_decisions`` calls, defers on some gaps, and there
     calls what ``--lda mbiaz`` calls, at a confidence of 0.5."""
-    model, gaps, held_out = fitted
+    labelled, model, gaps, held_out = corpus
     path = tmp_path / "families.skops"
     save_model(model, path, kind="gbt", trained_on=TRAINING, gaps=gaps, held_out=held_out)
     bundle = load_model(path)
@@ -126,10 +121,11 @@ def test_the_live_lda_defers_as_the_evaluation_does_from_the_file_and_the_cache(
     assert not (alone["scheme"] == "mbiaz (families disagree)").any()  # no held-out models: no deferral
 
 
-def test_the_calibration_of_a_model_with_families_leaves_the_deferred_calls_out(labelled):
+def test_the_calibration_of_a_model_with_families_leaves_the_deferred_calls_out(corpus):
     """``held_out_probabilities(sets=True)`` gives each trace its trees' probability and their
     held-out models'; ``calibration`` fits the median confidence and gives deferred gaps no
     weight: with every set against every call, no gap is left and no map is fitted."""
+    labelled = corpus[0]
     stacked = learn.held_out_probabilities(labelled, FAMILIES, sets=True)
     for item, p in zip(labelled, stacked):
         assert p.shape == (4, len(item.features))  # the trees, and their three held-out models
