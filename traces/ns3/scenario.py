@@ -57,7 +57,11 @@ WIFI_DEFAULTS = {
     "policer_burst": 3000,
     "sniffer": 0.0,
     "qos": 0,
-}  # policer "0": none, the FIFO bottleneck
+    "standard": "a",
+    "manager": "aarf",
+    "mac_queue": 0,
+    "cross": "none",
+}  # policer "0": none, the FIFO bottleneck; mac_queue 0: ns-3's own
 LTE_DEFAULTS = {
     "duration": 10,
     "ues": 3,
