@@ -72,6 +72,8 @@ LTE_DEFAULTS = {
     "interval": 0.005,
     "size": 600,
     "speed": 30.0,
+    "rlc": "um",
+    "scheduler": "pf",
     "seed": 1,
 }
 DEFAULTS = {"wifi": WIFI_DEFAULTS, "lte": LTE_DEFAULTS}
