@@ -10,10 +10,17 @@
 // RLC transmission buffer (`buffer` bytes) overflows when a UE's link is slower than its flow.
 //   `rlc`       um (the default, RLC_UM_ALWAYS): unacknowledged mode, what HARQ loses is lost, as
 //               for real-time media. am (RLC_AM_ALWAYS): acknowledged mode, the RLC retransmits what
-//               HARQ lost (ARQ above HARQ, 3GPP TS 36.322 §5.2), so the radio's trouble becomes
-//               delay and in-order hold-up at the UE, and loss mostly where the eNB's buffer (which
-//               then also holds what awaits retransmission) overflows: `enb-buffer` congestion. A
-//               PDU ns-3's AM gives up on is a `radio` loss as in UM.
+//               HARQ lost (ARQ above HARQ, 3GPP TS 36.322 §5.2), so the radio's losses become
+//               retransmissions and delay, and loss happens where the eNB's buffer (which then also
+//               holds what awaits its acknowledgement) overflows: `enb-buffer`, congestion, as every
+//               overflow of that buffer is labelled. Measured (3 UEs, spacing 60 m, walking at 20
+//               m/s, rr, seed 3): the walking UE's 65 radio losses under UM are gone under AM, but
+//               under AM it receives 67 packets and then nothing (UM: 815): at the cell edge AM's
+//               window stalls (its status reports go uplink, where the UE's 10 dBm does not reach
+//               as the eNB's 30 dBm does), the eNB's buffer fills and the rest is dropped there (866
+//               `enb-buffer` losses) or left in it (32 `radio`). So under AM a UE at the cell edge
+//               loses to a full buffer what the radio held up: labelled congestion, as the cause
+//               ns-3 traces says.
 //   `scheduler` the eNB's MAC scheduler: pf (proportional fair, PfFfMacScheduler: the default), rr
 //               (round robin, RrFfMacScheduler), tdmt (time-domain maximum throughput,
 //               TdMtFfMacScheduler: the far UE gets what the near ones leave), pss (priority set,
