@@ -7,6 +7,8 @@ parameters costs nothing (like ``traces/generate`` for ns-2, but on demand).
 
     python traces/ns3/scenario.py wifi --duration 10 --stations 3 --seed 2
     python traces/ns3/scenario.py wifi --stations 1 --speed 8 --policer 1600kbps   # a policed subscriber
+    python traces/ns3/scenario.py wifi --standard n --qos 1 --manager minstrel --cross tcp-down
+    python traces/ns3/scenario.py lte --rlc am --scheduler rr
 
 prints the output folder: per receiver (``sta-<i>``, for LTE ``ue-<i>``) a ``.pcap`` (its IP
 packets as received, SeqTsHeader payloads: read them with ``--field seq=0:4,time=4:8:ns``) and
