@@ -250,7 +250,11 @@ def _analysed_ns2(case: dict, folder: pathlib.Path):
 
 def _analysed_ns3(case: tuple[str, dict]) -> list:
     name, params = case
-    out = scenario.run(name, **params)
+    try:
+        out = scenario.run(name, **params)
+    except scenario.ScenarioError as error:  # one drawn case ns-3 cannot run is no reason to lose the corpus
+        print(f"corpus: {name} {params} left out: {error}", file=sys.stderr)
+        return []
     count, prefix = scenario.RECEIVERS[name]
     items = []
     for i in range(params.get(count, scenario.DEFAULTS[name][count])):
