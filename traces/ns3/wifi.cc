@@ -41,7 +41,8 @@
 //               TID (as every 802.11n and later network does) instead of from one counter per sender.
 //   `mac_queue` the MACs' queue (WifiMacQueue) in packets, 0 (the default) for ns-3's own: 500
 //               packets under the default queue disc that IP installs on the AP's Wi-Fi device
-//               (FqCoDel: its drops are labelled congestion, `ap-queue-disc`). A size > 0 also
+//               (TrafficControlHelper::Default: FqCoDel, under an mq root for a QoS MAC's four
+//               queues; its drops are labelled congestion, `ap-queue-disc`). A size > 0 also
 //               puts a one-packet FIFO in place of that queue disc, so the MAC queue is the AP's
 //               buffer: when it is full the device stops (flow control) and the FIFO drops what
 //               comes next (congestion, `ap-queue-disc`), as at an AP whose driver queue is its
