@@ -15,12 +15,14 @@
 //               holds what awaits its acknowledgement) overflows: `enb-buffer`, congestion, as every
 //               overflow of that buffer is labelled. Measured (3 UEs, spacing 60 m, walking at 20
 //               m/s, rr, seed 3): the walking UE's 65 radio losses under UM are gone under AM, but
-//               under AM it receives 67 packets and then nothing (UM: 815): at the cell edge AM's
-//               window stalls (its status reports go uplink, where the UE's 10 dBm does not reach
-//               as the eNB's 30 dBm does), the eNB's buffer fills and the rest is dropped there (866
-//               `enb-buffer` losses) or left in it (32 `radio`). So under AM a UE at the cell edge
-//               loses to a full buffer what the radio held up: labelled congestion, as the cause
-//               ns-3 traces says.
+//               under AM it receives 67 packets and then nothing (UM: 815): at the cell edge ns-3's
+//               AM stalls, the eNB's buffer fills and the rest is dropped there (866 `enb-buffer`
+//               losses) or left in it (32 `radio`). Why it stalls was not found: not the uplink
+//               of its status reports (the UE at 30 dBm instead of 10: the same 67 packets), nor
+//               retransmissions waiting for a grant big enough
+//               (LteRlcAm::TxOpportunityForRetxAlwaysBigEnough: the same). So under AM a UE at the
+//               cell edge loses to a full buffer what the radio held up: labelled congestion, the
+//               cause ns-3 traces.
 //   `scheduler` the eNB's MAC scheduler: pf (proportional fair, PfFfMacScheduler: the default), rr
 //               (round robin, RrFfMacScheduler), tdmt (time-domain maximum throughput,
 //               TdMtFfMacScheduler: the far UE gets what the near ones leave), pss (priority set,
