@@ -78,3 +78,42 @@ def test_the_wifi_families_carry_the_radios_evidence(small):
             assert radio.any() and item.decisions["flow"].nunique() == 1, name
         else:
             assert not radio.any(), name
+
+
+def test_the_draw_is_the_same_for_the_same_family_and_seed():
+    """Each family's cases are drawn from a stream keyed by the family and the seed alone: the
+    same seeds give the same corpus, a seed's cases do not depend on the other seeds built."""
+    for family in ("ns3-wifi", "ns3-lte", "ns3-policed"):
+        both = corpus.ns3_cases(family, False, (11, 12))
+        assert both == corpus.ns3_cases(family, False, (11, 12))
+        assert both == corpus.ns3_cases(family, False, (11,)) + corpus.ns3_cases(family, False, (12,))
+        half = len(both) // 2
+        assert [{**p, "seed": 0} for _, p in both[:half]] != [{**p, "seed": 0} for _, p in both[half:]]  # other cases
+    assert corpus.manet_cases(False, (11, 12)) == corpus.manet_cases(False, (11,)) + corpus.manet_cases(False, (12,))
+
+
+def values(cases: list[dict], key: str) -> set:
+    return {case[key] for case in cases}
+
+
+def test_the_draw_covers_the_ranges_and_every_case_is_valid():
+    """The training seeds' draw (11, 12) holds every standard, rate control, cross traffic kind,
+    retry limit, RLC mode and scheduler, and MANET densities from sparse to dense; every case
+    names only parameters its scenario takes, in combinations it accepts."""
+    wifi = [p for _, p in corpus.ns3_cases("ns3-wifi", False, (11, 12))]
+    assert values(wifi, "standard") == {"a", "g", "n", "ac"} and values(wifi, "qos") == {0, 1}
+    assert values(wifi, "manager") == {"aarf", "minstrel", "ideal", "constant"}
+    assert values(wifi, "retries") == set(range(1, 8)) and values(wifi, "stations") == {1, 2, 3, 4}
+    assert {c.split(":")[0] for c in values(wifi, "cross")} == {"none", "udp-down", "udp-up", "tcp-down", "tcp-up"}
+    assert 0 in values(wifi, "mac_queue") and max(values(wifi, "mac_queue")) > 100
+    assert all(p["qos"] == 1 and p["manager"] != "aarf" for p in wifi if p["standard"] in ("n", "ac"))
+    lte = [p for _, p in corpus.ns3_cases("ns3-lte", False, (11, 12))]
+    assert values(lte, "rlc") == {"um", "am"} and values(lte, "scheduler") == {"pf", "rr", "tdmt", "pss"}
+    policed = [p for _, p in corpus.ns3_cases("ns3-policed", False, (11, 12))]
+    for family, cases in (("ns3-wifi", wifi), ("ns3-lte", lte), ("ns3-policed", policed)):
+        name = "lte" if family == "ns3-lte" else "wifi"
+        assert all(set(p) <= set(corpus.scenario.DEFAULTS[name]) for p in cases), family
+    manet = corpus.manet_cases(False, (11, 12))
+    density = [p["nodes"] / (p["x"] * p["y"] / 1e6) for p in manet]  # nodes per km²
+    assert min(density) < 30 and max(density) > 100 and values(manet, "rp") == {"DSDV", "AODV"}
+    assert all(1 <= p["cbr"] + p["tcp"] <= p["nodes"] // 2 and p["nodes"] < 20 for p in manet)

@@ -7,6 +7,8 @@ parameters costs nothing (like ``traces/generate`` for ns-2, but on demand).
 
     python traces/ns3/scenario.py wifi --duration 10 --stations 3 --seed 2
     python traces/ns3/scenario.py wifi --stations 1 --speed 8 --policer 1600kbps   # a policed subscriber
+    python traces/ns3/scenario.py wifi --standard n --qos 1 --manager minstrel --cross tcp-down
+    python traces/ns3/scenario.py lte --rlc am --scheduler rr
 
 prints the output folder: per receiver (``sta-<i>``, for LTE ``ue-<i>``) a ``.pcap`` (its IP
 packets as received, SeqTsHeader payloads: read them with ``--field seq=0:4,time=4:8:ns``) and
@@ -57,7 +59,11 @@ WIFI_DEFAULTS = {
     "policer_burst": 3000,
     "sniffer": 0.0,
     "qos": 0,
-}  # policer "0": none, the FIFO bottleneck
+    "standard": "a",
+    "manager": "aarf",
+    "mac_queue": 0,
+    "cross": "none",
+}  # policer "0": none, the FIFO bottleneck; mac_queue 0: ns-3's own
 LTE_DEFAULTS = {
     "duration": 10,
     "ues": 3,
@@ -68,6 +74,8 @@ LTE_DEFAULTS = {
     "interval": 0.005,
     "size": 600,
     "speed": 30.0,
+    "rlc": "um",
+    "scheduler": "pf",
     "seed": 1,
 }
 DEFAULTS = {"wifi": WIFI_DEFAULTS, "lte": LTE_DEFAULTS}
