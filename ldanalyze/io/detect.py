@@ -39,6 +39,14 @@ def line_format(line: str) -> str | None:
     return None
 
 
+def old_movement(line: str) -> bool:
+    """An old-format wireless trace's node movement line (``M time node (x, y, z), (dx, dy),
+    speed``), which ns-2 writes for every node at each ``setdest``: with 20 nodes or more such
+    lines can fill the head of a trace. Not a packet event, so ``line_format`` leaves it out."""
+    fields = line.split()
+    return len(fields) >= 4 and fields[0] == "M" and fields[2].isdigit() and fields[3].startswith("(")
+
+
 def json_text(line: str) -> bool:
     """A JSON document, JSON text sequence (RFC 7464: a record separator 0x1E first) or NDJSON:
     the first non-blank character opens an object (no trace line of ns-2 does)."""
@@ -68,7 +76,7 @@ def detect_format(path: str | os.PathLike) -> str:
         raise TraceError(path, "the trace is empty")
     votes: dict[str, int] = {}
     for line in lines:
-        fmt = line_format(line)
+        fmt = line_format(line) or (NS2_WIRELESS_OLD if old_movement(line) else None)
         if fmt is not None:
             votes[fmt] = votes.get(fmt, 0) + 1
     if not votes:

@@ -12,7 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import ldanalyze as la
 from ldanalyze.errors import TraceError
+from ldanalyze.io.detect import NS2_WIRELESS_OLD, detect_format
 from ldanalyze.io.ns2.wired import DATA_TYPES, FEEDBACK_TYPES
 from ldanalyze.io.ns2.wireless import DROP_CAUSES, read_ns2_wireless
 from ldanalyze.io.text import iter_lines
@@ -151,3 +153,21 @@ def test_generated_line_mixes_match_the_twin(tmp_path_factory, text):
     path = tmp_path_factory.mktemp("twin") / "mix.tr"
     path.write_text(text)
     same(path)
+
+
+def test_an_old_trace_that_opens_with_node_movements_is_read(tmp_path):
+    """ns-2's old wireless format writes a movement line per node at each ``setdest``; with 25
+    nodes they fill the lines format detection reads, and the trace is still told old-format
+    wireless and read (its packet lines as without them)."""
+    moves = [f"M 0.50000 {k} (85.74, 169.41, 0.00), (24.64, 7.98), 1.23" for k in range(25)]
+    packets = [
+        f"{ev} {1 + k / 100:.9f} _{node}_ AGT  --- {3 + k} cbr 512 [0 0 0 0] ------- [0:0 7:0 32 0] [{k}] 0 0"
+        for k in range(4)
+        for ev, node in (("s", 0), ("r", 7))
+    ]
+    with_moves, without = tmp_path / "moves.tr", tmp_path / "plain.tr"
+    with_moves.write_text("\n".join(moves + packets) + "\n")
+    without.write_text("\n".join(packets) + "\n")
+    assert detect_format(with_moves) == NS2_WIRELESS_OLD
+    a, b = la.read_trace(with_moves).packets, la.read_trace(without).packets
+    assert len(a) == 4 and a.equals(b)
