@@ -11,8 +11,8 @@ give the same corpus):
   TFRC, TCP and constant-rate UDP, 1-16 flows, uniform and bursty wireless loss;
 * ``ns2-manet``: ns-2's mobile ad hoc scenario (``traces/wireless/manet.tcl``): 802.11 DCF on
   every hop with a frame error rate (0.02-0.2) at every radio and MAC retry limits 2-7 (a third
-  link layer that retransmits, beside ns-3's Wi-Fi and LTE), DSDV or AODV routes over 6-18
-  nodes moving at up to 1-10 m/s on 300-1000 m by 200-600 m (10 to 300 nodes per km²), 1-3 CBR
+  link layer that retransmits, beside ns-3's Wi-Fi and LTE), DSDV or AODV routes over 6-30
+  nodes moving at up to 1-10 m/s on 300-1000 m by 200-600 m (10 to 500 nodes per km²), 1-3 CBR
   and 0-2 TCP flows that overflow the interface queues;
 * ``ns3-wifi``: the ns-3 Wi-Fi scenario (``traces/ns3/wifi.cc``): a wired bottleneck (0.6-1.5
   times the measured flows' rate, a FIFO of 5-100 packets) before an access point, 1-4
@@ -107,12 +107,10 @@ def _log_uniform(rng: np.random.Generator, low: float, high: float) -> float:
 
 
 def manet_cases(small: bool, seeds: tuple[int, ...]) -> list[dict]:
-    """manet.tcl's options drawn at random, ``MANET_CASES`` per seed: routing (DSDV, AODV), 6-18
-    nodes on 300-1000 m by 200-600 m (densities of 10 to 300 nodes per km²), frame error rate
+    """manet.tcl's options drawn at random, ``MANET_CASES`` per seed: routing (DSDV, AODV), 6-30
+    nodes on 300-1000 m by 200-600 m (densities of 10 to 500 nodes per km²), frame error rate
     0.02-0.2, retry limit 2-7, 1-3 CBR flows at 0.01-0.04 s per packet and 0-2 TCP flows, top
-    speed 1-10 m/s (small: 3 fixed cases on the first seed). At most 18 nodes: with 20 or more,
-    the trace opens with 20 movement lines (``M``, one per node), and ``io.detect`` sniffs the
-    format from the first 20 lines and knows no old-format ``M`` line."""
+    speed 1-10 m/s (small: 3 fixed cases on the first seed)."""
     if small:
         return [
             {"rp": rp, "per": per, "retries": retries, "interval": 0.01, "speed": 1, "seed": seeds[0], "nodes": 8,
@@ -123,7 +121,7 @@ def manet_cases(small: bool, seeds: tuple[int, ...]) -> list[dict]:
     for seed in seeds:
         rng = _draw("ns2-manet", seed)
         for _ in range(MANET_CASES):
-            nodes = int(rng.integers(6, 19))
+            nodes = int(rng.integers(6, 31))
             cbr = int(rng.integers(1, 4))
             cases.append({
                 "rp": str(rng.choice(["DSDV", "AODV"])), "per": round(rng.uniform(0.02, 0.2), 3),
