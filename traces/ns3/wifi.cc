@@ -32,7 +32,10 @@
 //               with `retries` 1, seed 3, by a sniffer 3 m from the AP (a lower bound): up to 13
 //               attempts of one frame to the walking station under Minstrel, 7 under Minstrel-HT, 2
 //               under AARF and Ideal. What else ends a frame there is the MAC queue's lifetime
-//               (WifiMacQueue::MaxDelay, 500 ms: `mac-lifetime`).
+//               (WifiMacQueue::MaxDelay, 500 ms): `mac-lifetime` (congestion) for a frame that
+//               waited it out in the queue unsent, `lifetime-retried` (wireless) for one that was
+//               sent and never acknowledged (its retry bit set), which under block ack is how most
+//               radio failures end (as traces/ns3/heldout.cc labels them).
 //               Under block ack (n, ac) a frame given up on is not always traced as such: the
 //               originator moves its window past it and ns-3 drops it as an old packet
 //               (WIFI_MAC_DROP_QOS_OLD_PACKET), labelled wireless, `ba-window` (a frame dropped for
@@ -76,8 +79,9 @@
 //   sta-<i>.labels.csv   flow,seq,cause,detail: each packet sent to the station and never received,
 //                        with the first drop traced for it: queue-disc (congestion), policer (policing,
 //                        detail tbf), the AP's queue disc (congestion, ap-queue-disc), MAC retry limit
-//                        (wireless), MAC queue full or lifetime expired (congestion; the detail says
-//                        which), MAC refusal (wireless), ARP (route), IP (route). A packet a MAC gave up on that reached its station anyway (its ACK
+//                        (wireless), MAC queue full or lifetime expired unsent (congestion; the detail
+//                        says which), lifetime expired after it was sent (wireless, lifetime-retried),
+//                        MAC refusal (wireless), ARP (route), IP (route). A packet a MAC gave up on that reached its station anyway (its ACK
 //                        was lost) is not labelled.
 //   sent.csv             flow,seq: every packet the server's IP layer sent (the ledger)
 //   stats.csv            received, labelled, dropped_but_delivered (written last)
@@ -144,7 +148,14 @@ void MacDrop(WifiMacDropReason reason, Ptr<const WifiMpdu> mpdu)
         truth::Drop(ip, "congestion", "mac-queue-full");
         break;
     case WIFI_MAC_DROP_EXPIRED_LIFETIME:
-        truth::Drop(ip, "congestion", "mac-lifetime");
+        if (mpdu->GetHeader().IsRetry())  // sent and never acknowledged: the radio kept failing it
+        {
+            truth::Drop(ip, "wireless", "lifetime-retried");
+        }
+        else  // it waited its whole lifetime in the queue without being sent
+        {
+            truth::Drop(ip, "congestion", "mac-lifetime");
+        }
         break;
     case WIFI_MAC_DROP_QOS_OLD_PACKET:  // block ack: the window moved past it (see the header)
         truth::Drop(ip, "wireless", "ba-window");
