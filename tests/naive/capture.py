@@ -694,13 +694,14 @@ def never_transmitted_naive(frames, record_at, flows, after_air, lost_before):
 
 @twin_of("ldanalyze.io.capture.air._numbers_unseen", "ldanalyze.io.capture.air.numbers_unseen")
 def numbers_unseen_naive(frames, record_at, flows):
-    """Per row seen (record ≥ 0): the numbers of its counter between its flow's previous seen
-    frame (in capture order) and its own that no frame of the capture carries; -1 unknown."""
+    """Per row seen (record ≥ 0): the numbers of its counter between its flow's seen frame
+    numbered furthest on so far (in capture order) and its own that no frame of the capture
+    carries; -1 unknown, and for a frame numbered behind that one (a block-ack retransmission)."""
     out = [-1] * len(record_at)
-    by_flow = {}
+    lead = {}
     for row in sorted((r for r in range(len(record_at)) if record_at[r] >= 0), key=lambda r: record_at[r]):
-        previous = by_flow.get(flows[row])
-        by_flow[flows[row]] = row
+        previous = lead.get(flows[row])
+        lead[flows[row]] = row
         if previous is None:
             continue
         a, b = record_at[previous], record_at[row]
@@ -710,6 +711,9 @@ def numbers_unseen_naive(frames, record_at, flows):
         span = (last - first) % AIR_SEQUENCE_SPACE
         if span == 0:
             out[row] = 0
+            continue
+        if span > AIR_WRAP_GUARD:  # behind: the lead stays
+            lead[flows[row]] = previous
             continue
         between = [s for s, c in frames[a + 1 : b] if c == space and s is not None]
         if len(between) >= AIR_WRAP_GUARD:

@@ -160,12 +160,14 @@ def shared_counter_note(path: str, columns: dict[str, np.ndarray]) -> str | None
 
 def numbers_unseen(records: np.ndarray, record_at: np.ndarray, flow_codes: np.ndarray) -> np.ndarray:
     """Per row seen in the capture (``record_at`` ≥ 0): how many numbers of its frame's
-    sequence counter went by, since the previous frame of its flow in the capture, that no
-    frame of the capture carries (``air_unseen``): frames the transmitter sent and the radio
+    sequence counter went by, since the frame of its flow furthest on so far in the capture, that
+    no frame of the capture carries (``air_unseen``): frames the transmitter sent and the radio
     never heard, this flow's or another's on the same counter. 0: everything the transmitter
     numbered in between was seen, so a packet of the flow missing in between was never
     transmitted. ``UNKNOWN`` for a flow's first frame, a frame without a number, a change of
-    counter and stretches that may have wrapped."""
+    counter, stretches that may have wrapped, and a frame numbered behind that furthest one: under
+    a block-ack agreement (A-MPDU, 802.11n and later) a frame retransmitted after a block ack
+    comes after frames numbered past it (IEEE 802.11-2020 §10.25, block ack)."""
     out = np.full(record_at.shape[0], UNKNOWN, np.int64)
     rows = np.flatnonzero(record_at >= 0)
     if not rows.size:
@@ -185,15 +187,18 @@ def _numbers_unseen(seq, space, record, starts):
     out = np.full(record.shape[0], UNKNOWN, np.int64)
     mark = np.zeros(SEQUENCE_SPACE, np.bool_)
     marked = np.empty(WRAP_GUARD, np.int64)
+    lead = 0  # the record of the flow's frame furthest on so far
     for j in range(record.shape[0]):
-        if starts[j]:
-            continue
-        a, b = record[j - 1], record[j]
-        if seq[a] == NO_MAC_SEQ or seq[b] == NO_MAC_SEQ or space[a] != space[b] or b <= a:
+        a, b = lead, record[j]
+        lead = b
+        if starts[j] or seq[a] == NO_MAC_SEQ or seq[b] == NO_MAC_SEQ or space[a] != space[b] or b <= a:
             continue
         span = (seq[b] - seq[a]) % SEQUENCE_SPACE
         if span == 0:  # the same frame again
             out[j] = 0
+            continue
+        if span > WRAP_GUARD:  # numbered behind the lead: retransmitted after later frames
+            lead = a
             continue
         count = 0
         frames = 0

@@ -127,6 +127,15 @@ def test_numbers_unseen_counts_what_the_radio_never_heard():
     assert got.tolist() == [-1, 1, 0, 0, -1]
 
 
+def test_numbers_unseen_after_a_block_ack_retransmission():
+    """A-MPDU under a block-ack agreement: 12 lost, then 13 acknowledged, then 12 retransmitted
+    after it, then 14. The radio missed only 12's first attempt (one unseen at 13); 12 comes
+    numbered behind 13 (unknown, not 4095 numbers gone by); 14 counts from 13, none unseen."""
+    records = np.array([(10, 7, 0), (11, 7, 0), (13, 7, 0), (12, 7, 0), (14, 7, 0)], RECORD)
+    got = numbers_unseen(records, np.arange(5), np.zeros(5, np.int64))
+    assert got.tolist() == [-1, 0, 1, -1, 0]
+
+
 def test_a_sniffer_that_misses_nothing_proves_every_queue_drop():
     sent = [Sent(0), Sent(0, queue_drop=True), Sent(0, queue_drop=True), Sent(0), Sent(0, queue_drop=True), Sent(0)]
     frames = []
