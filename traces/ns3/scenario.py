@@ -40,7 +40,10 @@ MODULES = {
     ),
     "lte": ("lte", "applications", "internet", "point-to-point", "mobility", "traffic-control", "network", "core"),
 }
+MODULES["heldout"] = MODULES["wifi"]  # evaluation only (issue #48): never in the training corpus
+
 RECEIVERS = {"wifi": ("stations", "sta"), "lte": ("ues", "ue")}  # the count parameter, the file prefix
+RECEIVERS["heldout"] = RECEIVERS["wifi"]
 WIFI_DEFAULTS = {
     "duration": 10,
     "stations": 3,
@@ -70,7 +73,28 @@ LTE_DEFAULTS = {
     "speed": 30.0,
     "seed": 1,
 }
-DEFAULTS = {"wifi": WIFI_DEFAULTS, "lte": LTE_DEFAULTS}
+HELDOUT_DEFAULTS = {
+    "duration": 12,
+    "stations": 1,
+    "distance": 20.0,
+    "spacing": 15.0,
+    "speed": 0.0,
+    "standard": "n",
+    "width": 20,
+    "ampdu": 65535,
+    "retries": 2,
+    "lifetime": 500,
+    "bottleneck": "20Mbps",
+    "delay": 30,
+    "queue": 100,
+    "apqueue": 60,
+    "tcp": 1,
+    "uplink": "0",
+    "interval": 0.003,
+    "size": 1200,
+    "seed": 1,
+}  # uplink "0": no competing station
+DEFAULTS = {"wifi": WIFI_DEFAULTS, "lte": LTE_DEFAULTS, "heldout": HELDOUT_DEFAULTS}
 
 
 class ScenarioError(RuntimeError):
