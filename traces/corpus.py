@@ -154,7 +154,7 @@ def heldout_cases(small: bool, seeds: tuple[int, ...]) -> list[tuple[str, dict]]
             if kind == "walk":
                 params.update(stations=1, distance=round(draw.uniform(12, 25), 1), speed=round(draw.uniform(3, 5), 1))
             elif kind == "far":
-                params.update(stations=1, distance=round(draw.uniform(58, 72), 1), speed=0.0)
+                params.update(stations=1, distance=round(draw.uniform(60, 80), 1), speed=0.0)
             else:
                 params.update(stations=2, distance=round(draw.uniform(30, 45), 1),
                               spacing=round(draw.uniform(12, 22), 1), speed=draw.choice((0.0, 1.5)))  # fmt: skip

@@ -6,29 +6,34 @@
 //       AP ))) measured stations (UDP CBR)   AP ))) a TCP bulk-download station   an uplink station (((
 //
 // What differs from training (wifi.cc: 802.11a, AARF, log-distance exponent 3 + Nakagami, a FIFO
-// of 20 packets behind 4-10 Mbps, 10 ms, CBR flows only, retry limits 1/4/7, no aggregation):
+// of 20 packets behind 4-10 Mbps and 10 ms, CBR flows only, retry limits 1/4/7, no aggregation):
 // * 802.11n (`standard` n) or 802.11ac (ac) at 5 GHz, `width` MHz channels, HT/VHT rates chosen by
-//   Minstrel-HT, with block ack and A-MPDU aggregation up to `ampdu` bytes (0: none);
+//   Minstrel-HT, with block ack and A-MPDU aggregation up to `ampdu` bytes (0: none, for 802.11n;
+//   an 802.11ac MAC sets up a block-ack agreement all the same, VHT frames being A-MPDUs);
 // * a three-slope log-distance loss (exponent 2 to 10 m, 3.5 to 40 m, 4.5 beyond) with Rayleigh
-//   fading (Nakagami m = 1) drawn afresh for every frame;
-// * the wired bottleneck runs at `bottleneck` (12-40 Mbps here) with a `delay` one-way delay and a
-//   FIFO of `queue` packets; the AP's own Wi-Fi interface has a FIFO queue disc of `apqueue`
-//   packets in front of its MAC queue, a second congestion point when the radio is the slower link;
-// * cross traffic: `tcp` TCP bulk downloads (BulkSend) from the server to a near station share
-//   the bottleneck and the AP's air time, so the queue fills and drains in TCP's sawtooth instead
-//   of under a constant overload; `uplink` (a rate, "0" for none) makes a competing station send
-//   UDP to the server, contending for the air;
+//   fading correlated in time (Jakes, `doppler` Hz: a fade lasts some 1/`doppler` s, long enough
+//   to take a frame's every retry), where training draws Nakagami fading afresh for every frame;
+// * the wired bottleneck runs at `bottleneck` with a `delay` ms one-way delay and a FIFO of `queue`
+//   packets; the AP's own Wi-Fi interface has a FIFO queue disc of `apqueue` packets in front of
+//   its MAC queue, a second congestion point when the radio is the slower link;
+// * cross traffic: `tcp` TCP bulk downloads (BulkSend, windows above the path's bandwidth-delay
+//   product) from the server to a near station share the bottleneck and the AP's air time, so
+//   the queue fills and drains in TCP's sawtooth; `burst` (a rate, "0" for none) adds on-off UDP
+//   bursts to that station (on 0.4 s, off 1.6 s on average, exponential), episodes of overload;
+//   `uplink` ("0" for none) makes a competing station send UDP to the server, contending for air;
 // * the measured station 0 stands `distance` m from the AP and walks straight away at `speed`
-//   m/s from the start of its traffic (0: static); station i > 0 stands `distance` + i*`spacing`
-//   m away, on another bearing.
-// Retries: `retries` sets the stations' manager's MaxSsrc and MaxSlrc to `retries` + 1 attempts,
-// but Minstrel-HT honours them only until it has statistics for a station
-// (MinstrelHtWifiManager::DoNeedRetransmission returns the manager's verdict then). Afterwards
-// it bounds the attempts of a frame by its own multi-rate retry chain: the retry counts of its
-// best-throughput, second-best and most-reliable rates, each 2 to 7, as many as fit in 6 ms of
-// air time (CalculateRetransmits); no attribute sets that bound in 3.37. A frame in a block-ack
-// agreement is retransmitted until that chain gives up on its A-MPDU (a missed block ack) or
-// until its MAC lifetime runs out (WifiMacQueue MaxDelay, `lifetime` ms).
+//   m/s from 2 s on (0: static); station i > 0 stands `distance` + i*`spacing` m away, on
+//   another bearing. A measured flow starts at 2 s, or later when its station associates later
+//   (a far one may take seconds; the AP would refuse what it is sent before).
+// Retries. `retries` sets MaxSsrc and MaxSlrc to `retries` + 1 attempts, but Minstrel-HT keeps its
+// own retry chain: MinstrelHtWifiManager::DoNeedRetransmission (3.37 source) returns the
+// manager's MaxSsrc/MaxSlrc verdict only until it has initialised a station; afterwards a frame
+// gets CountRetries attempts, the sum of the retry counts of its best-throughput, second-best and
+// most-reliable rates, each 1 to 7 as many as fit in 6 ms of air time (CalculateRetransmits,
+// constants in the source): no attribute bounds it in 3.37. Under a block-ack agreement an
+// A-MPDU whose block ack is missed is retried on that chain; an MPDU a block ack reports lost is
+// retransmitted until its MAC lifetime (WifiMacQueue MaxDelay, `lifetime` ms) runs out or the
+// agreement's window moves past it.
 // Each measured station receives one UDP flow from the server whose payload starts with ns-3's
 // SeqTsHeader (seq u32, send time u64 ns): UdpClient sends `size`-byte packets every `interval`
 // seconds (station i every interval * (1 + 0.017 i)). Neighbour caches are filled beforehand and
@@ -36,16 +41,19 @@
 //
 // Outputs, in `out` (a folder), as wifi.cc's:
 //   sta-<i>.pcap           measured station i's IP packets as received (raw IP)
-//   sta-<i>-radiotap.pcap  the frames its radio received (802.11 with radiotap, one record per
-//                          MPDU, A-MPDU subframes included)
+//   sta-<i>-radiotap.pcap  the frames its radio received (802.11 with radiotap): one record per
+//                          MPDU, an A-MPDU's subframes each with the radiotap A-MPDU status; an
+//                          MPDU retransmitted after a block ack comes after MPDUs numbered past it
 //   sender.pcap            the server's measured packets as its IP layer sent them (raw IP)
 //   sta-<i>.labels.csv     flow,seq,cause,detail: each packet sent to station i and never received,
-//                          with the first drop traced for it: the bottleneck's FIFO (congestion,
-//                          queue-disc), the AP's FIFO (congestion, ap-queue-disc), the MAC queue
-//                          full or a lifetime expired (congestion, mac-queue-full, mac-lifetime),
-//                          the retry chain given up (wireless, retry-limit), a block-ack window
-//                          moved past it (wireless, ba-old), the MAC's refusal (wireless,
-//                          mac-tx-drop), IP (route). A packet given up that reached its station
+//                          with the first drop traced for it. Congestion: the bottleneck's FIFO
+//                          (queue-disc), the AP's FIFO (ap-queue-disc), the MAC queue full
+//                          (mac-queue-full), a lifetime run out before the frame was ever sent
+//                          (mac-lifetime). Wireless: the retry chain given up (retry-limit), a
+//                          lifetime run out after the frame was sent and not acknowledged
+//                          (lifetime-retried: its retry bit is set), a block-ack window moved past
+//                          a frame sent and not acknowledged (ba-old), the MAC's refusal
+//                          (mac-tx-drop). IP: route. A packet given up that reached its station
 //                          anyway is not labelled.
 //   sent.csv               flow,seq: the ledger of every measured packet the server sent
 //   stats.csv              received, labelled, dropped_but_delivered (written last)
@@ -53,8 +61,9 @@
 // both; one neither received nor dropped where traced makes the run fail.
 //
 // Usage: heldout --duration=S --stations=N --distance=M --spacing=M --speed=V --standard=n|ac
-//                --width=MHZ --ampdu=B --retries=R --lifetime=MS --bottleneck=RATE --delay=MS
-//                --queue=P --apqueue=P --tcp=N --uplink=RATE --interval=S --size=B --seed=K --out=DIR
+//                --width=MHZ --ampdu=B --retries=R --lifetime=MS --doppler=HZ --bottleneck=RATE
+//                --delay=MS --queue=P --apqueue=P --tcp=N --burst=RATE --uplink=RATE --interval=S
+//                --size=B --seed=K --out=DIR
 #include <cstring>  // before ns-3 3.37's headers: mac64-address.h uses memcmp without it
 
 #include "ns3/applications-module.h"
@@ -128,11 +137,18 @@ void OnMpduDropped(WifiMacDropReason reason, Ptr<const WifiMpdu> mpdu)
         {WIFI_MAC_DROP_EXPIRED_LIFETIME, {"congestion", "mac-lifetime"}},
     };
     Ptr<Packet> datagram = Datagram(mpdu);
-    if (datagram)
+    if (!datagram)
     {
-        const auto& [cause, detail] = causeOf.at(reason);
-        truth::Drop(datagram, cause, detail);
+        return;
     }
+    if (reason == WIFI_MAC_DROP_EXPIRED_LIFETIME && mpdu->GetHeader().IsRetry())
+    {
+        // sent and not acknowledged, retransmitted under a block ack until its time ran out
+        truth::Drop(datagram, "wireless", "lifetime-retried");
+        return;
+    }
+    const auto& [cause, detail] = causeOf.at(reason);
+    truth::Drop(datagram, cause, detail);
 }
 
 void OnMacQueueExpired(Ptr<const WifiMpdu> mpdu)

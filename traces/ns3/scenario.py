@@ -1,7 +1,7 @@
 """Build and run the ns-3 scenarios of this folder against Debian's ``libns3-dev`` (ns-3.37).
 
-Each scenario is one C++ program (``wifi.cc``, ``lte.cc``: see their headers for what they
-simulate and write). ``build`` compiles it once per source text into the cache folder; ``run`` runs it once
+Each scenario is one C++ program (``wifi.cc``, ``lte.cc``, and ``heldout.cc``, for evaluation
+only: see their headers for what they simulate and write). ``build`` compiles it once per source text into the cache folder; ``run`` runs it once
 per parameter set and keeps the output folder there too, so a second call with the same
 parameters costs nothing (like ``traces/generate`` for ns-2, but on demand).
 
@@ -84,16 +84,18 @@ HELDOUT_DEFAULTS = {
     "ampdu": 65535,
     "retries": 2,
     "lifetime": 500,
+    "doppler": 15.0,
     "bottleneck": "20Mbps",
     "delay": 30,
     "queue": 100,
     "apqueue": 60,
     "tcp": 1,
     "uplink": "0",
+    "burst": "0",
     "interval": 0.003,
     "size": 1200,
     "seed": 1,
-}  # uplink "0": no competing station
+}  # uplink, burst "0": no competing station, no bursts
 DEFAULTS = {"wifi": WIFI_DEFAULTS, "lte": LTE_DEFAULTS, "heldout": HELDOUT_DEFAULTS}
 
 
