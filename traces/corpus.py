@@ -152,7 +152,7 @@ def heldout_cases(small: bool, seeds: tuple[int, ...]) -> list[tuple[str, dict]]
                 "uplink": draw.choice(("0", "3Mbps")), "size": size, "interval": interval, "seed": 100 * seed + k,
             }  # fmt: skip
             if kind == "walk":
-                params.update(stations=1, distance=round(draw.uniform(12, 25), 1), speed=round(draw.uniform(3, 5), 1))
+                params.update(stations=1, distance=round(draw.uniform(20, 28), 1), speed=round(draw.uniform(3.5, 5), 1))
             elif kind == "far":
                 params.update(stations=1, distance=round(draw.uniform(60, 80), 1), speed=0.0)
             else:
