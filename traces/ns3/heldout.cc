@@ -110,7 +110,7 @@ struct Params
     std::string out = ".";
 };
 
-const double START = 2.0; // seconds: every station has associated by then
+const double START = 2.0; // seconds: measured traffic starts (later for a station associating later)
 
 // the IP datagram inside an 802.11 data MPDU's body (LLC/SNAP stripped), or nullptr
 Ptr<Packet> Datagram(Ptr<const WifiMpdu> mpdu)
@@ -143,7 +143,7 @@ void OnMpduDropped(WifiMacDropReason reason, Ptr<const WifiMpdu> mpdu)
     }
     if (reason == WIFI_MAC_DROP_EXPIRED_LIFETIME && mpdu->GetHeader().IsRetry())
     {
-        // sent and not acknowledged, retransmitted under a block ack until its time ran out
+        // sent and not acknowledged (its retry bit set for the next attempt): the radio kept failing it
         truth::Drop(datagram, "wireless", "lifetime-retried");
         return;
     }
