@@ -32,6 +32,12 @@ give the same corpus):
 * ``ns3-policed``: the Wi-Fi scenario with a token-bucket policer instead of the bottleneck
   queue (``--policer``: 0.5-0.9 of the flow's rate, a bucket of 1.5-15 kB), one subscriber
   walking at 2-10 m/s, the radio drawn as for ns3-wifi;
+* ``ns3-heldout`` (evaluation only, ``HELD_OUT_FAMILIES``: never trained on, issue #48): the
+  held-out generator ``traces/ns3/heldout.cc``, written apart from the training scenarios:
+  802.11n/ac with Minstrel-HT, block ack and A-MPDU (or none), time-correlated Rayleigh fading,
+  a faster wired bottleneck with longer queues, TCP and bursty UDP cross traffic, a competing
+  uplink; a station walking away, far static stations, pairs at middle distance, each drawn at
+  random (seeded) from ranges unlike the training ones (``heldout_cases``);
 * ``lab``: the network-namespace lab (real kernel, iperf3; random drop as the radio, a tbf
   bottleneck that steps down and up); only as root;
 * ``lab-media``: the same lab carrying real media stacks: GStreamer's RTP audio (G.711) and
@@ -46,9 +52,11 @@ Labelled)`` for ``ldanalyze.learn``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import itertools
 import pathlib
+import random
 import sys
 import warnings
 import zlib
@@ -239,11 +247,45 @@ def ns3_cases(family: str, small: bool, seeds: tuple[int, ...]) -> list[tuple[st
     return cases
 
 
+def heldout_cases(small: bool, seeds: tuple[int, ...]) -> list[tuple[str, dict]]:
+    """``ns3-heldout``'s runs of ``traces/ns3/heldout.cc``: per seed, three of each kind (a
+    station walking away, a far static one, a pair at middle distance) drawn at random from
+    ranges the training families never take (bottleneck 12-30 Mbps, 20-40 ms, queues of 30-150
+    packets; a 802.11n/ac radio with Minstrel-HT; TCP and on-off UDP cross traffic; 300-1400-byte
+    packets every 3-8 ms). small: one walking and one far run, 8 s each."""
+    cases = []
+    for seed in seeds:
+        draw = random.Random(f"ns3-heldout/{seed}")  # string seeds draw the same on every platform
+        for k, kind in enumerate(("walk", "far", "pair") * 3):
+            rate = draw.choice((12, 15, 20, 25, 30))
+            size, interval = draw.choice(((300, 0.003), (600, 0.005), (1000, 0.006), (1400, 0.008)))
+            params = {
+                "duration": 8 if small else 12, "standard": draw.choice(("n", "ac")), "width": draw.choice((20, 40)),
+                "ampdu": draw.choice((65535, 0)), "retries": draw.choice((2, 3)), "doppler": draw.choice((5, 10, 20)),
+                "bottleneck": f"{rate}Mbps", "delay": draw.choice((20, 30, 40)), "queue": draw.choice((30, 50, 80, 150)),
+                "apqueue": draw.choice((30, 60, 100)), "tcp": draw.choice((1, 2, 3)),
+                "burst": draw.choice(("0", f"{round(rate * 1.5)}Mbps", f"{rate * 2}Mbps")),
+                "uplink": draw.choice(("0", "3Mbps")), "size": size, "interval": interval, "seed": 100 * seed + k,
+            }  # fmt: skip
+            if kind == "walk":
+                params.update(stations=1, distance=round(draw.uniform(20, 28), 1), speed=round(draw.uniform(3.5, 5), 1))
+            elif kind == "far":
+                params.update(stations=1, distance=round(draw.uniform(60, 80), 1), speed=0.0)
+            else:
+                params.update(stations=2, distance=round(draw.uniform(30, 45), 1),
+                              spacing=round(draw.uniform(12, 22), 1), speed=draw.choice((0.0, 1.5)))  # fmt: skip
+            cases.append(("heldout", params))
+    return [cases[0], cases[1]] if small else cases
+
+
 def _analysed_ns2(case: dict, folder: pathlib.Path):
     path, _ = simulate(case, folder)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return path.name, case, learn.analyse(str(path))
+
+
+MONITORED = ("wifi", "heldout")  # scenarios whose stations write their own monitor-mode capture
 
 
 def _analysed_ns3(case: tuple[str, dict]) -> list:
@@ -258,13 +300,13 @@ def _analysed_ns3(case: tuple[str, dict]) -> list:
     for i in range(params.get(count, scenario.DEFAULTS[name][count])):
         # a Wi-Fi station's own monitor-mode capture: its flow with the radio's evidence
         # (802.11 sequence numbers), as a user holding one would read it
-        capture = out / (f"{prefix}-{i}-radiotap.pcap" if name == "wifi" else f"{prefix}-{i}.pcap")
+        capture = out / (f"{prefix}-{i}-radiotap.pcap" if name in MONITORED else f"{prefix}-{i}.pcap")
         labels = out / f"{prefix}-{i}.labels.csv"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
                 trace = read_trace(capture, payload=SEQ_TS, skew="keep")  # one simulator clock
-                if name == "wifi":
+                if name in MONITORED:
                     trace = _own_flows(trace, read_trace(out / f"{prefix}-{i}.pcap", payload=SEQ_TS, skew="keep"))
             except TraceError as error:  # a receiver the radio never reached: nothing to learn from
                 print(f"corpus: {name} {params}: {prefix}-{i} left out: {error.message}", file=sys.stderr)
@@ -329,6 +371,7 @@ def _lab_items(family: str, folder: pathlib.Path, small: bool) -> list:
 
 
 FAMILIES = ("ns2-wlh", "ns2-wb", "ns2-manet", "ns3-wifi", "ns3-lte", "ns3-policed", "lab", "lab-media")
+HELD_OUT_FAMILIES = ("ns3-heldout",)  # evaluation only: traces/train_learned refuses them
 
 
 def items(folder: pathlib.Path, families=FAMILIES, *, small: bool = False, jobs: int = 2, seeds=(1, 2)):
@@ -345,7 +388,10 @@ def items(folder: pathlib.Path, families=FAMILIES, *, small: bool = False, jobs:
                 cases = ns2_cases(family.removeprefix("ns2-"), small, tuple(seeds))
                 found = pool.map(_analysed_ns2, cases, itertools.repeat(folder))
             elif family.startswith("ns3-"):
-                found = itertools.chain.from_iterable(pool.map(_analysed_ns3, ns3_cases(family, small, tuple(seeds))))
+                cases = (heldout_cases if family in HELD_OUT_FAMILIES else functools.partial(ns3_cases, family))(
+                    small, tuple(seeds)
+                )
+                found = itertools.chain.from_iterable(pool.map(_analysed_ns3, cases))
             else:
                 found = _lab_items(family, folder, small)
             for name, parameters, labelled in found:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import pathlib
+import subprocess
 import sys
 
 import pytest
@@ -118,3 +119,31 @@ def test_the_draw_covers_the_ranges_and_every_case_is_valid():
     assert min(density) < 30 and max(density) > 100 and values(manet, "rp") == {"DSDV", "AODV"}
     assert all(1 <= p["cbr"] + p["tcp"] <= p["nodes"] // 2 and p["nodes"] <= 30 for p in manet)
     assert max(p["nodes"] for p in manet) >= 20  # more nodes than the first lines format detection reads
+
+
+@pytest.fixture(scope="module")
+def held_out(tmp_path_factory):
+    if UNAVAILABLE:
+        pytest.fail(f"the ns-3 scenarios must run in CI, but {UNAVAILABLE}")
+    os.environ.setdefault("LDANALYZE_NS3_CACHE", str(tmp_path_factory.getbasetemp() / "ns3"))
+    return list(corpus.items(tmp_path_factory.mktemp("held-out"), ("ns3-heldout",), small=True, jobs=2))
+
+
+def test_the_held_out_generator_gives_labelled_traces_of_both_causes(held_out):
+    """ns3-heldout (traces/ns3/heldout.cc), small: a walking station and a far one, each read
+    from its own monitor-mode capture, its flow only, both causes among their gaps."""
+    assert {p["speed"] > 0 for *_, p, _ in held_out} == {True, False}
+    known = [x for *_, item in held_out for x in item.labels if x == x]
+    assert 0 in known and 1 in known
+    for *_, item in held_out:
+        assert item.features["unseen_on_air"].notna().any() and item.decisions["flow"].nunique() == 1
+
+
+def test_the_held_out_family_is_never_trained_on():
+    """Kept out of FAMILIES, which train, and refused by traces/train_learned by name."""
+    assert not set(corpus.HELD_OUT_FAMILIES) & set(corpus.FAMILIES)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "traces" / "train_learned"), "--families", "ns3-wifi,ns3-heldout"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 2 and "ns3-heldout is held out for evaluation only" in done.stderr

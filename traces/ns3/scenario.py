@@ -1,7 +1,7 @@
 """Build and run the ns-3 scenarios of this folder against Debian's ``libns3-dev`` (ns-3.37).
 
-Each scenario is one C++ program (``wifi.cc``, ``lte.cc``: see their headers for what they
-simulate and write). ``build`` compiles it once per source text into the cache folder; ``run`` runs it once
+Each scenario is one C++ program (``wifi.cc``, ``lte.cc``, and ``heldout.cc``, for evaluation
+only: see their headers for what they simulate and write). ``build`` compiles it once per source text into the cache folder; ``run`` runs it once
 per parameter set and keeps the output folder there too, so a second call with the same
 parameters costs nothing (like ``traces/generate`` for ns-2, but on demand).
 
@@ -42,7 +42,10 @@ MODULES = {
     ),
     "lte": ("lte", "applications", "internet", "point-to-point", "mobility", "traffic-control", "network", "core"),
 }
+MODULES["heldout"] = MODULES["wifi"]  # evaluation only (issue #48): never in the training corpus
+
 RECEIVERS = {"wifi": ("stations", "sta"), "lte": ("ues", "ue")}  # the count parameter, the file prefix
+RECEIVERS["heldout"] = RECEIVERS["wifi"]
 WIFI_DEFAULTS = {
     "duration": 10,
     "stations": 3,
@@ -78,7 +81,30 @@ LTE_DEFAULTS = {
     "scheduler": "pf",
     "seed": 1,
 }
-DEFAULTS = {"wifi": WIFI_DEFAULTS, "lte": LTE_DEFAULTS}
+HELDOUT_DEFAULTS = {
+    "duration": 12,
+    "stations": 1,
+    "distance": 20.0,
+    "spacing": 15.0,
+    "speed": 0.0,
+    "standard": "n",
+    "width": 20,
+    "ampdu": 65535,
+    "retries": 2,
+    "lifetime": 500,
+    "doppler": 15.0,
+    "bottleneck": "20Mbps",
+    "delay": 30,
+    "queue": 100,
+    "apqueue": 60,
+    "tcp": 1,
+    "uplink": "0",
+    "burst": "0",
+    "interval": 0.003,
+    "size": 1200,
+    "seed": 1,
+}  # uplink, burst "0": no competing station, no bursts
+DEFAULTS = {"wifi": WIFI_DEFAULTS, "lte": LTE_DEFAULTS, "heldout": HELDOUT_DEFAULTS}
 
 
 class ScenarioError(RuntimeError):
