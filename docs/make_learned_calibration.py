@@ -124,10 +124,32 @@ def reliability(losses: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def judged_losses(item: learn.Labelled, model, variants: dict) -> dict[str, pd.DataFrame]:
+    """``item``'s losses (``per_loss``) as each variant judges them: ``{name: (calibration map,
+    training range, held-out models)}``; a variant named "timing" without the radio's evidence."""
+    x = item.features.to_numpy()
+    blind = x.copy()
+    blind[:, RADIO] = np.nan  # as without a monitor-mode capture
+    out = {}
+    for name, (calibration, bounds, models) in variants.items():
+        seen = blind if name == "timing" else x
+        bundle = {"calibration": calibration, "ranges": bounds}
+        p, sets = learn.probability(model, seen), learn.held_out_matrix(models, seen)
+        wireless, confidence, _, reason = judge(p, seen, bundle, 0.5, sets)
+        off = np.where(reason >= OUT_OF_RANGE_CODE, reason - OUT_OF_RANGE_CODE, -1)
+        heuristics = {f"right_{h}": x[:, FEATURES.index(h)] > 0.5 for h in HEURISTICS}
+        heuristics["right_all_wireless"] = np.ones(x.shape[0], bool)
+        out[name] = per_loss(
+            item, wireless, confidence, off, deferred=reason >= DISAGREE_CODE, radio=seen[:, RADIO], **heuristics
+        )
+    return out
+
+
 def held_out(items, families) -> dict[str, dict[str, pd.DataFrame]]:
     """Per held-out family, its losses judged by the trees' own probability ("raw"), mapped
-    ("calibrated"), as the LDA judges them with a map ("lda": mapped, and 0.5 out of range), and
-    as the bundled model does, without one ("range")."""
+    ("calibrated"), as the LDA judges them with a map ("lda": mapped, and 0.5 out of range), as
+    the bundled model did, without one ("range"), and as a model kept with its families does
+    ("families"; "timing": the same without the radio's evidence)."""
     out = {}
     for held in sorted(set(families)):
         train = [item for item, f in zip(items, families) if f != held]
@@ -142,31 +164,50 @@ def held_out(items, families) -> dict[str, dict[str, pd.DataFrame]]:
             "lda": (mapping, ranges, ()),
             "range": ({}, ranges, ()),
             "families": ({}, ranges, sets),
-            "timing": ({}, ranges, sets),  # the same LDA without the radio's evidence (§3)
+            "timing": ({}, ranges, sets),
         }
-        judged: dict[str, list[pd.DataFrame]] = {name: [] for name in variants}
-        for item, f in zip(items, families):
-            if f != held:
-                continue
-            x = item.features.to_numpy()
-            p = learn.probability(model, x)
-            blind = x.copy()
-            blind[:, RADIO] = np.nan  # as without a monitor-mode capture
-            for name, (calibration, bounds, models) in variants.items():
-                if name == "timing":
-                    x, p = blind, learn.probability(model, blind)
-                bundle = {"calibration": calibration, "ranges": bounds}
-                wireless, confidence, _, reason = judge(p, x, bundle, 0.5, learn.held_out_matrix(models, x))
-                off = np.where(reason >= OUT_OF_RANGE_CODE, reason - OUT_OF_RANGE_CODE, -1)
-                deferred = reason >= DISAGREE_CODE
-                heuristics = {f"right_{h}": x[:, FEATURES.index(h)] > 0.5 for h in HEURISTICS}
-                radio = x[:, RADIO]
-                judged[name].append(
-                    per_loss(item, wireless, confidence, off, deferred=deferred, radio=radio, **heuristics)
-                )
-        out[held] = {name: pd.concat(frames, ignore_index=True) for name, frames in judged.items()}
+        judged = [judged_losses(item, model, variants) for item, f in zip(items, families) if f == held]
+        out[held] = {name: pd.concat([j[name] for j in judged], ignore_index=True) for name in variants}
         print(held, {k: len(v) for k, v in out[held].items()}, flush=True)
     return out
+
+
+def generator(items, families, generated) -> pd.DataFrame:
+    """The held-out generator's losses (``generated``: traces of ``ns3-heldout``, never trained
+    on) judged by trees trained here on every family of ``items`` and by the bundled model, each
+    by its trees alone and deferring (with its held-out models), against the best heuristic
+    there (#48 §1 and §2)."""
+    model, _ = learn.fit(items, "gbt", 0, balance=families)
+    here = (model, training_range(model), list(learn.fit_held_out(items, families).values()))
+    bundle = load_model(BUNDLED_MODEL)
+    bundled = (bundle["model"], bundle["ranges"], bundle["held_out"])
+    rows = []
+    for name, (trees, ranges, sets) in (
+        (f"trained here on {len(set(families))} families", here),
+        (f"bundled (format {bundle['version']}, {len(bundle['held_out'])} held-out models)", bundled),
+    ):
+        variants = {"trees": ({}, None, ()), "deferring": ({}, ranges, sets)}
+        judged = [judged_losses(item, trees, variants) for item in generated]
+        trees_alone, deferring = (pd.concat([j[v] for j in judged], ignore_index=True) for v in variants)
+        sure = deferring["confidence"] >= CONFIDENT
+        best = max(HEURISTICS, key=lambda h: deferring[f"right_{h}"].mean())
+        row = {
+            "model": name,
+            "losses": len(deferring),
+            "radio_share": deferring["right_all_wireless"].mean(),  # calling every loss wireless is right there
+            "best": best,
+            "best_accuracy": deferring[f"right_{best}"].mean(),
+            "accuracy_trees": trees_alone["right"].mean(),
+            "accuracy": deferring["right"].mean(),
+            "deferred": deferring["deferred"].mean(),
+            "ece": ece(deferring[~deferring["deferred"]]),
+            "sure": deferring.loc[sure, "right"].mean() if sure.any() else np.nan,
+            "abstained": 1.0 - sure.mean(),
+        }
+        row["met_accuracy"] = bool(row["accuracy"] >= row["best_accuracy"] - MARGIN)
+        row["met_confident"] = bool(row["sure"] >= TARGET_ACCURACY and row["abstained"] <= TARGET_ABSTAINED)
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def summary(judged: dict[str, dict[str, pd.DataFrame]]) -> pd.DataFrame:
@@ -199,7 +240,7 @@ def summary(judged: dict[str, dict[str, pd.DataFrame]]) -> pd.DataFrame:
         row.update(
             {
                 "accuracy_families": families["right"].mean(),
-                "ece_families": ece(families[families["confidence"].notna()]),
+                "ece_families": ece(families[~families["deferred"] & families["confidence"].notna()]),
                 "sure_families": families.loc[sure, "right"].mean() if sure.any() else np.nan,
                 "abstained_families": 1.0 - sure.mean(),
                 "deferred": families["deferred"].mean(),
@@ -291,7 +332,7 @@ def in_corpus_rate(items, families) -> str:
     return ", ".join(f"`{f}` {percent(fired[f] / max(total[f], 1))} %" for f in sorted(total))
 
 
-def section(table: pd.DataFrame, counts: Counter, seconds: float, in_corpus: str) -> str:
+def section(table: pd.DataFrame, counts: Counter, seconds: float, in_corpus: str, extra: list[str]) -> str:
     lines = [
         BEGIN,
         "## Does its confidence mean what it says? (calibration, out of range)",
@@ -352,6 +393,7 @@ def section(table: pd.DataFrame, counts: Counter, seconds: float, in_corpus: str
         "lie within the others' range): the features alone do not say when this model is wrong there.",
         "",
         *deferring_section(table),
+        *extra,
         "",
         "![Reliability per held-out family](images/learned_reliability.png)",
         "",
@@ -397,15 +439,49 @@ def deferring_section(table: pd.DataFrame) -> list[str]:
     )  # fmt: skip
     first = [r.held_out for r in table.itertuples() if r.met_accuracy]
     second = [r.held_out for r in table.itertuples() if r.met_families]
+    cost = [
+        f"`{r.held_out}` {percent(r.accuracy_raw)} → {percent(r.accuracy_families)}"
+        for r in table.itertuples()
+        if r.accuracy_families < r.accuracy_raw - 0.005
+    ]
     lines += [
         "",
         f"**What it shows.** Deferring meets §1 on {len(first)} families of {len(table)}, the trees alone on "
         f"{int(table['met_accuracy_trees'].sum())}. It meets §2 on {len(second)} "
         f"({', '.join(f'`{g}`' for g in second) or 'none'}): where the families' trees disagree the LDA abstains, "
-        "so its sure calls are right more often than the trees' and it abstains more. The threshold 0.7 was chosen "
+        "so its sure calls are right more often than the trees' and it abstains more. Deferring costs where the "
+        "trees were right and the families' trees still disagree: " + (", ".join(cost) or "nowhere") + ". No "
+        "rule tried (the lowest, lower quartile, median or mean of the held-out sets' probabilities, thresholds "
+        "0.5-0.8) met §1 on `ns3-lte` and kept those: the features alone do not tell `ns3-lte`'s wrong calls from "
+        "the other families' right ones. The threshold 0.7 was chosen "
         "among 0.6, 0.7 and 0.8 on these same held-out families (0.6 missed §1 on `ns3-lte`, 0.8 on `ns2-wlh`), "
         "so the table flatters it; the held-out generator is the test it has not seen.",
     ]
+    return lines
+
+
+def generator_section(table: pd.DataFrame, traces: int) -> list[str]:
+    """The held-out generator's table (``generator``)."""
+    lines = [
+        "",
+        "### The held-out generator",
+        "",
+        f"`traces/ns3/heldout.cc` ({traces} receivers of the evaluation-only family `ns3-heldout`, "
+        "`traces/corpus.py` `heldout_cases`): written for evaluation alone, never trained on, its ranges unlike "
+        "the training ones (802.11n/ac with Minstrel-HT and A-MPDU, time-correlated Rayleigh fading, a faster "
+        "wired bottleneck with longer queues, TCP and bursty cross traffic). Judged by trees trained here on every "
+        "family above and by the bundled model, each by its trees alone and deferring; the best heuristic chosen "
+        "on the generator's own losses.",
+        "",
+    ]
+    lines += markdown(
+        ["model", "losses", "the radio's", "best heuristic", "its accuracy", "trees alone", "deferring LDA",
+         "deferred", "§1", "ECE", "sure right", "abstained below 0.8", "§2"],
+        "lrrlrrrrlrrrl",
+        [[r.model, f"{r.losses:,}", percent(r.radio_share), r.best, percent(r.best_accuracy),
+          percent(r.accuracy_trees), percent(r.accuracy), percent(r.deferred), met(r.met_accuracy), f"{r.ece:.3f}",
+          percent(r.sure), percent(r.abstained), met(r.met_confident)] for r in table.itertuples()],
+    )  # fmt: skip
     return lines
 
 
@@ -417,6 +493,7 @@ def main() -> None:
     ap.add_argument("--families", default="ns2-wlh,ns2-wb,ns2-manet,ns3-wifi,ns3-lte,ns3-policed")
     ap.add_argument("--seeds", default="1")
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--generator", action="store_true", help="with --build: the held-out generator too (ns3-heldout)")
     args = ap.parse_args()
     start = time.perf_counter()
     folder = pathlib.Path(args.features)
@@ -426,9 +503,11 @@ def main() -> None:
 
         seeds = tuple(int(s) for s in args.seeds.split(","))
         cache = pathlib.Path(args.cache or folder / "traces")
-        for family, name, _, item in corpus.items(cache, args.families.split(","), jobs=args.jobs, seeds=seeds):
+        built = args.families.split(",") + (list(corpus.HELD_OUT_FAMILIES) if args.generator else [])
+        for family, name, _, item in corpus.items(cache, built, jobs=args.jobs, seeds=seeds):
             save(folder, family, name, item)
     items, families = load(folder)
+    generated = [item for item, f in zip(items, families) if f == "ns3-heldout"]
     chosen = set(args.families.split(","))
     items, families = zip(*[(i, f) for i, f in zip(items, families) if f in chosen])
     judged = held_out(list(items), list(families))
@@ -436,7 +515,8 @@ def main() -> None:
     table.to_csv(folder / "summary.csv", index=False)
     figure(judged)
     in_corpus = in_corpus_rate(items, families)
-    text = section(table, Counter(families), time.perf_counter() - start, in_corpus)
+    extra = generator_section(generator(items, families, generated), len(generated)) if generated else []
+    text = section(table, Counter(families), time.perf_counter() - start, in_corpus, extra)
     doc = ROOT / "docs" / "learned.md"
     old = doc.read_text()
     if BEGIN in old:

@@ -149,6 +149,18 @@ def ablation_table(items, groups, verdicts) -> pd.DataFrame:
     return pd.DataFrame(out).T
 
 
+DEFERRAL = (
+    "A model trained with its families named (format 6: `traces/train_learned`) also keeps, per family, "
+    "the same trees trained without it; where one of those gives the call a probability below 0.7, or a "
+    "feature lies far outside the training data, the LDA defers to mBiaz at a confidence of 0.5, and elsewhere "
+    "its confidence is their median (*The LDA that defers*, below). A model trained with `--calibrate` also "
+    "maps it through a calibration map fitted on families held out from training (the bundled one has none: "
+    "*Does its confidence mean what it says?* below). It can abstain below a threshold "
+    "(`learned:abstain_below=0.8`; `score` counts those losses apart), and `classify`'s `scheme` column says "
+    "why (`unsure`, `mbiaz (families disagree)`, `mbiaz (<feature> out of range)`)."
+)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", help="folder for the ns-2 traces and lab runs (kept)")
@@ -206,11 +218,14 @@ def main() -> None:
         "of depth 4 at most, an L2 penalty of 10 on the leaves, every family weighing the same in training) "
         "that call each gap of a flow congestion or wireless from what the receiver "
         "knew when the gap was revealed (`--lda learned`; `ldanalyze/lda/learned/`). It reports the "
-        "probability of each call (`classify`'s `confidence`), 0.5 where a feature lies far outside the training "
-        "data (a model trained with `traces/train_learned --calibrate` also maps it through a calibration map "
-        "fitted on families held out from training; the bundled one has none: *Does its confidence mean what it "
-        "says?* below); it can abstain below a threshold (`learned:abstain_below=0.8`; `score` counts those "
-        "losses apart), and `classify`'s `scheme` column says why (`unsure`, or the feature out of range).",
+        "probability of each call (`classify`'s `confidence`). "
+        + DEFERRAL
+        + (
+            f" The bundled model keeps the trees without each of its {len(bundle['held_out_families'])} families."
+            if bundle["held_out_families"]
+            else " The bundled model, of an older format, has no such trees: it defers only where a feature is "
+            "out of range."
+        ),
         "- **How it was chosen.** Among ten variants (trees of depth 2, 3 and 4, large leaves, the L2 "
         "penalty, each with and without weighing the families alike), by this same hold-out of each "
         "family: the chosen one was, at the choice, 2.8 points above the best heuristic (of Biaz, mBiaz, "

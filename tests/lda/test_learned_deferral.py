@@ -72,6 +72,11 @@ def test_hand_computed_deferral_boundaries():
         "mbiaz (families disagree)",
         "mbiaz (n out of range)",
     ]
+    # a threshold of the call's own: at 0.6999 the second gap stands; at 0 only the range defers
+    assert judge(probability, x, {"ranges": bounds}, 0.8, held_out, 0.6999)[3].tolist()[:2] == [-1, -1]
+    never = judge(probability, x, {"ranges": bounds}, 0.5, held_out, 0.0)
+    assert never[0].tolist() == [True, True, False, False, True, True]
+    assert never[3].tolist() == [-1, -1, -1, -1, -1, OUT_OF_RANGE_CODE + N]
     trees_alone = judge(probability, x, {}, 0.5)
     assert trees_alone[0].tolist() == [True, True, False, False, True, True]
     assert np.allclose(trees_alone[1][[0, 2]], [0.9, 0.8]) and (trees_alone[3] == -1).all()
@@ -115,6 +120,11 @@ def test_the_live_lda_defers_as_the_evaluation_does_from_the_file_and_the_cache(
         assert (live["decision"].astype(str).to_numpy()[deferred] == mbiaz[deferred]).all()
         assert np.allclose(live.loc[deferred, "confidence"], 0.5)
         assert (live.loc[~deferred & live["decision"].ne("undetected").to_numpy(), "confidence"] >= 0.5).all()
+    trusting = classify(timeline, [get_lda("learned", model=str(path), defer_below=0)])
+    assert not (trusting["scheme"] == "mbiaz (families disagree)").any()
+    for bad in (1.0, -0.1, True):
+        with pytest.raises(UsageError, match="learned: defer_below must be a probability below 1"):
+            get_lda("learned", defer_below=bad)
     plain = tmp_path / "plain.skops"
     save_model(model, plain, kind="gbt", trained_on=TRAINING, gaps=gaps)
     alone = classify(timeline, [get_lda("learned", model=str(plain))])

@@ -66,28 +66,35 @@ def calls(probability: np.ndarray, abstain_below: float) -> tuple[np.ndarray, np
 
 
 def family_confidence(
-    wireless: np.ndarray, confidence: np.ndarray, held_out: np.ndarray | None
+    wireless: np.ndarray, confidence: np.ndarray, held_out: np.ndarray | None, defer_below: float = DEFER_BELOW
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per gap, the confidence of the call ``wireless`` (the median of the ``held_out`` sets'
-    probabilities of it; none: ``confidence``, the trees' own) and whether some set gives it
-    less than ``DEFER_BELOW`` (the module docstring). NaN confidence (an undecided gap) stays."""
+    probabilities of it, at least 0.5; none: ``confidence``, the trees' own) and whether some set gives it
+    less than ``defer_below`` (the module docstring). NaN confidence (an undecided gap) stays."""
     if held_out is None or not held_out.shape[0]:
         return confidence, np.zeros(wireless.shape[0], np.bool_)
     theirs = np.where(wireless, held_out, 1.0 - held_out)  # each set's probability of the call
     with np.errstate(invalid="ignore"):
-        return np.where(np.isfinite(confidence), np.median(theirs, axis=0), np.nan), theirs.min(axis=0) < DEFER_BELOW
+        median = np.maximum(np.median(theirs, axis=0), 0.5)  # a call is not said to be worse than a coin's
+        return np.where(np.isfinite(confidence), median, np.nan), theirs.min(axis=0) < defer_below
 
 
 def judge(
-    probability: np.ndarray, x: np.ndarray, bundle: dict, abstain_below: float, held_out: np.ndarray | None = None
+    probability: np.ndarray,
+    x: np.ndarray,
+    bundle: dict,
+    abstain_below: float,
+    held_out: np.ndarray | None = None,
+    defer_below: float = DEFER_BELOW,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per gap, from the trees' probability of the radio, the gap's features and (``held_out``,
     K × gaps) each family-held-out set's probability of the radio: the call, its confidence and
     whether it is abstained, and the reason's code among the decisions' schemes (−1: none), by
-    the module docstring's rules (the confidence through the bundle's calibration map, if any).
-    The live LDA and the offline evaluation both call by it."""
+    the module docstring's rules (the confidence through the bundle's calibration map, if any;
+    ``defer_below`` 0: the trees' call wherever the features are in range). The live LDA and the
+    offline evaluation both call by it."""
     wireless, confidence, _ = calls(probability, abstain_below)
-    confidence, disagree = family_confidence(wireless, confidence, held_out)
+    confidence, disagree = family_confidence(wireless, confidence, held_out, defer_below)
     confidence = calibrate(confidence, group_of(x), bundle.get("calibration") or {})
     off = out_of_range(x, bundle.get("ranges"))
     defer = (off >= 0) | disagree
@@ -111,15 +118,16 @@ class Learned(LDA):
     may_abstain = True
     model: str = ""
     abstain_below: float = 0.5  # no call where the probability of the call is below (0.5 or less: never)
+    defer_below: float = DEFER_BELOW  # mBiaz calls where a held-out family's trees give the call less (0: never)
 
     def __post_init__(self) -> None:
-        if isinstance(self.abstain_below, bool) or not (
-            isinstance(self.abstain_below, (int, float)) and 0.0 <= self.abstain_below < 1.0
+        for name, what in (
+            ("abstain_below", "0.5 or less: always call; every call's is at least 0.5"),
+            ("defer_below", "0: never defer to mBiaz for the families' disagreement"),
         ):
-            raise UsageError(
-                "learned: abstain_below must be a probability below 1 (0.5 or less: always call; every "
-                f"call's is at least 0.5), not {self.abstain_below!r}"
-            )
+            value = getattr(self, name)
+            if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0.0 <= value < 1.0):
+                raise UsageError(f"learned: {name} must be a probability below 1 ({what}), not {value!r}")
 
     def bundle(self) -> dict:
         path = os.path.abspath(self.model or BUNDLED_MODEL)
@@ -146,5 +154,7 @@ class Learned(LDA):
             probability[rows] = wireless_probability(bundle, x[rows])
             for k, held in enumerate(sets):
                 held_out[k, rows] = wireless_probability(held, x[rows])
-        wireless, confidence, abstained, reason = judge(probability, x, bundle, self.abstain_below, held_out)
+        wireless, confidence, abstained, reason = judge(
+            probability, x, bundle, self.abstain_below, held_out, self.defer_below
+        )
         return Verdict(wireless, confidence=confidence, abstained=abstained, scheme=reason)
