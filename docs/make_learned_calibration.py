@@ -482,6 +482,16 @@ def generator_section(table: pd.DataFrame, traces: int) -> list[str]:
           percent(r.accuracy_trees), percent(r.accuracy), percent(r.deferred), met(r.met_accuracy), f"{r.ece:.3f}",
           percent(r.sure), percent(r.abstained), met(r.met_confident)] for r in table.itertuples()],
     )  # fmt: skip
+    said = [
+        f"{r.model}: trees alone {percent(r.accuracy_trees)} %, deferring {percent(r.accuracy)} % "
+        f"({percent(r.deferred)} % of the losses deferred)"
+        for r in table.itertuples()
+    ]
+    lines += [
+        "",
+        "On the generator the trees carry over (" + "; ".join(said) + "); `learned:defer_below=0` keeps the trees' "
+        "call wherever the features are in range, for a link known to be like the corpus's.",
+    ]
     return lines
 
 
