@@ -11,13 +11,14 @@ and why (``REASONS``, in ``classify``'s ``scheme`` column).
 A model trained with its families named (``traces/train_learned``, format 6) also keeps one set
 of trees per family, each trained without that family (``held_out``). Where the call rests on a
 single family (one of those sets gives it a probability below ``DEFER_BELOW``), or a feature is
-far outside the training data, the LDA does not vouch for its call: it defers to mBiaz (paper 000,
-``../shared/papers/000``, §III-A and §VI-C: the base scheme with the lowest M_c, whose mistakes
-keep a sender TCP-friendly), with a coin's confidence, 0.5. Elsewhere its confidence is the
+far outside the training data, the LDA does not vouch for its call: it defers to mBiaz (paper 000
+§III-A; §VI-C, Fig. 8: the base scheme with the lowest M_c, whose mistakes keep a sender
+TCP-friendly), with a coin's confidence, 0.5. Elsewhere its confidence is the
 median of the held-out sets' probabilities of its call: what the call is worth had any one
-family been missing, the situation of a link the corpus lacks. Held out by family, the median's
-expected calibration error was below the trees' own on five families of six, and deferring kept
-the accuracy within 2 points of the best heuristic's on all six (``docs/learned.md``).
+family been missing, the situation of a link the corpus lacks. Held out by family, over the
+calls it does not defer, its expected calibration error was below the trees' own on six families
+of six, and deferring kept the accuracy within 2 points of the best heuristic's on all six, at a
+cost where the trees were right (``docs/learned.md``).
 """
 
 from __future__ import annotations
