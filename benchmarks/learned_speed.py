@@ -3,10 +3,10 @@
 * feature extraction (``gap_features``): arrivals per second, and against the shared arrays
   every LDA reads (``Features.of``), measured in the same run (target: >= 5 M arrivals/s);
 * prediction inside ``classify``: ``classify(--lda all)`` with and without the learned LDA
-  (bundled model) added (target: it adds < 50 %);
+  (bundled model: its trees and those without each family) added;
 * the same as a user runs it: ``ldanalyze classify TRACE --lda all`` and ``--lda all,learned``
   on a 2 M-line ns-2 trace (``benchmarks/ns2_ingest.py`` builds it), reading and writing
-  included, in alternated pairs (the model's trees from the user's cache, as on every run
+  included, in alternated pairs (#48's target: the learned LDA adds < 50 %) (the model's trees from the user's cache, as on every run
   after the first);
 * training (gradient-boosted trees) on the gaps of the timeline, against one ``classify`` of
   every LDA (the whole generated suite's training is timed by traces/train_learned).
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.ns2_ingest import build  # noqa: E402
 from benchmarks.synthetic import best_of, synthetic_packets  # noqa: E402
 from ldanalyze import learn  # noqa: E402
-from ldanalyze.lda import Features, Replay, classify, get_lda, parse_ldas  # noqa: E402
+from ldanalyze.lda import Features, Replay, classify, get_lda, runnable_ldas  # noqa: E402
 from ldanalyze.lda.learned.features import gap_features, gap_labels  # noqa: E402
 from ldanalyze.timeline import build_timeline  # noqa: E402
 
@@ -44,7 +44,8 @@ def main() -> None:
     n = len(tl.arrivals)
     print(f"synthetic timeline: {n:,} arrivals, {len(tl.gaps):,} gaps")
     warm = build_timeline(synthetic_packets(5000))
-    every = [lda for lda in parse_ldas("all") if lda.name != "adaptive_rtt"]  # needs absolute delays
+    # "all" as classify runs it on a receiver's view (adaptive_rtt, which needs absolute delays, left out)
+    every = [lda for lda in runnable_ldas(warm, "all", left_out={}) if lda.name != "adaptive_rtt"]
     learned = get_lda("learned")
     classify(warm, [*every, learned])  # compile (or load) every kernel outside the timings
 
@@ -63,7 +64,7 @@ def main() -> None:
     base, both = min(p[0] for p in pairs), min(p[1] for p in pairs)
     print(
         f"classify, every LDA   : {base:6.2f} s;  with the learned LDA {both:6.2f} s: {both / base - 1:+.0%} "
-        "(best of each; target < +50 %)"
+        "(best of each; #48's target is the whole command's, below)"
     )
     print("  every pair (without, with, added): " + ", ".join(f"{a:.2f} {b:.2f} {b / a - 1:+.0%}" for a, b in pairs))
 
@@ -80,7 +81,8 @@ def main() -> None:
     base_cli, both_cli = min(r[0] for r in runs), min(r[1] for r in runs)
     print(
         f"ldanalyze classify    : {base_cli:6.2f} s;  --lda all,learned {both_cli:6.2f} s: {both_cli / base_cli - 1:+.0%} "
-        f"(a 2 M-line ns-2 trace, best of each; pairs: {', '.join(f'{b / a - 1:+.0%}' for a, b in runs)})"
+        f"(a 2 M-line ns-2 trace, best of each; pairs: {', '.join(f'{b / a - 1:+.0%}' for a, b in runs)}; "
+        "target < +50 %)"
     )
 
     item = learn.Labelled("synthetic", gap_features(f), gap_labels(tl), pd.DataFrame())
