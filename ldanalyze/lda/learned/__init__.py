@@ -16,7 +16,7 @@ far outside the training data, the LDA does not vouch for its call: it defers to
 TCP-friendly), with a coin's confidence, 0.5. Elsewhere its confidence is the
 median of the held-out sets' probabilities of its call: what the call is worth had any one
 family been missing, the situation of a link the corpus lacks. Held out by family, over the
-calls it does not defer, its expected calibration error was below the trees' own on six families
+calls it does not defer, its expected calibration error was below the trees' own on five families
 of six, and deferring kept the accuracy within 2 points of the best heuristic's on all six, at a
 cost where the trees were right (``docs/learned.md``).
 """
