@@ -217,11 +217,22 @@ def learned_decisions(
     ``calibration.fit_calibration``; none: the trees' own) and the model's training range, as
     ``Learned`` judges them (``judge``); below ``abstain_below`` (the probability of its call) it
     abstains, and the rows are then named ``learned:abstain_below=...``."""
+    return learned_decisions_at(item, model, [abstain_below], calibration, held_out)[0]
+
+
+def learned_decisions_at(
+    item: Labelled, model, thresholds: Sequence[float], calibration: dict | None = None, held_out: Sequence = ()
+) -> list[pd.DataFrame]:
+    """``learned_decisions`` at each of ``thresholds``, the models' predictions made once."""
     x = item.features.to_numpy()
     bundle = {"calibration": calibration or {}, "ranges": training_range(model)}
-    wireless, _, abstained, _ = judge(probability(model, x), x, bundle, abstain_below, held_out_matrix(held_out, x))
-    said = np.where(abstained, "abstained", np.where(wireless, "wireless", "congestion"))
-    return _calls_per_gap(item, "learned" if abstain_below <= 0.5 else f"learned:abstain_below={abstain_below:g}", said)
+    p, sets = probability(model, x), held_out_matrix(held_out, x)
+    out = []
+    for below in thresholds:
+        wireless, _, abstained, _ = judge(p, x, bundle, below, sets)
+        said = np.where(abstained, "abstained", np.where(wireless, "wireless", "congestion"))
+        out.append(_calls_per_gap(item, "learned" if below <= 0.5 else f"learned:abstain_below={below:g}", said))
+    return out
 
 
 def probability(model, features: np.ndarray) -> np.ndarray:
@@ -359,7 +370,8 @@ def evaluate(
         model, count = fit(train, kind, seed, weighed)
         sets = list(fit_held_out(train, weighed, kind, seed).values()) if weighed is not None else []
         thresholds = [0.5] + ([abstain_below] if abstain_below is not None and abstain_below > 0.5 else [])
-        learned = [learned_decisions(item, model, below, held_out=sets) for below in thresholds for item in test]
+        judged = [learned_decisions_at(item, model, thresholds, held_out=sets) for item in test]
+        learned = [frames[k] for k in range(len(thresholds)) for frames in judged]
         names = list(dict.fromkeys(frame["lda"].iat[0] for frame in learned if len(frame)))
         # an LDA left out of one held-out trace is not compared on the group: its losses would differ
         ran = [list(item.decisions["lda"].cat.categories) for item in test]
